@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Admin queue: commands are copied out of guest memory once, validated,
+// executed and completed in order with a phase-tagged completion entry.
+#include <cstring>
+
+#include "device.hpp"
+
+namespace vrnic {
+
+void Device::process_admin()
+{
+	const uint32_t mask = (1u << aq_log_depth_) - 1;
+	unsigned int budget = kAdminBudget;
+	bool completed = false;
+
+	admin_pending_ = false;
+	while (aq_ci_ != aq_pi_ && budget-- > 0) {
+		const uint16_t idx = aq_ci_;
+		vrnic_admin_cmd cmd;
+
+		if (!plat_.read(aq_base_ + uint64_t(idx & mask) * sizeof(cmd),
+				cmd)) {
+			cnt_.dma_errors++;
+			guest_error("admin queue read failed");
+			fatal(VRNIC_ERR_DMA);
+			return;
+		}
+		plat_.trace(VRNIC_TRACE_ADMIN_CMD, cmd.opcode, le(cmd.token), idx);
+		uint32_t result = 0;
+		const uint8_t st = exec_admin(cmd, result);
+		aq_ci_++;
+
+		vrnic_admin_cqe cqe{};
+		cqe.token = cmd.token;
+		cqe.status = st;
+		cqe.flags = ((idx >> aq_log_depth_) & 1) ? 0 : VRNIC_ACQE_PHASE;
+		cqe.result = le(result);
+		cqe.sq_head = le(aq_ci_);
+		if (!plat_.write_entry(acq_base_ + uint64_t(idx & mask) *
+						   sizeof(cqe), cqe)) {
+			cnt_.dma_errors++;
+			guest_error("admin completion write failed");
+			fatal(VRNIC_ERR_DMA);
+			return;
+		}
+		plat_.trace(VRNIC_TRACE_ADMIN_DONE, cmd.opcode, le(cmd.token), st);
+		cnt_.admin_cmds++;
+		completed = true;
+	}
+	if (aq_ci_ != aq_pi_)
+		admin_pending_ = true;
+	if (completed)
+		post_async(VRNIC_EQE_ADMIN_DONE, 0, aq_ci_);
+}
+
+uint8_t Device::exec_admin(const vrnic_admin_cmd &cmd, uint32_t &result)
+{
+	if (cmd.flags != 0)
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+
+	switch (cmd.opcode) {
+	case VRNIC_ADMIN_NOP:
+		return VRNIC_ADMIN_ST_OK;
+	case VRNIC_ADMIN_QUERY_DEVICE: {
+		const vrnic_device_attr attr = device_attr();
+		return admin_query(cmd.query, &attr, sizeof(attr));
+	}
+	case VRNIC_ADMIN_QUERY_PORT: {
+		vrnic_port_attr attr{};
+		attr.link = le(link_up_ ? VRNIC_LINK_UP : 0u);
+		attr.mtu = le(mtu_);
+		attr.max_mtu = le(uint32_t(VRNIC_ETH_MAX_MTU));
+		attr.speed_mbps = le(100000u);
+		return admin_query(cmd.query, &attr, sizeof(attr));
+	}
+	case VRNIC_ADMIN_QUERY_STATS: {
+		const vrnic_stats st = stats();
+		return admin_query(cmd.query, &st, sizeof(st));
+	}
+	case VRNIC_ADMIN_SET_PORT:
+		return admin_set_port(cmd.set_port);
+	case VRNIC_ADMIN_CREATE_EQ:
+		return admin_create_eq(cmd.create_eq);
+	case VRNIC_ADMIN_DESTROY_EQ:
+		return admin_destroy_eq(le(cmd.destroy.id));
+	case VRNIC_ADMIN_CREATE_ETH_RING:
+		return admin_create_eth_ring(cmd.create_eth_ring);
+	case VRNIC_ADMIN_DESTROY_ETH_RING:
+		return admin_destroy_eth_ring(le(cmd.destroy.id));
+	case VRNIC_ADMIN_CREATE_UCTX:
+		return admin_create_uctx(result);
+	case VRNIC_ADMIN_DESTROY_UCTX:
+		return admin_destroy_uctx(le(cmd.destroy.id));
+	default:
+		guest_error("unknown admin opcode " + std::to_string(cmd.opcode));
+		return VRNIC_ADMIN_ST_BAD_OPCODE;
+	}
+}
+
+uint8_t Device::admin_query(const vrnic_admin_query &q, const void *data,
+			    size_t len)
+{
+	if (le(q.out_len) < len || le(q.out_addr) == 0)
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	if (!plat_.dma_write(le(q.out_addr), data, len)) {
+		cnt_.dma_errors++;
+		return VRNIC_ADMIN_ST_DMA_ERROR;
+	}
+	return VRNIC_ADMIN_ST_OK;
+}
+
+uint8_t Device::admin_set_port(const vrnic_admin_set_port &c)
+{
+	const uint32_t mtu = le(c.mtu);
+
+	if (mtu < VRNIC_ETH_MIN_MTU || mtu > VRNIC_ETH_MAX_MTU)
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	mtu_ = mtu;
+	return VRNIC_ADMIN_ST_OK;
+}
+
+uint8_t Device::admin_create_eq(const vrnic_admin_create_eq &c)
+{
+	const unsigned int eqn = c.eqn;
+	const unsigned int vector = le(c.vector);
+
+	if (eqn == 0 || eqn >= eqs_.size() || vector >= cfg_.num_msix ||
+	    !EventQueue::valid_config(le(c.base), c.log_depth))
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	if (eqs_[eqn].enabled())
+		return VRNIC_ADMIN_ST_BUSY;
+	eqs_[eqn].configure(eqn, le(c.base), c.log_depth, vector);
+	return VRNIC_ADMIN_ST_OK;
+}
+
+uint8_t Device::admin_destroy_eq(uint32_t eqn)
+{
+	if (eqn == 0 || eqn >= eqs_.size())
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	if (!eqs_[eqn].enabled())
+		return VRNIC_ADMIN_ST_NOT_FOUND;
+	for (const auto *rings : {tx_.data(), rx_.data()})
+		for (size_t q = 0; q < VRNIC_MAX_ETH_QUEUES; q++)
+			if (rings[q].enabled && rings[q].eqn == eqn)
+				return VRNIC_ADMIN_ST_BUSY;
+	eqs_[eqn].disable();
+	return VRNIC_ADMIN_ST_OK;
+}
+
+uint8_t Device::admin_create_eth_ring(const vrnic_admin_create_eth_ring &c)
+{
+	const uint64_t base = le(c.base);
+	const unsigned int log_depth = c.log_depth;
+
+	if (c.type > VRNIC_ETH_RING_RX || c.qid >= VRNIC_MAX_ETH_QUEUES ||
+	    log_depth < VRNIC_ETH_MIN_LOG_DEPTH ||
+	    log_depth > VRNIC_ETH_MAX_LOG_DEPTH || base == 0 ||
+	    base % VRNIC_RING_ALIGN ||
+	    base + (uint64_t(sizeof(vrnic_eth_desc)) << log_depth) < base ||
+	    c.eqn == 0 || c.eqn >= eqs_.size() || !eqs_[c.eqn].enabled())
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+
+	EthRing &r = (c.type == VRNIC_ETH_RING_TX ? tx_ : rx_)[c.qid];
+	if (r.enabled)
+		return VRNIC_ADMIN_ST_BUSY;
+	r = EthRing();
+	r.enabled = true;
+	r.base = base;
+	r.log_depth = log_depth;
+	r.eqn = c.eqn;
+	return VRNIC_ADMIN_ST_OK;
+}
+
+uint8_t Device::admin_destroy_eth_ring(uint32_t id)
+{
+	const uint32_t type = id >> 8, qid = id & 0xff;
+
+	if (type > VRNIC_ETH_RING_RX || qid >= VRNIC_MAX_ETH_QUEUES)
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	EthRing &r = (type == VRNIC_ETH_RING_TX ? tx_ : rx_)[qid];
+	if (!r.enabled)
+		return VRNIC_ADMIN_ST_NOT_FOUND;
+	r = EthRing();
+	return VRNIC_ADMIN_ST_OK;
+}
+
+uint8_t Device::admin_create_uctx(uint32_t &result)
+{
+	for (uint32_t page = 1; page < uctx_used_.size(); page++) {
+		if (!uctx_used_[page]) {
+			uctx_used_[page] = true;
+			result = page;
+			return VRNIC_ADMIN_ST_OK;
+		}
+	}
+	return VRNIC_ADMIN_ST_NO_RESOURCE;
+}
+
+uint8_t Device::admin_destroy_uctx(uint32_t id)
+{
+	if (id == 0 || id >= uctx_used_.size())
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	if (!uctx_used_[id])
+		return VRNIC_ADMIN_ST_NOT_FOUND;
+	uctx_used_[id] = false;
+	return VRNIC_ADMIN_ST_OK;
+}
+
+vrnic_device_attr Device::device_attr() const
+{
+	vrnic_device_attr a{};
+	const uint8_t *m = cfg_.mac;
+
+	a.spec_version = le(uint32_t(VRNIC_SPEC_VERSION));
+	a.caps = le(kCaps);
+	a.fw_version = le(uint64_t(VRNIC_SPEC_VERSION));
+	// EUI-64 from the MAC, as RoCE devices derive their node GUID.
+	a.sys_image_guid = le(uint64_t(m[0] ^ 2) << 56 | uint64_t(m[1]) << 48 |
+			      uint64_t(m[2]) << 40 | uint64_t(0xfffe) << 24 |
+			      uint64_t(m[3]) << 16 | uint64_t(m[4]) << 8 | m[5]);
+	// Spec 0.1 has no RDMA objects yet: their limits are honestly zero.
+	a.max_uctx = le(uint32_t(VRNIC_NUM_DB_PAGES - 1));
+	a.max_eqs = le(uint32_t(VRNIC_MAX_EQS));
+	a.max_eth_queues = le(uint32_t(VRNIC_MAX_ETH_QUEUES));
+	a.max_mtu = le(uint32_t(VRNIC_ETH_MAX_MTU));
+	std::memcpy(a.mac, cfg_.mac, sizeof(a.mac));
+	return a;
+}
+
+vrnic_stats Device::stats() const
+{
+	vrnic_stats s{};
+
+	s.eth_tx_frames = le(cnt_.eth_tx_frames);
+	s.eth_tx_bytes = le(cnt_.eth_tx_bytes);
+	s.eth_rx_frames = le(cnt_.eth_rx_frames);
+	s.eth_rx_bytes = le(cnt_.eth_rx_bytes);
+	s.eth_rx_drops = le(cnt_.eth_rx_drops);
+	s.roce_rx_frames = le(cnt_.roce_rx_frames);
+	s.db_violations = le(cnt_.db_violations);
+	s.eq_overflows = le(cnt_.eq_overflows);
+	s.dma_errors = le(cnt_.dma_errors);
+	s.admin_cmds = le(cnt_.admin_cmds);
+	return s;
+}
+
+} // namespace vrnic

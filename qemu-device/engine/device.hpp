@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The vrnic device: register file, admin queue, event queues, Ethernet
+// rings and the steering of RoCEv2 frames to the transport.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "eq.hpp"
+#include "platform.hpp"
+#include "vrnic_engine.h"
+#include "vrnic_hw.h"
+
+namespace vrnic {
+
+struct DeviceCounters {
+	uint64_t eth_tx_frames = 0;
+	uint64_t eth_tx_bytes = 0;
+	uint64_t eth_rx_frames = 0;
+	uint64_t eth_rx_bytes = 0;
+	uint64_t eth_rx_drops = 0;
+	uint64_t roce_rx_frames = 0;
+	uint64_t db_violations = 0;
+	uint64_t eq_overflows = 0;
+	uint64_t dma_errors = 0;
+	uint64_t admin_cmds = 0;
+};
+
+// One Ethernet descriptor ring (TX or RX) in guest memory.
+struct EthRing {
+	bool enabled = false;
+	bool armed = false;		// post an EQE on the next progress
+	uint64_t base = 0;
+	unsigned int log_depth = 0;
+	unsigned int eqn = 0;
+	uint16_t head = 0;		// next descriptor the device uses
+	uint16_t pi = 0;		// producer index from the doorbell
+
+	[[nodiscard]] uint16_t depth() const { return uint16_t(1u << log_depth); }
+	[[nodiscard]] uint16_t pending() const { return uint16_t(pi - head); }
+	[[nodiscard]] uint64_t desc_addr(uint16_t idx) const
+	{
+		return base + uint64_t(idx & (depth() - 1)) *
+			sizeof(vrnic_eth_desc);
+	}
+};
+
+// Why a received frame was dropped (trace argument).
+enum class RxDrop : uint8_t { NoRing, TooBig, Runt, Dma, Disabled };
+
+class Device {
+public:
+	Device(const vrnic_engine_config &cfg, const vrnic_platform_ops *ops,
+	       void *opaque);
+
+	void reset();
+	uint32_t reg_read(uint64_t offset, unsigned int size);
+	void reg_write(uint64_t offset, uint64_t value, unsigned int size);
+	void db_write(uint64_t offset, uint64_t value, unsigned int size);
+	void poll();
+	void timer();
+	bool can_receive() const;
+	size_t receive(std::span<const uint8_t> frame);
+	void set_link(bool up);
+
+	// Spec 0.1: Ethernet and test registers; the RoCEv2 bit comes with the
+	// transport.
+	static constexpr uint32_t kCaps = VRNIC_CAP_ETH | VRNIC_CAP_TEST_REGS;
+	// Work bounds: admin commands and TX frames handled per poll().
+	static constexpr unsigned int kAdminBudget = 64;
+	static constexpr unsigned int kTxBudget = 256;
+
+	[[nodiscard]] const DeviceCounters &counters() const { return cnt_; }
+	[[nodiscard]] bool ready() const { return status_ & VRNIC_STATUS_READY; }
+
+private:
+	// Registers
+	void write_ctrl(uint32_t v);
+	void enable();
+	void fatal(uint32_t err);
+	void guest_error(const std::string &msg);
+
+	// Admin queue
+	void process_admin();
+	uint8_t exec_admin(const vrnic_admin_cmd &cmd, uint32_t &result);
+	uint8_t admin_query(const vrnic_admin_query &q, const void *data,
+			    size_t len);
+	uint8_t admin_create_eq(const vrnic_admin_create_eq &c);
+	uint8_t admin_destroy_eq(uint32_t eqn);
+	uint8_t admin_create_eth_ring(const vrnic_admin_create_eth_ring &c);
+	uint8_t admin_destroy_eth_ring(uint32_t id);
+	uint8_t admin_set_port(const vrnic_admin_set_port &c);
+	uint8_t admin_create_uctx(uint32_t &result);
+	uint8_t admin_destroy_uctx(uint32_t id);
+	vrnic_device_attr device_attr() const;
+	vrnic_stats stats() const;
+
+	// Test registers
+	void run_test_dma();
+
+	// Ethernet
+	void eth_doorbell(EthRing *rings, uint32_t value);
+	void eth_arm(EthRing *rings, bool rx, uint32_t value);
+	void process_tx(EthRing &ring, unsigned int qid, unsigned int &budget);
+	void ring_event(EthRing &ring, bool rx, unsigned int qid);
+	static bool is_roce(std::span<const uint8_t> frame);
+	void rx_drop(RxDrop why, size_t len);
+	void post_async(uint8_t type, uint32_t id, uint64_t data = 0);
+
+	Platform plat_;
+	vrnic_engine_config cfg_;
+
+	// Register state
+	uint32_t status_ = 0;
+	uint32_t ctrl_ = 0;
+	uint32_t error_ = 0;
+	uint32_t scratch_ = 0;
+	uint64_t test_dma_addr_ = 0;
+	uint32_t test_dma_len_ = 0;
+	uint32_t test_dma_op_ = 0;
+	uint32_t test_dma_status_ = VRNIC_TEST_DMA_ST_IDLE;
+	uint64_t aq_base_ = 0;
+	uint64_t acq_base_ = 0;
+	uint32_t aq_log_depth_ = 0;
+	uint64_t aeq_base_ = 0;
+	uint32_t aeq_log_depth_ = 0;
+	bool link_up_;
+	uint32_t mtu_ = 1500;
+
+	// Admin queue state
+	uint16_t aq_pi_ = 0;		// producer index from the doorbell
+	uint16_t aq_ci_ = 0;		// next command to execute
+	bool admin_pending_ = false;
+
+	std::array<EventQueue, VRNIC_MAX_EQS> eqs_{};	// [0] is the AEQ
+	std::array<EthRing, VRNIC_MAX_ETH_QUEUES> tx_{};
+	std::array<EthRing, VRNIC_MAX_ETH_QUEUES> rx_{};
+	bool tx_pending_ = false;
+	std::array<bool, VRNIC_NUM_DB_PAGES> uctx_used_{};
+
+	// One frame's worth of TX staging, allocated once.
+	std::vector<uint8_t> tx_buf_;
+	DeviceCounters cnt_;
+};
+
+} // namespace vrnic

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "eq.hpp"
+
+#include "device.hpp"
+
+namespace vrnic {
+
+bool EventQueue::valid_config(uint64_t base, unsigned int log_depth)
+{
+	return base != 0 && base % VRNIC_RING_ALIGN == 0 &&
+	       log_depth >= VRNIC_EQ_MIN_LOG_DEPTH &&
+	       log_depth <= VRNIC_EQ_MAX_LOG_DEPTH &&
+	       base + (uint64_t(sizeof(vrnic_eqe)) << log_depth) > base;
+}
+
+void EventQueue::configure(unsigned int eqn, uint64_t base,
+			   unsigned int log_depth, unsigned int vector)
+{
+	*this = EventQueue();
+	enabled_ = true;
+	eqn_ = eqn;
+	base_ = base;
+	log_depth_ = log_depth;
+	vector_ = vector;
+}
+
+bool EventQueue::post(const Platform &plat, DeviceCounters &cnt, uint8_t type,
+		      uint32_t id, uint64_t data)
+{
+	if (!enabled_)
+		return false;
+	const uint32_t depth = 1u << log_depth_;
+	if (uint16_t(pi_ - ci_) >= depth) {
+		cnt.eq_overflows++;
+		plat.trace(VRNIC_TRACE_EQ_OVERFLOW, eqn_, type);
+		return false;
+	}
+	vrnic_eqe eqe{};
+	eqe.type = type;
+	// The phase bit is 1 on the first pass over the ring, then flips.
+	eqe.flags = ((pi_ >> log_depth_) & 1) ? 0 : VRNIC_EQE_PHASE;
+	eqe.id = le(id);
+	eqe.data = le(data);
+	const uint64_t addr = base_ + uint64_t(pi_ & (depth - 1)) * sizeof(eqe);
+	if (!plat.write_entry(addr, eqe)) {
+		cnt.dma_errors++;
+		return false;
+	}
+	pi_++;
+	plat.trace(VRNIC_TRACE_EQ_POST, eqn_, type, id);
+	if (armed_) {
+		armed_ = false;
+		plat.raise_irq(vector_);
+	}
+	return true;
+}
+
+bool EventQueue::doorbell(const Platform &plat, uint16_t ci, bool arm)
+{
+	if (!enabled_)
+		return false;
+	// The consumer can never pass the producer.
+	if (uint16_t(uint16_t(pi_) - ci) > (1u << log_depth_))
+		return false;
+	ci_ = ci;
+	if (arm) {
+		if (ci_ != uint16_t(pi_)) {
+			// Events the driver has not seen yet: signal at once.
+			armed_ = false;
+			plat.raise_irq(vector_);
+		} else {
+			armed_ = true;
+		}
+	}
+	return true;
+}
+
+} // namespace vrnic

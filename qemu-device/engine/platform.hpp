@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// C++ view of the platform layer (DMA, wire, interrupts, clock, tracing).
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <type_traits>
+
+#include "vrnic_engine.h"
+
+namespace vrnic {
+
+static_assert(std::endian::native == std::endian::little,
+	      "the engine stores hardware structures in host order; "
+	      "add byte swapping before building on a big-endian host");
+
+// Little-endian field access.  Hardware structures are little-endian and
+// so is every supported host, so these are plain loads and stores; they
+// exist to mark where a wire or guest value is read.
+template <typename T>
+constexpr T le(T v) { return v; }
+
+class Platform {
+public:
+	Platform(const vrnic_platform_ops *ops, void *opaque)
+		: ops_(ops), opaque_(opaque) {}
+
+	[[nodiscard]] bool dma_read(uint64_t addr, void *buf, size_t len) const
+	{
+		return ops_->dma_read(opaque_, addr, buf, len) == 0;
+	}
+	[[nodiscard]] bool dma_write(uint64_t addr, const void *buf,
+				     size_t len) const
+	{
+		return ops_->dma_write(opaque_, addr, buf, len) == 0;
+	}
+	// Copy one trivially copyable structure out of guest memory.
+	template <typename T>
+	[[nodiscard]] bool read(uint64_t addr, T &out) const
+	{
+		static_assert(std::is_trivially_copyable_v<T>);
+		return dma_read(addr, &out, sizeof(T));
+	}
+	template <typename T>
+	[[nodiscard]] bool write(uint64_t addr, const T &in) const
+	{
+		static_assert(std::is_trivially_copyable_v<T>);
+		return dma_write(addr, &in, sizeof(T));
+	}
+	// Write a ring entry whose first dword holds the phase/valid bit:
+	// the body first, then the first dword, so the driver never sees a
+	// valid flag in front of stale contents.
+	template <typename T>
+	[[nodiscard]] bool write_entry(uint64_t addr, const T &in) const
+	{
+		static_assert(std::is_trivially_copyable_v<T> && sizeof(T) > 4);
+		const auto *p = reinterpret_cast<const uint8_t *>(&in);
+		return dma_write(addr + 4, p + 4, sizeof(T) - 4) &&
+		       dma_write(addr, p, 4);
+	}
+	void send_frame(std::span<const uint8_t> frame) const
+	{
+		ops_->send_frame(opaque_, frame.data(), frame.size());
+	}
+	void raise_irq(unsigned int vector) const
+	{
+		trace(VRNIC_TRACE_IRQ, vector);
+		ops_->raise_irq(opaque_, vector);
+	}
+	void schedule() const { ops_->schedule(opaque_); }
+	void rx_ready() const { ops_->rx_ready(opaque_); }
+	[[nodiscard]] uint64_t now_ns() const { return ops_->now_ns(opaque_); }
+	void timer_arm(uint64_t deadline) const
+	{
+		ops_->timer_arm(opaque_, deadline);
+	}
+	void guest_error(const std::string &msg) const
+	{
+		ops_->guest_error(opaque_, msg.c_str());
+	}
+	void trace(vrnic_trace_id id, uint64_t a = 0, uint64_t b = 0,
+		   uint64_t c = 0) const
+	{
+		ops_->trace(opaque_, id, a, b, c);
+	}
+
+private:
+	const vrnic_platform_ops *ops_;
+	void *opaque_;
+};
+
+} // namespace vrnic

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * vrnic device engine: the narrow C interface between the QEMU glue
+ * (qemu-device/vrnic.c) and the C++20 engine that implements the device
+ * behind it (registers, admin queue, event queues, Ethernet rings and, from
+ * spec 0.2 on, the RoCEv2 transport).
+ *
+ * The engine never calls QEMU directly.  Everything it needs from the
+ * outside world goes through struct vrnic_platform_ops, so the same engine
+ * builds inside QEMU and alone on the host for GoogleTest and libFuzzer.
+ *
+ * Threading: every entry point must be called from one thread at a time
+ * (in QEMU: with the BQL held).  The engine never blocks and bounds the work
+ * it does per call.
+ */
+#ifndef VRNIC_ENGINE_H
+#define VRNIC_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Trace points the engine reports; the glue maps each to a trace-event. */
+enum vrnic_trace_id {
+	VRNIC_TRACE_REG_READ,		/* a = offset, b = value */
+	VRNIC_TRACE_REG_WRITE,		/* a = offset, b = value */
+	VRNIC_TRACE_DB_WRITE,		/* a = page, b = offset, c = value */
+	VRNIC_TRACE_ADMIN_CMD,		/* a = opcode, b = token, c = index */
+	VRNIC_TRACE_ADMIN_DONE,		/* a = opcode, b = token, c = status */
+	VRNIC_TRACE_EQ_POST,		/* a = eqn, b = type, c = id */
+	VRNIC_TRACE_EQ_OVERFLOW,	/* a = eqn, b = type */
+	VRNIC_TRACE_IRQ,		/* a = vector */
+	VRNIC_TRACE_ETH_TX,		/* a = qid, b = length */
+	VRNIC_TRACE_ETH_RX,		/* a = qid, b = length */
+	VRNIC_TRACE_ETH_RX_DROP,	/* a = reason, b = length */
+	VRNIC_TRACE_ROCE_RX,		/* a = length */
+	VRNIC_TRACE_RESET,
+	VRNIC_TRACE_LINK,		/* a = up */
+	VRNIC_TRACE_FATAL,		/* a = VRNIC_ERR_* */
+	VRNIC_TRACE_NUM
+};
+
+struct vrnic_platform_ops {
+	/* DMA between guest memory and the device.  Return 0 on success,
+	 * non-zero when the transfer failed or was refused. */
+	int (*dma_read)(void *opaque, uint64_t addr, void *buf, size_t len);
+	int (*dma_write)(void *opaque, uint64_t addr, const void *buf,
+			 size_t len);
+	/* Put one Ethernet frame on the wire. */
+	void (*send_frame)(void *opaque, const void *frame, size_t len);
+	/* Signal MSI-X vector. */
+	void (*raise_irq)(void *opaque, unsigned int vector);
+	/* Ask for vrnic_engine_poll() to run soon, off the caller's path. */
+	void (*schedule)(void *opaque);
+	/* Receive buffers were posted: deliver frames held back earlier. */
+	void (*rx_ready)(void *opaque);
+	/* Clock and one timer; vrnic_engine_timer() runs at the deadline. */
+	uint64_t (*now_ns)(void *opaque);
+	void (*timer_arm)(void *opaque, uint64_t deadline_ns);
+	/* Diagnostics. */
+	void (*guest_error)(void *opaque, const char *msg);
+	void (*trace)(void *opaque, enum vrnic_trace_id id, uint64_t a,
+		      uint64_t b, uint64_t c);
+};
+
+struct vrnic_engine_config {
+	uint8_t mac[6];
+	uint32_t num_msix;		/* vectors the glue provides */
+	bool link_up;
+};
+
+struct vrnic_engine;
+
+struct vrnic_engine *vrnic_engine_new(const struct vrnic_engine_config *cfg,
+				      const struct vrnic_platform_ops *ops,
+				      void *opaque);
+void vrnic_engine_free(struct vrnic_engine *e);
+
+/* Full device reset: forget all guest state, stop all DMA. */
+void vrnic_engine_reset(struct vrnic_engine *e);
+
+/* BAR0 (registers) and BAR2 (doorbell pages); size is the access width. */
+uint64_t vrnic_engine_reg_read(struct vrnic_engine *e, uint64_t offset,
+			       unsigned int size);
+void vrnic_engine_reg_write(struct vrnic_engine *e, uint64_t offset,
+			    uint64_t value, unsigned int size);
+void vrnic_engine_db_write(struct vrnic_engine *e, uint64_t offset,
+			   uint64_t value, unsigned int size);
+
+/* Deferred work: admin commands, TX rings, test DMA. */
+void vrnic_engine_poll(struct vrnic_engine *e);
+void vrnic_engine_timer(struct vrnic_engine *e);
+
+/* Wire side. */
+bool vrnic_engine_can_receive(struct vrnic_engine *e);
+/* Returns the number of bytes consumed: len when the frame was delivered
+ * or dropped, 0 when it should be queued until rx_ready(). */
+size_t vrnic_engine_receive(struct vrnic_engine *e, const uint8_t *frame,
+			    size_t len);
+void vrnic_engine_set_link(struct vrnic_engine *e, bool up);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VRNIC_ENGINE_H */

@@ -1,0 +1,42 @@
+#!/bin/bash
+# Install every host package the build and the tests need.  Idempotent: a
+# stamp keyed on this file's contents skips the work on a second run.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+stamp=$top/build/stamps/host-deps.$(sha1sum "$0" | cut -c1-12)
+[ -e "$stamp" ] && exit 0
+mkdir -p "$top/build/stamps"
+export DEBIAN_FRONTEND=noninteractive
+
+# Plain bookworm packages.
+pkgs=(
+	build-essential pkg-config git ca-certificates xz-utils zstd cpio kmod
+	# QEMU build
+	ninja-build flex bison libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev
+	python3-venv python3-setuptools python3-wheel
+	# firmware that QEMU needs at run time (the +ds tarball has none)
+	seabios qemu-system-data
+	# engine and host tests
+	cmake g++ libgtest-dev libgmock-dev googletest libbenchmark-dev clang-tidy
+	# rdma-core 56.1 with pyverbs
+	libnl-3-dev libnl-route-3-dev libudev-dev libsystemd-dev cython3 python3-dev
+	python3-docutils
+	# kernel module build and lint
+	libelf-dev bc sparse perl
+	# guest image and harness
+	mmdebstrap socat busybox-static e2fsprogs tshark
+)
+if ! apt-get install -y --no-install-recommends "${pkgs[@]}" >/dev/null 2>&1; then
+	apt-get update >/dev/null
+	apt-get install -y --no-install-recommends "${pkgs[@]}"
+fi
+
+# QEMU 10 wants meson >= 1.5 and pycotap, both in bookworm-backports.
+"$top/scripts/apt-private.sh" install -y --no-install-recommends \
+	-t bookworm-backports meson python3-pycotap
+
+# Host headers for the guest kernel (6.12 from bookworm-backports).
+kver=$("$top/scripts/kernel-version.sh")
+"$top/scripts/apt-private.sh" install -y --no-install-recommends \
+	"linux-headers-$kver"
+touch "$stamp"

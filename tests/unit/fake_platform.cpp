@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "fake_platform.hpp"
+
+#include <stdexcept>
+
+namespace {
+
+FakePlatform *self(void *opaque) { return static_cast<FakePlatform *>(opaque); }
+
+bool in_window(const FakePlatform *p, uint64_t addr, size_t len)
+{
+	return !p->fail_dma && addr >= FakePlatform::kMemBase &&
+	       len <= FakePlatform::kMemSize &&
+	       addr - FakePlatform::kMemBase <= FakePlatform::kMemSize - len;
+}
+
+const vrnic_platform_ops kOps = {
+	.dma_read = [](void *o, uint64_t addr, void *buf, size_t len) -> int {
+		auto *p = self(o);
+		if (!in_window(p, addr, len))
+			return -1;
+		std::memcpy(buf, p->ptr(addr), len);
+		return 0;
+	},
+	.dma_write = [](void *o, uint64_t addr, const void *buf, size_t len) -> int {
+		auto *p = self(o);
+		if (!in_window(p, addr, len))
+			return -1;
+		std::memcpy(p->ptr(addr), buf, len);
+		return 0;
+	},
+	.send_frame = [](void *o, const void *f, size_t len) {
+		auto *b = static_cast<const uint8_t *>(f);
+		self(o)->frames.emplace_back(b, b + len);
+	},
+	.raise_irq = [](void *o, unsigned int v) { self(o)->irqs.push_back(v); },
+	.schedule = [](void *o) { self(o)->schedules++; },
+	.rx_ready = [](void *o) { self(o)->rx_ready_calls++; },
+	.now_ns = [](void *o) -> uint64_t { return self(o)->now; },
+	.timer_arm = [](void *o, uint64_t d) { self(o)->deadline = d; },
+	.guest_error = [](void *o, const char *m) { self(o)->guest_errors.emplace_back(m); },
+	.trace = [](void *, vrnic_trace_id, uint64_t, uint64_t, uint64_t) {},
+};
+
+} // namespace
+
+FakePlatform::FakePlatform() : mem(kMemSize)
+{
+	const vrnic_engine_config cfg = {
+		.mac = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56},
+		.num_msix = VRNIC_NUM_MSIX,
+		.link_up = true,
+	};
+	eng = vrnic_engine_new(&cfg, &kOps, this);
+	if (!eng)
+		throw std::runtime_error("vrnic_engine_new failed");
+}
+
+FakePlatform::~FakePlatform()
+{
+	vrnic_engine_free(eng);
+}
+
+void FakePlatform::run()
+{
+	for (int i = 0; i < 1000; i++) {
+		const unsigned before = schedules;
+		vrnic_engine_poll(eng);
+		if (schedules == before)
+			return;
+	}
+	throw std::runtime_error("engine never went idle");
+}
+
+void FakePlatform::enable()
+{
+	wr(VRNIC_REG_AQ_BASE_LO, uint32_t(kAq));
+	wr(VRNIC_REG_AQ_BASE_HI, 0);
+	wr(VRNIC_REG_ACQ_BASE_LO, uint32_t(kAcq));
+	wr(VRNIC_REG_ACQ_BASE_HI, 0);
+	wr(VRNIC_REG_AQ_LOG_DEPTH, kAqLog);
+	wr(VRNIC_REG_AEQ_BASE_LO, uint32_t(kAeq));
+	wr(VRNIC_REG_AEQ_BASE_HI, 0);
+	wr(VRNIC_REG_AEQ_LOG_DEPTH, kAeqLog);
+	wr(VRNIC_REG_CTRL, VRNIC_CTRL_ENABLE);
+	wr(VRNIC_REG_AEQ_DB, VRNIC_EQ_DB_ARM);
+}
+
+vrnic_admin_cqe FakePlatform::admin(vrnic_admin_cmd cmd)
+{
+	const uint16_t idx = aq_pi;
+	const uint32_t mask = (1u << kAqLog) - 1;
+	cmd.token = idx;
+	store(kAq + (idx & mask) * sizeof(cmd), cmd);
+	aq_pi++;
+	wr(VRNIC_REG_AQ_DB, aq_pi);
+	run();
+	return load<vrnic_admin_cqe>(kAcq + (idx & mask) * sizeof(vrnic_admin_cqe));
+}

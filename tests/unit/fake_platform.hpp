@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// A fake platform for engine unit tests: a window of guest memory, a wire
+// that records frames, and counters for interrupts and scheduling.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "vrnic_engine.h"
+#include "vrnic_hw.h"
+
+struct FakePlatform {
+	static constexpr uint64_t kMemBase = 0x100000;
+	static constexpr uint64_t kMemSize = 4 << 20;
+
+	FakePlatform();
+	~FakePlatform();
+	FakePlatform(const FakePlatform &) = delete;
+	FakePlatform &operator=(const FakePlatform &) = delete;
+
+	// Guest memory helpers
+	template <typename T> T load(uint64_t addr) const
+	{
+		T v;
+		std::memcpy(&v, &mem[addr - kMemBase], sizeof(T));
+		return v;
+	}
+	template <typename T> void store(uint64_t addr, const T &v)
+	{
+		std::memcpy(&mem[addr - kMemBase], &v, sizeof(T));
+	}
+	uint8_t *ptr(uint64_t addr) { return &mem[addr - kMemBase]; }
+
+	// Device access
+	uint32_t rd(uint64_t off) { return uint32_t(vrnic_engine_reg_read(eng, off, 4)); }
+	void wr(uint64_t off, uint32_t v) { vrnic_engine_reg_write(eng, off, v, 4); }
+	void db(uint32_t page, uint32_t off, uint32_t v)
+	{
+		vrnic_engine_db_write(eng, uint64_t(page) * VRNIC_DB_PAGE_SIZE + off, v, 4);
+	}
+	// Run deferred work until the engine stops asking for more.
+	void run();
+
+	// Bring the device to READY with the admin queue and async EQ at
+	// fixed addresses, AEQ armed.
+	void enable();
+	// Submit one admin command and run it; returns the completion.
+	vrnic_admin_cqe admin(vrnic_admin_cmd cmd);
+
+	static constexpr uint64_t kAq = kMemBase;
+	static constexpr uint64_t kAcq = kMemBase + 0x1000;
+	static constexpr uint64_t kAeq = kMemBase + 0x2000;
+	static constexpr unsigned kAqLog = 3;
+	static constexpr unsigned kAeqLog = 4;
+	uint16_t aq_pi = 0;
+
+	std::vector<uint8_t> mem;
+	std::vector<std::vector<uint8_t>> frames;
+	std::vector<unsigned> irqs;
+	std::vector<std::string> guest_errors;
+	unsigned schedules = 0;
+	unsigned rx_ready_calls = 0;
+	uint64_t now = 0;
+	uint64_t deadline = 0;
+	bool fail_dma = false;
+	vrnic_engine *eng = nullptr;
+};

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Layout of every structure in include/vrnic_hw.h, as the spec states it.
+#include <cstddef>
+
+#include <gtest/gtest.h>
+
+#include "vrnic_hw.h"
+
+extern "C" size_t vrnic_c_sizeof_admin_cmd(void);
+
+#define CHECK_OFF(type, field, off) \
+	static_assert(offsetof(type, field) == (off), #type "." #field)
+
+CHECK_OFF(vrnic_admin_cmd, opcode, 0);
+CHECK_OFF(vrnic_admin_cmd, flags, 1);
+CHECK_OFF(vrnic_admin_cmd, token, 2);
+CHECK_OFF(vrnic_admin_cmd, query, 8);
+CHECK_OFF(vrnic_admin_cmd, raw, 8);
+CHECK_OFF(vrnic_admin_query, out_addr, 0);
+CHECK_OFF(vrnic_admin_query, out_len, 8);
+CHECK_OFF(vrnic_admin_create_eq, base, 0);
+CHECK_OFF(vrnic_admin_create_eq, log_depth, 8);
+CHECK_OFF(vrnic_admin_create_eq, eqn, 9);
+CHECK_OFF(vrnic_admin_create_eq, vector, 10);
+CHECK_OFF(vrnic_admin_create_eth_ring, base, 0);
+CHECK_OFF(vrnic_admin_create_eth_ring, type, 8);
+CHECK_OFF(vrnic_admin_create_eth_ring, log_depth, 9);
+CHECK_OFF(vrnic_admin_create_eth_ring, qid, 10);
+CHECK_OFF(vrnic_admin_create_eth_ring, eqn, 11);
+CHECK_OFF(vrnic_admin_cqe, token, 0);
+CHECK_OFF(vrnic_admin_cqe, status, 2);
+CHECK_OFF(vrnic_admin_cqe, flags, 3);
+CHECK_OFF(vrnic_admin_cqe, result, 4);
+CHECK_OFF(vrnic_admin_cqe, sq_head, 8);
+CHECK_OFF(vrnic_eqe, type, 0);
+CHECK_OFF(vrnic_eqe, flags, 1);
+CHECK_OFF(vrnic_eqe, id, 4);
+CHECK_OFF(vrnic_eqe, data, 8);
+CHECK_OFF(vrnic_eth_desc, addr, 0);
+CHECK_OFF(vrnic_eth_desc, len, 8);
+CHECK_OFF(vrnic_eth_desc, flags, 10);
+CHECK_OFF(vrnic_eth_desc, wb_len, 12);
+CHECK_OFF(vrnic_eth_desc, wb_status, 14);
+CHECK_OFF(vrnic_device_attr, max_mr_size, 24);
+CHECK_OFF(vrnic_device_attr, max_qp, 32);
+CHECK_OFF(vrnic_device_attr, max_mtu, 76);
+CHECK_OFF(vrnic_device_attr, mac, 80);
+CHECK_OFF(vrnic_port_attr, speed_mbps, 12);
+CHECK_OFF(vrnic_stats, admin_cmds, 72);
+
+TEST(Layout, SizesMatchSpec)
+{
+	EXPECT_EQ(sizeof(vrnic_admin_cmd), 64u);
+	EXPECT_EQ(vrnic_c_sizeof_admin_cmd(), 64u);
+	EXPECT_EQ(sizeof(vrnic_admin_cqe), 16u);
+	EXPECT_EQ(sizeof(vrnic_eqe), 16u);
+	EXPECT_EQ(sizeof(vrnic_eth_desc), 16u);
+	EXPECT_EQ(sizeof(vrnic_device_attr), 96u);
+	EXPECT_EQ(sizeof(vrnic_port_attr), 16u);
+	EXPECT_EQ(sizeof(vrnic_stats), 80u);
+}
+
+TEST(Layout, RegisterMapIsAlignedAndInsideBar0)
+{
+	const unsigned regs[] = {
+		VRNIC_REG_VERSION, VRNIC_REG_CAPS, VRNIC_REG_STATUS,
+		VRNIC_REG_CTRL, VRNIC_REG_ERROR, VRNIC_REG_NUM_MSIX,
+		VRNIC_REG_NUM_DB_PAGES, VRNIC_REG_MAX_MTU, VRNIC_REG_MAC_LO,
+		VRNIC_REG_MAC_HI, VRNIC_REG_LINK, VRNIC_REG_SCRATCH,
+		VRNIC_REG_TEST_IRQ, VRNIC_REG_TEST_DMA_ADDR_LO,
+		VRNIC_REG_TEST_DMA_ADDR_HI, VRNIC_REG_TEST_DMA_LEN,
+		VRNIC_REG_TEST_DMA_CTRL, VRNIC_REG_TEST_DMA_STATUS,
+		VRNIC_REG_AQ_BASE_LO, VRNIC_REG_AQ_BASE_HI,
+		VRNIC_REG_ACQ_BASE_LO, VRNIC_REG_ACQ_BASE_HI,
+		VRNIC_REG_AQ_LOG_DEPTH, VRNIC_REG_AQ_DB,
+		VRNIC_REG_AEQ_BASE_LO, VRNIC_REG_AEQ_BASE_HI,
+		VRNIC_REG_AEQ_LOG_DEPTH, VRNIC_REG_AEQ_DB,
+		VRNIC_REG_CNT_DB_VIOLATIONS, VRNIC_REG_CNT_DMA_ERRORS,
+	};
+	for (size_t i = 0; i < std::size(regs); i++) {
+		EXPECT_EQ(regs[i] % 4, 0u) << regs[i];
+		EXPECT_LT(regs[i], unsigned(VRNIC_REG_BAR_SIZE));
+		for (size_t j = 0; j < i; j++)
+			EXPECT_NE(regs[i], regs[j]) << "duplicate offset";
+	}
+}
+
+TEST(Layout, DoorbellsFitInOnePage)
+{
+	EXPECT_LT(VRNIC_DB_USER_PING, VRNIC_DB_PAGE_SIZE);
+	EXPECT_EQ(VRNIC_DB_BAR_SIZE, VRNIC_DB_PAGE_SIZE * VRNIC_NUM_DB_PAGES);
+	// The EQ doorbell's EQ number field must name every EQ.
+	EXPECT_GE(VRNIC_EQ_DB_EQN_MASK + 1u, unsigned(VRNIC_MAX_EQS));
+	// 16-bit ring indices need rings of at most 2^15 entries.
+	EXPECT_LE(VRNIC_EQ_MAX_LOG_DEPTH, 15);
+	EXPECT_LE(VRNIC_AQ_MAX_LOG_DEPTH, 15);
+	EXPECT_LE(VRNIC_ETH_MAX_LOG_DEPTH, 15);
+}
+
+TEST(Layout, MaxFrameHoldsMaxMtu)
+{
+	EXPECT_GE(VRNIC_ETH_MAX_FRAME, VRNIC_ETH_MAX_MTU + 14 + 4);
+	EXPECT_LE(VRNIC_ETH_MAX_FRAME, 0xffff);	// fits wb_len
+}
