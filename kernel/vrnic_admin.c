@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vrnic admin queue: commands are written to a ring in host memory, the
+ * device is told through the AQ doorbell register and completes each one
+ * with a phase-tagged entry in the completion ring, then posts an
+ * ADMIN_DONE event on the async EQ.  Callers sleep until their token
+ * completes or the command times out; a timeout marks the queue dead.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/errno.h>
+
+#include "vrnic.h"
+
+int vrnic_aq_init(struct vrnic_dev *vdev)
+{
+	struct vrnic_aq *aq = &vdev->aq;
+	struct device *dev = &vdev->pdev->dev;
+	u32 i;
+
+	aq->depth = 1U << VRNIC_AQ_LOG_DEPTH;
+	aq->sq = dma_alloc_coherent(dev, aq->depth * sizeof(*aq->sq),
+				    &aq->sq_dma, GFP_KERNEL);
+	if (!aq->sq)
+		return -ENOMEM;
+	aq->cq = dma_alloc_coherent(dev, aq->depth * sizeof(*aq->cq),
+				    &aq->cq_dma, GFP_KERNEL);
+	if (!aq->cq)
+		goto err_sq;
+	aq->waits = kcalloc(aq->depth, sizeof(*aq->waits), GFP_KERNEL);
+	if (!aq->waits)
+		goto err_cq;
+	for (i = 0; i < aq->depth; i++)
+		init_completion(&aq->waits[i].done);
+	spin_lock_init(&aq->lock);
+	sema_init(&aq->slots, aq->depth);
+	aq->pi = 0;
+	aq->ci = 0;
+	aq->dead = false;
+
+	vrnic_wr(vdev, VRNIC_REG_AQ_BASE_LO, lower_32_bits(aq->sq_dma));
+	vrnic_wr(vdev, VRNIC_REG_AQ_BASE_HI, upper_32_bits(aq->sq_dma));
+	vrnic_wr(vdev, VRNIC_REG_ACQ_BASE_LO, lower_32_bits(aq->cq_dma));
+	vrnic_wr(vdev, VRNIC_REG_ACQ_BASE_HI, upper_32_bits(aq->cq_dma));
+	vrnic_wr(vdev, VRNIC_REG_AQ_LOG_DEPTH, VRNIC_AQ_LOG_DEPTH);
+	return 0;
+
+err_cq:
+	dma_free_coherent(dev, aq->depth * sizeof(*aq->cq), aq->cq, aq->cq_dma);
+err_sq:
+	dma_free_coherent(dev, aq->depth * sizeof(*aq->sq), aq->sq, aq->sq_dma);
+	return -ENOMEM;
+}
+
+void vrnic_aq_free(struct vrnic_dev *vdev)
+{
+	struct vrnic_aq *aq = &vdev->aq;
+	struct device *dev = &vdev->pdev->dev;
+
+	kfree(aq->waits);
+	dma_free_coherent(dev, aq->depth * sizeof(*aq->cq), aq->cq, aq->cq_dma);
+	dma_free_coherent(dev, aq->depth * sizeof(*aq->sq), aq->sq, aq->sq_dma);
+}
+
+/* Reap completions; called from the async EQ handler and on timeouts. */
+void vrnic_aq_poll(struct vrnic_dev *vdev)
+{
+	struct vrnic_aq *aq = &vdev->aq;
+	u32 mask = aq->depth - 1;
+	unsigned long flags;
+
+	spin_lock_irqsave(&aq->lock, flags);
+	for (;;) {
+		struct vrnic_admin_cqe *cqe = &aq->cq[aq->ci & mask];
+		u8 phase = ((aq->ci >> VRNIC_AQ_LOG_DEPTH) & 1) ?
+			   0 : VRNIC_ACQE_PHASE;
+		struct vrnic_aq_wait *w;
+		u16 token;
+
+		if ((READ_ONCE(cqe->flags) & VRNIC_ACQE_PHASE) != phase)
+			break;
+		dma_rmb();
+		token = le16_to_cpu(cqe->token);
+		if (token != aq->ci) {
+			dev_err_ratelimited(&vdev->pdev->dev,
+					    "admin completion token %u, expected %u\n",
+					    token, aq->ci);
+		}
+		w = &aq->waits[aq->ci & mask];
+		w->status = cqe->status;
+		w->result = le32_to_cpu(cqe->result);
+		aq->ci++;
+		complete(&w->done);
+	}
+	spin_unlock_irqrestore(&aq->lock, flags);
+}
+
+static int vrnic_admin_errno(u8 status)
+{
+	switch (status) {
+	case VRNIC_ADMIN_ST_OK:
+		return 0;
+	case VRNIC_ADMIN_ST_BAD_OPCODE:
+		return -EOPNOTSUPP;
+	case VRNIC_ADMIN_ST_NO_RESOURCE:
+		return -ENOSPC;
+	case VRNIC_ADMIN_ST_BUSY:
+		return -EBUSY;
+	case VRNIC_ADMIN_ST_NOT_FOUND:
+		return -ENOENT;
+	case VRNIC_ADMIN_ST_DMA_ERROR:
+		return -EIO;
+	default:
+		return -EINVAL;
+	}
+}
+
+/**
+ * vrnic_admin_exec - run one admin command and wait for its completion
+ * @vdev: device
+ * @cmd: command; token is filled in here
+ * @result: optional, receives the completion's result field
+ *
+ * Sleeps.  Returns 0 or a negative errno derived from the device status.
+ */
+int vrnic_admin_exec(struct vrnic_dev *vdev, struct vrnic_admin_cmd *cmd,
+		     u32 *result)
+{
+	struct vrnic_aq *aq = &vdev->aq;
+	struct vrnic_aq_wait *w;
+	unsigned long left;
+	u16 token;
+	int ret;
+
+	might_sleep();
+	if (down_timeout(&aq->slots,
+			 msecs_to_jiffies(VRNIC_ADMIN_TIMEOUT_MS)))
+		return -ETIMEDOUT;
+
+	spin_lock_irq(&aq->lock);
+	if (aq->dead) {
+		spin_unlock_irq(&aq->lock);
+		up(&aq->slots);
+		return -ENODEV;
+	}
+	token = aq->pi++;
+	cmd->token = cpu_to_le16(token);
+	w = &aq->waits[token & (aq->depth - 1)];
+	reinit_completion(&w->done);
+	memcpy(&aq->sq[token & (aq->depth - 1)], cmd, sizeof(*cmd));
+	/* writel orders the command write before the doorbell. */
+	vrnic_wr(vdev, VRNIC_REG_AQ_DB, aq->pi);
+	spin_unlock_irq(&aq->lock);
+
+	left = wait_for_completion_timeout(&w->done,
+					   msecs_to_jiffies(VRNIC_ADMIN_TIMEOUT_MS));
+	if (!left) {
+		/* The event may have been lost: look once more. */
+		vrnic_aq_poll(vdev);
+		if (!completion_done(&w->done)) {
+			dev_err(&vdev->pdev->dev,
+				"admin command 0x%x timed out, status 0x%x\n",
+				cmd->opcode, vrnic_rd(vdev, VRNIC_REG_STATUS));
+			spin_lock_irq(&aq->lock);
+			aq->dead = true;
+			spin_unlock_irq(&aq->lock);
+			return -ETIMEDOUT;	/* the slot stays taken */
+		}
+	}
+	ret = vrnic_admin_errno(w->status);
+	if (ret)
+		dev_dbg(&vdev->pdev->dev, "admin command 0x%x status %u\n",
+			cmd->opcode, w->status);
+	if (result)
+		*result = w->result;
+	up(&aq->slots);
+	return ret;
+}
+
+/* Run a QUERY_* command into a bounce buffer and copy out len bytes. */
+int vrnic_admin_query(struct vrnic_dev *vdev, u8 opcode, void *out,
+		      size_t len)
+{
+	struct vrnic_admin_cmd cmd = { .opcode = opcode };
+	struct device *dev = &vdev->pdev->dev;
+	dma_addr_t dma;
+	void *buf;
+	int ret;
+
+	buf = dma_alloc_coherent(dev, PAGE_SIZE, &dma, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	cmd.query.out_addr = cpu_to_le64(dma);
+	cmd.query.out_len = cpu_to_le32(PAGE_SIZE);
+	ret = vrnic_admin_exec(vdev, &cmd, NULL);
+	if (!ret)
+		memcpy(out, buf, len);
+	dma_free_coherent(dev, PAGE_SIZE, buf, dma);
+	return ret;
+}

@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vrnic converged Ethernet function: one TX and one RX descriptor ring,
+ * driven by NAPI.  The device posts ETH_TX/ETH_RX events on completion EQ
+ * 1 when a ring it was armed for makes progress; the NAPI poll reaps both
+ * rings and re-arms them with its consumer indices.  RoCEv2 frames never
+ * reach these rings: the device steers UDP/4791 to its RDMA engine.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/etherdevice.h>
+#include <linux/ethtool.h>
+#include <linux/if_vlan.h>
+
+#include "vrnic.h"
+
+#define VRNIC_ETH_EQN	1
+#define VRNIC_ETH_QID	0
+
+static struct vrnic_netdev_priv *vrnic_priv(struct net_device *ndev)
+{
+	return netdev_priv(ndev);
+}
+
+static u32 vrnic_ring_free(const struct vrnic_eth_ring *r)
+{
+	return r->depth - (u16)(r->pi - r->ci);
+}
+
+static int vrnic_ring_alloc(struct vrnic_dev *vdev, struct vrnic_eth_ring *r)
+{
+	r->depth = 1U << VRNIC_ETH_LOG_DEPTH;
+	r->pi = 0;
+	r->ci = 0;
+	r->desc = dma_alloc_coherent(&vdev->pdev->dev,
+				     r->depth * sizeof(*r->desc), &r->dma,
+				     GFP_KERNEL);
+	if (!r->desc)
+		return -ENOMEM;
+	r->bufs = kcalloc(r->depth, sizeof(*r->bufs), GFP_KERNEL);
+	if (!r->bufs) {
+		dma_free_coherent(&vdev->pdev->dev, r->depth * sizeof(*r->desc),
+				  r->desc, r->dma);
+		r->desc = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void vrnic_ring_free_bufs(struct vrnic_dev *vdev,
+				 struct vrnic_eth_ring *r,
+				 enum dma_data_direction dir)
+{
+	u32 i;
+
+	for (i = 0; i < r->depth; i++) {
+		struct vrnic_eth_buf *b = &r->bufs[i];
+
+		if (!b->skb)
+			continue;
+		dma_unmap_single(&vdev->pdev->dev, b->dma, b->len, dir);
+		dev_kfree_skb_any(b->skb);
+		b->skb = NULL;
+	}
+	kfree(r->bufs);
+	r->bufs = NULL;
+	dma_free_coherent(&vdev->pdev->dev, r->depth * sizeof(*r->desc),
+			  r->desc, r->dma);
+	r->desc = NULL;
+}
+
+static int vrnic_ring_create(struct vrnic_dev *vdev, struct vrnic_eth_ring *r,
+			     u8 type)
+{
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_CREATE_ETH_RING };
+
+	cmd.create_eth_ring.base = cpu_to_le64(r->dma);
+	cmd.create_eth_ring.type = type;
+	cmd.create_eth_ring.log_depth = VRNIC_ETH_LOG_DEPTH;
+	cmd.create_eth_ring.qid = VRNIC_ETH_QID;
+	cmd.create_eth_ring.eqn = VRNIC_ETH_EQN;
+	return vrnic_admin_exec(vdev, &cmd, NULL);
+}
+
+static void vrnic_ring_destroy(struct vrnic_dev *vdev, u8 type)
+{
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DESTROY_ETH_RING };
+	int ret;
+
+	cmd.destroy.id = cpu_to_le32((u32)type << 8 | VRNIC_ETH_QID);
+	ret = vrnic_admin_exec(vdev, &cmd, NULL);
+	if (ret)
+		dev_warn(&vdev->pdev->dev, "destroy Ethernet ring %u: %d\n",
+			 type, ret);
+}
+
+static void vrnic_ring_arm(struct vrnic_dev *vdev, u32 db, u16 ci)
+{
+	vrnic_db(vdev, db, (u32)VRNIC_ETH_QID << VRNIC_ETH_DB_QID_SHIFT | ci);
+}
+
+/* Post one fresh RX buffer at the producer index; false if out of memory. */
+static bool vrnic_rx_post_one(struct vrnic_netdev_priv *priv)
+{
+	struct vrnic_eth_ring *r = &priv->rx;
+	struct device *dev = &priv->vdev->pdev->dev;
+	u32 idx = r->pi & (r->depth - 1);
+	struct vrnic_eth_buf *b = &r->bufs[idx];
+	struct vrnic_eth_desc *d = &r->desc[idx];
+	struct sk_buff *skb;
+	dma_addr_t dma;
+
+	skb = netdev_alloc_skb_ip_align(priv->vdev->netdev, priv->rx_buf_len);
+	if (!skb)
+		return false;
+	dma = dma_map_single(dev, skb->data, priv->rx_buf_len, DMA_FROM_DEVICE);
+	if (dma_mapping_error(dev, dma)) {
+		dev_kfree_skb_any(skb);
+		return false;
+	}
+	b->skb = skb;
+	b->dma = dma;
+	b->len = priv->rx_buf_len;
+	d->addr = cpu_to_le64(dma);
+	d->len = cpu_to_le16(priv->rx_buf_len);
+	d->flags = 0;
+	d->wb_len = 0;
+	d->wb_status = 0;
+	r->pi++;
+	return true;
+}
+
+static void vrnic_rx_refill(struct vrnic_netdev_priv *priv)
+{
+	struct vrnic_eth_ring *r = &priv->rx;
+	u16 old = r->pi;
+
+	while (vrnic_ring_free(r) && vrnic_rx_post_one(priv))
+		;
+	if (r->pi != old)
+		vrnic_db(priv->vdev, VRNIC_DB_ETH_RX,
+			 (u32)VRNIC_ETH_QID << VRNIC_ETH_DB_QID_SHIFT | r->pi);
+}
+
+static void vrnic_tx_clean(struct vrnic_netdev_priv *priv, int budget)
+{
+	struct net_device *ndev = priv->vdev->netdev;
+	struct vrnic_eth_ring *r = &priv->tx;
+	struct device *dev = &priv->vdev->pdev->dev;
+	unsigned int pkts = 0, bytes = 0;
+
+	while (r->ci != r->pi) {
+		u32 idx = r->ci & (r->depth - 1);
+		struct vrnic_eth_desc *d = &r->desc[idx];
+		struct vrnic_eth_buf *b = &r->bufs[idx];
+
+		if (!(READ_ONCE(d->wb_status) & VRNIC_ETH_WB_DONE))
+			break;
+		dma_rmb();
+		if (d->wb_status & VRNIC_ETH_WB_ERROR)
+			ndev->stats.tx_errors++;
+		dma_unmap_single(dev, b->dma, b->len, DMA_TO_DEVICE);
+		pkts++;
+		bytes += b->skb->len;
+		napi_consume_skb(b->skb, budget);
+		b->skb = NULL;
+		r->ci++;
+	}
+	ndev->stats.tx_packets += pkts;
+	ndev->stats.tx_bytes += bytes;
+	if (unlikely(netif_queue_stopped(ndev)) && vrnic_ring_free(r) > 2)
+		netif_wake_queue(ndev);
+}
+
+static int vrnic_rx_poll(struct vrnic_netdev_priv *priv, int budget)
+{
+	struct net_device *ndev = priv->vdev->netdev;
+	struct vrnic_eth_ring *r = &priv->rx;
+	struct device *dev = &priv->vdev->pdev->dev;
+	int done = 0;
+
+	while (done < budget && r->ci != r->pi) {
+		u32 idx = r->ci & (r->depth - 1);
+		struct vrnic_eth_desc *d = &r->desc[idx];
+		struct vrnic_eth_buf *b = &r->bufs[idx];
+		struct sk_buff *skb = b->skb;
+		u32 len;
+
+		if (!(READ_ONCE(d->wb_status) & VRNIC_ETH_WB_DONE))
+			break;
+		dma_rmb();
+		len = le16_to_cpu(d->wb_len);
+		dma_unmap_single(dev, b->dma, b->len, DMA_FROM_DEVICE);
+		b->skb = NULL;
+		r->ci++;
+		done++;
+		if ((d->wb_status & VRNIC_ETH_WB_ERROR) || len > b->len ||
+		    len < ETH_HLEN) {
+			ndev->stats.rx_errors++;
+			dev_kfree_skb_any(skb);
+			continue;
+		}
+		skb_put(skb, len);
+		skb->protocol = eth_type_trans(skb, ndev);
+		ndev->stats.rx_packets++;
+		ndev->stats.rx_bytes += len;
+		napi_gro_receive(&priv->napi, skb);
+	}
+	vrnic_rx_refill(priv);
+	return done;
+}
+
+static int vrnic_napi_poll(struct napi_struct *napi, int budget)
+{
+	struct vrnic_netdev_priv *priv =
+		container_of(napi, struct vrnic_netdev_priv, napi);
+	int done;
+
+	vrnic_tx_clean(priv, budget);
+	done = vrnic_rx_poll(priv, budget);
+	if (done < budget && napi_complete_done(napi, done)) {
+		/* Arming with our consumer index makes the device report
+		 * anything that completed after we looked.
+		 */
+		vrnic_ring_arm(priv->vdev, VRNIC_DB_ETH_TX_ARM, priv->tx.ci);
+		vrnic_ring_arm(priv->vdev, VRNIC_DB_ETH_RX_ARM, priv->rx.ci);
+	}
+	return done;
+}
+
+/* Called from the completion EQ handler. */
+void vrnic_eth_event(struct vrnic_dev *vdev, u8 type)
+{
+	struct vrnic_netdev_priv *priv = vrnic_priv(vdev->netdev);
+
+	if (READ_ONCE(priv->rings_live))
+		napi_schedule(&priv->napi);
+}
+
+void vrnic_eth_link_change(struct vrnic_dev *vdev, bool up)
+{
+	netdev_info(vdev->netdev, "link %s\n", up ? "up" : "down");
+	if (up)
+		netif_carrier_on(vdev->netdev);
+	else
+		netif_carrier_off(vdev->netdev);
+}
+
+static int vrnic_open(struct net_device *ndev)
+{
+	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+	struct vrnic_dev *vdev = priv->vdev;
+	int ret;
+
+	priv->rx_buf_len = ALIGN(ndev->mtu + ETH_HLEN + VLAN_HLEN, 64);
+	ret = vrnic_ring_alloc(vdev, &priv->tx);
+	if (ret)
+		return ret;
+	ret = vrnic_ring_alloc(vdev, &priv->rx);
+	if (ret)
+		goto err_tx;
+	ret = vrnic_ring_create(vdev, &priv->tx, VRNIC_ETH_RING_TX);
+	if (ret)
+		goto err_rx;
+	ret = vrnic_ring_create(vdev, &priv->rx, VRNIC_ETH_RING_RX);
+	if (ret)
+		goto err_tx_ring;
+
+	napi_enable(&priv->napi);
+	WRITE_ONCE(priv->rings_live, true);
+	vrnic_rx_refill(priv);
+	vrnic_ring_arm(vdev, VRNIC_DB_ETH_TX_ARM, priv->tx.ci);
+	vrnic_ring_arm(vdev, VRNIC_DB_ETH_RX_ARM, priv->rx.ci);
+	if (vrnic_rd(vdev, VRNIC_REG_LINK) & VRNIC_LINK_UP)
+		netif_carrier_on(ndev);
+	else
+		netif_carrier_off(ndev);
+	netif_start_queue(ndev);
+	return 0;
+
+err_tx_ring:
+	vrnic_ring_destroy(vdev, VRNIC_ETH_RING_TX);
+err_rx:
+	vrnic_ring_free_bufs(vdev, &priv->rx, DMA_FROM_DEVICE);
+err_tx:
+	vrnic_ring_free_bufs(vdev, &priv->tx, DMA_TO_DEVICE);
+	return ret;
+}
+
+static int vrnic_stop(struct net_device *ndev)
+{
+	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+	struct vrnic_dev *vdev = priv->vdev;
+
+	netif_stop_queue(ndev);
+	WRITE_ONCE(priv->rings_live, false);
+	napi_disable(&priv->napi);
+	/* Once destroyed, the device no longer touches the buffers. */
+	vrnic_ring_destroy(vdev, VRNIC_ETH_RING_TX);
+	vrnic_ring_destroy(vdev, VRNIC_ETH_RING_RX);
+	vrnic_ring_free_bufs(vdev, &priv->tx, DMA_TO_DEVICE);
+	vrnic_ring_free_bufs(vdev, &priv->rx, DMA_FROM_DEVICE);
+	return 0;
+}
+
+static netdev_tx_t vrnic_start_xmit(struct sk_buff *skb,
+				    struct net_device *ndev)
+{
+	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+	struct vrnic_eth_ring *r = &priv->tx;
+	struct device *dev = &priv->vdev->pdev->dev;
+	struct vrnic_eth_desc *d;
+	struct vrnic_eth_buf *b;
+	dma_addr_t dma;
+	u32 idx;
+
+	if (unlikely(!vrnic_ring_free(r))) {
+		netif_stop_queue(ndev);
+		return NETDEV_TX_BUSY;
+	}
+	if (skb_put_padto(skb, ETH_ZLEN)) {
+		ndev->stats.tx_dropped++;
+		return NETDEV_TX_OK;
+	}
+	dma = dma_map_single(dev, skb->data, skb->len, DMA_TO_DEVICE);
+	if (dma_mapping_error(dev, dma)) {
+		ndev->stats.tx_dropped++;
+		dev_kfree_skb_any(skb);
+		return NETDEV_TX_OK;
+	}
+	idx = r->pi & (r->depth - 1);
+	b = &r->bufs[idx];
+	b->skb = skb;
+	b->dma = dma;
+	b->len = skb->len;
+	d = &r->desc[idx];
+	d->addr = cpu_to_le64(dma);
+	d->len = cpu_to_le16(skb->len);
+	d->flags = cpu_to_le16(VRNIC_ETH_DESC_EOP);
+	d->wb_len = 0;
+	d->wb_status = 0;
+	r->pi++;
+	skb_tx_timestamp(skb);
+
+	if (!vrnic_ring_free(r))
+		netif_stop_queue(ndev);
+	if (!netdev_xmit_more() || netif_queue_stopped(ndev))
+		vrnic_db(priv->vdev, VRNIC_DB_ETH_TX,
+			 (u32)VRNIC_ETH_QID << VRNIC_ETH_DB_QID_SHIFT | r->pi);
+	return NETDEV_TX_OK;
+}
+
+static int vrnic_change_mtu(struct net_device *ndev, int mtu)
+{
+	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_SET_PORT };
+	bool running = netif_running(ndev);
+	int ret;
+
+	cmd.set_port.mtu = cpu_to_le32(mtu);
+	ret = vrnic_admin_exec(priv->vdev, &cmd, NULL);
+	if (ret)
+		return ret;
+	/* RX buffers are sized for the MTU: rebuild the rings. */
+	if (running)
+		vrnic_stop(ndev);
+	WRITE_ONCE(ndev->mtu, mtu);
+	if (running)
+		return vrnic_open(ndev);
+	return 0;
+}
+
+static const struct net_device_ops vrnic_netdev_ops = {
+	.ndo_open = vrnic_open,
+	.ndo_stop = vrnic_stop,
+	.ndo_start_xmit = vrnic_start_xmit,
+	.ndo_change_mtu = vrnic_change_mtu,
+	.ndo_set_mac_address = eth_mac_addr,
+	.ndo_validate_addr = eth_validate_addr,
+};
+
+static const char vrnic_stat_names[][ETH_GSTRING_LEN] = {
+	"dev_eth_tx_frames", "dev_eth_tx_bytes", "dev_eth_rx_frames",
+	"dev_eth_rx_bytes", "dev_eth_rx_drops", "dev_roce_rx_frames",
+	"dev_db_violations", "dev_eq_overflows", "dev_dma_errors",
+	"dev_admin_cmds",
+};
+
+static void vrnic_get_drvinfo(struct net_device *ndev,
+			      struct ethtool_drvinfo *info)
+{
+	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+	u32 ver = le32_to_cpu(priv->vdev->attr.spec_version);
+
+	strscpy(info->driver, DRV_NAME, sizeof(info->driver));
+	strscpy(info->bus_info, pci_name(priv->vdev->pdev),
+		sizeof(info->bus_info));
+	snprintf(info->fw_version, sizeof(info->fw_version), "spec %u.%u",
+		 ver >> 16, ver & 0xffff);
+}
+
+static int vrnic_get_sset_count(struct net_device *ndev, int sset)
+{
+	return sset == ETH_SS_STATS ? ARRAY_SIZE(vrnic_stat_names) : -EOPNOTSUPP;
+}
+
+static void vrnic_get_strings(struct net_device *ndev, u32 sset, u8 *data)
+{
+	if (sset == ETH_SS_STATS)
+		memcpy(data, vrnic_stat_names, sizeof(vrnic_stat_names));
+}
+
+static void vrnic_get_ethtool_stats(struct net_device *ndev,
+				    struct ethtool_stats *stats, u64 *data)
+{
+	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+	struct vrnic_stats st;
+	const __le64 *v = (const __le64 *)&st;
+	unsigned int i;
+
+	BUILD_BUG_ON(sizeof(st) != sizeof(u64) * ARRAY_SIZE(vrnic_stat_names));
+	if (vrnic_admin_query(priv->vdev, VRNIC_ADMIN_QUERY_STATS, &st,
+			      sizeof(st)))
+		memset(&st, 0, sizeof(st));
+	for (i = 0; i < ARRAY_SIZE(vrnic_stat_names); i++)
+		data[i] = le64_to_cpu(v[i]);
+}
+
+static const struct ethtool_ops vrnic_ethtool_ops = {
+	.get_drvinfo = vrnic_get_drvinfo,
+	.get_link = ethtool_op_get_link,
+	.get_sset_count = vrnic_get_sset_count,
+	.get_strings = vrnic_get_strings,
+	.get_ethtool_stats = vrnic_get_ethtool_stats,
+};
+
+int vrnic_netdev_register(struct vrnic_dev *vdev)
+{
+	struct vrnic_netdev_priv *priv;
+	struct net_device *ndev;
+	u32 lo, hi;
+	u8 mac[ETH_ALEN];
+	int ret;
+
+	ndev = alloc_etherdev(sizeof(*priv));
+	if (!ndev)
+		return -ENOMEM;
+	SET_NETDEV_DEV(ndev, &vdev->pdev->dev);
+	priv = netdev_priv(ndev);
+	priv->vdev = vdev;
+	vdev->netdev = ndev;
+
+	lo = vrnic_rd(vdev, VRNIC_REG_MAC_LO);
+	hi = vrnic_rd(vdev, VRNIC_REG_MAC_HI);
+	mac[0] = lo;
+	mac[1] = lo >> 8;
+	mac[2] = lo >> 16;
+	mac[3] = lo >> 24;
+	mac[4] = hi;
+	mac[5] = hi >> 8;
+	if (is_valid_ether_addr(mac))
+		eth_hw_addr_set(ndev, mac);
+	else
+		eth_hw_addr_random(ndev);
+
+	ndev->netdev_ops = &vrnic_netdev_ops;
+	ndev->ethtool_ops = &vrnic_ethtool_ops;
+	ndev->min_mtu = VRNIC_ETH_MIN_MTU;
+	ndev->max_mtu = min_t(u32, vrnic_rd(vdev, VRNIC_REG_MAX_MTU),
+			      VRNIC_ETH_MAX_MTU);
+	netif_napi_add(ndev, &priv->napi, vrnic_napi_poll);
+	netif_carrier_off(ndev);
+
+	ret = register_netdev(ndev);
+	if (ret) {
+		netif_napi_del(&priv->napi);
+		free_netdev(ndev);
+		vdev->netdev = NULL;
+	}
+	return ret;
+}
+
+void vrnic_netdev_unregister(struct vrnic_dev *vdev)
+{
+	struct vrnic_netdev_priv *priv = vrnic_priv(vdev->netdev);
+
+	unregister_netdev(vdev->netdev);
+	netif_napi_del(&priv->napi);
+	free_netdev(vdev->netdev);
+	vdev->netdev = NULL;
+}

@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vrnic: PCI driver for the vrnic RoCEv2 RDMA NIC (QEMU device "vrnic").
+ *
+ * Probe order: map the BARs, reset the device, take the MSI-X vectors,
+ * run the test-register self-test, bring up the admin queue and the async
+ * EQ, query the device, create the completion EQs, then register the
+ * netdev and, on top of it, the ib_device.  Remove undoes it in reverse.
+ */
+#include <linux/delay.h>
+#include <linux/dma-mapping.h>
+#include <linux/module.h>
+
+#include "vrnic.h"
+
+#define VRNIC_RESET_TIMEOUT_MS	1000
+#define VRNIC_TEST_TIMEOUT_MS	1000
+#define VRNIC_TEST_DMA_LEN	256
+
+static int vrnic_reset(struct vrnic_dev *vdev)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(VRNIC_RESET_TIMEOUT_MS);
+
+	vrnic_wr(vdev, VRNIC_REG_CTRL, VRNIC_CTRL_RESET);
+	while (!(vrnic_rd(vdev, VRNIC_REG_STATUS) & VRNIC_STATUS_RESET_DONE)) {
+		if (time_after(jiffies, end))
+			return -ETIMEDOUT;
+		usleep_range(100, 200);
+	}
+	return 0;
+}
+
+static int vrnic_wait_test_dma(struct vrnic_dev *vdev)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(VRNIC_TEST_TIMEOUT_MS);
+	u32 st;
+
+	while ((st = vrnic_rd(vdev, VRNIC_REG_TEST_DMA_STATUS)) ==
+	       VRNIC_TEST_DMA_ST_BUSY) {
+		if (time_after(jiffies, end))
+			return -ETIMEDOUT;
+		usleep_range(50, 100);
+	}
+	return st == VRNIC_TEST_DMA_ST_DONE ? 0 : -EIO;
+}
+
+/* Exercise the test registers: scratch, every interrupt vector, DMA. */
+static int vrnic_self_test(struct vrnic_dev *vdev)
+{
+	static const u32 patterns[] = { 0, 0xffffffff, 0xa5a55a5a, 0x12345678 };
+	struct device *dev = &vdev->pdev->dev;
+	unsigned long end;
+	dma_addr_t dma;
+	unsigned int i;
+	u8 *buf;
+	int ret;
+
+	for (i = 0; i < ARRAY_SIZE(patterns); i++) {
+		vrnic_wr(vdev, VRNIC_REG_SCRATCH, patterns[i]);
+		if (vrnic_rd(vdev, VRNIC_REG_SCRATCH) != patterns[i]) {
+			dev_err(dev, "self-test: scratch register failed\n");
+			return -EIO;
+		}
+	}
+
+	for (i = 0; i < vdev->num_vectors; i++) {
+		int before = atomic_read(&vdev->test_irqs);
+
+		vrnic_wr(vdev, VRNIC_REG_TEST_IRQ, i);
+		end = jiffies + msecs_to_jiffies(VRNIC_TEST_TIMEOUT_MS);
+		while (atomic_read(&vdev->test_irqs) == before) {
+			if (time_after(jiffies, end)) {
+				dev_err(dev, "self-test: no interrupt on vector %u\n",
+					i);
+				return -EIO;
+			}
+			usleep_range(50, 100);
+		}
+	}
+
+	buf = dma_alloc_coherent(dev, VRNIC_TEST_DMA_LEN, &dma, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	vrnic_wr(vdev, VRNIC_REG_TEST_DMA_ADDR_LO, lower_32_bits(dma));
+	vrnic_wr(vdev, VRNIC_REG_TEST_DMA_ADDR_HI, upper_32_bits(dma));
+	vrnic_wr(vdev, VRNIC_REG_TEST_DMA_LEN, VRNIC_TEST_DMA_LEN);
+	vrnic_wr(vdev, VRNIC_REG_TEST_DMA_CTRL, VRNIC_TEST_DMA_FILL);
+	ret = vrnic_wait_test_dma(vdev);
+	for (i = 0; !ret && i < VRNIC_TEST_DMA_LEN; i++)
+		if (buf[i] != (u8)(i ^ 0x5a))
+			ret = -EIO;
+	if (!ret) {
+		vrnic_wr(vdev, VRNIC_REG_TEST_DMA_CTRL, VRNIC_TEST_DMA_INVERT);
+		ret = vrnic_wait_test_dma(vdev);
+	}
+	for (i = 0; !ret && i < VRNIC_TEST_DMA_LEN; i++)
+		if (buf[i] != (u8)~(i ^ 0x5a))
+			ret = -EIO;
+	dma_free_coherent(dev, VRNIC_TEST_DMA_LEN, buf, dma);
+	if (ret) {
+		dev_err(dev, "self-test: test DMA failed: %d\n", ret);
+		return ret;
+	}
+	dev_info(dev, "self-test passed: scratch, %u interrupt vectors, DMA\n",
+		 vdev->num_vectors);
+	return 0;
+}
+
+static int vrnic_enable(struct vrnic_dev *vdev)
+{
+	u32 status;
+
+	vrnic_wr(vdev, VRNIC_REG_CTRL, VRNIC_CTRL_ENABLE);
+	status = vrnic_rd(vdev, VRNIC_REG_STATUS);
+	if (!(status & VRNIC_STATUS_READY)) {
+		dev_err(&vdev->pdev->dev, "device not ready: status 0x%x error %u\n",
+			status, vrnic_rd(vdev, VRNIC_REG_ERROR));
+		return -EIO;
+	}
+	vrnic_eq_arm(&vdev->aeq);
+	return 0;
+}
+
+static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct vrnic_dev *vdev;
+	u32 version;
+	int nvec;
+	int ret;
+
+	ret = pci_enable_device_mem(pdev);
+	if (ret)
+		return ret;
+	ret = pci_request_mem_regions(pdev, DRV_NAME);
+	if (ret)
+		goto err_disable;
+	pci_set_master(pdev);
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (ret)
+		goto err_regions;
+
+	vdev = ib_alloc_device(vrnic_dev, ibdev);
+	if (!vdev) {
+		ret = -ENOMEM;
+		goto err_regions;
+	}
+	vdev->pdev = pdev;
+	pci_set_drvdata(pdev, vdev);
+	ida_init(&vdev->pd_ida);
+	atomic_set(&vdev->test_irqs, 0);
+
+	vdev->regs = pci_iomap(pdev, VRNIC_REG_BAR, VRNIC_REG_BAR_SIZE);
+	vdev->db = pci_iomap(pdev, VRNIC_DB_BAR, VRNIC_DB_PAGE_SIZE);
+	if (!vdev->regs || !vdev->db) {
+		ret = -ENOMEM;
+		goto err_iomap;
+	}
+	vdev->db_bar_start = pci_resource_start(pdev, VRNIC_DB_BAR);
+	BUILD_BUG_ON(VRNIC_DB_PAGE_SIZE != PAGE_SIZE);
+
+	version = vrnic_rd(vdev, VRNIC_REG_VERSION);
+	if (version >> 16 != VRNIC_SPEC_VERSION_MAJOR) {
+		dev_err(&pdev->dev, "unsupported device spec version %u.%u\n",
+			version >> 16, version & 0xffff);
+		ret = -ENODEV;
+		goto err_iomap;
+	}
+	ret = vrnic_reset(vdev);
+	if (ret) {
+		dev_err(&pdev->dev, "device reset timed out\n");
+		goto err_iomap;
+	}
+
+	nvec = pci_alloc_irq_vectors(pdev, 2,
+				     min_t(u32, vrnic_rd(vdev, VRNIC_REG_NUM_MSIX),
+					   num_online_cpus() + 1),
+				     PCI_IRQ_MSIX);
+	if (nvec < 0) {
+		ret = nvec;
+		goto err_iomap;
+	}
+	vdev->num_vectors = nvec;
+	vdev->num_ceqs = nvec - 1;
+	ret = vrnic_eq_request_irqs(vdev);
+	if (ret)
+		goto err_vectors;
+
+	ret = vrnic_self_test(vdev);
+	if (ret)
+		goto err_irqs;
+
+	ret = vrnic_aq_init(vdev);
+	if (ret)
+		goto err_irqs;
+	ret = vrnic_aeq_alloc(vdev);
+	if (ret)
+		goto err_aq;
+	ret = vrnic_enable(vdev);
+	if (ret)
+		goto err_aeq;
+	ret = vrnic_admin_query(vdev, VRNIC_ADMIN_QUERY_DEVICE, &vdev->attr,
+				sizeof(vdev->attr));
+	if (ret)
+		goto err_enable;
+	ret = vrnic_ceqs_create(vdev);
+	if (ret)
+		goto err_enable;
+	ret = vrnic_netdev_register(vdev);
+	if (ret)
+		goto err_ceqs;
+	ret = vrnic_ib_register(vdev);
+	if (ret)
+		goto err_netdev;
+
+	dev_info(&pdev->dev, "%s and %s ready, spec %u.%u, %u vectors\n",
+		 dev_name(&vdev->ibdev.dev), netdev_name(vdev->netdev),
+		 version >> 16, version & 0xffff, nvec);
+	return 0;
+
+err_netdev:
+	vrnic_netdev_unregister(vdev);
+err_ceqs:
+	vrnic_ceqs_destroy(vdev);
+err_enable:
+	vrnic_reset(vdev);
+err_aeq:
+	vrnic_aeq_free(vdev);
+err_aq:
+	vrnic_aq_free(vdev);
+err_irqs:
+	vrnic_eq_free_irqs(vdev);
+err_vectors:
+	pci_free_irq_vectors(pdev);
+err_iomap:
+	if (vdev->db)
+		pci_iounmap(pdev, vdev->db);
+	if (vdev->regs)
+		pci_iounmap(pdev, vdev->regs);
+	ida_destroy(&vdev->pd_ida);
+	ib_dealloc_device(&vdev->ibdev);
+err_regions:
+	pci_release_mem_regions(pdev);
+err_disable:
+	pci_disable_device(pdev);
+	return ret;
+}
+
+static void vrnic_remove(struct pci_dev *pdev)
+{
+	struct vrnic_dev *vdev = pci_get_drvdata(pdev);
+
+	vrnic_ib_unregister(vdev);
+	vrnic_netdev_unregister(vdev);
+	vrnic_ceqs_destroy(vdev);
+	/* Reset stops all DMA before the rings are freed. */
+	vrnic_reset(vdev);
+	vrnic_eq_free_irqs(vdev);
+	vrnic_aeq_free(vdev);
+	vrnic_aq_free(vdev);
+	pci_free_irq_vectors(pdev);
+	pci_iounmap(pdev, vdev->db);
+	pci_iounmap(pdev, vdev->regs);
+	ida_destroy(&vdev->pd_ida);
+	ib_dealloc_device(&vdev->ibdev);
+	pci_release_mem_regions(pdev);
+	pci_disable_device(pdev);
+}
+
+static const struct pci_device_id vrnic_pci_ids[] = {
+	{ PCI_DEVICE(VRNIC_PCI_VENDOR_ID, VRNIC_PCI_DEVICE_ID) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, vrnic_pci_ids);
+
+static struct pci_driver vrnic_pci_driver = {
+	.name = DRV_NAME,
+	.id_table = vrnic_pci_ids,
+	.probe = vrnic_probe,
+	.remove = vrnic_remove,
+};
+module_pci_driver(vrnic_pci_driver);
+
+MODULE_AUTHOR("vrnic developers");
+MODULE_DESCRIPTION("vrnic RoCEv2 RDMA NIC driver");
+MODULE_LICENSE("Dual BSD/GPL");

@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vrnic verbs: the ib_device registered with ib_core.  Spec 0.1 has no
+ * RDMA objects in the device yet, so the data path verbs are present (so
+ * ib_core treats vrnic as a kernel verbs provider) but return -EOPNOTSUPP.
+ * User contexts are real: each one owns a doorbell page of BAR2.
+ */
+#include <linux/etherdevice.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_mad.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "vrnic.h"
+#include "vrnic-abi.h"
+
+#define VRNIC_GID_TABLE_LEN	16
+
+static int vrnic_query_device(struct ib_device *ibdev,
+			      struct ib_device_attr *attr,
+			      struct ib_udata *udata)
+{
+	struct vrnic_dev *vdev = to_vdev(ibdev);
+	const struct vrnic_device_attr *a = &vdev->attr;
+
+	if (udata->inlen || udata->outlen)
+		return -EINVAL;
+	memset(attr, 0, sizeof(*attr));
+	attr->fw_ver = le64_to_cpu(a->fw_version);
+	attr->sys_image_guid = cpu_to_be64(le64_to_cpu(a->sys_image_guid));
+	attr->max_mr_size = le64_to_cpu(a->max_mr_size);
+	attr->page_size_cap = PAGE_SIZE;
+	attr->vendor_id = vdev->pdev->vendor;
+	attr->vendor_part_id = vdev->pdev->device;
+	attr->hw_ver = vdev->pdev->revision;
+	attr->max_qp = le32_to_cpu(a->max_qp);
+	attr->max_qp_wr = le32_to_cpu(a->max_qp_wr);
+	attr->max_send_sge = le32_to_cpu(a->max_sge);
+	attr->max_recv_sge = le32_to_cpu(a->max_sge);
+	attr->max_sge_rd = le32_to_cpu(a->max_sge);
+	attr->max_cq = le32_to_cpu(a->max_cq);
+	attr->max_cqe = le32_to_cpu(a->max_cqe);
+	attr->max_mr = le32_to_cpu(a->max_mr);
+	attr->max_pd = le32_to_cpu(a->max_pd);
+	attr->max_qp_rd_atom = le32_to_cpu(a->max_qp_rd_atom);
+	attr->max_qp_init_rd_atom = attr->max_qp_rd_atom;
+	attr->max_pkeys = 1;
+	attr->local_ca_ack_delay = 15;
+	return 0;
+}
+
+static int vrnic_query_port(struct ib_device *ibdev, u32 port,
+			    struct ib_port_attr *attr)
+{
+	struct vrnic_dev *vdev = to_vdev(ibdev);
+	struct net_device *ndev = vdev->netdev;
+	bool active = netif_running(ndev) && netif_carrier_ok(ndev);
+
+	/* ib_core zeroes *attr before calling us. */
+	attr->state = active ? IB_PORT_ACTIVE : IB_PORT_DOWN;
+	attr->phys_state = active ? IB_PORT_PHYS_STATE_LINK_UP :
+				    IB_PORT_PHYS_STATE_DISABLED;
+	attr->max_mtu = IB_MTU_4096;
+	attr->active_mtu = ib_mtu_int_to_enum(READ_ONCE(ndev->mtu));
+	attr->gid_tbl_len = VRNIC_GID_TABLE_LEN;
+	attr->port_cap_flags = IB_PORT_CM_SUP;
+	attr->max_msg_sz = 0;	/* no QPs in spec 0.1 */
+	attr->pkey_tbl_len = 1;
+	attr->active_speed = IB_SPEED_EDR;
+	attr->active_width = IB_WIDTH_4X;
+	return 0;
+}
+
+static int vrnic_get_port_immutable(struct ib_device *ibdev, u32 port,
+				    struct ib_port_immutable *immutable)
+{
+	struct ib_port_attr attr;
+	int ret;
+
+	ret = ib_query_port(ibdev, port, &attr);
+	if (ret)
+		return ret;
+	immutable->pkey_tbl_len = attr.pkey_tbl_len;
+	immutable->gid_tbl_len = attr.gid_tbl_len;
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+	return 0;
+}
+
+static enum rdma_link_layer vrnic_get_link_layer(struct ib_device *ibdev,
+						 u32 port)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+static int vrnic_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
+			    u16 *pkey)
+{
+	if (index > 0)
+		return -EINVAL;
+	*pkey = 0xffff;
+	return 0;
+}
+
+void vrnic_ib_port_event(struct vrnic_dev *vdev, bool up)
+{
+	struct ib_event ev = {
+		.device = &vdev->ibdev,
+		.element.port_num = 1,
+		.event = up ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR,
+	};
+
+	ib_dispatch_event(&ev);
+}
+
+/* ---------------------------------------------------- user contexts --- */
+
+static int vrnic_alloc_ucontext(struct ib_ucontext *ibuctx,
+				struct ib_udata *udata)
+{
+	struct vrnic_ucontext *uctx =
+		container_of(ibuctx, struct vrnic_ucontext, ibucontext);
+	struct vrnic_dev *vdev = to_vdev(ibuctx->device);
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_CREATE_UCTX };
+	struct vrnic_alloc_ucontext_resp resp = {};
+	struct vrnic_user_mmap_entry *entry;
+	u32 page;
+	int ret;
+
+	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
+	if (!entry)
+		return -ENOMEM;
+	ret = vrnic_admin_exec(vdev, &cmd, &page);
+	if (ret)
+		goto err_free;
+	if (page == 0 || page >= VRNIC_NUM_DB_PAGES) {
+		ret = -EIO;
+		goto err_free;
+	}
+	entry->vdev = vdev;
+	entry->page = page;
+	/* From here on, mmap_free owns the page and the entry. */
+	ret = rdma_user_mmap_entry_insert(ibuctx, &entry->rdma_entry,
+					  VRNIC_DB_PAGE_SIZE);
+	if (ret) {
+		struct vrnic_admin_cmd d = { .opcode = VRNIC_ADMIN_DESTROY_UCTX };
+
+		d.destroy.id = cpu_to_le32(page);
+		vrnic_admin_exec(vdev, &d, NULL);
+		goto err_free;
+	}
+	uctx->db_entry = &entry->rdma_entry;
+
+	resp.db_mmap_key = rdma_user_mmap_get_offset(uctx->db_entry);
+	resp.db_page_index = page;
+	resp.db_page_size = VRNIC_DB_PAGE_SIZE;
+	resp.spec_version = le32_to_cpu(vdev->attr.spec_version);
+	ret = ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
+	if (ret) {
+		rdma_user_mmap_entry_remove(uctx->db_entry);
+		return ret;
+	}
+	return 0;
+
+err_free:
+	kfree(entry);
+	return ret;
+}
+
+static void vrnic_dealloc_ucontext(struct ib_ucontext *ibuctx)
+{
+	struct vrnic_ucontext *uctx =
+		container_of(ibuctx, struct vrnic_ucontext, ibucontext);
+
+	rdma_user_mmap_entry_remove(uctx->db_entry);
+}
+
+static int vrnic_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *rentry;
+	struct vrnic_user_mmap_entry *entry;
+	struct vrnic_dev *vdev = to_vdev(ibuctx->device);
+	unsigned long pfn;
+	int ret;
+
+	rentry = rdma_user_mmap_entry_get(ibuctx, vma);
+	if (!rentry)
+		return -EINVAL;
+	entry = container_of(rentry, struct vrnic_user_mmap_entry, rdma_entry);
+	pfn = (vdev->db_bar_start + (u64)entry->page * VRNIC_DB_PAGE_SIZE) >>
+	      PAGE_SHIFT;
+	ret = rdma_user_mmap_io(ibuctx, vma, pfn, VRNIC_DB_PAGE_SIZE,
+				pgprot_noncached(vma->vm_page_prot), rentry);
+	rdma_user_mmap_entry_put(rentry);
+	return ret;
+}
+
+/*
+ * The doorbell page goes back to the device only when no mapping of it is
+ * left, so a page is never handed to a new context while an old process
+ * can still ring it.
+ */
+static void vrnic_mmap_free(struct rdma_user_mmap_entry *rentry)
+{
+	struct vrnic_user_mmap_entry *entry =
+		container_of(rentry, struct vrnic_user_mmap_entry, rdma_entry);
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DESTROY_UCTX };
+	int ret;
+
+	cmd.destroy.id = cpu_to_le32(entry->page);
+	ret = vrnic_admin_exec(entry->vdev, &cmd, NULL);
+	if (ret && ret != -ENODEV)
+		dev_warn(&entry->vdev->pdev->dev,
+			 "releasing doorbell page %u: %d\n", entry->page, ret);
+	kfree(entry);
+}
+
+/* ------------------------------------------------------------- PDs --- */
+
+static int vrnic_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct vrnic_pd *pd = container_of(ibpd, struct vrnic_pd, ibpd);
+	struct vrnic_dev *vdev = to_vdev(ibpd->device);
+	int id;
+
+	id = ida_alloc_min(&vdev->pd_ida, 1, GFP_KERNEL);
+	if (id < 0)
+		return id;
+	pd->pdn = id;
+	return 0;
+}
+
+static int vrnic_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct vrnic_pd *pd = container_of(ibpd, struct vrnic_pd, ibpd);
+
+	ida_free(&to_vdev(ibpd->device)->pd_ida, pd->pdn);
+	return 0;
+}
+
+/* ------------------------------------- verbs that spec 0.2 brings --- */
+
+static int vrnic_create_cq(struct ib_cq *ibcq,
+			   const struct ib_cq_init_attr *attr,
+			   struct uverbs_attr_bundle *attrs)
+{
+	return -EOPNOTSUPP;
+}
+
+static int vrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	return 0;
+}
+
+static int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
+{
+	return 0;
+}
+
+static int vrnic_req_notify_cq(struct ib_cq *ibcq,
+			       enum ib_cq_notify_flags flags)
+{
+	return -EOPNOTSUPP;
+}
+
+static int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
+			   struct ib_udata *udata)
+{
+	return -EOPNOTSUPP;
+}
+
+static int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+			   int mask, struct ib_udata *udata)
+{
+	return -EOPNOTSUPP;
+}
+
+static int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+			  int mask, struct ib_qp_init_attr *init_attr)
+{
+	return -EOPNOTSUPP;
+}
+
+static int vrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	return 0;
+}
+
+static int vrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+			   const struct ib_send_wr **bad_wr)
+{
+	*bad_wr = wr;
+	return -EOPNOTSUPP;
+}
+
+static int vrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+			   const struct ib_recv_wr **bad_wr)
+{
+	*bad_wr = wr;
+	return -EOPNOTSUPP;
+}
+
+static struct ib_mr *vrnic_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static struct ib_mr *vrnic_reg_user_mr(struct ib_pd *ibpd, u64 start,
+				       u64 length, u64 virt, int access,
+				       struct ib_udata *udata)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static int vrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	return 0;
+}
+
+static int vrnic_create_ah(struct ib_ah *ibah,
+			   struct rdma_ah_init_attr *init_attr,
+			   struct ib_udata *udata)
+{
+	return -EOPNOTSUPP;
+}
+
+static int vrnic_destroy_ah(struct ib_ah *ibah, u32 flags)
+{
+	return 0;
+}
+
+/* ------------------------------------------------- hardware counters --- */
+
+static const struct rdma_stat_desc vrnic_hw_stat_descs[] = {
+	{ .name = "eth_tx_frames" }, { .name = "eth_tx_bytes" },
+	{ .name = "eth_rx_frames" }, { .name = "eth_rx_bytes" },
+	{ .name = "eth_rx_drops" }, { .name = "roce_rx_frames" },
+	{ .name = "db_violations" }, { .name = "eq_overflows" },
+	{ .name = "dma_errors" }, { .name = "admin_cmds" },
+};
+
+static struct rdma_hw_stats *vrnic_alloc_hw_port_stats(struct ib_device *ibdev,
+						       u32 port)
+{
+	BUILD_BUG_ON(ARRAY_SIZE(vrnic_hw_stat_descs) * sizeof(u64) !=
+		     sizeof(struct vrnic_stats));
+	return rdma_alloc_hw_stats_struct(vrnic_hw_stat_descs,
+					  ARRAY_SIZE(vrnic_hw_stat_descs),
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+static int vrnic_get_hw_stats(struct ib_device *ibdev,
+			      struct rdma_hw_stats *stats, u32 port, int index)
+{
+	struct vrnic_stats st;
+	const __le64 *v = (const __le64 *)&st;
+	unsigned int i;
+	int ret;
+
+	ret = vrnic_admin_query(to_vdev(ibdev), VRNIC_ADMIN_QUERY_STATS, &st,
+				sizeof(st));
+	if (ret)
+		return ret;
+	for (i = 0; i < ARRAY_SIZE(vrnic_hw_stat_descs); i++)
+		stats->value[i] = le64_to_cpu(v[i]);
+	return ARRAY_SIZE(vrnic_hw_stat_descs);
+}
+
+static const struct ib_device_ops vrnic_dev_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = VRNIC_UVERBS_ABI_VERSION,
+
+	.alloc_hw_port_stats = vrnic_alloc_hw_port_stats,
+	.alloc_pd = vrnic_alloc_pd,
+	.alloc_ucontext = vrnic_alloc_ucontext,
+	.create_ah = vrnic_create_ah,
+	.create_cq = vrnic_create_cq,
+	.create_qp = vrnic_create_qp,
+	.create_user_ah = vrnic_create_ah,
+	.dealloc_pd = vrnic_dealloc_pd,
+	.dealloc_ucontext = vrnic_dealloc_ucontext,
+	.dereg_mr = vrnic_dereg_mr,
+	.destroy_ah = vrnic_destroy_ah,
+	.destroy_cq = vrnic_destroy_cq,
+	.destroy_qp = vrnic_destroy_qp,
+	.get_dma_mr = vrnic_get_dma_mr,
+	.get_hw_stats = vrnic_get_hw_stats,
+	.get_link_layer = vrnic_get_link_layer,
+	.get_port_immutable = vrnic_get_port_immutable,
+	.mmap = vrnic_mmap,
+	.mmap_free = vrnic_mmap_free,
+	.modify_qp = vrnic_modify_qp,
+	.poll_cq = vrnic_poll_cq,
+	.post_recv = vrnic_post_recv,
+	.post_send = vrnic_post_send,
+	.query_device = vrnic_query_device,
+	.query_pkey = vrnic_query_pkey,
+	.query_port = vrnic_query_port,
+	.query_qp = vrnic_query_qp,
+	.reg_user_mr = vrnic_reg_user_mr,
+	.req_notify_cq = vrnic_req_notify_cq,
+
+	INIT_RDMA_OBJ_SIZE(ib_ah, vrnic_ah, ibah),
+	INIT_RDMA_OBJ_SIZE(ib_cq, vrnic_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_pd, vrnic_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, vrnic_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, vrnic_ucontext, ibucontext),
+};
+
+int vrnic_ib_register(struct vrnic_dev *vdev)
+{
+	struct ib_device *ibdev = &vdev->ibdev;
+	int ret;
+
+	ibdev->node_type = RDMA_NODE_IB_CA;
+	ibdev->phys_port_cnt = 1;
+	ibdev->num_comp_vectors = max_t(unsigned int, vdev->num_ceqs, 1);
+	ibdev->node_guid = cpu_to_be64(le64_to_cpu(vdev->attr.sys_image_guid));
+	ibdev->dev.parent = &vdev->pdev->dev;
+	strscpy(ibdev->node_desc, "vrnic RoCEv2 NIC", sizeof(ibdev->node_desc));
+	ib_set_device_ops(ibdev, &vrnic_dev_ops);
+
+	ret = ib_device_set_netdev(ibdev, vdev->netdev, 1);
+	if (ret)
+		return ret;
+	return ib_register_device(ibdev, "vrnic%d", &vdev->pdev->dev);
+}
+
+void vrnic_ib_unregister(struct vrnic_dev *vdev)
+{
+	ib_unregister_device(&vdev->ibdev);
+}

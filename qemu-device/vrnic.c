@@ -1,0 +1,444 @@
+/*
+ * vrnic: QOM/PCI glue of the vrnic RDMA NIC model.
+ *
+ * This file follows the e1000e split: it owns the PCI function (BARs,
+ * MSI-X, reset), the network backend and the QEMU services (bottom half,
+ * timer, tracing, logging) and forwards everything else to the C++20
+ * engine behind qemu-device/engine/vrnic_engine.h.
+ *
+ * Specification: Documentation/vrnic-spec.rst in the vrnic tree.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "qemu/module.h"
+#include "qemu/timer.h"
+#include "qapi/error.h"
+#include "hw/pci/pci_device.h"
+#include "hw/pci/msix.h"
+#include "hw/qdev-properties.h"
+#include "migration/vmstate.h"
+#include "net/net.h"
+#include "system/dma.h"
+#include "trace.h"
+
+#include "vrnic_hw.h"
+#include "engine/vrnic_engine.h"
+
+#define TYPE_VRNIC "vrnic"
+OBJECT_DECLARE_SIMPLE_TYPE(VrnicState, VRNIC)
+
+struct VrnicState {
+    PCIDevice parent_obj;
+
+    MemoryRegion regs;
+    MemoryRegion doorbells;
+    NICState *nic;
+    NICConf conf;
+    QEMUBH *bh;
+    QEMUTimer *timer;
+    struct vrnic_engine *engine;
+};
+
+/* ---------------------------------------------------- platform layer --- */
+
+static bool vrnic_dma_hits_own_bars(VrnicState *s, uint64_t addr, size_t len)
+{
+    static const int bars[] = { VRNIC_REG_BAR, VRNIC_DB_BAR, VRNIC_MSIX_BAR };
+    PCIDevice *pdev = PCI_DEVICE(s);
+
+    for (size_t i = 0; i < ARRAY_SIZE(bars); i++) {
+        pcibus_t base = pci_get_bar_addr(pdev, bars[i]);
+        pcibus_t size = pdev->io_regions[bars[i]].size;
+
+        if (base == PCI_BAR_UNMAPPED || !size) {
+            continue;
+        }
+        if (addr < base + size && base < addr + len) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static int vrnic_dma_check(VrnicState *s, uint64_t addr, size_t len,
+                           bool is_write)
+{
+    if (len == 0 || addr + len < addr) {
+        qemu_log_mask(LOG_GUEST_ERROR, "vrnic: DMA range 0x%" PRIx64
+                      "+0x%zx wraps\n", addr, len);
+        trace_vrnic_dma_error(addr, len, is_write);
+        return -1;
+    }
+    if (vrnic_dma_hits_own_bars(s, addr, len)) {
+        qemu_log_mask(LOG_GUEST_ERROR, "vrnic: DMA to own BAR refused at 0x%"
+                      PRIx64 "\n", addr);
+        trace_vrnic_dma_error(addr, len, is_write);
+        return -1;
+    }
+    return 0;
+}
+
+static int vrnic_plat_dma_read(void *opaque, uint64_t addr, void *buf,
+                               size_t len)
+{
+    VrnicState *s = opaque;
+
+    if (vrnic_dma_check(s, addr, len, false) ||
+        pci_dma_read(PCI_DEVICE(s), addr, buf, len) != MEMTX_OK) {
+        trace_vrnic_dma_error(addr, len, false);
+        return -1;
+    }
+    return 0;
+}
+
+static int vrnic_plat_dma_write(void *opaque, uint64_t addr, const void *buf,
+                                size_t len)
+{
+    VrnicState *s = opaque;
+
+    if (vrnic_dma_check(s, addr, len, true) ||
+        pci_dma_write(PCI_DEVICE(s), addr, buf, len) != MEMTX_OK) {
+        trace_vrnic_dma_error(addr, len, true);
+        return -1;
+    }
+    return 0;
+}
+
+static void vrnic_plat_send_frame(void *opaque, const void *frame, size_t len)
+{
+    VrnicState *s = opaque;
+
+    qemu_send_packet(qemu_get_queue(s->nic), frame, len);
+}
+
+static void vrnic_plat_raise_irq(void *opaque, unsigned int vector)
+{
+    PCIDevice *pdev = PCI_DEVICE(opaque);
+
+    if (msix_enabled(pdev) && vector < VRNIC_NUM_MSIX) {
+        msix_notify(pdev, vector);
+    }
+}
+
+static void vrnic_plat_schedule(void *opaque)
+{
+    VrnicState *s = opaque;
+
+    qemu_bh_schedule(s->bh);
+}
+
+static void vrnic_plat_rx_ready(void *opaque)
+{
+    VrnicState *s = opaque;
+
+    qemu_flush_queued_packets(qemu_get_queue(s->nic));
+}
+
+static uint64_t vrnic_plat_now_ns(void *opaque)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+}
+
+static void vrnic_plat_timer_arm(void *opaque, uint64_t deadline_ns)
+{
+    VrnicState *s = opaque;
+
+    timer_mod(s->timer, deadline_ns);
+}
+
+static void vrnic_plat_guest_error(void *opaque, const char *msg)
+{
+    qemu_log_mask(LOG_GUEST_ERROR, "%s\n", msg);
+    trace_vrnic_guest_error(msg);
+}
+
+static void vrnic_plat_trace(void *opaque, enum vrnic_trace_id id,
+                             uint64_t a, uint64_t b, uint64_t c)
+{
+    switch (id) {
+    case VRNIC_TRACE_REG_READ:
+        trace_vrnic_reg_read(a, b);
+        break;
+    case VRNIC_TRACE_REG_WRITE:
+        trace_vrnic_reg_write(a, b);
+        break;
+    case VRNIC_TRACE_DB_WRITE:
+        trace_vrnic_db_write(a, b, c);
+        break;
+    case VRNIC_TRACE_ADMIN_CMD:
+        trace_vrnic_admin_cmd(a, b, c);
+        break;
+    case VRNIC_TRACE_ADMIN_DONE:
+        trace_vrnic_admin_done(a, b, c);
+        break;
+    case VRNIC_TRACE_EQ_POST:
+        trace_vrnic_eq_post(a, b, c);
+        break;
+    case VRNIC_TRACE_EQ_OVERFLOW:
+        trace_vrnic_eq_overflow(a, b);
+        break;
+    case VRNIC_TRACE_IRQ:
+        trace_vrnic_irq(a);
+        break;
+    case VRNIC_TRACE_ETH_TX:
+        trace_vrnic_eth_tx(a, b);
+        break;
+    case VRNIC_TRACE_ETH_RX:
+        trace_vrnic_eth_rx(a, b);
+        break;
+    case VRNIC_TRACE_ETH_RX_DROP:
+        trace_vrnic_eth_rx_drop(a, b);
+        break;
+    case VRNIC_TRACE_ROCE_RX:
+        trace_vrnic_roce_rx(a);
+        break;
+    case VRNIC_TRACE_RESET:
+        trace_vrnic_reset();
+        break;
+    case VRNIC_TRACE_LINK:
+        trace_vrnic_link(a);
+        break;
+    case VRNIC_TRACE_FATAL:
+        trace_vrnic_fatal(a);
+        break;
+    case VRNIC_TRACE_NUM:
+        break;
+    }
+}
+
+static const struct vrnic_platform_ops vrnic_platform = {
+    .dma_read = vrnic_plat_dma_read,
+    .dma_write = vrnic_plat_dma_write,
+    .send_frame = vrnic_plat_send_frame,
+    .raise_irq = vrnic_plat_raise_irq,
+    .schedule = vrnic_plat_schedule,
+    .rx_ready = vrnic_plat_rx_ready,
+    .now_ns = vrnic_plat_now_ns,
+    .timer_arm = vrnic_plat_timer_arm,
+    .guest_error = vrnic_plat_guest_error,
+    .trace = vrnic_plat_trace,
+};
+
+/* ------------------------------------------------------------ BARs --- */
+
+static uint64_t vrnic_regs_read(void *opaque, hwaddr addr, unsigned size)
+{
+    VrnicState *s = opaque;
+
+    return vrnic_engine_reg_read(s->engine, addr, size);
+}
+
+static void vrnic_regs_write(void *opaque, hwaddr addr, uint64_t val,
+                             unsigned size)
+{
+    VrnicState *s = opaque;
+
+    vrnic_engine_reg_write(s->engine, addr, val, size);
+}
+
+static const MemoryRegionOps vrnic_regs_ops = {
+    .read = vrnic_regs_read,
+    .write = vrnic_regs_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    /* The engine sees the access size and refuses anything but 32 bits. */
+    .valid = { .min_access_size = 1, .max_access_size = 8 },
+    .impl = { .min_access_size = 1, .max_access_size = 8 },
+};
+
+static uint64_t vrnic_db_read(void *opaque, hwaddr addr, unsigned size)
+{
+    return 0;
+}
+
+static void vrnic_db_write(void *opaque, hwaddr addr, uint64_t val,
+                           unsigned size)
+{
+    VrnicState *s = opaque;
+
+    vrnic_engine_db_write(s->engine, addr, val, size);
+}
+
+static const MemoryRegionOps vrnic_db_ops = {
+    .read = vrnic_db_read,
+    .write = vrnic_db_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = { .min_access_size = 1, .max_access_size = 8 },
+    .impl = { .min_access_size = 1, .max_access_size = 8 },
+};
+
+/* ----------------------------------------------------- net backend --- */
+
+static bool vrnic_can_receive(NetClientState *nc)
+{
+    VrnicState *s = qemu_get_nic_opaque(nc);
+
+    return vrnic_engine_can_receive(s->engine);
+}
+
+static ssize_t vrnic_receive(NetClientState *nc, const uint8_t *buf,
+                             size_t size)
+{
+    VrnicState *s = qemu_get_nic_opaque(nc);
+
+    return vrnic_engine_receive(s->engine, buf, size);
+}
+
+static void vrnic_set_link_status(NetClientState *nc)
+{
+    VrnicState *s = qemu_get_nic_opaque(nc);
+
+    vrnic_engine_set_link(s->engine, !nc->link_down);
+}
+
+static NetClientInfo net_vrnic_info = {
+    .type = NET_CLIENT_DRIVER_NIC,
+    .size = sizeof(NICState),
+    .can_receive = vrnic_can_receive,
+    .receive = vrnic_receive,
+    .link_status_changed = vrnic_set_link_status,
+};
+
+/* ------------------------------------------------------- lifecycle --- */
+
+static void vrnic_bh(void *opaque)
+{
+    VrnicState *s = opaque;
+
+    vrnic_engine_poll(s->engine);
+}
+
+static void vrnic_timer_cb(void *opaque)
+{
+    VrnicState *s = opaque;
+
+    vrnic_engine_timer(s->engine);
+}
+
+static void vrnic_realize(PCIDevice *pdev, Error **errp)
+{
+    VrnicState *s = VRNIC(pdev);
+    DeviceState *dev = DEVICE(pdev);
+    struct vrnic_engine_config cfg = { .num_msix = VRNIC_NUM_MSIX };
+    int ret;
+
+    pci_config_set_interrupt_pin(pdev->config, 1);
+
+    memory_region_init_io(&s->regs, OBJECT(s), &vrnic_regs_ops, s,
+                          "vrnic-regs", VRNIC_REG_BAR_SIZE);
+    pci_register_bar(pdev, VRNIC_REG_BAR,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->regs);
+    memory_region_init_io(&s->doorbells, OBJECT(s), &vrnic_db_ops, s,
+                          "vrnic-doorbells", VRNIC_DB_BAR_SIZE);
+    pci_register_bar(pdev, VRNIC_DB_BAR,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->doorbells);
+
+    ret = msix_init_exclusive_bar(pdev, VRNIC_NUM_MSIX, VRNIC_MSIX_BAR, errp);
+    if (ret) {
+        return;
+    }
+    for (unsigned i = 0; i < VRNIC_NUM_MSIX; i++) {
+        msix_vector_use(pdev, i);
+    }
+
+    qemu_macaddr_default_if_unset(&s->conf.macaddr);
+    memcpy(cfg.mac, s->conf.macaddr.a, sizeof(cfg.mac));
+    s->nic = qemu_new_nic(&net_vrnic_info, &s->conf,
+                          object_get_typename(OBJECT(s)), dev->id,
+                          &dev->mem_reentrancy_guard, s);
+    qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
+    cfg.link_up = !qemu_get_queue(s->nic)->link_down;
+
+    s->bh = qemu_bh_new_guarded(vrnic_bh, s, &dev->mem_reentrancy_guard);
+    s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, vrnic_timer_cb, s);
+    s->engine = vrnic_engine_new(&cfg, &vrnic_platform, s);
+    if (!s->engine) {
+        error_setg(errp, "vrnic: cannot allocate the device engine");
+        qemu_del_nic(s->nic);
+        qemu_bh_delete(s->bh);
+        timer_free(s->timer);
+        msix_uninit_exclusive_bar(pdev);
+        return;
+    }
+}
+
+static void vrnic_exit(PCIDevice *pdev)
+{
+    VrnicState *s = VRNIC(pdev);
+
+    vrnic_engine_free(s->engine);
+    s->engine = NULL;
+    timer_free(s->timer);
+    qemu_bh_delete(s->bh);
+    qemu_del_nic(s->nic);
+    msix_uninit_exclusive_bar(pdev);
+}
+
+static void vrnic_reset_hold(Object *obj, ResetType type)
+{
+    VrnicState *s = VRNIC(obj);
+
+    timer_del(s->timer);
+    qemu_bh_cancel(s->bh);
+    vrnic_engine_reset(s->engine);
+    msix_reset(PCI_DEVICE(s));
+    msix_unuse_all_vectors(PCI_DEVICE(s));
+    for (unsigned i = 0; i < VRNIC_NUM_MSIX; i++) {
+        msix_vector_use(PCI_DEVICE(s), i);
+    }
+}
+
+/*
+ * The engine keeps queue state that is not described to the migration
+ * stream yet, so the device blocks migration rather than lose it.
+ */
+static const VMStateDescription vmstate_vrnic = {
+    .name = "vrnic",
+    .unmigratable = 1,
+};
+
+static const Property vrnic_properties[] = {
+    DEFINE_NIC_PROPERTIES(VrnicState, conf),
+};
+
+static void vrnic_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+    ResettableClass *rc = RESETTABLE_CLASS(klass);
+
+    k->realize = vrnic_realize;
+    k->exit = vrnic_exit;
+    k->vendor_id = VRNIC_PCI_VENDOR_ID;
+    k->device_id = VRNIC_PCI_DEVICE_ID;
+    k->revision = VRNIC_PCI_REVISION;
+    k->class_id = VRNIC_PCI_CLASS;
+    rc->phases.hold = vrnic_reset_hold;
+    dc->desc = "vrnic RoCEv2 RDMA NIC";
+    dc->vmsd = &vmstate_vrnic;
+    device_class_set_props(dc, vrnic_properties);
+    set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
+}
+
+static const TypeInfo vrnic_info = {
+    .name = TYPE_VRNIC,
+    .parent = TYPE_PCI_DEVICE,
+    .instance_size = sizeof(VrnicState),
+    .class_init = vrnic_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { INTERFACE_CONVENTIONAL_PCI_DEVICE },
+        { },
+    },
+};
+
+static void vrnic_register_types(void)
+{
+    type_register_static(&vrnic_info);
+}
+
+type_init(vrnic_register_types)

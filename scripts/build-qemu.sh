@@ -1,0 +1,61 @@
+#!/bin/bash
+# Build qemu-system-x86_64 10.0.2 with the vrnic device compiled in.
+#
+# qemu-device/ is copied into the QEMU tree as hw/net/vrnic (only files that
+# changed are copied, so ninja rebuilds only what changed), QEMU's build
+# files get four small edits, and only the x86_64 system emulator is built
+# with a minimal feature set.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+qsrc=$top/build/src/qemu-10.0.2
+qbld=$top/build/qemu
+dst=$qsrc/hw/net/vrnic
+
+sync_file() { # src dst: copy only when the contents differ
+	if ! cmp -s "$1" "$2"; then
+		mkdir -p "$(dirname "$2")"
+		cp "$1" "$2"
+	fi
+}
+cd "$top/qemu-device"
+for f in vrnic.c trace.h trace-events meson.build Kconfig engine/*.cpp engine/*.hpp engine/*.h; do
+	sync_file "$top/qemu-device/$f" "$dst/$f"
+done
+cd "$top"
+sync_file "$top/include/vrnic_hw.h" "$dst/include/vrnic_hw.h"
+
+patch_once() { # file, grep pattern proving it is done, sed script
+	grep -q -- "$2" "$1" || sed -i "$3" "$1"
+	grep -q -- "$2" "$1" || { echo "build-qemu: cannot patch $1" >&2; exit 1; }
+}
+# The engine is C++20: let meson enable C++ on Linux too.
+patch_once "$qsrc/meson.build" "vrnic: C++ engine" \
+	"s|^if host_os == 'windows' and add_languages('cpp', required: false, native: false)|if (host_os == 'windows' or true) and add_languages('cpp', required: false, native: false) # vrnic: C++ engine|"
+# Trace events of the device's own directory.
+patch_once "$qsrc/meson.build" "'hw/net/vrnic'," \
+	"s|^    'hw/net',|    'hw/net',\n    'hw/net/vrnic',|"
+patch_once "$qsrc/hw/net/meson.build" "subdir('vrnic')" '$a subdir('"'"'vrnic'"'"')'
+patch_once "$qsrc/hw/net/Kconfig" "source vrnic/Kconfig" '$a source vrnic/Kconfig'
+# The +ds tarball has no firmware blobs to unpack.
+patch_once "$qsrc/pc-bios/meson.build" "if false # vrnic: no edk2 blobs" \
+	"s|^if unpack_edk2_blobs|if false # vrnic: no edk2 blobs|"
+
+conf_args=(
+	--target-list=x86_64-softmmu
+	--without-default-features
+	--disable-install-blobs
+	--disable-docs
+	--disable-werror
+	--python=/usr/bin/python3
+)
+stamp=$qbld/.configured.$(echo "${conf_args[*]}" | sha1sum | cut -c1-12)
+if [ ! -e "$stamp" ]; then
+	rm -rf "$qbld"
+	mkdir -p "$qbld"
+	(cd "$qbld" && "$qsrc/configure" "${conf_args[@]}") > "$top/build/qemu-configure.log" 2>&1 || {
+		tail -30 "$top/build/qemu-configure.log" >&2
+		exit 1
+	}
+	touch "$stamp"
+fi
+ninja -C "$qbld" qemu-system-x86_64

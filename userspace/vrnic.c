@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vrnic rdma-core provider: matches the vrnic PCI function, opens a user
+ * context and maps the doorbell page the kernel handed to it, so that the
+ * data path (from spec 0.2 on) can ring doorbells without a system call.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <infiniband/driver.h>
+#include <infiniband/kern-abi.h>
+#include <rdma/vrnic-abi.h>
+#include <kernel-abi/vrnic-abi.h>
+
+#include "vrnic.h"
+#include "vrnic_hw.h"
+
+DECLARE_DRV_CMD(uvrnic_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT, empty,
+		vrnic_alloc_ucontext_resp);
+
+static int vrnic_query_device_ex(struct ibv_context *ctx,
+				 const struct ibv_query_device_ex_input *input,
+				 struct ibv_device_attr_ex *attr,
+				 size_t attr_size)
+{
+	struct ib_uverbs_ex_query_device_resp resp;
+	size_t resp_size = sizeof(resp);
+
+	return ibv_cmd_query_device_any(ctx, input, attr, attr_size, &resp,
+					&resp_size);
+}
+
+static int vrnic_query_port(struct ibv_context *ctx, uint8_t port,
+			    struct ibv_port_attr *attr)
+{
+	struct ibv_query_port cmd;
+
+	return ibv_cmd_query_port(ctx, port, attr, &cmd, sizeof(cmd));
+}
+
+static struct ibv_pd *vrnic_alloc_pd(struct ibv_context *ctx)
+{
+	struct ib_uverbs_alloc_pd_resp resp;
+	struct ibv_alloc_pd cmd;
+	struct ibv_pd *pd;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+	if (ibv_cmd_alloc_pd(ctx, pd, &cmd, sizeof(cmd), &resp, sizeof(resp))) {
+		free(pd);
+		return NULL;
+	}
+	return pd;
+}
+
+static int vrnic_dealloc_pd(struct ibv_pd *pd)
+{
+	int ret;
+
+	ret = ibv_cmd_dealloc_pd(pd);
+	if (ret)
+		return ret;
+	free(pd);
+	return 0;
+}
+
+static void vrnic_free_context(struct ibv_context *ibctx)
+{
+	struct vrnic_context *ctx = to_vctx(ibctx);
+
+	if (ctx->db_page)
+		munmap(ctx->db_page, ctx->db_page_size);
+	verbs_uninit_context(&ctx->ibv_ctx);
+	free(ctx);
+}
+
+static const struct verbs_context_ops vrnic_ctx_ops = {
+	.alloc_pd = vrnic_alloc_pd,
+	.dealloc_pd = vrnic_dealloc_pd,
+	.free_context = vrnic_free_context,
+	.query_device_ex = vrnic_query_device_ex,
+	.query_port = vrnic_query_port,
+};
+
+static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
+						 int cmd_fd,
+						 void *private_data)
+{
+	struct uvrnic_alloc_ucontext_resp resp = {};
+	struct ibv_get_context cmd = {};
+	struct vrnic_context *ctx;
+
+	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
+					   RDMA_DRIVER_UNKNOWN);
+	if (!ctx)
+		return NULL;
+
+	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp)))
+		goto err_free;
+
+	if (resp.db_page_size != VRNIC_DB_PAGE_SIZE ||
+	    resp.spec_version >> 16 != VRNIC_SPEC_VERSION_MAJOR) {
+		verbs_err(&ctx->ibv_ctx,
+			  "vrnic: unsupported device (spec 0x%x, page %u)\n",
+			  resp.spec_version, resp.db_page_size);
+		errno = EOPNOTSUPP;
+		goto err_free;
+	}
+	ctx->db_page_index = resp.db_page_index;
+	ctx->db_page_size = resp.db_page_size;
+	ctx->spec_version = resp.spec_version;
+	ctx->db_page = mmap(NULL, ctx->db_page_size, PROT_WRITE, MAP_SHARED,
+			    cmd_fd, resp.db_mmap_key);
+	if (ctx->db_page == MAP_FAILED) {
+		ctx->db_page = NULL;
+		goto err_free;
+	}
+
+	verbs_set_ops(&ctx->ibv_ctx, &vrnic_ctx_ops);
+	return &ctx->ibv_ctx;
+
+err_free:
+	verbs_uninit_context(&ctx->ibv_ctx);
+	free(ctx);
+	return NULL;
+}
+
+static struct verbs_device *vrnic_device_alloc(struct verbs_sysfs_dev *sdev)
+{
+	struct vrnic_device *dev;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return NULL;
+	return &dev->ibv_dev;
+}
+
+static void vrnic_device_free(struct verbs_device *vdev)
+{
+	free(container_of(vdev, struct vrnic_device, ibv_dev));
+}
+
+static const struct verbs_match_ent vrnic_match_table[] = {
+	VERBS_PCI_MATCH(VRNIC_PCI_VENDOR_ID, VRNIC_PCI_DEVICE_ID, NULL),
+	{},
+};
+
+static const struct verbs_device_ops vrnic_dev_ops = {
+	.name = "vrnic",
+	.match_min_abi_version = VRNIC_UVERBS_ABI_VERSION,
+	.match_max_abi_version = VRNIC_UVERBS_ABI_VERSION,
+	.match_table = vrnic_match_table,
+	.alloc_device = vrnic_device_alloc,
+	.uninit_device = vrnic_device_free,
+	.alloc_context = vrnic_alloc_context,
+};
+
+PROVIDER_DRIVER(vrnic, vrnic_dev_ops);
