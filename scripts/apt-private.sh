@@ -4,6 +4,7 @@
 # taken from the machine's apt configuration; no host name lives in this repo.
 # Usage: scripts/apt-private.sh <apt-get arguments...>
 #        scripts/apt-private.sh cache <apt-cache arguments...>
+#        scripts/apt-private.sh mirror   (print the Debian mirror URI)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 state=${VRNIC_APT_DIR:-$top/build/apt}
@@ -27,6 +28,11 @@ mirror_uri() {
 	echo "apt-private: cannot find the machine's Debian mirror" >&2
 	exit 1
 }
+
+if [ "${1:-}" = mirror ]; then
+	mirror_uri
+	exit 0
+fi
 
 list="$state/sources.list"
 if [ ! -s "$list" ]; then

@@ -1,0 +1,300 @@
+#!/usr/bin/python3
+"""Boot and drive vrnic test VMs under QEMU TCG.
+
+Each VM gets:
+  - the vrnic device on a shared virtual Ethernet (a QEMU dgram netdev over
+    AF_UNIX sockets: VM a sends to b's socket and b to a's);
+  - a serial console (ttyS0) on build/vm/<name>/console.sock, logged to
+    console.log, with an interactive root shell on it;
+  - a command agent on a virtio serial port (agent.sock), see
+    tests/guest/rootfs/usr/local/sbin/vrnic-agent;
+  - a QMP socket (qmp.sock) for link up/down and other monitor commands.
+
+Every QEMU process started here is killed by PID when the harness exits,
+and every wait is bounded.
+
+Command line:
+  vm.py run             boot two VMs, show rdma link / ibv_devinfo / ping
+  vm.py shell [NAME]    boot two VMs and attach to NAME's console (a)
+"""
+
+import atexit
+import base64
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(TOP, "build")
+IMAGE = os.path.join(BUILD, "image")
+QEMU = os.path.join(BUILD, "qemu", "qemu-system-x86_64")
+
+BOOT_TIMEOUT = float(os.environ.get("VRNIC_BOOT_TIMEOUT", "180"))
+SUBNET = "10.10.0"
+
+_live = []
+
+
+def _kill_all():
+    for vm in list(_live):
+        vm.kill()
+
+
+atexit.register(_kill_all)
+for _sig in (signal.SIGTERM, signal.SIGHUP):
+    signal.signal(_sig, lambda *_: sys.exit(1))
+
+
+class VMError(Exception):
+    pass
+
+
+class VM:
+    """One guest.  index 0 is 'a' (10.10.0.1), 1 is 'b' (10.10.0.2), ..."""
+
+    def __init__(self, name, index, peers=(), capture=None, load=True,
+                 mem_mb=1536):
+        self.name = name
+        self.index = index
+        self.ip = "%s.%d" % (SUBNET, index + 1)
+        self.mac = "52:54:00:76:72:%02x" % (index + 1)
+        self.dir = os.path.join(BUILD, "vm", name)
+        self.peers = peers
+        self.capture = capture
+        self.load = load
+        self.mem_mb = mem_mb
+        self.proc = None
+        self.agent = None
+        self._buf = b""
+        self._seq = 0
+
+    def path(self, leaf):
+        return os.path.join(self.dir, leaf)
+
+    def wire_sock(self):
+        return self.path("wire.sock")
+
+    def cmdline(self):
+        append = ["console=ttyS0,115200", "panic=-1", "quiet",
+                  "vrnic_vm=%s" % self.name, "vrnic_ip=%s" % self.ip]
+        if not self.load:
+            append.append("vrnic_noload")
+        cmd = [
+            QEMU, "-accel", "tcg", "-M", "pc", "-m", str(self.mem_mb),
+            "-smp", "1", "-nodefaults", "-no-user-config", "-display",
+            "none", "-vga", "none", "-no-reboot",
+            "-L", os.path.join(IMAGE, "firmware"),
+            "-kernel", os.path.join(IMAGE, "vmlinuz"),
+            "-initrd", os.path.join(IMAGE, "initrd.img"),
+            "-append", " ".join(append),
+            "-chardev", "socket,id=con,path=%s,server=on,wait=off,"
+            "logfile=%s" % (self.path("console.sock"),
+                            self.path("console.log")),
+            "-serial", "chardev:con",
+            "-device", "virtio-serial-pci",
+            "-chardev", "socket,id=agent,path=%s,server=on,wait=off"
+            % self.path("agent.sock"),
+            "-device", "virtserialport,chardev=agent,name=vrnic.agent",
+            "-qmp", "unix:%s,server=on,wait=off" % self.path("qmp.sock"),
+        ]
+        if self.peers:
+            # One dgram netdev per peer is not needed: two VMs share one wire.
+            peer = self.peers[0]
+            cmd += ["-netdev",
+                    "dgram,id=wire,local.type=unix,local.path=%s,"
+                    "remote.type=unix,remote.path=%s"
+                    % (self.wire_sock(), peer.wire_sock())]
+        else:
+            cmd += ["-netdev", "dgram,id=wire,local.type=unix,local.path=%s,"
+                    "remote.type=unix,remote.path=%s"
+                    % (self.wire_sock(), self.path("nowhere.sock"))]
+        if self.capture:
+            cmd += ["-object", "filter-dump,id=dump,netdev=wire,file=%s"
+                    % self.capture]
+        cmd += ["-device", "vrnic,netdev=wire,mac=%s" % self.mac]
+        return cmd
+
+    def start(self):
+        os.makedirs(self.dir, exist_ok=True)
+        for leaf in ("console.sock", "agent.sock", "qmp.sock", "wire.sock",
+                     "console.log"):
+            try:
+                os.unlink(self.path(leaf))
+            except FileNotFoundError:
+                pass
+        log = open(self.path("qemu.log"), "wb")
+        self.proc = subprocess.Popen(self.cmdline(), stdin=subprocess.DEVNULL,
+                                     stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        with open(self.path("qemu.pid"), "w") as f:
+            f.write("%d\n" % self.proc.pid)
+        _live.append(self)
+
+    def _connect(self, leaf, deadline):
+        while True:
+            if self.proc.poll() is not None:
+                raise VMError("%s: QEMU exited (%s), see %s" % (
+                    self.name, self.proc.returncode, self.path("qemu.log")))
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(self.path(leaf))
+                return s
+            except OSError:
+                s.close()
+                if time.time() > deadline:
+                    raise VMError("%s: no %s" % (self.name, leaf))
+                time.sleep(0.05)
+
+    def _readline(self, deadline):
+        while b"\n" not in self._buf:
+            left = deadline - time.time()
+            if left <= 0:
+                raise VMError("%s: agent timed out" % self.name)
+            self.agent.settimeout(min(left, 1.0))
+            try:
+                chunk = self.agent.recv(65536)
+            except socket.timeout:
+                if self.proc.poll() is not None:
+                    raise VMError("%s: QEMU exited" % self.name)
+                continue
+            if not chunk:
+                raise VMError("%s: agent connection closed" % self.name)
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return line.decode(errors="replace").strip()
+
+    def wait_ready(self, timeout=BOOT_TIMEOUT):
+        t0 = time.time()
+        deadline = t0 + timeout
+        self.agent = self._connect("agent.sock", deadline)
+        while True:
+            line = self._readline(deadline)
+            if line.startswith("VRNIC-AGENT-READY"):
+                self.boot_seconds = time.time() - t0
+                return self.boot_seconds
+
+    def run(self, command, timeout=60):
+        """Run a bash command in the guest; returns (status, output)."""
+        self._seq += 1
+        enc = base64.b64encode(command.encode()).decode()
+        self.agent.sendall(("RUN %d %d %s\n" % (self._seq, timeout, enc))
+                           .encode())
+        deadline = time.time() + timeout + 15
+        while True:
+            line = self._readline(deadline)
+            parts = line.split(" ", 3)
+            if len(parts) >= 3 and parts[0] == "DONE" and \
+                    parts[1] == str(self._seq):
+                out = base64.b64decode(parts[3]) if len(parts) > 3 else b""
+                return int(parts[2]), out.decode(errors="replace")
+
+    def check(self, command, timeout=60):
+        rc, out = self.run(command, timeout)
+        if rc != 0:
+            raise VMError("%s: '%s' failed (%d):\n%s" % (self.name, command,
+                                                         rc, out))
+        return out
+
+    def qmp(self, execute, **arguments):
+        s = self._connect("qmp.sock", time.time() + 10)
+        f = s.makefile("rw")
+        try:
+            json.loads(f.readline())  # greeting
+            for cmd in ({"execute": "qmp_capabilities"},
+                        {"execute": execute, "arguments": arguments}):
+                f.write(json.dumps(cmd) + "\n")
+                f.flush()
+                while True:
+                    reply = json.loads(f.readline())
+                    if "return" in reply or "error" in reply:
+                        break
+                if "error" in reply:
+                    raise VMError("QMP %s: %s" % (execute, reply["error"]))
+            return reply["return"]
+        finally:
+            f.close()
+            s.close()
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        if self in _live:
+            _live.remove(self)
+
+
+def boot_pair(capture=None, load=True):
+    """Boot VMs a and b on one wire; returns them once both agents answer."""
+    a = VM("a", 0, capture=capture, load=load)
+    b = VM("b", 1, load=load)
+    a.peers = (b,)
+    b.peers = (a,)
+    a.start()
+    b.start()
+    a.wait_ready()
+    b.wait_ready()
+    return a, b
+
+
+def cmd_run(args):
+    capture = os.path.join(BUILD, "vm", "vrnic.pcap") \
+        if os.environ.get("CAPTURE") == "1" else None
+    t0 = time.time()
+    print("== booting VMs a (%s.1) and b (%s.2) under TCG ..." % (SUBNET,
+                                                              SUBNET))
+    a, b = boot_pair(capture=capture)
+    print("   booted in %.1f s (a %.1f s, b %.1f s)" % (
+        time.time() - t0, a.boot_seconds, b.boot_seconds))
+    for vm in (a, b):
+        print("\n== [%s] rdma link" % vm.name)
+        print(vm.check("rdma link").rstrip())
+    print("\n== [a] ibv_devinfo -v (excerpt)")
+    out = a.check("ibv_devinfo -v 2>&1")
+    print("\n".join(out.splitlines()[:40]))
+    print("\n== [a] GID table")
+    print(a.check("for g in /sys/class/infiniband/vrnic0/ports/1/gids/[0-3]; "
+                  "do echo \"$g: $(cat $g)\"; done").rstrip())
+    print("\n== [a] ping -c 5 %s over the vrnic netdev" % b.ip)
+    print(a.check("ping -c 5 -i 0.2 %s" % b.ip, timeout=60).rstrip())
+    if capture:
+        print("\n== capture written to %s" % capture)
+    print("\nvrnic run: done in %.0f s (VMs stopped)" % (time.time() - t0))
+    return 0
+
+
+def cmd_shell(args):
+    name = args[0] if args else "a"
+    a, b = boot_pair()
+    vm = {"a": a, "b": b}.get(name)
+    if vm is None:
+        print("unknown VM %s (a or b)" % name)
+        return 2
+    print("Attached to the console of VM %s (%s); peer is %s. "
+          "Ctrl-] leaves and stops both VMs." % (vm.name, vm.ip,
+                                                  (b if vm is a else a).ip))
+    subprocess.call(["socat", "-,raw,echo=0,escape=0x1d",
+                     "UNIX-CONNECT:%s" % vm.path("console.sock")])
+    return 0
+
+
+def main(argv):
+    if not argv or argv[0] not in ("run", "shell"):
+        print(__doc__)
+        return 2
+    try:
+        return {"run": cmd_run, "shell": cmd_shell}[argv[0]](argv[1:])
+    except VMError as e:
+        print("vm.py: %s" % e, file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

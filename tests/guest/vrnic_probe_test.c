@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vrnic_probe_test: after "modprobe vrnic" and vrnic-up, the device is
+ * probed, registered with ib_core and the netdev, usable from libibverbs
+ * through the vrnic provider.
+ *
+ * Usage: vrnic_probe_test <ipv4 address of the vrnic netdev>
+ */
+#include <arpa/inet.h>
+#include <infiniband/verbs.h>
+
+#include "vrnic_test_util.h"
+
+static void test_self_test_in_dmesg(void)
+{
+	char *log = vt_dmesg();
+
+	ksft_test_result(log && strstr(log, "self-test passed: scratch"),
+			 "pci self-test passed (dmesg)\n");
+	free(log);
+}
+
+static void test_rdma_link(void)
+{
+	char *out = NULL;
+	int rc = vt_run(&out, 1, "rdma link show vrnic0/1 2>&1");
+
+	ksft_test_result(rc == 0 && strstr(out, "link vrnic0/1 state ACTIVE") &&
+			 strstr(out, "physical_state LINK_UP") &&
+			 strstr(out, " netdev "),
+			 "rdma link: vrnic0/1 ACTIVE with a netdev\n");
+	free(out);
+}
+
+static void test_gid_table(const char *ip)
+{
+	char want[64], path[128];
+	struct in_addr a;
+	int i, found = 0;
+
+	if (inet_pton(AF_INET, ip, &a) != 1) {
+		ksft_test_result_fail("GID table: bad address %s\n", ip);
+		return;
+	}
+	snprintf(want, sizeof(want),
+		 "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x",
+		 ((unsigned char *)&a)[0], ((unsigned char *)&a)[1],
+		 ((unsigned char *)&a)[2], ((unsigned char *)&a)[3]);
+	for (i = 0; i < 16 && !found; i++) {
+		char *gid, *type;
+
+		snprintf(path, sizeof(path),
+			 "/sys/class/infiniband/vrnic0/ports/1/gids/%d", i);
+		gid = vt_read_file(path);
+		snprintf(path, sizeof(path),
+			 "/sys/class/infiniband/vrnic0/ports/1/gid_attrs/types/%d",
+			 i);
+		type = vt_read_file(path);
+		if (gid && type && !strncmp(gid, want, strlen(want)) &&
+		    strstr(type, "RoCE v2"))
+			found = 1;
+		free(gid);
+		free(type);
+	}
+	ksft_test_result(found, "GID table holds RoCE v2 GID %s (::ffff:%s)\n",
+			 want, ip);
+}
+
+static void test_ibv_devinfo(void)
+{
+	char *out = NULL;
+	int rc = vt_run(&out, 0, "ibv_devinfo -v -d vrnic0 2>&1");
+
+	ksft_test_result(rc == 0 && strstr(out, "hca_id:\tvrnic0") &&
+			 strstr(out, "PORT_ACTIVE") &&
+			 strstr(out, "link_layer:\t\tEthernet") &&
+			 !strstr(out, "no userspace device-specific driver"),
+			 "ibv_devinfo -v loads the vrnic provider\n");
+	if (rc || !strstr(out, "hca_id:\tvrnic0"))
+		ksft_print_msg("%s\n", out);
+	free(out);
+}
+
+static void test_verbs_context(void)
+{
+	struct ibv_device **list, *dev = NULL;
+	struct ibv_port_attr pattr;
+	struct ibv_context *ctx;
+	char *maps;
+	struct ibv_pd *pd;
+	int i, n, ok;
+
+	list = ibv_get_device_list(&n);
+	for (i = 0; list && i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), "vrnic0"))
+			dev = list[i];
+	if (!dev) {
+		ksft_test_result_fail("libibverbs lists vrnic0\n");
+		ksft_test_result_skip("user context maps its doorbell page: no device\n");
+		if (list)
+			ibv_free_device_list(list);
+		return;
+	}
+	ksft_test_result_pass("libibverbs lists vrnic0\n");
+
+	ctx = ibv_open_device(dev);
+	ok = ctx != NULL;
+	if (ctx) {
+		pd = ibv_alloc_pd(ctx);
+		ok = ok && pd;
+		ok = ok && !ibv_query_port(ctx, 1, &pattr) &&
+		     pattr.state == IBV_PORT_ACTIVE &&
+		     pattr.link_layer == IBV_LINK_LAYER_ETHERNET;
+		/* The provider mapped the doorbell page through uverbs. */
+		maps = vt_read_file("/proc/self/maps");
+		ok = ok && maps && strstr(maps, "/dev/infiniband/uverbs");
+		free(maps);
+		if (pd)
+			ibv_dealloc_pd(pd);
+		ibv_close_device(ctx);
+	}
+	ksft_test_result(ok, "user context maps its doorbell page, PD, port ACTIVE\n");
+	ibv_free_device_list(list);
+}
+
+static void test_hw_counters(void)
+{
+	char *out = NULL;
+	int rc = vt_run(&out, 1, "rdma statistic show link vrnic0/1 2>&1");
+
+	ksft_test_result(rc == 0 && strstr(out, "admin_cmds") &&
+			 strstr(out, "db_violations"),
+			 "rdma statistic shows the device counters\n");
+	free(out);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		ksft_exit_fail_msg("usage: %s <vrnic ipv4 address>\n", argv[0]);
+	ksft_print_header();
+	ksft_set_plan(7);
+	test_self_test_in_dmesg();
+	test_rdma_link();
+	test_gid_table(argv[1]);
+	test_ibv_devinfo();
+	test_verbs_context();
+	test_hw_counters();
+	ksft_finished();
+}
