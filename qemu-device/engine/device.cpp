@@ -3,7 +3,7 @@
 #include "device.hpp"
 
 #include <algorithm>
-#include <cstdio>
+#include <charconv>
 
 namespace vrnic {
 
@@ -11,10 +11,9 @@ namespace {
 
 std::string hex(uint64_t v)
 {
-	char buf[32];
-	std::snprintf(buf, sizeof(buf), "0x%llx",
-		      static_cast<unsigned long long>(v));
-	return buf;
+	std::array<char, 24> buf{'0', 'x'};
+	auto res = std::to_chars(buf.data() + 2, buf.data() + buf.size(), v, 16);
+	return {buf.data(), res.ptr};
 }
 
 constexpr uint64_t set_lo(uint64_t reg, uint32_t v)

@@ -1,0 +1,74 @@
+# vrnic: an emulated RoCEv2 RDMA NIC (QEMU), its Linux driver and its
+# rdma-core provider.  See README.md.
+#
+#   make            install host packages, fetch sources, build everything
+#   make run        boot two VMs, load vrnic, show rdma link / ibv_devinfo / ping
+#   make shell      boot two VMs and attach to VM a's console (VM=b for b)
+#   make check      lint + host unit tests + guest/system tests, with summary
+#   make lint       checkpatch, sparse, W=1, -Werror, clang-tidy
+#   make unit       host unit tests only
+#
+# Builds are incremental: QEMU and rdma-core are rebuilt by ninja only where
+# something changed, the guest userland is cached until its package list
+# changes.
+
+PY := /usr/bin/python3
+KVER = $(shell scripts/kernel-version.sh)
+KDIR = /usr/src/linux-headers-$(KVER)
+B := $(CURDIR)/build
+VM ?= a
+
+.PHONY: all deps qemu module rdma-core guest-tests image run shell check \
+	lint unit clean distclean
+
+all: image
+
+deps:
+	@scripts/host-deps.sh
+	@scripts/fetch-sources.sh
+
+qemu: deps
+	@echo "== QEMU 10.0.2 with -device vrnic"
+	@scripts/build-qemu.sh | tail -n 1
+
+module: deps
+	@echo "== vrnic.ko for $(KVER)"
+	@$(MAKE) --no-print-directory -C $(KDIR) M=$(CURDIR) modules >/dev/null
+
+rdma-core: deps
+	@echo "== rdma-core 56.1 with providers/vrnic and pyverbs"
+	@scripts/build-rdma-core.sh
+
+guest-tests: rdma-core
+	@echo "== guest selftests"
+	@$(MAKE) --no-print-directory -s -C tests/guest OUT=$(B)/guest-tests \
+		KSFT=$(B)/src/linux-tools/tools/testing/selftests \
+		RDMA_ROOT=$(B)/rdma-core-root
+
+image: qemu module rdma-core guest-tests
+	@echo "== guest image"
+	@scripts/build-image.sh
+
+run: all
+	@$(PY) scripts/vm.py run
+
+shell: all
+	@$(PY) scripts/vm.py shell $(VM)
+
+check: deps
+	@scripts/check.sh
+
+lint: deps qemu module rdma-core
+	@$(PY) scripts/lint.py
+
+unit: deps
+	@$(PY) scripts/unit.py
+
+clean:
+	rm -rf $(B)/host $(B)/results $(B)/image $(B)/guest-tests $(B)/vm
+	rm -f kernel/*.o kernel/.*.cmd vrnic.o vrnic.ko vrnic.mod* .vrnic*.cmd \
+		Module.symvers modules.order .Module.symvers.cmd .modules.order.cmd
+
+distclean:
+	rm -rf $(B)
+	$(MAKE) clean

@@ -1,0 +1,46 @@
+#!/bin/bash
+# make check: build everything, then lint, host unit tests and guest/system
+# tests; every stage runs even when an earlier one failed, and the last line
+# is the summary from scripts/check.py.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+py=/usr/bin/python3
+rm -rf build/results
+mkdir -p build/results
+t0=$(date +%s)
+
+stage_time() { echo "== $1 took $(( $(date +%s) - $2 )) s"; }
+
+t=$(date +%s)
+echo "== build (make all)"
+if make --no-print-directory all; then
+	build_ok=1
+	echo '{"name": "make all", "status": "pass", "detail": ""}' > build/results/build.jsonl
+else
+	build_ok=
+	echo '{"name": "make all", "status": "fail", "detail": "see the build output above"}' > build/results/build.jsonl
+fi
+stage_time build "$t"
+
+t=$(date +%s)
+echo "== lint"
+$py scripts/lint.py
+stage_time lint "$t"
+
+t=$(date +%s)
+echo "== host unit tests"
+$py scripts/unit.py
+stage_time unit "$t"
+
+t=$(date +%s)
+echo "== guest and system tests (two VMs, TCG)"
+if [ -n "$build_ok" ]; then
+	$py tests/system/guest_tests.py
+else
+	echo '{"name": "all guest tests", "status": "skip", "detail": "the build failed, no image to boot"}' > build/results/guest.jsonl
+fi
+stage_time guest "$t"
+
+echo "== make check took $(( $(date +%s) - t0 )) s"
+$py scripts/check.py
