@@ -96,6 +96,7 @@ struct vrnic_dev {
 	unsigned int num_vectors;
 	struct vrnic_device_attr attr;
 	atomic_t test_irqs;
+	bool port_events;	/* netdev and ib_device may see port events */
 	struct ida pd_ida;
 };
 

@@ -75,6 +75,8 @@ static irqreturn_t vrnic_aeq_irq(int irq, void *data)
 			break;
 		case VRNIC_EQE_PORT_UP:
 		case VRNIC_EQE_PORT_DOWN:
+			if (!READ_ONCE(vdev->port_events))
+				break;	/* probe or remove in progress */
 			vrnic_eth_link_change(vdev,
 					      eqe->type == VRNIC_EQE_PORT_UP);
 			vrnic_ib_port_event(vdev,

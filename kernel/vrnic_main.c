@@ -211,6 +211,7 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = vrnic_ib_register(vdev);
 	if (ret)
 		goto err_netdev;
+	WRITE_ONCE(vdev->port_events, true);
 
 	dev_info(&pdev->dev, "%s and %s ready, spec %u.%u, %u vectors\n",
 		 dev_name(&vdev->ibdev.dev), netdev_name(vdev->netdev),
@@ -249,6 +250,9 @@ static void vrnic_remove(struct pci_dev *pdev)
 {
 	struct vrnic_dev *vdev = pci_get_drvdata(pdev);
 
+	/* No port event may reach the netdev or ib_device past this point. */
+	WRITE_ONCE(vdev->port_events, false);
+	synchronize_irq(pci_irq_vector(pdev, VRNIC_AEQ_VECTOR));
 	vrnic_ib_unregister(vdev);
 	vrnic_netdev_unregister(vdev);
 	vrnic_ceqs_destroy(vdev);

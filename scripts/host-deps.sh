@@ -26,17 +26,21 @@ pkgs=(
 	# guest image and harness
 	mmdebstrap socat busybox-static e2fsprogs tshark
 )
+echo "== host packages (apt)"
 if ! apt-get install -y --no-install-recommends "${pkgs[@]}" >/dev/null 2>&1; then
 	apt-get update >/dev/null
-	apt-get install -y --no-install-recommends "${pkgs[@]}"
+	apt-get install -y --no-install-recommends "${pkgs[@]}" >/dev/null
 fi
 
+log=$top/build/host-deps.log
+quiet() { "$@" >>"$log" 2>&1 || { tail -20 "$log" >&2; exit 1; }; }
+
 # QEMU 10 wants meson >= 1.5 and pycotap, both in bookworm-backports.
-"$top/scripts/apt-private.sh" install -y --no-install-recommends \
+quiet "$top/scripts/apt-private.sh" install -y --no-install-recommends \
 	-t bookworm-backports meson python3-pycotap
 
 # Host headers for the guest kernel (6.12 from bookworm-backports).
 kver=$("$top/scripts/kernel-version.sh")
-"$top/scripts/apt-private.sh" install -y --no-install-recommends \
+quiet "$top/scripts/apt-private.sh" install -y --no-install-recommends \
 	"linux-headers-$kver"
 touch "$stamp"
