@@ -7,16 +7,11 @@
 # with a minimal feature set.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/lib.sh"
 qsrc=$top/build/src/qemu-10.0.2
 qbld=$top/build/qemu
 dst=$qsrc/hw/net/vrnic
 
-sync_file() { # src dst: copy only when the contents differ
-	if ! cmp -s "$1" "$2"; then
-		mkdir -p "$(dirname "$2")"
-		cp "$1" "$2"
-	fi
-}
 cd "$top/qemu-device"
 for f in vrnic.c trace.h trace-events meson.build Kconfig engine/*.cpp engine/*.hpp engine/*.h; do
 	sync_file "$top/qemu-device/$f" "$dst/$f"
@@ -24,10 +19,6 @@ done
 cd "$top"
 sync_file "$top/include/vrnic_hw.h" "$dst/include/vrnic_hw.h"
 
-patch_once() { # file, grep pattern proving it is done, sed script
-	grep -q -- "$2" "$1" || sed -i "$3" "$1"
-	grep -q -- "$2" "$1" || { echo "build-qemu: cannot patch $1" >&2; exit 1; }
-}
 # The engine is C++20: let meson enable C++ on Linux too.
 patch_once "$qsrc/meson.build" "vrnic: C++ engine" \
 	"s|^if host_os == 'windows' and add_languages('cpp', required: false, native: false)|if (host_os == 'windows' or true) and add_languages('cpp', required: false, native: false) # vrnic: C++ engine|"

@@ -3,26 +3,17 @@
 # build/rdma-core-root (a DESTDIR tree that the guest image overlays on /).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/lib.sh"
 rsrc=$top/build/src/rdma-core-56.1
 rbld=$top/build/rdma-core
 root=$top/build/rdma-core-root
 
-sync_file() { # src dst: copy only when the contents differ
-	if ! cmp -s "$1" "$2"; then
-		mkdir -p "$(dirname "$2")"
-		cp "$1" "$2"
-	fi
-}
 for f in "$top"/userspace/*.c "$top"/userspace/*.h "$top"/userspace/CMakeLists.txt; do
 	sync_file "$f" "$rsrc/providers/vrnic/$(basename "$f")"
 done
 sync_file "$top/include/vrnic_hw.h" "$rsrc/providers/vrnic/vrnic_hw.h"
 sync_file "$top/include/vrnic-abi.h" "$rsrc/kernel-headers/rdma/vrnic-abi.h"
 
-patch_once() { # file, grep pattern proving it is done, sed script
-	grep -q -- "$2" "$1" || sed -i "$3" "$1"
-	grep -q -- "$2" "$1" || { echo "build-rdma-core: cannot patch $1" >&2; exit 1; }
-}
 patch_once "$rsrc/kernel-headers/CMakeLists.txt" "rdma/vrnic-abi.h" \
 	's|^  rdma/erdma-abi.h$|  rdma/erdma-abi.h\n  rdma/vrnic-abi.h|'
 patch_once "$rsrc/CMakeLists.txt" "providers/vrnic" \

@@ -101,6 +101,7 @@ private:
 	void run_test_dma();
 
 	// Ethernet
+	EthRing *eth_ring(EthRing *rings, uint32_t value);
 	void eth_doorbell(EthRing *rings, uint32_t value);
 	void eth_arm(EthRing *rings, bool rx, uint32_t value);
 	void process_tx(EthRing &ring, unsigned int qid, unsigned int &budget);

@@ -63,41 +63,45 @@ bool Device::is_roce(std::span<const uint8_t> f)
 	return f.size() >= l4 + 8 && be16(&f[l4 + 2]) == VRNIC_ROCE_UDP_PORT;
 }
 
-void Device::eth_doorbell(EthRing *rings, uint32_t v)
+EthRing *Device::eth_ring(EthRing *rings, uint32_t v)
 {
 	const uint32_t qid = (v >> VRNIC_ETH_DB_QID_SHIFT) & VRNIC_ETH_DB_QID_MASK;
-	const auto pi = uint16_t(v & VRNIC_ETH_DB_PI_MASK);
 
 	if (qid >= VRNIC_MAX_ETH_QUEUES || !rings[qid].enabled) {
 		cnt_.db_violations++;
 		guest_error("doorbell for a missing Ethernet ring");
-		return;
+		return nullptr;
 	}
-	EthRing &r = rings[qid];
-	if (uint16_t(pi - r.head) > r.depth()) {
+	return &rings[qid];
+}
+
+void Device::eth_doorbell(EthRing *rings, uint32_t v)
+{
+	const auto pi = uint16_t(v & VRNIC_ETH_DB_PI_MASK);
+	EthRing *r = eth_ring(rings, v);
+
+	if (!r)
+		return;
+	if (uint16_t(pi - r->head) > r->depth()) {
 		cnt_.db_violations++;
 		guest_error("Ethernet producer index beyond the ring");
 		return;
 	}
-	r.pi = pi;
+	r->pi = pi;
 }
 
 void Device::eth_arm(EthRing *rings, bool rx, uint32_t v)
 {
-	const uint32_t qid = (v >> VRNIC_ETH_DB_QID_SHIFT) & VRNIC_ETH_DB_QID_MASK;
 	const auto ci = uint16_t(v & VRNIC_ETH_DB_PI_MASK);
+	EthRing *r = eth_ring(rings, v);
 
-	if (qid >= VRNIC_MAX_ETH_QUEUES || !rings[qid].enabled) {
-		cnt_.db_violations++;
-		guest_error("arm for a missing Ethernet ring");
+	if (!r)
 		return;
-	}
-	EthRing &r = rings[qid];
-	r.armed = true;
+	r->armed = true;
 	// Completions the driver has not processed yet: report them now so a
 	// completion racing with the arm is never lost.
-	if (ci != r.head)
-		ring_event(r, rx, qid);
+	if (ci != r->head)
+		ring_event(*r, rx, unsigned(r - rings));
 }
 
 void Device::ring_event(EthRing &r, bool rx, unsigned int qid)
