@@ -173,6 +173,16 @@ enum vrnic_admin_opcode {
 	VRNIC_ADMIN_CREATE_UCTX		= 0x08,
 	VRNIC_ADMIN_DESTROY_UCTX	= 0x09,
 	VRNIC_ADMIN_QUERY_STATS		= 0x0a,
+	VRNIC_ADMIN_CREATE_PD		= 0x10,
+	VRNIC_ADMIN_DESTROY_PD		= 0x11,
+	VRNIC_ADMIN_CREATE_MR		= 0x12,
+	VRNIC_ADMIN_DESTROY_MR		= 0x13,
+	VRNIC_ADMIN_CREATE_CQ		= 0x14,
+	VRNIC_ADMIN_DESTROY_CQ		= 0x15,
+	VRNIC_ADMIN_CREATE_QP		= 0x16,
+	VRNIC_ADMIN_MODIFY_QP		= 0x17,
+	VRNIC_ADMIN_QUERY_QP		= 0x18,
+	VRNIC_ADMIN_DESTROY_QP		= 0x19,
 	VRNIC_ADMIN_NUM_OPCODES
 };
 
@@ -224,6 +234,262 @@ struct vrnic_admin_create_eth_ring {
 	__le32 rsvd;
 };
 
+/* ------------------------------------- RDMA objects (spec 0.2 draft) --- */
+/*
+ * The RC data path.  Object handles carry a generation so that a stale
+ * handle is refused: PD, CQ and QP numbers are index | generation << 12
+ * (24 bits; the QPN is what travels on the wire), MR keys are
+ * index << 8 | 8-bit key, the key changing every time the index is reused.
+ * Every object belongs to a user context (doorbell page); 0 is the kernel.
+ */
+#define VRNIC_OBJ_INDEX_BITS		12
+#define VRNIC_OBJ_INDEX_MASK		((1u << VRNIC_OBJ_INDEX_BITS) - 1)
+#define VRNIC_OBJ_GEN_MASK		0xfffu	/* generation, bits 23:12 */
+#define VRNIC_MAX_PD			1024
+#define VRNIC_MAX_CQ			1024
+#define VRNIC_MAX_QP			1024	/* QPN index 0 and 1 reserved */
+#define VRNIC_MAX_MR			16384
+#define VRNIC_MR_KEY_BITS		8
+#define VRNIC_MAX_CQ_LOG_DEPTH		15
+#define VRNIC_MAX_WQ_LOG_DEPTH		14
+#define VRNIC_MAX_SGE			16
+#define VRNIC_MAX_INLINE		512
+#define VRNIC_MAX_RD_ATOMIC		16
+#define VRNIC_MAX_MSG_SIZE		(1u << 31)
+#define VRNIC_MAX_MR_PAGES		(1u << 20)
+
+/* Memory access rights (MR and QP). */
+#define VRNIC_ACCESS_LOCAL_WRITE	(1u << 0)
+#define VRNIC_ACCESS_REMOTE_WRITE	(1u << 1)
+#define VRNIC_ACCESS_REMOTE_READ	(1u << 2)
+#define VRNIC_ACCESS_REMOTE_ATOMIC	(1u << 3)
+#define VRNIC_ACCESS_ALL		0xfu
+
+enum vrnic_pbl_mode {
+	VRNIC_PBL_INLINE	= 0,	/* npages <= 3: pbl, inline_pages[0..1] */
+	VRNIC_PBL_LEVEL1	= 1,	/* pbl: array of npages le64 addresses */
+	VRNIC_PBL_LEVEL2	= 2,	/* pbl: array of addresses of level-1 pages */
+	VRNIC_PBL_PHYS		= 3,	/* kernel only: iova is the bus address */
+};
+#define VRNIC_PBL_PER_PAGE		512	/* le64 entries in a 4 KiB list page */
+
+struct vrnic_admin_create_pd {
+	__le32 uctx;
+	__le32 rsvd;
+};
+
+struct vrnic_admin_create_mr {
+	__le64 iova;
+	__le64 length;
+	__le64 pbl;
+	__le32 pdn;
+	__le32 access;			/* VRNIC_ACCESS_* */
+	__le32 npages;
+	__u8 page_shift;		/* 12..30 */
+	__u8 pbl_mode;			/* enum vrnic_pbl_mode */
+	__le16 rsvd;
+	__le64 inline_pages[2];
+};
+
+struct vrnic_admin_create_cq {
+	__le64 base;			/* CQE ring, VRNIC_RING_ALIGN aligned */
+	__le64 dbrec;			/* struct vrnic_cq_dbrec, 8-byte aligned */
+	__le32 uctx;
+	__u8 log_depth;			/* 1..VRNIC_MAX_CQ_LOG_DEPTH */
+	__u8 eqn;			/* completion EQ for this CQ's events */
+	__le16 rsvd;
+};
+
+enum vrnic_qp_type {
+	VRNIC_QPT_RC			= 0,
+};
+
+struct vrnic_admin_create_qp {
+	__le64 sq_base;
+	__le64 rq_base;
+	__le64 dbrec;			/* struct vrnic_qp_dbrec, 8-byte aligned */
+	__le32 uctx;
+	__le32 pdn;
+	__le32 send_cqn;
+	__le32 recv_cqn;
+	__u8 type;			/* enum vrnic_qp_type */
+	__u8 sq_log_depth;		/* 0..VRNIC_MAX_WQ_LOG_DEPTH */
+	__u8 rq_log_depth;
+	__u8 sq_wqe_shift;		/* 6..10: send WQE stride 64..1024 */
+	__u8 rq_wqe_shift;		/* 5..9: receive WQE stride 32..512 */
+	__u8 rsvd[3];
+};
+
+enum vrnic_qp_state {
+	VRNIC_QPS_RESET = 0, VRNIC_QPS_INIT, VRNIC_QPS_RTR, VRNIC_QPS_RTS,
+	VRNIC_QPS_SQD, VRNIC_QPS_SQE, VRNIC_QPS_ERR,
+};
+
+/* Attribute mask of MODIFY_QP. */
+#define VRNIC_QP_ATTR_STATE		(1u << 0)
+#define VRNIC_QP_ATTR_ACCESS		(1u << 1)
+#define VRNIC_QP_ATTR_AV		(1u << 2)
+#define VRNIC_QP_ATTR_PATH_MTU		(1u << 3)
+#define VRNIC_QP_ATTR_TIMEOUT		(1u << 4)
+#define VRNIC_QP_ATTR_RETRY_CNT		(1u << 5)
+#define VRNIC_QP_ATTR_RNR_RETRY		(1u << 6)
+#define VRNIC_QP_ATTR_MIN_RNR_TIMER	(1u << 7)
+#define VRNIC_QP_ATTR_MAX_RD_ATOMIC	(1u << 8)
+#define VRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC (1u << 9)
+#define VRNIC_QP_ATTR_SQ_PSN		(1u << 10)
+#define VRNIC_QP_ATTR_RQ_PSN		(1u << 11)
+#define VRNIC_QP_ATTR_DEST_QPN		(1u << 12)
+
+/* QP attributes, in guest memory for MODIFY_QP and QUERY_QP (128 B). */
+struct vrnic_qp_attr {
+	__u8 state;			/* enum vrnic_qp_state */
+	__u8 path_mtu;			/* 1..5: 256 << (path_mtu - 1) */
+	__u8 timeout;			/* ack timeout 4.096 us << timeout, 0 = none */
+	__u8 retry_cnt;			/* 0..7 */
+	__u8 rnr_retry;			/* 0..7, 7 = unlimited */
+	__u8 min_rnr_timer;		/* IB RNR timer code 0..31 */
+	__u8 max_rd_atomic;		/* outstanding READ/atomic as requester */
+	__u8 max_dest_rd_atomic;	/* as responder */
+	__le32 sq_psn;
+	__le32 rq_psn;
+	__le32 dest_qpn;
+	__le32 access;			/* VRNIC_ACCESS_REMOTE_* allowed */
+	/* address vector */
+	__u8 dgid[16];			/* IPv4: ::ffff:a.b.c.d */
+	__u8 sgid[16];
+	__u8 dmac[6];
+	__u8 smac[6];
+	__u8 traffic_class;
+	__u8 hop_limit;
+	__le16 udp_sport;		/* rdma_flow_label_to_udp_sport() */
+	__le32 flow_label;
+	__u8 rsvd[52];
+};
+
+struct vrnic_admin_modify_qp {
+	__le64 attr_addr;		/* struct vrnic_qp_attr */
+	__le32 qpn;
+	__le32 attr_mask;		/* VRNIC_QP_ATTR_* */
+};
+
+struct vrnic_admin_query_qp {
+	__le64 out_addr;		/* struct vrnic_qp_attr */
+	__le32 qpn;
+	__le32 rsvd;
+};
+
+/* Doorbell records: written by the driver/provider, read by the device. */
+struct vrnic_qp_dbrec {
+	__le32 sq_pi;			/* free-running producer indices */
+	__le32 rq_pi;
+};
+
+struct vrnic_cq_dbrec {
+	__le32 ci;			/* free-running consumer index */
+	__le32 rsvd;
+};
+
+/* Data path doorbells, on page 0 and on user pages (object owner only). */
+#define VRNIC_DB_SQ			0x100	/* value: qpn */
+#define VRNIC_DB_RQ			0x104	/* value: qpn */
+#define VRNIC_DB_CQ_ARM			0x108	/* cqn | cmd << 24 | sn << 28 */
+#define VRNIC_CQ_ARM_CQN_MASK		0xffffffu
+#define VRNIC_CQ_ARM_CMD_SHIFT		24
+#define VRNIC_CQ_ARM_NEXT		1u	/* any completion */
+#define VRNIC_CQ_ARM_SOLICITED		2u	/* solicited or error only */
+#define VRNIC_CQ_ARM_SN_SHIFT		28
+
+/* Send work requests. */
+enum vrnic_wr_opcode {
+	VRNIC_WR_SEND			= 0x00,
+	VRNIC_WR_SEND_IMM		= 0x01,
+	VRNIC_WR_RDMA_WRITE		= 0x02,
+	VRNIC_WR_RDMA_WRITE_IMM		= 0x03,
+	VRNIC_WR_RDMA_READ		= 0x04,
+	VRNIC_WR_ATOMIC_CMP_SWP		= 0x05,
+	VRNIC_WR_ATOMIC_FETCH_ADD	= 0x06,
+};
+
+#define VRNIC_WQE_SIGNALED		(1u << 0)
+#define VRNIC_WQE_SOLICITED		(1u << 1)
+#define VRNIC_WQE_INLINE		(1u << 2)
+#define VRNIC_WQE_FENCE			(1u << 3)
+
+struct vrnic_sge {
+	__le64 addr;
+	__le32 length;
+	__le32 lkey;
+};
+
+/* Send WQE: this 64-byte header, then num_sge SGEs or inline_len bytes. */
+struct vrnic_send_wqe {
+	__le64 wr_id;
+	__u8 opcode;			/* enum vrnic_wr_opcode */
+	__u8 flags;			/* VRNIC_WQE_* */
+	__u8 num_sge;
+	__u8 rsvd0;
+	__le32 imm_data;		/* big-endian value as on the wire */
+	__le64 remote_addr;
+	__le32 rkey;
+	__le32 inline_len;
+	__le64 compare_add;
+	__le64 swap;
+	__le32 rsvd1[4];
+};
+
+/* Receive WQE: this 16-byte header, then num_sge SGEs. */
+struct vrnic_recv_wqe {
+	__le64 wr_id;
+	__u8 num_sge;
+	__u8 rsvd[7];
+};
+
+enum vrnic_wc_opcode {
+	VRNIC_WC_SEND			= 0x00,
+	VRNIC_WC_RDMA_WRITE		= 0x01,
+	VRNIC_WC_RDMA_READ		= 0x02,
+	VRNIC_WC_CMP_SWP		= 0x03,
+	VRNIC_WC_FETCH_ADD		= 0x04,
+	VRNIC_WC_RECV			= 0x80,
+	VRNIC_WC_RECV_RDMA_WITH_IMM	= 0x81,
+};
+
+/* Completion status; the same values as enum ibv_wc_status. */
+enum vrnic_wc_status {
+	VRNIC_WC_ST_SUCCESS		= 0,
+	VRNIC_WC_ST_LOC_LEN_ERR		= 1,
+	VRNIC_WC_ST_LOC_QP_OP_ERR	= 2,
+	VRNIC_WC_ST_LOC_PROT_ERR	= 4,
+	VRNIC_WC_ST_WR_FLUSH_ERR	= 5,
+	VRNIC_WC_ST_BAD_RESP_ERR	= 7,
+	VRNIC_WC_ST_LOC_ACCESS_ERR	= 8,
+	VRNIC_WC_ST_REM_INV_REQ_ERR	= 9,
+	VRNIC_WC_ST_REM_ACCESS_ERR	= 10,
+	VRNIC_WC_ST_REM_OP_ERR		= 11,
+	VRNIC_WC_ST_RETRY_EXC_ERR	= 12,
+	VRNIC_WC_ST_RNR_RETRY_EXC_ERR	= 13,
+	VRNIC_WC_ST_FATAL_ERR		= 19,
+	VRNIC_WC_ST_GENERAL_ERR		= 21,
+};
+
+#define VRNIC_CQE_OWNER			(1u << 0)	/* phase, in owner */
+#define VRNIC_CQE_WITH_IMM		(1u << 0)	/* wc_flags */
+#define VRNIC_CQE_WITH_INV		(1u << 1)
+
+/* 32-byte completion; the phase bit is in the last dword, written last. */
+struct vrnic_cqe {
+	__le64 wr_id;
+	__le32 byte_len;
+	__le32 imm_data;
+	__le32 qpn;
+	__le32 src_qp;
+	__le32 rsvd;
+	__u8 opcode;			/* enum vrnic_wc_opcode */
+	__u8 status;			/* enum vrnic_wc_status */
+	__u8 wc_flags;			/* VRNIC_CQE_WITH_* */
+	__u8 owner;			/* VRNIC_CQE_OWNER */
+};
+
 /* 64-byte admin submission entry. */
 struct vrnic_admin_cmd {
 	__u8 opcode;			/* enum vrnic_admin_opcode */
@@ -236,6 +502,12 @@ struct vrnic_admin_cmd {
 		struct vrnic_admin_create_eq create_eq;
 		struct vrnic_admin_destroy destroy;
 		struct vrnic_admin_create_eth_ring create_eth_ring;
+		struct vrnic_admin_create_pd create_pd;
+		struct vrnic_admin_create_mr create_mr;
+		struct vrnic_admin_create_cq create_cq;
+		struct vrnic_admin_create_qp create_qp;
+		struct vrnic_admin_modify_qp modify_qp;
+		struct vrnic_admin_query_qp query_qp;
 		__u8 raw[56];
 	};
 };
@@ -306,6 +578,9 @@ enum vrnic_eqe_type {
 	VRNIC_EQE_ETH_TX		= 0x10,	/* TX ring <qid> progressed */
 	VRNIC_EQE_ETH_RX		= 0x11,	/* RX ring <qid> progressed */
 	VRNIC_EQE_FATAL			= 0x20,	/* device error, see REG_ERROR */
+	VRNIC_EQE_CQ			= 0x30,	/* CQ <id> has a completion */
+	VRNIC_EQE_CQ_ERROR		= 0x31,	/* CQ <id> overflowed */
+	VRNIC_EQE_QP_FATAL		= 0x32,	/* QP <id> entered ERR */
 };
 
 #define VRNIC_EQE_PHASE			(1u << 0)
@@ -359,5 +634,14 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_device_attr) == 96, "device attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_port_attr) == 16, "port attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 80, "stats");
 VRNIC_HW_ASSERT(VRNIC_DB_BAR_SIZE == 1024 * 1024, "doorbell BAR is 1 MiB");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_mr) == 56, "create_mr");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_cq) == 24, "create_cq");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_qp) == 48, "create_qp");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_modify_qp) == 16, "modify_qp");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_qp_attr) == 128, "qp attr");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_send_wqe) == 64, "send wqe header");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_recv_wqe) == 16, "recv wqe header");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_sge) == 16, "sge");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_cqe) == 32, "cqe");
 
 #endif /* VRNIC_HW_H */

@@ -91,9 +91,13 @@ uint8_t Device::exec_admin(const vrnic_admin_cmd &cmd, uint32_t &result)
 		return admin_create_uctx(result);
 	case VRNIC_ADMIN_DESTROY_UCTX:
 		return admin_destroy_uctx(le(cmd.destroy.id));
-	default:
+	default: {
+		uint8_t st = VRNIC_ADMIN_ST_OK;
+		if (rdma_.admin(cmd, st, result))
+			return st;
 		guest_error("unknown admin opcode " + std::to_string(cmd.opcode));
 		return VRNIC_ADMIN_ST_BAD_OPCODE;
+	}
 	}
 }
 
@@ -202,6 +206,8 @@ uint8_t Device::admin_destroy_uctx(uint32_t id)
 		return VRNIC_ADMIN_ST_BAD_PARAM;
 	if (!uctx_used_[id])
 		return VRNIC_ADMIN_ST_NOT_FOUND;
+	if (rdma_.uctx_in_use(id))
+		return VRNIC_ADMIN_ST_BUSY;
 	uctx_used_[id] = false;
 	return VRNIC_ADMIN_ST_OK;
 }

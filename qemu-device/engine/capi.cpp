@@ -2,12 +2,7 @@
 // extern "C" entry points of the engine (see vrnic_engine.h).
 #include <new>
 
-#include "device.hpp"
-#include "vrnic_engine.h"
-
-struct vrnic_engine {
-	vrnic::Device dev;
-};
+#include "engine_internal.hpp"
 
 extern "C" {
 

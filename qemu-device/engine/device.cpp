@@ -31,7 +31,9 @@ constexpr uint64_t set_hi(uint64_t reg, uint32_t v)
 Device::Device(const vrnic_engine_config &cfg, const vrnic_platform_ops *ops,
 	       void *opaque)
 	: plat_(ops, opaque), cfg_(cfg), link_up_(cfg.link_up),
-	  tx_buf_(VRNIC_ETH_MAX_FRAME)
+	  tx_buf_(VRNIC_ETH_MAX_FRAME),
+	  mac_{cfg.mac[0], cfg.mac[1], cfg.mac[2], cfg.mac[3], cfg.mac[4], cfg.mac[5]},
+	  rdma_(plat_, cnt_, eqs_, uctx_used_, mac_)
 {
 	cfg_.num_msix = std::min<uint32_t>(cfg_.num_msix, VRNIC_NUM_MSIX);
 	reset();
@@ -61,6 +63,7 @@ void Device::reset()
 	uctx_used_.fill(false);
 	uctx_used_[0] = true;	// the kernel's page
 	cnt_ = DeviceCounters();
+	rdma_.reset();
 }
 
 void Device::guest_error(const std::string &msg)
@@ -329,6 +332,12 @@ void Device::db_write(uint64_t offset, uint64_t value, unsigned int size)
 		cnt_.db_violations++;
 		return;
 	}
+	if (off == VRNIC_DB_SQ || off == VRNIC_DB_RQ || off == VRNIC_DB_CQ_ARM) {
+		// The named QP or CQ must belong to the page's context.
+		if (!rdma_.doorbell(page, off, v))
+			cnt_.db_violations++;
+		return;
+	}
 	if (page != 0) {
 		// User pages: only the user doorbells exist.  Anything else is
 		// a process poking at what it does not own; count and ignore.
@@ -394,13 +403,15 @@ void Device::poll()
 		if (budget == 0)
 			tx_pending_ = true;
 	}
-	if (admin_pending_ || tx_pending_)
+	const bool rdma_more = rdma_.poll();
+	if (admin_pending_ || tx_pending_ || rdma_more)
 		plat_.schedule();	// bounded work: come back later
 }
 
 void Device::timer()
 {
-	// No timed work in spec 0.1; the transport uses it from 0.2 on.
+	if (ready())
+		rdma_.timer();
 }
 
 void Device::set_link(bool up)

@@ -10,6 +10,7 @@
 
 #include "eq.hpp"
 #include "platform.hpp"
+#include "rdma.hpp"
 #include "vrnic_engine.h"
 #include "vrnic_hw.h"
 
@@ -73,6 +74,7 @@ public:
 	static constexpr unsigned int kTxBudget = 256;
 
 	[[nodiscard]] const DeviceCounters &counters() const { return cnt_; }
+	[[nodiscard]] const Rdma &rdma() const { return rdma_; }
 	[[nodiscard]] bool ready() const { return status_ & VRNIC_STATUS_READY; }
 
 private:
@@ -144,6 +146,8 @@ private:
 	// One frame's worth of TX staging, allocated once.
 	std::vector<uint8_t> tx_buf_;
 	DeviceCounters cnt_;
+	std::array<uint8_t, 6> mac_{};
+	Rdma rdma_;
 };
 
 } // namespace vrnic

@@ -208,9 +208,10 @@ size_t Device::receive(std::span<const uint8_t> f)
 		return len;
 	}
 	if (is_roce(f)) {
-		// Spec 0.1: the transport is a counter; 0.2 hands it the frame.
 		cnt_.roce_rx_frames++;
 		plat_.trace(VRNIC_TRACE_ROCE_RX, len);
+		rdma_.receive(f);
+		plat_.schedule();
 		return len;
 	}
 	EthRing &r = rx_[0];

@@ -9,9 +9,9 @@ FakePlatform *self(void *opaque) { return static_cast<FakePlatform *>(opaque); }
 
 bool in_window(const FakePlatform *p, uint64_t addr, size_t len)
 {
-	return !p->fail_dma && addr >= FakePlatform::kMemBase &&
-	       len <= FakePlatform::kMemSize &&
-	       addr - FakePlatform::kMemBase <= FakePlatform::kMemSize - len;
+	const uint64_t size = p->mem.size();
+	return !p->fail_dma && addr >= FakePlatform::kMemBase && len <= size &&
+	       addr - FakePlatform::kMemBase <= size - len;
 }
 
 const vrnic_platform_ops kOps = {
@@ -44,10 +44,11 @@ const vrnic_platform_ops kOps = {
 
 } // namespace
 
-FakePlatform::FakePlatform() : mem(kMemSize)
+FakePlatform::FakePlatform(uint8_t mac_last, uint64_t mem_size)
+	: mem(mem_size)
 {
 	const vrnic_engine_config cfg = {
-		.mac = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56},
+		.mac = {0x52, 0x54, 0x00, 0x12, 0x34, mac_last},
 		.num_msix = VRNIC_NUM_MSIX,
 		.link_up = true,
 	};

@@ -13,9 +13,9 @@
 
 struct FakePlatform {
 	static constexpr uint64_t kMemBase = 0x100000;
-	static constexpr uint64_t kMemSize = 4 << 20;
+	static constexpr uint64_t kMemSize = 4 << 20;	// default window
 
-	FakePlatform();
+	explicit FakePlatform(uint8_t mac_last = 0x56, uint64_t mem_size = kMemSize);
 	~FakePlatform();
 	FakePlatform(const FakePlatform &) = delete;
 	FakePlatform &operator=(const FakePlatform &) = delete;
@@ -24,12 +24,12 @@ struct FakePlatform {
 	template <typename T> T load(uint64_t addr) const
 	{
 		T v;
-		std::memcpy(&v, &mem[addr - kMemBase], sizeof(T));
+		std::memcpy(&v, &mem.at(addr - kMemBase), sizeof(T));
 		return v;
 	}
 	template <typename T> void store(uint64_t addr, const T &v)
 	{
-		std::memcpy(&mem[addr - kMemBase], &v, sizeof(T));
+		std::memcpy(&mem.at(addr - kMemBase), &v, sizeof(T));
 	}
 	uint8_t *ptr(uint64_t addr) { return &mem[addr - kMemBase]; }
 

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "mr.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace vrnic {
+
+namespace {
+
+constexpr unsigned int kMinPageShift = 12;
+constexpr unsigned int kMaxPageShift = 30;
+
+} // namespace
+
+void MrTable::reset()
+{
+	for (auto &m : mrs_) {
+		const uint8_t key = m.key;
+		m = Mr();
+		m.key = key;	// keys keep moving across resets
+	}
+	next_ = 0;
+}
+
+bool MrTable::pd_in_use(uint32_t pdn) const
+{
+	return std::any_of(mrs_.begin(), mrs_.end(), [pdn](const Mr &m) {
+		return m.valid && m.pdn == pdn;
+	});
+}
+
+uint8_t MrTable::create(const Platform &plat, const vrnic_admin_create_mr &c,
+			bool kernel, uint32_t &key)
+{
+	const uint64_t iova = le(c.iova), length = le(c.length);
+	const unsigned int shift = c.page_shift;
+	const uint32_t access = le(c.access);
+	const uint32_t npages = le(c.npages);
+	Mr m;
+
+	if ((access & ~VRNIC_ACCESS_ALL) || length == 0 || iova + length < iova)
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	// Remote write or atomic needs local write, as in the IB spec.
+	if ((access & (VRNIC_ACCESS_REMOTE_WRITE | VRNIC_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & VRNIC_ACCESS_LOCAL_WRITE))
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	m.iova = iova;
+	m.length = length;
+	m.access = access;
+	m.pdn = le(c.pdn);
+
+	if (c.pbl_mode == VRNIC_PBL_PHYS) {
+		if (!kernel)
+			return VRNIC_ADMIN_ST_BAD_PARAM;
+		m.phys = true;
+	} else {
+		if (shift < kMinPageShift || shift > kMaxPageShift)
+			return VRNIC_ADMIN_ST_BAD_PARAM;
+		const uint64_t psz = 1ull << shift;
+		const uint64_t first = iova & ~(psz - 1);
+		const uint64_t need = (iova + length - first + psz - 1) >> shift;
+		if (npages == 0 || npages != need || npages > VRNIC_MAX_MR_PAGES)
+			return VRNIC_ADMIN_ST_BAD_PARAM;
+		m.page_shift = shift;
+		m.pages.resize(npages);
+		switch (c.pbl_mode) {
+		case VRNIC_PBL_INLINE: {
+			if (npages > 3)
+				return VRNIC_ADMIN_ST_BAD_PARAM;
+			const uint64_t in[3] = {le(c.pbl), le(c.inline_pages[0]),
+						le(c.inline_pages[1])};
+			std::copy_n(in, npages, m.pages.begin());
+			break;
+		}
+		case VRNIC_PBL_LEVEL1:
+			if (!plat.dma_read(le(c.pbl), m.pages.data(),
+					   size_t(npages) * sizeof(uint64_t)))
+				return VRNIC_ADMIN_ST_DMA_ERROR;
+			break;
+		case VRNIC_PBL_LEVEL2: {
+			const uint32_t nl1 = (npages + VRNIC_PBL_PER_PAGE - 1) /
+					     VRNIC_PBL_PER_PAGE;
+			std::vector<uint64_t> l1(nl1);
+			if (!plat.dma_read(le(c.pbl), l1.data(),
+					   l1.size() * sizeof(uint64_t)))
+				return VRNIC_ADMIN_ST_DMA_ERROR;
+			for (uint32_t i = 0; i < nl1; i++) {
+				const uint32_t n = std::min<uint32_t>(
+					VRNIC_PBL_PER_PAGE,
+					npages - i * VRNIC_PBL_PER_PAGE);
+				if (!plat.dma_read(le(l1[i]),
+						   &m.pages[size_t(i) * VRNIC_PBL_PER_PAGE],
+						   size_t(n) * sizeof(uint64_t)))
+					return VRNIC_ADMIN_ST_DMA_ERROR;
+			}
+			break;
+		}
+		default:
+			return VRNIC_ADMIN_ST_BAD_PARAM;
+		}
+		for (auto &p : m.pages) {
+			p = le(p);
+			if (p & (psz - 1) || p + psz < p)
+				return VRNIC_ADMIN_ST_BAD_PARAM;
+		}
+	}
+
+	for (uint32_t n = 0; n < mrs_.size(); n++) {
+		const uint32_t idx = (next_ + n) % uint32_t(mrs_.size());
+		if (mrs_[idx].valid)
+			continue;
+		m.key = uint8_t(mrs_[idx].key + 1);
+		m.valid = true;
+		mrs_[idx] = std::move(m);
+		next_ = idx + 1;
+		key = idx << VRNIC_MR_KEY_BITS | mrs_[idx].key;
+		return VRNIC_ADMIN_ST_OK;
+	}
+	return VRNIC_ADMIN_ST_NO_RESOURCE;
+}
+
+uint8_t MrTable::destroy(uint32_t key)
+{
+	const uint32_t idx = key >> VRNIC_MR_KEY_BITS;
+
+	if (idx >= mrs_.size() || !mrs_[idx].valid ||
+	    mrs_[idx].key != uint8_t(key))
+		return VRNIC_ADMIN_ST_NOT_FOUND;
+	const uint8_t k = mrs_[idx].key;
+	mrs_[idx] = Mr();
+	mrs_[idx].key = k;
+	return VRNIC_ADMIN_ST_OK;
+}
+
+MrCheck MrTable::check(uint32_t key, uint32_t pdn, uint64_t addr,
+		       uint64_t len, uint32_t access, const Mr **out) const
+{
+	const uint32_t idx = key >> VRNIC_MR_KEY_BITS;
+
+	if (idx >= mrs_.size() || !mrs_[idx].valid ||
+	    mrs_[idx].key != uint8_t(key))
+		return MrCheck::BadKey;
+	const Mr &m = mrs_[idx];
+	if (m.pdn != pdn)
+		return MrCheck::BadPd;
+	if ((m.access & access) != access)
+		return MrCheck::Access;
+	if (addr < m.iova || addr + len < addr || addr + len > m.iova + m.length)
+		return MrCheck::Bounds;
+	*out = &m;
+	return MrCheck::Ok;
+}
+
+bool MrTable::dma(const Platform &plat, const Mr &mr, uint64_t addr,
+		  void *buf, size_t len, bool to_guest)
+{
+	auto *p = static_cast<uint8_t *>(buf);
+
+	if (mr.phys)
+		return to_guest ? plat.dma_write(addr, p, len) :
+				  plat.dma_read(addr, p, len);
+	const uint64_t psz = 1ull << mr.page_shift;
+	const uint64_t base = mr.iova & ~(psz - 1);
+	while (len > 0) {
+		const uint64_t off = addr - base;
+		const uint64_t page = off >> mr.page_shift;
+		const uint64_t in_page = off & (psz - 1);
+		const size_t n = size_t(std::min<uint64_t>(len, psz - in_page));
+		if (page >= mr.pages.size())
+			return false;	// check() guarantees this never happens
+		const uint64_t bus = mr.pages[page] + in_page;
+		if (!(to_guest ? plat.dma_write(bus, p, n) :
+				 plat.dma_read(bus, p, n)))
+			return false;
+		addr += n;
+		p += n;
+		len -= n;
+	}
+	return true;
+}
+
+} // namespace vrnic

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Memory regions: the device's own copy of each MR's page list, and the
+// checks (key, PD, access, bounds) every DMA through an MR goes through.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "platform.hpp"
+#include "vrnic_hw.h"
+
+namespace vrnic {
+
+struct Mr {
+	bool valid = false;
+	uint8_t key = 0;		// low 8 bits of lkey/rkey, bumped on reuse
+	uint32_t pdn = 0;
+	uint32_t access = 0;
+	uint64_t iova = 0;
+	uint64_t length = 0;
+	unsigned int page_shift = 12;
+	bool phys = false;		// iova is the bus address (kernel only)
+	std::vector<uint64_t> pages;	// bus address of each page
+};
+
+enum class MrCheck { Ok, BadKey, BadPd, Access, Bounds };
+
+class MrTable {
+public:
+	MrTable() : mrs_(VRNIC_MAX_MR) {}
+
+	// Copy the page list out of guest memory once and validate it.
+	// kernel: the caller is the kernel driver (PHYS mode allowed).
+	uint8_t create(const Platform &plat, const vrnic_admin_create_mr &c,
+		       bool kernel, uint32_t &key);
+	uint8_t destroy(uint32_t key);
+	void reset();
+	// Is any MR of this PD alive?
+	[[nodiscard]] bool pd_in_use(uint32_t pdn) const;
+
+	// Look up key and check PD, access and [addr, addr + len).
+	MrCheck check(uint32_t key, uint32_t pdn, uint64_t addr, uint64_t len,
+		      uint32_t access, const Mr **out) const;
+
+	// DMA between a local buffer and [addr, addr + len) of a checked MR,
+	// page by page.  False if a transfer failed.
+	static bool dma(const Platform &plat, const Mr &mr, uint64_t addr,
+			void *buf, size_t len, bool to_guest);
+
+private:
+	std::vector<Mr> mrs_;
+	uint32_t next_ = 0;	// where the free slot search starts
+};
+
+} // namespace vrnic

@@ -1,0 +1,609 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// RDMA objects: admin commands for PDs, MRs, CQs and QPs, the QP state
+// machine, completion queues and doorbells.  The transport is in
+// transport.cpp.
+#include "rdma.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "device.hpp"
+
+namespace vrnic {
+
+namespace {
+
+constexpr uint32_t handle(uint32_t index, uint16_t gen)
+{
+	return uint32_t(gen & VRNIC_OBJ_GEN_MASK) << VRNIC_OBJ_INDEX_BITS | index;
+}
+
+bool aligned(uint64_t v, uint64_t a) { return v != 0 && v % a == 0; }
+
+} // namespace
+
+Rdma::Rdma(const Platform &plat, DeviceCounters &dcnt,
+	   std::array<EventQueue, VRNIC_MAX_EQS> &eqs,
+	   const std::array<bool, VRNIC_NUM_DB_PAGES> &uctx_used,
+	   const std::array<uint8_t, 6> &mac)
+	: plat_(plat), dcnt_(dcnt), eqs_(eqs), uctx_used_(uctx_used), mac_(mac),
+	  pds_(VRNIC_MAX_PD), cqs_(VRNIC_MAX_CQ), qps_(VRNIC_MAX_QP),
+	  frame_(VRNIC_ETH_MAX_FRAME), scratch_(VRNIC_ETH_MAX_FRAME)
+{
+}
+
+void Rdma::reset()
+{
+	// Generations survive a reset so that pre-reset handles stay stale.
+	for (auto &p : pds_)
+		p = Pd{.gen = p.gen};
+	for (auto &c : cqs_)
+		c = Cq{.gen = c.gen};
+	for (auto &q : qps_) {
+		const uint16_t gen = q.gen;
+		q = Qp();
+		q.gen = gen;
+	}
+	mrs_.reset();
+	loopback_.clear();
+	cnt_ = RdmaCounters();
+}
+
+template <typename T>
+T *Rdma::lookup(std::vector<T> &tab, uint32_t h)
+{
+	const uint32_t idx = h & VRNIC_OBJ_INDEX_MASK;
+
+	if (h >> 24 || idx == 0 || idx >= tab.size() || !tab[idx].valid ||
+	    (tab[idx].gen & VRNIC_OBJ_GEN_MASK) != (h >> VRNIC_OBJ_INDEX_BITS))
+		return nullptr;
+	return &tab[idx];
+}
+
+Qp *Rdma::find_qp(uint32_t qpn) { return lookup(qps_, qpn); }
+Cq *Rdma::find_cq(uint32_t cqn) { return lookup(cqs_, cqn); }
+
+const Qp *Rdma::qp(uint32_t qpn) const
+{
+	return const_cast<Rdma *>(this)->find_qp(qpn);
+}
+
+bool Rdma::uctx_in_use(uint32_t uctx) const
+{
+	auto owned = [uctx](const auto &o) { return o.valid && o.uctx == uctx; };
+	return std::any_of(pds_.begin(), pds_.end(), owned) ||
+	       std::any_of(cqs_.begin(), cqs_.end(), owned) ||
+	       std::any_of(qps_.begin(), qps_.end(), owned);
+}
+
+bool Rdma::admin(const vrnic_admin_cmd &cmd, uint8_t &status, uint32_t &result)
+{
+	switch (cmd.opcode) {
+	case VRNIC_ADMIN_CREATE_PD:
+		status = create_pd(cmd.create_pd, result);
+		return true;
+	case VRNIC_ADMIN_DESTROY_PD:
+		status = destroy_pd(le(cmd.destroy.id));
+		return true;
+	case VRNIC_ADMIN_CREATE_MR: {
+		const Pd *pd = lookup(pds_, le(cmd.create_mr.pdn));
+		status = pd ? mrs_.create(plat_, cmd.create_mr, pd->uctx == 0,
+					  result) :
+			      uint8_t(VRNIC_ADMIN_ST_BAD_PARAM);
+		if (status == VRNIC_ADMIN_ST_DMA_ERROR)
+			dcnt_.dma_errors++;
+		return true;
+	}
+	case VRNIC_ADMIN_DESTROY_MR:
+		status = mrs_.destroy(le(cmd.destroy.id));
+		return true;
+	case VRNIC_ADMIN_CREATE_CQ:
+		status = create_cq(cmd.create_cq, result);
+		return true;
+	case VRNIC_ADMIN_DESTROY_CQ:
+		status = destroy_cq(le(cmd.destroy.id));
+		return true;
+	case VRNIC_ADMIN_CREATE_QP:
+		status = create_qp(cmd.create_qp, result);
+		return true;
+	case VRNIC_ADMIN_MODIFY_QP:
+		status = modify_qp(cmd.modify_qp);
+		return true;
+	case VRNIC_ADMIN_QUERY_QP:
+		status = query_qp(cmd.query_qp);
+		return true;
+	case VRNIC_ADMIN_DESTROY_QP:
+		status = destroy_qp(le(cmd.destroy.id));
+		return true;
+	default:
+		return false;
+	}
+}
+
+uint8_t Rdma::create_pd(const vrnic_admin_create_pd &c, uint32_t &result)
+{
+	const uint32_t uctx = le(c.uctx);
+
+	if (uctx >= uctx_used_.size() || !uctx_used_[uctx])
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	for (uint32_t i = 1; i < pds_.size(); i++) {
+		if (pds_[i].valid)
+			continue;
+		pds_[i].valid = true;
+		pds_[i].gen++;
+		pds_[i].uctx = uctx;
+		result = handle(i, pds_[i].gen);
+		return VRNIC_ADMIN_ST_OK;
+	}
+	return VRNIC_ADMIN_ST_NO_RESOURCE;
+}
+
+uint8_t Rdma::destroy_pd(uint32_t pdn)
+{
+	Pd *pd = lookup(pds_, pdn);
+
+	if (!pd)
+		return VRNIC_ADMIN_ST_NOT_FOUND;
+	if (mrs_.pd_in_use(pdn) ||
+	    std::any_of(qps_.begin(), qps_.end(), [pdn](const Qp &q) {
+		    return q.valid && q.pdn == pdn;
+	    }))
+		return VRNIC_ADMIN_ST_BUSY;
+	pd->valid = false;
+	return VRNIC_ADMIN_ST_OK;
+}
+
+uint8_t Rdma::create_cq(const vrnic_admin_create_cq &c, uint32_t &result)
+{
+	const uint32_t uctx = le(c.uctx);
+
+	if (uctx >= uctx_used_.size() || !uctx_used_[uctx] ||
+	    !aligned(le(c.base), VRNIC_RING_ALIGN) || !aligned(le(c.dbrec), 8) ||
+	    c.log_depth < 1 || c.log_depth > VRNIC_MAX_CQ_LOG_DEPTH ||
+	    c.eqn == 0 || c.eqn >= eqs_.size() || !eqs_[c.eqn].enabled())
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	for (uint32_t i = 1; i < cqs_.size(); i++) {
+		if (cqs_[i].valid)
+			continue;
+		Cq &cq = cqs_[i];
+		cq = Cq{.valid = true, .gen = uint16_t(cq.gen + 1), .uctx = uctx,
+			.base = le(c.base), .dbrec = le(c.dbrec),
+			.log_depth = c.log_depth, .eqn = c.eqn};
+		result = handle(i, cq.gen);
+		return VRNIC_ADMIN_ST_OK;
+	}
+	return VRNIC_ADMIN_ST_NO_RESOURCE;
+}
+
+uint8_t Rdma::destroy_cq(uint32_t cqn)
+{
+	Cq *cq = find_cq(cqn);
+
+	if (!cq)
+		return VRNIC_ADMIN_ST_NOT_FOUND;
+	if (cq->refs)
+		return VRNIC_ADMIN_ST_BUSY;
+	cq->valid = false;
+	return VRNIC_ADMIN_ST_OK;
+}
+
+uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
+{
+	const uint32_t uctx = le(c.uctx);
+	const Pd *pd = lookup(pds_, le(c.pdn));
+	Cq *scq = find_cq(le(c.send_cqn));
+	Cq *rcq = find_cq(le(c.recv_cqn));
+
+	if (uctx >= uctx_used_.size() || !uctx_used_[uctx] || !pd ||
+	    pd->uctx != uctx || !scq || scq->uctx != uctx || !rcq ||
+	    rcq->uctx != uctx || c.type != VRNIC_QPT_RC ||
+	    c.sq_log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
+	    c.rq_log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
+	    c.sq_wqe_shift < 6 || c.sq_wqe_shift > 10 ||
+	    c.rq_wqe_shift < 5 || c.rq_wqe_shift > 9 ||
+	    !aligned(le(c.sq_base), VRNIC_RING_ALIGN) ||
+	    !aligned(le(c.rq_base), VRNIC_RING_ALIGN) || !aligned(le(c.dbrec), 8))
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	for (uint32_t i = 2; i < qps_.size(); i++) {
+		if (qps_[i].valid)
+			continue;
+		Qp &qp = qps_[i];
+		const auto gen = uint16_t(qp.gen + 1);
+		qp = Qp();
+		qp.valid = true;
+		qp.gen = gen;
+		qp.qpn = handle(i, gen);
+		qp.uctx = uctx;
+		qp.pdn = le(c.pdn);
+		qp.send_cqn = le(c.send_cqn);
+		qp.recv_cqn = le(c.recv_cqn);
+		qp.sq_base = le(c.sq_base);
+		qp.rq_base = le(c.rq_base);
+		qp.dbrec = le(c.dbrec);
+		qp.sq_log = c.sq_log_depth;
+		qp.rq_log = c.rq_log_depth;
+		qp.sq_shift = c.sq_wqe_shift;
+		qp.rq_shift = c.rq_wqe_shift;
+		qp.attr.state = VRNIC_QPS_RESET;
+		scq->refs++;
+		rcq->refs++;
+		result = qp.qpn;
+		return VRNIC_ADMIN_ST_OK;
+	}
+	return VRNIC_ADMIN_ST_NO_RESOURCE;
+}
+
+uint8_t Rdma::destroy_qp(uint32_t qpn)
+{
+	Qp *qp = find_qp(qpn);
+
+	if (!qp)
+		return VRNIC_ADMIN_ST_NOT_FOUND;
+	if (Cq *cq = find_cq(qp->send_cqn))
+		cq->refs--;
+	if (Cq *cq = find_cq(qp->recv_cqn))
+		cq->refs--;
+	const uint16_t gen = qp->gen;
+	*qp = Qp();
+	qp->gen = gen;
+	return VRNIC_ADMIN_ST_OK;
+}
+
+namespace {
+
+struct Transition {
+	uint8_t from, to;
+	uint32_t required, optional;
+};
+
+constexpr uint32_t kRtrReq = VRNIC_QP_ATTR_AV | VRNIC_QP_ATTR_PATH_MTU |
+	VRNIC_QP_ATTR_DEST_QPN | VRNIC_QP_ATTR_RQ_PSN |
+	VRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC | VRNIC_QP_ATTR_MIN_RNR_TIMER;
+constexpr uint32_t kRtsReq = VRNIC_QP_ATTR_SQ_PSN | VRNIC_QP_ATTR_TIMEOUT |
+	VRNIC_QP_ATTR_RETRY_CNT | VRNIC_QP_ATTR_RNR_RETRY |
+	VRNIC_QP_ATTR_MAX_RD_ATOMIC;
+constexpr uint32_t kRtsOpt = VRNIC_QP_ATTR_ACCESS | VRNIC_QP_ATTR_MIN_RNR_TIMER;
+constexpr uint32_t kSqdOpt = kRtsOpt | VRNIC_QP_ATTR_AV | VRNIC_QP_ATTR_TIMEOUT |
+	VRNIC_QP_ATTR_RETRY_CNT | VRNIC_QP_ATTR_RNR_RETRY |
+	VRNIC_QP_ATTR_MAX_RD_ATOMIC | VRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC;
+
+// The IB QP state machine (IBA 10.3.1), RC attributes only.
+constexpr Transition kTransitions[] = {
+	{VRNIC_QPS_RESET, VRNIC_QPS_INIT, 0, VRNIC_QP_ATTR_ACCESS},
+	{VRNIC_QPS_INIT, VRNIC_QPS_INIT, 0, VRNIC_QP_ATTR_ACCESS},
+	{VRNIC_QPS_INIT, VRNIC_QPS_RTR, kRtrReq, VRNIC_QP_ATTR_ACCESS},
+	{VRNIC_QPS_RTR, VRNIC_QPS_RTS, kRtsReq, kRtsOpt},
+	{VRNIC_QPS_RTS, VRNIC_QPS_RTS, 0, kRtsOpt},
+	{VRNIC_QPS_RTS, VRNIC_QPS_SQD, 0, 0},
+	{VRNIC_QPS_SQD, VRNIC_QPS_SQD, 0, kSqdOpt},
+	{VRNIC_QPS_SQD, VRNIC_QPS_RTS, 0, kRtsOpt},
+	{VRNIC_QPS_SQE, VRNIC_QPS_RTS, 0, kRtsOpt},
+};
+
+} // namespace
+
+uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
+{
+	const uint8_t cur = qp.attr.state;
+	const uint8_t next = (mask & VRNIC_QP_ATTR_STATE) ? a.state : cur;
+	const uint32_t attrs = mask & ~VRNIC_QP_ATTR_STATE;
+
+	if (next > VRNIC_QPS_ERR)
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	if (next == VRNIC_QPS_RESET || next == VRNIC_QPS_ERR) {
+		if (attrs)
+			return VRNIC_ADMIN_ST_BAD_PARAM;
+	} else {
+		const Transition *t = nullptr;
+		for (const auto &tr : kTransitions)
+			if (tr.from == cur && tr.to == next)
+				t = &tr;
+		if (!t || (attrs & t->required) != t->required ||
+		    (attrs & ~(t->required | t->optional)))
+			return VRNIC_ADMIN_ST_BAD_PARAM;
+	}
+	// Values
+	if (((attrs & VRNIC_QP_ATTR_PATH_MTU) &&
+	     (a.path_mtu < 1 || a.path_mtu > 5)) ||
+	    ((attrs & VRNIC_QP_ATTR_TIMEOUT) && a.timeout > 31) ||
+	    ((attrs & VRNIC_QP_ATTR_RETRY_CNT) && a.retry_cnt > 7) ||
+	    ((attrs & VRNIC_QP_ATTR_RNR_RETRY) && a.rnr_retry > 7) ||
+	    ((attrs & VRNIC_QP_ATTR_MIN_RNR_TIMER) && a.min_rnr_timer > 31) ||
+	    ((attrs & VRNIC_QP_ATTR_MAX_RD_ATOMIC) &&
+	     a.max_rd_atomic > VRNIC_MAX_RD_ATOMIC) ||
+	    ((attrs & VRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC) &&
+	     a.max_dest_rd_atomic > VRNIC_MAX_RD_ATOMIC) ||
+	    ((attrs & VRNIC_QP_ATTR_SQ_PSN) && le(a.sq_psn) > roce::kPsnMask) ||
+	    ((attrs & VRNIC_QP_ATTR_RQ_PSN) && le(a.rq_psn) > roce::kPsnMask) ||
+	    ((attrs & VRNIC_QP_ATTR_DEST_QPN) && le(a.dest_qpn) > roce::kPsnMask) ||
+	    ((attrs & VRNIC_QP_ATTR_ACCESS) &&
+	     (le(a.access) & ~(VRNIC_ACCESS_REMOTE_WRITE | VRNIC_ACCESS_REMOTE_READ |
+			       VRNIC_ACCESS_REMOTE_ATOMIC))))
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	if (attrs & VRNIC_QP_ATTR_AV) {
+		roce::Path p;
+		std::memcpy(p.dgid.data(), a.dgid, 16);
+		std::memcpy(p.sgid.data(), a.sgid, 16);
+		p.ipv6 = !roce::is_ipv4_mapped(p.dgid);
+		if (p.ipv6 == roce::is_ipv4_mapped(p.sgid))
+			return VRNIC_ADMIN_ST_BAD_PARAM;	// mixed families
+		std::memcpy(p.dmac.data(), a.dmac, 6);
+		p.smac = mac_;		// the device's own MAC, whatever was asked
+		p.traffic_class = a.traffic_class;
+		p.hop_limit = a.hop_limit ? a.hop_limit : 64;
+		p.flow_label = le(a.flow_label) & 0xfffff;
+		p.udp_sport = le(a.udp_sport) ? le(a.udp_sport) : 0xc000;
+		qp.path = p;
+		std::memcpy(qp.attr.dgid, a.dgid, 16);
+		std::memcpy(qp.attr.sgid, a.sgid, 16);
+		std::memcpy(qp.attr.dmac, a.dmac, 6);
+		std::memcpy(qp.attr.smac, a.smac, 6);
+		qp.attr.traffic_class = a.traffic_class;
+		qp.attr.hop_limit = a.hop_limit;
+		qp.attr.flow_label = a.flow_label;
+		qp.attr.udp_sport = a.udp_sport;
+	}
+	if (attrs & VRNIC_QP_ATTR_ACCESS) qp.attr.access = a.access;
+	if (attrs & VRNIC_QP_ATTR_PATH_MTU) {
+		qp.attr.path_mtu = a.path_mtu;
+		qp.mtu = 128u << a.path_mtu;
+	}
+	if (attrs & VRNIC_QP_ATTR_TIMEOUT) qp.attr.timeout = a.timeout;
+	if (attrs & VRNIC_QP_ATTR_RETRY_CNT) qp.attr.retry_cnt = a.retry_cnt;
+	if (attrs & VRNIC_QP_ATTR_RNR_RETRY) qp.attr.rnr_retry = a.rnr_retry;
+	if (attrs & VRNIC_QP_ATTR_MIN_RNR_TIMER)
+		qp.attr.min_rnr_timer = a.min_rnr_timer;
+	if (attrs & VRNIC_QP_ATTR_MAX_RD_ATOMIC)
+		qp.attr.max_rd_atomic = a.max_rd_atomic;
+	if (attrs & VRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC)
+		qp.attr.max_dest_rd_atomic = a.max_dest_rd_atomic;
+	if (attrs & VRNIC_QP_ATTR_DEST_QPN) qp.attr.dest_qpn = a.dest_qpn;
+	if (attrs & VRNIC_QP_ATTR_RQ_PSN) {
+		qp.attr.rq_psn = a.rq_psn;
+		qp.epsn = le(a.rq_psn);
+	}
+	if (attrs & VRNIC_QP_ATTR_SQ_PSN) {
+		qp.attr.sq_psn = a.sq_psn;
+		qp.next_psn = qp.una_psn = le(a.sq_psn);
+	}
+
+	if (next == VRNIC_QPS_RESET && cur != VRNIC_QPS_RESET) {
+		// Back to a fresh QP with the same number and rings.
+		Qp fresh;
+		fresh.valid = true;
+		fresh.gen = qp.gen;
+		fresh.qpn = qp.qpn;
+		fresh.uctx = qp.uctx;
+		fresh.pdn = qp.pdn;
+		fresh.send_cqn = qp.send_cqn;
+		fresh.recv_cqn = qp.recv_cqn;
+		fresh.sq_base = qp.sq_base;
+		fresh.rq_base = qp.rq_base;
+		fresh.dbrec = qp.dbrec;
+		fresh.sq_log = qp.sq_log;
+		fresh.rq_log = qp.rq_log;
+		fresh.sq_shift = qp.sq_shift;
+		fresh.rq_shift = qp.rq_shift;
+		qp = std::move(fresh);
+		qp.attr.state = VRNIC_QPS_RESET;
+		return VRNIC_ADMIN_ST_OK;
+	}
+	if (next == VRNIC_QPS_RTS && cur == VRNIC_QPS_RTR) {
+		qp.retry_left = qp.attr.retry_cnt;
+		qp.rnr_left = qp.attr.rnr_retry;
+	}
+	qp.attr.state = next;
+	if (next == VRNIC_QPS_ERR && cur != VRNIC_QPS_ERR)
+		qp_error(qp);
+	if (next == VRNIC_QPS_RTS)
+		qp.sq_kick = true;
+	plat_.schedule();
+	return VRNIC_ADMIN_ST_OK;
+}
+
+uint8_t Rdma::modify_qp(const vrnic_admin_modify_qp &c)
+{
+	Qp *qp = find_qp(le(c.qpn));
+	vrnic_qp_attr a;
+
+	if (!qp)
+		return VRNIC_ADMIN_ST_NOT_FOUND;
+	if (!plat_.read(le(c.attr_addr), a)) {
+		dcnt_.dma_errors++;
+		return VRNIC_ADMIN_ST_DMA_ERROR;
+	}
+	return apply_attr(*qp, a, le(c.attr_mask));
+}
+
+uint8_t Rdma::query_qp(const vrnic_admin_query_qp &c)
+{
+	Qp *qp = find_qp(le(c.qpn));
+
+	if (!qp)
+		return VRNIC_ADMIN_ST_NOT_FOUND;
+	vrnic_qp_attr a = qp->attr;
+	a.sq_psn = le(qp->next_psn);
+	a.rq_psn = le(qp->epsn);
+	if (!plat_.write(le(c.out_addr), a)) {
+		dcnt_.dma_errors++;
+		return VRNIC_ADMIN_ST_DMA_ERROR;
+	}
+	return VRNIC_ADMIN_ST_OK;
+}
+
+// ------------------------------------------------------------ doorbells
+
+bool Rdma::doorbell(uint32_t page, uint32_t off, uint32_t v)
+{
+	if (off == VRNIC_DB_SQ || off == VRNIC_DB_RQ) {
+		Qp *qp = find_qp(v);
+		if (!qp || qp->uctx != page)
+			return false;
+		if (off == VRNIC_DB_SQ)
+			qp->sq_kick = true;
+		else if (qp->attr.state == VRNIC_QPS_ERR)
+			qp->flush_pending = true;
+		plat_.schedule();
+		return true;
+	}
+	if (off == VRNIC_DB_CQ_ARM) {
+		Cq *cq = find_cq(v & VRNIC_CQ_ARM_CQN_MASK);
+		const uint32_t cmd = (v >> VRNIC_CQ_ARM_CMD_SHIFT) & 3;
+		if (!cq || cq->uctx != page || cmd == 0 || cmd == 3)
+			return false;
+		// NEXT subsumes SOLICITED until the next event.
+		if (cq->arm != VRNIC_CQ_ARM_NEXT)
+			cq->arm = uint8_t(cmd);
+		return true;
+	}
+	return false;
+}
+
+// ---------------------------------------------------- completion queues
+
+bool Rdma::cq_post(uint32_t cqn, vrnic_cqe cqe, bool solicited)
+{
+	Cq *cq = find_cq(cqn);
+
+	if (!cq || cq->error)
+		return false;
+	const uint32_t depth = 1u << cq->log_depth;
+	if (cq->pi - cq->ci >= depth) {
+		vrnic_cq_dbrec rec{};
+		if (!plat_.read(cq->dbrec, rec)) {
+			dcnt_.dma_errors++;
+			return false;
+		}
+		const uint32_t ci = le(rec.ci);
+		if (cq->pi - ci <= depth)	// a sane consumer index
+			cq->ci = ci;
+		if (cq->pi - cq->ci >= depth) {
+			cq->error = true;
+			cnt_.cq_overflows++;
+			eqs_[0].post(plat_, dcnt_, VRNIC_EQE_CQ_ERROR, cqn);
+			return false;
+		}
+	}
+	cqe.owner = ((cq->pi >> cq->log_depth) & 1) ? 0 : VRNIC_CQE_OWNER;
+	const uint64_t addr = cq->base + uint64_t(cq->pi & (depth - 1)) *
+			      sizeof(vrnic_cqe);
+	const auto *b = reinterpret_cast<const uint8_t *>(&cqe);
+	// The owner byte lives in the last dword: write it last.
+	if (!plat_.dma_write(addr, b, sizeof(cqe) - 4) ||
+	    !plat_.dma_write(addr + sizeof(cqe) - 4, b + sizeof(cqe) - 4, 4)) {
+		dcnt_.dma_errors++;
+		return false;
+	}
+	cq->pi++;
+	if (cq->arm == VRNIC_CQ_ARM_NEXT ||
+	    (cq->arm == VRNIC_CQ_ARM_SOLICITED &&
+	     (solicited || cqe.status != VRNIC_WC_ST_SUCCESS))) {
+		cq->arm = 0;
+		eqs_[cq->eqn].post(plat_, dcnt_, VRNIC_EQE_CQ, cqn);
+	}
+	return true;
+}
+
+void Rdma::complete_send(Qp &qp, const SendWqe &w, uint8_t status)
+{
+	static constexpr uint8_t kWcOp[] = {
+		VRNIC_WC_SEND, VRNIC_WC_SEND, VRNIC_WC_RDMA_WRITE,
+		VRNIC_WC_RDMA_WRITE, VRNIC_WC_RDMA_READ, VRNIC_WC_CMP_SWP,
+		VRNIC_WC_FETCH_ADD,
+	};
+	if (status == VRNIC_WC_ST_SUCCESS && !(w.flags & VRNIC_WQE_SIGNALED))
+		return;
+	vrnic_cqe cqe{};
+	cqe.wr_id = le(w.wr_id);
+	cqe.qpn = le(qp.qpn);
+	cqe.opcode = w.opcode < sizeof(kWcOp) ? kWcOp[w.opcode] : uint8_t(VRNIC_WC_SEND);
+	cqe.status = status;
+	cqe.byte_len = le(w.opcode == VRNIC_WR_RDMA_READ ||
+			  w.opcode >= VRNIC_WR_ATOMIC_CMP_SWP ? w.length : 0u);
+	cq_post(qp.send_cqn, cqe, false);
+}
+
+void Rdma::complete_recv(Qp &qp, uint8_t status, uint8_t opcode, uint32_t len,
+			 uint32_t imm, uint8_t flags, bool solicited)
+{
+	vrnic_cqe cqe{};
+
+	cqe.wr_id = le(qp.recv.wr_id);
+	cqe.qpn = le(qp.qpn);
+	cqe.src_qp = qp.attr.dest_qpn;
+	cqe.opcode = opcode;
+	cqe.status = status;
+	cqe.byte_len = le(len);
+	cqe.imm_data = imm;
+	cqe.wc_flags = flags;
+	qp.recv_active = false;
+	qp.recv_off = 0;
+	cq_post(qp.recv_cqn, cqe, solicited);
+}
+
+void Rdma::qp_error(Qp &qp)
+{
+	qp.attr.state = VRNIC_QPS_ERR;
+	qp.ack_deadline = qp.rnr_deadline = 0;
+	qp.flush_pending = true;
+	qp.resources.clear();
+	eqs_[0].post(plat_, dcnt_, VRNIC_EQE_QP_FATAL, qp.qpn);
+	plat_.schedule();
+}
+
+// Complete everything outstanding with WR_FLUSH_ERR, bounded per call.
+void Rdma::flush(Qp &qp, unsigned int &budget)
+{
+	vrnic_qp_dbrec rec{};
+
+	while (!qp.inflight.empty() && budget > 0) {
+		SendWqe &w = qp.inflight.front();
+		complete_send(qp, w, w.status != VRNIC_WC_ST_SUCCESS ?
+				     w.status : uint8_t(VRNIC_WC_ST_WR_FLUSH_ERR));
+		qp.inflight.pop_front();
+		budget--;
+	}
+	qp.send_idx = 0;
+	qp.send_off = 0;
+	if (!plat_.read(qp.dbrec, rec)) {
+		dcnt_.dma_errors++;
+		qp.flush_pending = false;
+		return;
+	}
+	const uint32_t sq_pi = le(rec.sq_pi), rq_pi = le(rec.rq_pi);
+	// Posted but never fetched: their wr_id is all a flush needs.
+	while (qp.sq_head != sq_pi && budget > 0 &&
+	       sq_pi - qp.sq_head <= (1u << qp.sq_log)) {
+		vrnic_send_wqe hdr;
+		const uint64_t a = qp.sq_base +
+			(uint64_t(qp.sq_head & ((1u << qp.sq_log) - 1)) << qp.sq_shift);
+		if (!plat_.read(a, hdr))
+			break;
+		SendWqe w;
+		w.wr_id = le(hdr.wr_id);
+		w.opcode = hdr.opcode;
+		w.flags = VRNIC_WQE_SIGNALED;
+		complete_send(qp, w, VRNIC_WC_ST_WR_FLUSH_ERR);
+		qp.sq_head++;
+		budget--;
+	}
+	if (qp.recv_active) {
+		complete_recv(qp, VRNIC_WC_ST_WR_FLUSH_ERR, VRNIC_WC_RECV, 0);
+		budget = budget ? budget - 1 : 0;
+	}
+	while (qp.rq_head != rq_pi && budget > 0 &&
+	       rq_pi - qp.rq_head <= (1u << qp.rq_log)) {
+		vrnic_recv_wqe hdr;
+		const uint64_t a = qp.rq_base +
+			(uint64_t(qp.rq_head & ((1u << qp.rq_log) - 1)) << qp.rq_shift);
+		if (!plat_.read(a, hdr))
+			break;
+		qp.recv.wr_id = le(hdr.wr_id);
+		complete_recv(qp, VRNIC_WC_ST_WR_FLUSH_ERR, VRNIC_WC_RECV, 0);
+		qp.rq_head++;
+		budget--;
+	}
+	qp.flush_pending = budget == 0;
+}
+
+} // namespace vrnic

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The RDMA half of the device: PDs, MRs, CQs, RC QPs and the RoCEv2
+// transport (requester, responder, completer, retransmission timers).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <vector>
+
+#include "eq.hpp"
+#include "mr.hpp"
+#include "platform.hpp"
+#include "roce.hpp"
+#include "vrnic_hw.h"
+
+namespace vrnic {
+
+struct DeviceCounters;
+
+struct RdmaCounters {
+	uint64_t sent_pkts = 0;
+	uint64_t rcvd_pkts = 0;
+	uint64_t sent_bytes = 0;
+	uint64_t rcvd_bytes = 0;
+	uint64_t icrc_errors = 0;
+	uint64_t malformed = 0;
+	uint64_t bad_qp = 0;		// no such QP, wrong state or path
+	uint64_t duplicate_request = 0;
+	uint64_t out_of_seq_request = 0;
+	uint64_t rcvd_rnr_err = 0;	// RNR NAKs received (requester)
+	uint64_t send_rnr_err = 0;	// RNR NAKs sent (responder)
+	uint64_t rcvd_seq_err = 0;	// sequence NAKs received
+	uint64_t retry_timeouts = 0;
+	uint64_t retry_exceeded_err = 0;
+	uint64_t retry_rnr_exceeded_err = 0;
+	uint64_t remote_access_err = 0;	// NAK remote access sent
+	uint64_t cq_overflows = 0;
+};
+
+struct Pd {
+	bool valid = false;
+	uint16_t gen = 0;
+	uint32_t uctx = 0;
+};
+
+struct Cq {
+	bool valid = false;
+	uint16_t gen = 0;
+	uint32_t uctx = 0;
+	uint64_t base = 0;
+	uint64_t dbrec = 0;
+	unsigned int log_depth = 0;
+	unsigned int eqn = 0;
+	uint32_t pi = 0;
+	uint32_t ci = 0;		// last consumer index read from dbrec
+	uint8_t arm = 0;		// VRNIC_CQ_ARM_* or 0
+	bool error = false;
+	unsigned int refs = 0;		// QPs using it
+};
+
+// A send WQE as copied out of the SQ, plus its transport state.
+struct SendWqe {
+	uint32_t index = 0;		// SQ index it came from
+	uint64_t wr_id = 0;
+	uint8_t opcode = 0;
+	uint8_t flags = 0;
+	uint32_t imm = 0;
+	uint64_t remote_addr = 0;
+	uint32_t rkey = 0;
+	uint64_t compare_add = 0;
+	uint64_t swap = 0;
+	uint32_t length = 0;		// total message length
+	std::vector<vrnic_sge> sges;	// validated local SGEs
+	std::vector<uint8_t> inline_data;
+	// transport
+	bool psn_assigned = false;
+	uint32_t psn_first = 0;
+	uint32_t psn_last = 0;
+	uint32_t resp_psn = 0;		// READ: next response PSN expected
+	bool done = false;		// response received (READ, atomic)
+	uint8_t status = VRNIC_WC_ST_SUCCESS;
+};
+
+struct RecvWqe {
+	uint64_t wr_id = 0;
+	std::vector<vrnic_sge> sges;
+	uint32_t length = 0;		// sum of SGE lengths
+};
+
+// A READ or atomic the responder executed, kept for duplicates.
+struct RdResource {
+	bool atomic = false;
+	uint32_t psn_first = 0;
+	uint32_t psn_last = 0;
+	uint64_t va = 0;
+	uint32_t rkey = 0;
+	uint32_t length = 0;
+	uint64_t orig = 0;		// atomic result
+	// READ response generation
+	uint32_t sent = 0;		// response packets sent
+	bool pending = false;
+};
+
+struct Qp {
+	bool valid = false;
+	uint16_t gen = 0;
+	uint32_t qpn = 0;
+	uint32_t uctx = 0;
+	uint32_t pdn = 0;
+	uint32_t send_cqn = 0;
+	uint32_t recv_cqn = 0;
+	uint64_t sq_base = 0, rq_base = 0, dbrec = 0;
+	unsigned int sq_log = 0, rq_log = 0, sq_shift = 0, rq_shift = 0;
+	vrnic_qp_attr attr{};
+	roce::Path path;
+	uint32_t mtu = 256;
+
+	// requester
+	uint32_t sq_head = 0;		// next SQ index to fetch
+	std::deque<SendWqe> inflight;	// fetched, not yet completed
+	size_t send_idx = 0;		// inflight[] being transmitted
+	uint32_t send_off = 0;		// bytes of it already sent
+	uint32_t next_psn = 0;
+	uint32_t una_psn = 0;		// oldest PSN not acknowledged
+	unsigned int retry_left = 0;
+	unsigned int rnr_left = 0;
+	uint64_t ack_deadline = 0;	// 0: not armed
+	uint64_t rnr_deadline = 0;	// 0: not waiting
+	bool sq_kick = false;
+
+	// responder
+	uint32_t epsn = 0;
+	uint32_t msn = 0;
+	bool nak_sent = false;
+	uint32_t rq_head = 0;
+	bool recv_active = false;
+	RecvWqe recv;
+	uint32_t recv_off = 0;
+	uint8_t resp_state = 0;		// 0 idle, 1 in SEND, 2 in WRITE
+	uint64_t write_va = 0;
+	uint32_t write_left = 0;
+	uint32_t write_total = 0;
+	const Mr *write_mr = nullptr;
+	uint32_t write_rkey = 0;
+	std::deque<RdResource> resources;
+	bool ack_pending = false;
+	uint8_t ack_syndrome = 0;
+	uint32_t ack_psn = 0;
+
+	bool flush_pending = false;
+};
+
+class Rdma {
+public:
+	Rdma(const Platform &plat, DeviceCounters &dcnt,
+	     std::array<EventQueue, VRNIC_MAX_EQS> &eqs,
+	     const std::array<bool, VRNIC_NUM_DB_PAGES> &uctx_used,
+	     const std::array<uint8_t, 6> &mac);
+
+	void reset();
+	// Admin commands 0x10..0x1f; false if the opcode is not ours.
+	bool admin(const vrnic_admin_cmd &cmd, uint8_t &status,
+		   uint32_t &result);
+	// Data path doorbell on page `page` (0 = kernel); false = refused.
+	bool doorbell(uint32_t page, uint32_t off, uint32_t value);
+	void receive(std::span<const uint8_t> frame);
+	// Deferred work: fetch WQEs, transmit, respond, flush.  Returns
+	// true when work remains (budget exhausted).
+	bool poll();
+	void timer();
+	// A user context went away: its objects must be gone already.
+	[[nodiscard]] bool uctx_in_use(uint32_t uctx) const;
+
+	[[nodiscard]] const RdmaCounters &counters() const { return cnt_; }
+	[[nodiscard]] const Qp *qp(uint32_t qpn) const;
+
+	static constexpr unsigned int kPktBudget = 256;
+
+private:
+	template <typename T> T *lookup(std::vector<T> &tab, uint32_t handle);
+	Qp *find_qp(uint32_t qpn);
+	Cq *find_cq(uint32_t cqn);
+
+	uint8_t create_pd(const vrnic_admin_create_pd &c, uint32_t &result);
+	uint8_t destroy_pd(uint32_t pdn);
+	uint8_t create_cq(const vrnic_admin_create_cq &c, uint32_t &result);
+	uint8_t destroy_cq(uint32_t cqn);
+	uint8_t create_qp(const vrnic_admin_create_qp &c, uint32_t &result);
+	uint8_t modify_qp(const vrnic_admin_modify_qp &c);
+	uint8_t query_qp(const vrnic_admin_query_qp &c);
+	uint8_t destroy_qp(uint32_t qpn);
+	uint8_t apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask);
+
+	// completion queues
+	bool cq_post(uint32_t cqn, vrnic_cqe cqe, bool solicited);
+	void complete_send(Qp &qp, const SendWqe &w, uint8_t status);
+	void complete_recv(Qp &qp, uint8_t status, uint8_t opcode,
+			   uint32_t len, uint32_t imm = 0, uint8_t flags = 0,
+			   bool solicited = false);
+	void qp_error(Qp &qp);
+	void flush(Qp &qp, unsigned int &budget);
+
+	// requester
+	void fetch_sq(Qp &qp, unsigned int &budget);
+	bool read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status);
+	void transmit(Qp &qp, unsigned int &budget);
+	void send_request_packet(Qp &qp, SendWqe &w);
+	bool gather(Qp &qp, const SendWqe &w, uint32_t off, uint8_t *dst,
+		    uint32_t len);
+	void retire(Qp &qp);
+	void rewind(Qp &qp, uint32_t psn);
+	static uint32_t resume_psn(const Qp &qp);
+	void arm_ack_timer(Qp &qp);
+	void handle_response(Qp &qp, const roce::Packet &p);
+	void requester_error(Qp &qp, SendWqe &w, uint8_t status);
+
+	// responder
+	void handle_request(Qp &qp, const roce::Packet &p);
+	void handle_duplicate(Qp &qp, const roce::Packet &p);
+	bool fetch_recv(Qp &qp);
+	bool scatter(Qp &qp, std::span<const uint8_t> data);
+	void nak(Qp &qp, uint8_t syndrome, bool fatal);
+	void respond(Qp &qp, unsigned int &budget);
+	void send_ack(Qp &qp, uint8_t syndrome, uint32_t psn);
+	void send_read_response(Qp &qp, RdResource &r, unsigned int &budget);
+
+	void xmit(const Qp &qp, const roce::Headers &h,
+		  std::span<const uint8_t> payload);
+	void xmit_frame(size_t len);
+	void arm_timer();
+
+	const Platform &plat_;
+	DeviceCounters &dcnt_;
+	std::array<EventQueue, VRNIC_MAX_EQS> &eqs_;
+	const std::array<bool, VRNIC_NUM_DB_PAGES> &uctx_used_;
+	std::array<uint8_t, 6> mac_;
+	std::vector<Pd> pds_;
+	std::vector<Cq> cqs_;
+	std::vector<Qp> qps_;
+	MrTable mrs_;
+	RdmaCounters cnt_;
+	std::vector<uint8_t> frame_;	// one outgoing frame, allocated once
+	std::vector<uint8_t> scratch_;	// payload staging
+	std::deque<std::vector<uint8_t>> loopback_;
+};
+
+} // namespace vrnic

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// RoCEv2 packet codec: Ethernet / IPv4 or IPv6 / UDP 4791 / BTH and the
+// extended transport headers, with the ICRC computed and checked the way
+// Linux rxe does (zlib CRC-32 over a masked pseudo-header).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+namespace vrnic::roce {
+
+// RC opcodes (transport base 0x00).
+enum Opcode : uint8_t {
+	SEND_FIRST = 0x00, SEND_MIDDLE = 0x01, SEND_LAST = 0x02,
+	SEND_LAST_IMM = 0x03, SEND_ONLY = 0x04, SEND_ONLY_IMM = 0x05,
+	WRITE_FIRST = 0x06, WRITE_MIDDLE = 0x07, WRITE_LAST = 0x08,
+	WRITE_LAST_IMM = 0x09, WRITE_ONLY = 0x0a, WRITE_ONLY_IMM = 0x0b,
+	READ_REQUEST = 0x0c, READ_RESP_FIRST = 0x0d, READ_RESP_MIDDLE = 0x0e,
+	READ_RESP_LAST = 0x0f, READ_RESP_ONLY = 0x10, ACK = 0x11,
+	ATOMIC_ACK = 0x12, CMP_SWAP = 0x13, FETCH_ADD = 0x14,
+	SEND_LAST_INV = 0x16, SEND_ONLY_INV = 0x17,
+};
+
+// Which extended headers follow the BTH for an opcode.
+enum HdrFlags : uint16_t {
+	H_RETH = 1 << 0, H_AETH = 1 << 1, H_ATOMIC = 1 << 2,
+	H_ATOMIC_ACK = 1 << 3, H_IMM = 1 << 4, H_IETH = 1 << 5,
+	H_PAYLOAD = 1 << 6, H_VALID = 1 << 15,
+};
+uint16_t opcode_headers(uint8_t opcode);
+
+constexpr size_t kEthLen = 14, kIp4Len = 20, kIp6Len = 40, kUdpLen = 8;
+constexpr size_t kBthLen = 12, kRethLen = 16, kAethLen = 4, kAtomicLen = 28;
+constexpr size_t kAtomicAckLen = 8, kImmLen = 4, kIethLen = 4, kIcrcLen = 4;
+constexpr uint32_t kPsnMask = 0xffffff;
+
+// AETH syndromes.
+constexpr uint8_t kAethAck = 0x00;		// | credits (0x1f: invalid)
+constexpr uint8_t kAethRnr = 0x20;		// | RNR timer code
+constexpr uint8_t kAethNakSeq = 0x60;
+constexpr uint8_t kAethNakInvReq = 0x61;
+constexpr uint8_t kAethNakRemAccess = 0x62;
+constexpr uint8_t kAethNakRemOp = 0x63;
+
+// Network addressing of one packet (both ends).
+struct Path {
+	bool ipv6 = false;
+	std::array<uint8_t, 6> smac{}, dmac{};
+	std::array<uint8_t, 16> sgid{}, dgid{};	// IPv4 as ::ffff:a.b.c.d
+	uint8_t traffic_class = 0;
+	uint8_t hop_limit = 64;
+	uint32_t flow_label = 0;
+	uint16_t udp_sport = 0xc000;
+};
+
+struct Headers {
+	uint8_t opcode = 0;
+	bool solicited = false;
+	bool ackreq = false;
+	uint8_t pad = 0;
+	uint32_t dqpn = 0;
+	uint32_t psn = 0;
+	// RETH
+	uint64_t va = 0;
+	uint32_t rkey = 0;
+	uint32_t dma_len = 0;
+	// AETH
+	uint8_t syndrome = 0;
+	uint32_t msn = 0;
+	// AtomicETH (va, rkey above) and AtomicAckETH
+	uint64_t swap_add = 0;
+	uint64_t compare = 0;
+	uint64_t orig = 0;
+	// ImmDt / IETH (kept in wire byte order as a 32-bit value)
+	uint32_t imm = 0;
+	uint32_t ieth = 0;
+};
+
+struct Packet {
+	Path path;		// as seen on the wire (s* = sender)
+	Headers h;
+	std::span<const uint8_t> payload;	// without pad and ICRC
+};
+
+enum class ParseResult { Ok, NotRoce, Malformed, BadIcrc };
+
+// Validate and decode one frame; checks lengths, the UDP port, the BTH
+// version and opcode, and the ICRC.
+ParseResult parse(std::span<const uint8_t> frame, Packet &out);
+
+// Size of the headers (Ethernet to the last extended header).
+size_t header_len(const Path &p, uint8_t opcode);
+
+// Write the headers for h into buf (which must hold header_len() +
+// payload + pad + ICRC); the caller places payload_len bytes of payload
+// right after them.  finish() then fills lengths, the IPv4 checksum, the
+// pad and the ICRC, and returns the frame length.
+size_t build_headers(uint8_t *buf, const Path &p, const Headers &h);
+size_t finish(uint8_t *buf, const Path &p, size_t hdr_len,
+	      size_t payload_len);
+
+// The ICRC of a frame (everything from the IP header to the byte before
+// the ICRC, masked as the spec says).
+uint32_t icrc(std::span<const uint8_t> frame, bool ipv6);
+
+// 24-bit PSN arithmetic: a - b as a signed distance.
+constexpr int32_t psn_diff(uint32_t a, uint32_t b)
+{
+	return int32_t((a - b) << 8) >> 8;
+}
+constexpr uint32_t psn_add(uint32_t a, uint32_t n)
+{
+	return (a + n) & kPsnMask;
+}
+
+bool is_ipv4_mapped(const std::array<uint8_t, 16> &gid);
+
+} // namespace vrnic::roce

@@ -1,0 +1,1040 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The RC transport: requester (WQE fetch, segmentation, retransmission),
+// completer (ACK/NAK, READ and atomic responses) and responder (PSN
+// checks, duplicates, RNR, RDMA WRITE/READ, atomics), over roce.hpp.
+#include <algorithm>
+#include <cstring>
+
+#include "device.hpp"
+#include "rdma.hpp"
+
+namespace vrnic {
+
+using namespace roce;
+
+namespace {
+
+constexpr uint8_t kCredits = 0x1f;	// "invalid credit count", as rxe
+
+// IBA table 45: RNR NAK timer field to microseconds.
+constexpr uint32_t kRnrTimerUs[32] = {
+	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
+	1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
+	40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+};
+
+bool is_read_or_atomic(uint8_t op)
+{
+	return op == VRNIC_WR_RDMA_READ || op == VRNIC_WR_ATOMIC_CMP_SWP ||
+	       op == VRNIC_WR_ATOMIC_FETCH_ADD;
+}
+
+uint32_t npkts(uint32_t len, uint32_t mtu)
+{
+	return len == 0 ? 1 : (len + mtu - 1) / mtu;
+}
+
+bool is_response(uint8_t op)
+{
+	return op >= READ_RESP_FIRST && op <= ATOMIC_ACK;
+}
+
+} // namespace
+
+// ------------------------------------------------------------- wire out
+
+void Rdma::xmit_frame(size_t len)
+{
+	cnt_.sent_pkts++;
+	cnt_.sent_bytes += len;
+	if (std::memcmp(frame_.data(), mac_.data(), 6) == 0) {
+		// Addressed to this device: loop it back through poll().
+		loopback_.emplace_back(frame_.begin(), frame_.begin() + long(len));
+		plat_.schedule();
+		return;
+	}
+	plat_.send_frame({frame_.data(), len});
+}
+
+void Rdma::xmit(const Qp &qp, const Headers &h, std::span<const uint8_t> payload)
+{
+	const size_t hl = build_headers(frame_.data(), qp.path, h);
+	if (!payload.empty())
+		std::memcpy(frame_.data() + hl, payload.data(), payload.size());
+	xmit_frame(finish(frame_.data(), qp.path, hl, payload.size()));
+}
+
+void Rdma::send_ack(Qp &qp, uint8_t syndrome, uint32_t psn)
+{
+	Headers h;
+	h.opcode = ACK;
+	h.dqpn = le(qp.attr.dest_qpn);
+	h.psn = psn;
+	h.syndrome = syndrome;
+	h.msn = qp.msn & kPsnMask;
+	xmit(qp, h, {});
+}
+
+void Rdma::nak(Qp &qp, uint8_t syndrome, bool fatal)
+{
+	send_ack(qp, syndrome, qp.epsn);
+	if (syndrome == kAethNakRemAccess)
+		cnt_.remote_access_err++;
+	if (fatal)
+		qp_error(qp);
+}
+
+// ------------------------------------------------------------ requester
+
+bool Rdma::read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status)
+{
+	std::array<uint8_t, 1024> buf;
+	const uint32_t stride = 1u << qp.sq_shift;
+	const uint64_t addr = qp.sq_base +
+		(uint64_t(index & ((1u << qp.sq_log) - 1)) << qp.sq_shift);
+	vrnic_send_wqe hdr;
+
+	// Copy the whole WQE once; everything below uses the copy.
+	if (!plat_.dma_read(addr, buf.data(), stride)) {
+		dcnt_.dma_errors++;
+		status = VRNIC_WC_ST_LOC_QP_OP_ERR;
+		return false;
+	}
+	std::memcpy(&hdr, buf.data(), sizeof(hdr));
+	w.index = index;
+	w.wr_id = le(hdr.wr_id);
+	w.opcode = hdr.opcode;
+	w.flags = hdr.flags;
+	w.imm = hdr.imm_data;
+	w.remote_addr = le(hdr.remote_addr);
+	w.rkey = le(hdr.rkey);
+	w.compare_add = le(hdr.compare_add);
+	w.swap = le(hdr.swap);
+	if (w.opcode > VRNIC_WR_ATOMIC_FETCH_ADD) {
+		status = VRNIC_WC_ST_LOC_QP_OP_ERR;
+		return false;
+	}
+	if (w.flags & VRNIC_WQE_INLINE) {
+		const uint32_t len = le(hdr.inline_len);
+		if (is_read_or_atomic(w.opcode)) {
+			status = VRNIC_WC_ST_LOC_QP_OP_ERR;
+			return false;
+		}
+		if (len > VRNIC_MAX_INLINE || len > stride - sizeof(hdr)) {
+			status = VRNIC_WC_ST_LOC_LEN_ERR;
+			return false;
+		}
+		w.inline_data.assign(buf.begin() + sizeof(hdr),
+				     buf.begin() + long(sizeof(hdr) + len));
+		w.length = len;
+		return true;
+	}
+	if (hdr.num_sge > VRNIC_MAX_SGE ||
+	    sizeof(hdr) + hdr.num_sge * sizeof(vrnic_sge) > stride) {
+		status = VRNIC_WC_ST_LOC_LEN_ERR;
+		return false;
+	}
+	const uint32_t access = is_read_or_atomic(w.opcode) ?
+				VRNIC_ACCESS_LOCAL_WRITE : 0;
+	uint64_t total = 0;
+	for (unsigned int i = 0; i < hdr.num_sge; i++) {
+		vrnic_sge s;
+		std::memcpy(&s, buf.data() + sizeof(hdr) + i * sizeof(s), sizeof(s));
+		const uint32_t len = le(s.length);
+		const Mr *mr;
+		if (len == 0)
+			continue;
+		if (mrs_.check(le(s.lkey), qp.pdn, le(s.addr), len, access, &mr) !=
+		    MrCheck::Ok) {
+			status = VRNIC_WC_ST_LOC_PROT_ERR;
+			return false;
+		}
+		w.sges.push_back(s);
+		total += len;
+	}
+	if (total > VRNIC_MAX_MSG_SIZE ||
+	    (w.opcode >= VRNIC_WR_ATOMIC_CMP_SWP && total != 8)) {
+		status = VRNIC_WC_ST_LOC_LEN_ERR;
+		return false;
+	}
+	w.length = uint32_t(total);
+	return true;
+}
+
+void Rdma::fetch_sq(Qp &qp, unsigned int &budget)
+{
+	vrnic_qp_dbrec rec;
+	const uint32_t depth = 1u << qp.sq_log;
+
+	if (qp.attr.state != VRNIC_QPS_RTS)
+		return;
+	if (!plat_.read(qp.dbrec, rec)) {
+		dcnt_.dma_errors++;
+		qp_error(qp);
+		return;
+	}
+	const uint32_t pi = le(rec.sq_pi);
+	if (pi - qp.sq_head > depth) {
+		plat_.guest_error("vrnic: SQ producer index beyond the ring");
+		qp_error(qp);
+		return;
+	}
+	while (qp.sq_head != pi && qp.inflight.size() < depth && budget > 0) {
+		SendWqe w;
+		uint8_t status = VRNIC_WC_ST_SUCCESS;
+		const bool ok = read_send_wqe(qp, qp.sq_head, w, status);
+		qp.sq_head++;
+		budget--;
+		if (!ok) {
+			w.status = status;
+			qp.inflight.push_back(std::move(w));
+			qp_error(qp);
+			return;
+		}
+		qp.inflight.push_back(std::move(w));
+	}
+	if (qp.sq_head != pi)
+		qp.sq_kick = true;	// come back for the rest
+}
+
+bool Rdma::gather(Qp &qp, const SendWqe &w, uint32_t off, uint8_t *dst,
+		  uint32_t len)
+{
+	if (w.flags & VRNIC_WQE_INLINE) {
+		std::memcpy(dst, w.inline_data.data() + off, len);
+		return true;
+	}
+	for (const auto &s : w.sges) {
+		const uint32_t slen = le(s.length);
+		if (off >= slen) {
+			off -= slen;
+			continue;
+		}
+		const uint32_t n = std::min(len, slen - off);
+		const Mr *mr;
+		if (mrs_.check(le(s.lkey), qp.pdn, le(s.addr) + off, n, 0, &mr) !=
+			    MrCheck::Ok ||
+		    !MrTable::dma(plat_, *mr, le(s.addr) + off, dst, n, false))
+			return false;
+		dst += n;
+		len -= n;
+		off = 0;
+		if (len == 0)
+			break;
+	}
+	return len == 0;
+}
+
+// Scatter into a WQE's local SGEs (READ responses, atomic results).
+static bool scatter_sges(const Platform &plat, const MrTable &mrs,
+			 uint32_t pdn, const std::vector<vrnic_sge> &sges,
+			 uint32_t off, const uint8_t *src, uint32_t len)
+{
+	for (const auto &s : sges) {
+		const uint32_t slen = le(s.length);
+		if (off >= slen) {
+			off -= slen;
+			continue;
+		}
+		const uint32_t n = std::min(len, slen - off);
+		const Mr *mr;
+		if (mrs.check(le(s.lkey), pdn, le(s.addr) + off, n,
+			      VRNIC_ACCESS_LOCAL_WRITE, &mr) != MrCheck::Ok ||
+		    !MrTable::dma(plat, *mr, le(s.addr) + off,
+				  const_cast<uint8_t *>(src), n, true))
+			return false;
+		src += n;
+		len -= n;
+		off = 0;
+		if (len == 0)
+			break;
+	}
+	return len == 0;
+}
+
+void Rdma::send_request_packet(Qp &qp, SendWqe &w)
+{
+	Headers h;
+	h.dqpn = le(qp.attr.dest_qpn);
+
+	if (w.opcode == VRNIC_WR_RDMA_READ) {
+		const uint32_t done = (w.resp_psn - w.psn_first) & kPsnMask;
+		const uint32_t done_bytes = std::min(w.length, done * qp.mtu);
+		h.opcode = READ_REQUEST;
+		h.psn = w.resp_psn;
+		h.va = w.remote_addr + done_bytes;
+		h.rkey = w.rkey;
+		h.dma_len = w.length - done_bytes;
+		h.ackreq = true;
+		xmit(qp, h, {});
+		return;
+	}
+	if (w.opcode == VRNIC_WR_ATOMIC_CMP_SWP ||
+	    w.opcode == VRNIC_WR_ATOMIC_FETCH_ADD) {
+		h.opcode = w.opcode == VRNIC_WR_ATOMIC_CMP_SWP ? CMP_SWAP : FETCH_ADD;
+		h.psn = w.psn_first;
+		h.va = w.remote_addr;
+		h.rkey = w.rkey;
+		h.swap_add = w.opcode == VRNIC_WR_ATOMIC_CMP_SWP ? w.swap :
+								  w.compare_add;
+		h.compare = w.compare_add;
+		h.ackreq = true;
+		xmit(qp, h, {});
+		return;
+	}
+
+	const uint32_t idx = qp.send_off / qp.mtu;
+	const uint32_t n = std::min(qp.mtu, w.length - qp.send_off);
+	const bool first = qp.send_off == 0;
+	const bool last = qp.send_off + n >= w.length;
+	const bool write = w.opcode == VRNIC_WR_RDMA_WRITE ||
+			   w.opcode == VRNIC_WR_RDMA_WRITE_IMM;
+	const bool imm = w.opcode == VRNIC_WR_SEND_IMM ||
+			 w.opcode == VRNIC_WR_RDMA_WRITE_IMM;
+	if (write) {
+		h.opcode = first && last ? (imm ? WRITE_ONLY_IMM : WRITE_ONLY) :
+			   first ? WRITE_FIRST :
+			   last ? (imm ? WRITE_LAST_IMM : WRITE_LAST) : WRITE_MIDDLE;
+		h.va = w.remote_addr;
+		h.rkey = w.rkey;
+		h.dma_len = w.length;
+	} else {
+		h.opcode = first && last ? (imm ? SEND_ONLY_IMM : SEND_ONLY) :
+			   first ? SEND_FIRST :
+			   last ? (imm ? SEND_LAST_IMM : SEND_LAST) : SEND_MIDDLE;
+	}
+	h.psn = psn_add(w.psn_first, idx);
+	h.imm = w.imm;
+	h.solicited = last && (w.flags & VRNIC_WQE_SOLICITED);
+	// Ask for an ACK at the end of a message and every 32 packets.
+	h.ackreq = last || idx % 32 == 31;
+
+	const size_t hl = build_headers(frame_.data(), qp.path, h);
+	if (!gather(qp, w, qp.send_off, frame_.data() + hl, n)) {
+		requester_error(qp, w, VRNIC_WC_ST_LOC_PROT_ERR);
+		return;
+	}
+	xmit_frame(finish(frame_.data(), qp.path, hl, n));
+	qp.send_off += n;
+	if (n == 0)
+		qp.send_off = 1;	// zero-length message: sent
+}
+
+void Rdma::transmit(Qp &qp, unsigned int &budget)
+{
+	if (qp.attr.state != VRNIC_QPS_RTS || qp.rnr_deadline)
+		return;
+	while (budget > 0 && qp.send_idx < qp.inflight.size()) {
+		SendWqe &w = qp.inflight[qp.send_idx];
+		const bool rd = is_read_or_atomic(w.opcode);
+		if (rd || (w.flags & VRNIC_WQE_FENCE)) {
+			unsigned int outstanding = 0;
+			for (size_t i = 0; i < qp.send_idx; i++)
+				if (is_read_or_atomic(qp.inflight[i].opcode) &&
+				    !qp.inflight[i].done)
+					outstanding++;
+			if (rd && outstanding >= std::max<unsigned int>(
+						     1, qp.attr.max_rd_atomic))
+				break;
+			if ((w.flags & VRNIC_WQE_FENCE) && outstanding)
+				break;
+		}
+		if (!w.psn_assigned) {
+			w.psn_assigned = true;
+			w.psn_first = qp.next_psn;
+			const uint32_t n = w.opcode >= VRNIC_WR_ATOMIC_CMP_SWP ?
+					   1 : npkts(w.length, qp.mtu);
+			w.psn_last = psn_add(w.psn_first, n - 1);
+			w.resp_psn = w.psn_first;
+			qp.next_psn = psn_add(w.psn_last, 1);
+		}
+		send_request_packet(qp, w);
+		if (qp.attr.state != VRNIC_QPS_RTS)
+			return;		// a local error moved the QP to ERR
+		budget--;
+		if (rd || qp.send_off >= std::max<uint32_t>(w.length, 1)) {
+			qp.send_idx++;
+			qp.send_off = 0;
+		}
+		arm_ack_timer(qp);
+	}
+}
+
+void Rdma::arm_ack_timer(Qp &qp)
+{
+	if (qp.attr.timeout == 0 || qp.ack_deadline)
+		return;
+	qp.ack_deadline = plat_.now_ns() + (4096ull << qp.attr.timeout);
+	arm_timer();
+}
+
+void Rdma::arm_timer()
+{
+	uint64_t next = 0;
+
+	for (const auto &q : qps_) {
+		if (!q.valid)
+			continue;
+		for (uint64_t d : {q.ack_deadline, q.rnr_deadline})
+			if (d && (!next || d < next))
+				next = d;
+	}
+	if (next)
+		plat_.timer_arm(next);
+}
+
+// Complete, in order, every WQE at the front that is finished.
+void Rdma::retire(Qp &qp)
+{
+	bool progress = false;
+
+	while (!qp.inflight.empty()) {
+		SendWqe &w = qp.inflight.front();
+		if (!w.psn_assigned || qp.send_idx == 0)
+			break;
+		if (is_read_or_atomic(w.opcode)) {
+			if (!w.done)
+				break;
+		} else if (psn_diff(qp.una_psn, w.psn_last) <= 0) {
+			break;
+		}
+		complete_send(qp, w, VRNIC_WC_ST_SUCCESS);
+		qp.inflight.pop_front();
+		qp.send_idx--;
+		progress = true;
+	}
+	if (progress) {
+		qp.retry_left = qp.attr.retry_cnt;
+		qp.rnr_left = qp.attr.rnr_retry;
+		qp.ack_deadline = 0;
+		const bool outstanding = qp.send_idx > 0 ||
+					 (!qp.inflight.empty() && qp.send_off);
+		if (outstanding)
+			arm_ack_timer(qp);
+		plat_.schedule();
+	}
+}
+
+// Where go-back-N restarts: the first response a READ still misses, an
+// unanswered atomic, or the oldest unacknowledged SEND/WRITE packet.
+uint32_t Rdma::resume_psn(const Qp &qp)
+{
+	const SendWqe &w = qp.inflight.front();
+
+	if (w.opcode == VRNIC_WR_RDMA_READ)
+		return w.resp_psn;
+	if (is_read_or_atomic(w.opcode))
+		return w.psn_first;
+	return qp.una_psn;
+}
+
+// Go back N: resend from psn.
+void Rdma::rewind(Qp &qp, uint32_t psn)
+{
+	for (size_t i = 0; i < qp.inflight.size(); i++) {
+		SendWqe &w = qp.inflight[i];
+		if (!w.psn_assigned)
+			break;
+		if (psn_diff(psn, w.psn_first) < 0 || psn_diff(psn, w.psn_last) > 0)
+			continue;
+		qp.send_idx = i;
+		qp.send_off = 0;
+		// A READ resumes at its first missing response (resp_psn).
+		if (!is_read_or_atomic(w.opcode))
+			qp.send_off = ((psn - w.psn_first) & kPsnMask) * qp.mtu;
+		plat_.schedule();
+		return;
+	}
+}
+
+void Rdma::requester_error(Qp &qp, SendWqe &w, uint8_t status)
+{
+	w.status = status;
+	if (status == VRNIC_WC_ST_RETRY_EXC_ERR)
+		cnt_.retry_exceeded_err++;
+	if (status == VRNIC_WC_ST_RNR_RETRY_EXC_ERR)
+		cnt_.retry_rnr_exceeded_err++;
+	qp_error(qp);
+}
+
+void Rdma::handle_response(Qp &qp, const Packet &p)
+{
+	const Headers &h = p.h;
+
+	if (qp.attr.state != VRNIC_QPS_RTS && qp.attr.state != VRNIC_QPS_SQD &&
+	    qp.attr.state != VRNIC_QPS_SQE)
+		return;
+	// Nothing sent at or after next_psn can be answered.
+	if (psn_diff(h.psn, qp.next_psn) >= 0) {
+		cnt_.malformed++;
+		return;
+	}
+	auto ack_upto = [&qp](uint32_t psn_after) {
+		if (psn_diff(psn_after, qp.una_psn) > 0)
+			qp.una_psn = psn_after;
+	};
+
+	if (h.opcode == ACK) {
+		const uint8_t syn = h.syndrome;
+		switch (syn & 0xe0) {
+		case kAethAck:
+			ack_upto(psn_add(h.psn, 1));
+			retire(qp);
+			// An ACK past a READ or atomic still unanswered means its
+			// response was lost (implied NAK): ask again now.
+			if (!qp.inflight.empty() && qp.send_idx > 0 &&
+			    is_read_or_atomic(qp.inflight.front().opcode) &&
+			    psn_diff(qp.una_psn, qp.inflight.front().psn_last) > 0)
+				rewind(qp, resume_psn(qp));
+			return;
+		case kAethRnr: {
+			cnt_.rcvd_rnr_err++;
+			ack_upto(h.psn);
+			retire(qp);
+			if (qp.inflight.empty())
+				return;
+			if (qp.attr.rnr_retry != 7 && qp.rnr_left == 0) {
+				requester_error(qp, qp.inflight.front(),
+						VRNIC_WC_ST_RNR_RETRY_EXC_ERR);
+				return;
+			}
+			if (qp.attr.rnr_retry != 7)
+				qp.rnr_left--;
+			rewind(qp, h.psn);
+			qp.ack_deadline = 0;
+			qp.rnr_deadline = plat_.now_ns() +
+					  uint64_t(kRnrTimerUs[syn & 0x1f]) * 1000;
+			arm_timer();
+			return;
+		}
+		case kAethNakSeq & 0xe0: {
+			ack_upto(h.psn);
+			retire(qp);
+			if (syn == kAethNakSeq) {
+				cnt_.rcvd_seq_err++;
+				rewind(qp, h.psn);
+				return;
+			}
+			const uint8_t st =
+				syn == kAethNakInvReq ? VRNIC_WC_ST_REM_INV_REQ_ERR :
+				syn == kAethNakRemAccess ? VRNIC_WC_ST_REM_ACCESS_ERR :
+							   VRNIC_WC_ST_REM_OP_ERR;
+			if (!qp.inflight.empty())
+				requester_error(qp, qp.inflight.front(), st);
+			return;
+		}
+		default:
+			cnt_.malformed++;
+			return;
+		}
+	}
+
+	// READ responses and atomic acknowledgements answer the oldest
+	// READ/atomic still waiting.
+	SendWqe *w = nullptr;
+	for (size_t i = 0; i < qp.send_idx && i < qp.inflight.size(); i++) {
+		if (is_read_or_atomic(qp.inflight[i].opcode) &&
+		    !qp.inflight[i].done) {
+			w = &qp.inflight[i];
+			break;
+		}
+	}
+	if (!w)
+		return;		// duplicate or stray response
+	if (h.opcode == ATOMIC_ACK) {
+		if (w->opcode == VRNIC_WR_RDMA_READ || h.psn != w->psn_first)
+			return;
+		ack_upto(w->psn_first);
+		uint8_t orig[8];
+		for (int i = 0; i < 8; i++)
+			orig[i] = uint8_t(h.orig >> (8 * i));
+		if (!scatter_sges(plat_, mrs_, qp.pdn, w->sges, 0, orig, 8)) {
+			requester_error(qp, *w, VRNIC_WC_ST_LOC_PROT_ERR);
+			return;
+		}
+		w->done = true;
+		ack_upto(psn_add(w->psn_first, 1));
+		retire(qp);
+		return;
+	}
+	if (w->opcode != VRNIC_WR_RDMA_READ || h.psn != w->resp_psn)
+		return;		// out of order: the timer re-requests
+	const uint32_t idx = (h.psn - w->psn_first) & kPsnMask;
+	const uint32_t off = idx * qp.mtu;
+	const uint32_t expect = std::min(qp.mtu, w->length - std::min(off, w->length));
+	const bool last = h.opcode == READ_RESP_LAST || h.opcode == READ_RESP_ONLY;
+	const bool ends = off + expect >= w->length;
+	if (p.payload.size() != expect || last != ends) {
+		requester_error(qp, *w, VRNIC_WC_ST_BAD_RESP_ERR);
+		return;
+	}
+	// Responses imply an ACK of everything before the READ.
+	ack_upto(w->psn_first);
+	if (expect && !scatter_sges(plat_, mrs_, qp.pdn, w->sges, off,
+				    p.payload.data(), expect)) {
+		requester_error(qp, *w, VRNIC_WC_ST_LOC_PROT_ERR);
+		return;
+	}
+	w->resp_psn = psn_add(w->resp_psn, 1);
+	qp.retry_left = qp.attr.retry_cnt;
+	if (last) {
+		w->done = true;
+		ack_upto(psn_add(w->psn_last, 1));
+		retire(qp);
+	}
+}
+
+void Rdma::timer()
+{
+	const uint64_t now = plat_.now_ns();
+
+	for (auto &qp : qps_) {
+		if (!qp.valid)
+			continue;
+		if (qp.rnr_deadline && now >= qp.rnr_deadline) {
+			qp.rnr_deadline = 0;
+			plat_.schedule();
+		}
+		if (!qp.ack_deadline || now < qp.ack_deadline)
+			continue;
+		qp.ack_deadline = 0;
+		if (qp.inflight.empty() || qp.attr.state != VRNIC_QPS_RTS)
+			continue;
+		cnt_.retry_timeouts++;
+		if (qp.retry_left == 0) {
+			requester_error(qp, qp.inflight.front(),
+					VRNIC_WC_ST_RETRY_EXC_ERR);
+			continue;
+		}
+		qp.retry_left--;
+		rewind(qp, resume_psn(qp));
+	}
+	arm_timer();
+}
+
+// ------------------------------------------------------------ responder
+
+bool Rdma::fetch_recv(Qp &qp)
+{
+	vrnic_qp_dbrec rec;
+	std::array<uint8_t, 512> buf;
+	vrnic_recv_wqe hdr;
+
+	if (!plat_.read(qp.dbrec, rec)) {
+		dcnt_.dma_errors++;
+		return false;
+	}
+	const uint32_t pi = le(rec.rq_pi);
+	if (pi == qp.rq_head || pi - qp.rq_head > (1u << qp.rq_log))
+		return false;
+	const uint32_t stride = 1u << qp.rq_shift;
+	const uint64_t addr = qp.rq_base +
+		(uint64_t(qp.rq_head & ((1u << qp.rq_log) - 1)) << qp.rq_shift);
+	if (!plat_.dma_read(addr, buf.data(), stride)) {
+		dcnt_.dma_errors++;
+		return false;
+	}
+	qp.rq_head++;
+	std::memcpy(&hdr, buf.data(), sizeof(hdr));
+	qp.recv = RecvWqe();
+	qp.recv.wr_id = le(hdr.wr_id);
+	const unsigned int n = std::min<unsigned int>(
+		hdr.num_sge, (stride - sizeof(hdr)) / sizeof(vrnic_sge));
+	uint64_t total = 0;
+	for (unsigned int i = 0; i < n && i < VRNIC_MAX_SGE; i++) {
+		vrnic_sge s;
+		std::memcpy(&s, buf.data() + sizeof(hdr) + i * sizeof(s), sizeof(s));
+		qp.recv.sges.push_back(s);
+		total += le(s.length);
+	}
+	qp.recv.length = uint32_t(std::min<uint64_t>(total, VRNIC_MAX_MSG_SIZE));
+	qp.recv_active = true;
+	qp.recv_off = 0;
+	return true;
+}
+
+// Place SEND payload in the active receive WQE.
+bool Rdma::scatter(Qp &qp, std::span<const uint8_t> data)
+{
+	if (qp.recv_off + data.size() > qp.recv.length)
+		return false;
+	if (!data.empty() &&
+	    !scatter_sges(plat_, mrs_, qp.pdn, qp.recv.sges, qp.recv_off,
+			  data.data(), uint32_t(data.size())))
+		return false;
+	qp.recv_off += uint32_t(data.size());
+	return true;
+}
+
+void Rdma::handle_duplicate(Qp &qp, const Packet &p)
+{
+	const Headers &h = p.h;
+
+	cnt_.duplicate_request++;
+	if (h.opcode == READ_REQUEST || h.opcode == CMP_SWAP ||
+	    h.opcode == FETCH_ADD) {
+		for (auto &r : qp.resources) {
+			if (psn_diff(h.psn, r.psn_first) < 0 ||
+			    psn_diff(h.psn, r.psn_last) > 0)
+				continue;
+			// Atomics are never executed twice: the saved result
+			// is sent again.  READs replay from the PSN asked for.
+			if (!r.atomic)
+				r.sent = (h.psn - r.psn_first) & kPsnMask;
+			r.pending = true;
+			plat_.schedule();
+			return;
+		}
+		return;		// too old to replay: the requester times out
+	}
+	// SEND/WRITE: everything before epsn arrived; say so.
+	qp.ack_pending = true;
+	qp.ack_syndrome = kCredits;
+	qp.ack_psn = psn_add(qp.epsn, kPsnMask);	// epsn - 1
+	plat_.schedule();
+}
+
+void Rdma::handle_request(Qp &qp, const Packet &p)
+{
+	const Headers &h = p.h;
+	const uint8_t st = qp.attr.state;
+
+	if (st != VRNIC_QPS_RTR && st != VRNIC_QPS_RTS && st != VRNIC_QPS_SQD &&
+	    st != VRNIC_QPS_SQE) {
+		cnt_.bad_qp++;
+		return;
+	}
+	const int32_t d = psn_diff(h.psn, qp.epsn);
+	if (d < 0) {
+		handle_duplicate(qp, p);
+		return;
+	}
+	if (d > 0) {
+		cnt_.out_of_seq_request++;
+		if (!qp.nak_sent) {	// one NAK per gap
+			qp.nak_sent = true;
+			send_ack(qp, kAethNakSeq, qp.epsn);
+		}
+		return;
+	}
+	qp.nak_sent = false;
+
+	const uint8_t op = h.opcode;
+	const size_t plen = p.payload.size();
+	const bool first = op == SEND_FIRST || op == SEND_ONLY ||
+			   op == SEND_ONLY_IMM || op == SEND_ONLY_INV ||
+			   op == WRITE_FIRST || op == WRITE_ONLY ||
+			   op == WRITE_ONLY_IMM;
+	const bool last = op == SEND_LAST || op == SEND_LAST_IMM ||
+			  op == SEND_LAST_INV || op == SEND_ONLY ||
+			  op == SEND_ONLY_IMM || op == SEND_ONLY_INV ||
+			  op == WRITE_LAST || op == WRITE_LAST_IMM ||
+			  op == WRITE_ONLY || op == WRITE_ONLY_IMM;
+	const bool is_send = op <= SEND_ONLY_IMM || op == SEND_LAST_INV ||
+			     op == SEND_ONLY_INV;
+	const bool is_write = op >= WRITE_FIRST && op <= WRITE_ONLY_IMM;
+	const bool imm = op == SEND_LAST_IMM || op == SEND_ONLY_IMM ||
+			 op == WRITE_LAST_IMM || op == WRITE_ONLY_IMM;
+
+	if (is_send || is_write) {
+		// Opcode sequence: a FIRST/ONLY starts a message only when idle,
+		// a MIDDLE/LAST continues the same kind of message.
+		const uint8_t want = is_send ? 1 : 2;
+		if (first ? qp.resp_state != 0 : qp.resp_state != want) {
+			nak(qp, kAethNakInvReq, true);
+			return;
+		}
+		if ((!last && plen != qp.mtu) || (last && plen > qp.mtu)) {
+			nak(qp, kAethNakInvReq, true);
+			return;
+		}
+		if (op == SEND_LAST_INV || op == SEND_ONLY_INV) {
+			nak(qp, kAethNakInvReq, true);	// no MWs in this spec yet
+			return;
+		}
+		// Receive WQE for SEND and for WRITE with immediate.
+		if ((is_send && first) || (is_write && imm)) {
+			if (!qp.recv_active && !fetch_recv(qp)) {
+				cnt_.send_rnr_err++;
+				send_ack(qp, uint8_t(kAethRnr | qp.attr.min_rnr_timer),
+					 qp.epsn);
+				return;
+			}
+		}
+		if (is_write && first) {
+			const Mr *mr = nullptr;
+			if (!(le(qp.attr.access) & VRNIC_ACCESS_REMOTE_WRITE) ||
+			    h.dma_len > VRNIC_MAX_MSG_SIZE ||
+			    (h.dma_len && mrs_.check(h.rkey, qp.pdn, h.va, h.dma_len,
+						     VRNIC_ACCESS_REMOTE_WRITE,
+						     &mr) != MrCheck::Ok)) {
+				nak(qp, kAethNakRemAccess, true);
+				return;
+			}
+			qp.write_va = h.va;
+			qp.write_left = h.dma_len;
+			qp.write_total = h.dma_len;
+			qp.write_rkey = h.rkey;
+		}
+		if (is_send) {
+			if (!scatter(qp, p.payload)) {
+				const bool too_long = qp.recv_off + plen > qp.recv.length;
+				complete_recv(qp, too_long ? VRNIC_WC_ST_LOC_LEN_ERR :
+						 VRNIC_WC_ST_LOC_PROT_ERR,
+					      VRNIC_WC_RECV, qp.recv_off);
+				nak(qp, too_long ? kAethNakInvReq : kAethNakRemOp, true);
+				return;
+			}
+		} else {
+			const Mr *mr = nullptr;
+			if (plen > qp.write_left || (last && plen != qp.write_left)) {
+				nak(qp, kAethNakInvReq, true);
+				return;
+			}
+			if (plen && (mrs_.check(qp.write_rkey, qp.pdn, qp.write_va, plen,
+						VRNIC_ACCESS_REMOTE_WRITE, &mr) !=
+					     MrCheck::Ok ||
+				     !MrTable::dma(plat_, *mr, qp.write_va,
+						   const_cast<uint8_t *>(p.payload.data()),
+						   plen, true))) {
+				nak(qp, kAethNakRemAccess, true);
+				return;
+			}
+			qp.write_va += plen;
+			qp.write_left -= uint32_t(plen);
+		}
+		qp.resp_state = last ? 0 : want;
+		qp.epsn = psn_add(qp.epsn, 1);
+		if (last) {
+			qp.msn++;
+			if (is_send)
+				complete_recv(qp, VRNIC_WC_ST_SUCCESS, VRNIC_WC_RECV,
+					      qp.recv_off, h.imm,
+					      imm ? VRNIC_CQE_WITH_IMM : 0,
+					      h.solicited);
+			else if (imm)
+				complete_recv(qp, VRNIC_WC_ST_SUCCESS,
+					      VRNIC_WC_RECV_RDMA_WITH_IMM,
+					      qp.write_total, h.imm,
+					      VRNIC_CQE_WITH_IMM, h.solicited);
+		}
+		if (h.ackreq) {
+			qp.ack_pending = true;
+			qp.ack_syndrome = kCredits;
+			qp.ack_psn = h.psn;
+			plat_.schedule();
+		}
+		return;
+	}
+
+	if (qp.resp_state != 0) {
+		nak(qp, kAethNakInvReq, true);
+		return;
+	}
+	const size_t max_res = std::max<size_t>(1, qp.attr.max_dest_rd_atomic);
+	if (op == READ_REQUEST) {
+		const Mr *mr = nullptr;
+		if (!(le(qp.attr.access) & VRNIC_ACCESS_REMOTE_READ) ||
+		    h.dma_len > VRNIC_MAX_MSG_SIZE ||
+		    (h.dma_len && mrs_.check(h.rkey, qp.pdn, h.va, h.dma_len,
+					     VRNIC_ACCESS_REMOTE_READ, &mr) !=
+					  MrCheck::Ok)) {
+			nak(qp, kAethNakRemAccess, true);
+			return;
+		}
+		RdResource r;
+		r.psn_first = h.psn;
+		r.psn_last = psn_add(h.psn, npkts(h.dma_len, qp.mtu) - 1);
+		r.va = h.va;
+		r.rkey = h.rkey;
+		r.length = h.dma_len;
+		r.pending = true;
+		if (qp.resources.size() >= max_res) {
+			if (qp.resources.front().pending) {
+				nak(qp, kAethNakInvReq, true);	// too many READs
+				return;
+			}
+			qp.resources.pop_front();
+		}
+		qp.resources.push_back(r);
+		qp.epsn = psn_add(r.psn_last, 1);
+		qp.msn++;
+		plat_.schedule();
+		return;
+	}
+	if (op == CMP_SWAP || op == FETCH_ADD) {
+		const Mr *mr = nullptr;
+		if (h.va % 8) {
+			nak(qp, kAethNakInvReq, true);
+			return;
+		}
+		if (!(le(qp.attr.access) & VRNIC_ACCESS_REMOTE_ATOMIC) ||
+		    mrs_.check(h.rkey, qp.pdn, h.va, 8, VRNIC_ACCESS_REMOTE_ATOMIC,
+			       &mr) != MrCheck::Ok) {
+			nak(qp, kAethNakRemAccess, true);
+			return;
+		}
+		if (qp.resources.size() >= max_res && qp.resources.front().pending) {
+			nak(qp, kAethNakInvReq, true);	// too many outstanding
+			return;
+		}
+		uint64_t val = 0;
+		if (!MrTable::dma(plat_, *mr, h.va, &val, 8, false)) {
+			nak(qp, kAethNakRemOp, true);
+			return;
+		}
+		const uint64_t orig = le(val);
+		const uint64_t next = op == FETCH_ADD ? orig + h.swap_add :
+				      orig == h.compare ? h.swap_add : orig;
+		val = le(next);
+		if (next != orig && !MrTable::dma(plat_, *mr, h.va, &val, 8, true)) {
+			nak(qp, kAethNakRemOp, true);
+			return;
+		}
+		RdResource r;
+		r.atomic = true;
+		r.psn_first = r.psn_last = h.psn;
+		r.orig = orig;
+		if (qp.resources.size() >= max_res)
+			qp.resources.pop_front();
+		r.pending = true;
+		qp.resources.push_back(r);
+		qp.epsn = psn_add(h.psn, 1);
+		qp.msn++;
+		plat_.schedule();
+		return;
+	}
+	nak(qp, kAethNakInvReq, true);
+}
+
+void Rdma::send_read_response(Qp &qp, RdResource &r, unsigned int &budget)
+{
+	const uint32_t n_total = npkts(r.length, qp.mtu);
+
+	while (r.pending && budget > 0) {
+		if (r.sent >= n_total) {
+			r.pending = false;
+			break;
+		}
+		const uint32_t off = r.sent * qp.mtu;
+		const uint32_t n = std::min(qp.mtu, r.length - off);
+		Headers h;
+		h.opcode = n_total == 1 ? READ_RESP_ONLY :
+			   r.sent == 0 ? READ_RESP_FIRST :
+			   r.sent == n_total - 1 ? READ_RESP_LAST : READ_RESP_MIDDLE;
+		h.dqpn = le(qp.attr.dest_qpn);
+		h.psn = psn_add(r.psn_first, r.sent);
+		h.syndrome = kCredits;
+		h.msn = qp.msn & kPsnMask;
+		const size_t hl = build_headers(frame_.data(), qp.path, h);
+		const Mr *mr = nullptr;
+		if (n && (mrs_.check(r.rkey, qp.pdn, r.va + off, n,
+				     VRNIC_ACCESS_REMOTE_READ, &mr) != MrCheck::Ok ||
+			  !MrTable::dma(plat_, *mr, r.va + off, frame_.data() + hl,
+					n, false))) {
+			// The MR went away under a READ in progress.
+			r.pending = false;
+			nak(qp, kAethNakRemAccess, true);
+			return;
+		}
+		xmit_frame(finish(frame_.data(), qp.path, hl, n));
+		r.sent++;
+		budget--;
+	}
+}
+
+// Responses leave in PSN order: READ data and atomic results in the order
+// the requests came, then the coalesced ACK.
+void Rdma::respond(Qp &qp, unsigned int &budget)
+{
+	for (auto &r : qp.resources) {
+		if (!r.pending || budget == 0)
+			continue;
+		if (!r.atomic) {
+			send_read_response(qp, r, budget);
+			if (r.pending)
+				return;		// out of budget
+			continue;
+		}
+		Headers a;
+		a.opcode = ATOMIC_ACK;
+		a.dqpn = le(qp.attr.dest_qpn);
+		a.psn = r.psn_first;
+		a.syndrome = kCredits;
+		a.msn = qp.msn & kPsnMask;
+		a.orig = r.orig;
+		xmit(qp, a, {});
+		r.pending = false;
+		budget--;
+	}
+	if (qp.ack_pending && budget > 0) {
+		qp.ack_pending = false;
+		send_ack(qp, qp.ack_syndrome, qp.ack_psn);
+		budget--;
+	}
+}
+
+// --------------------------------------------------------------- entry
+
+void Rdma::receive(std::span<const uint8_t> frame)
+{
+	Packet p;
+
+	switch (parse(frame, p)) {
+	case ParseResult::Ok:
+		break;
+	case ParseResult::BadIcrc:
+		cnt_.icrc_errors++;
+		return;
+	default:
+		cnt_.malformed++;
+		return;
+	}
+	cnt_.rcvd_pkts++;
+	cnt_.rcvd_bytes += frame.size();
+	Qp *qp = find_qp(p.h.dqpn);
+	// RC: only the peer named in the QP's address vector may talk to it.
+	if (!qp || qp->attr.state < VRNIC_QPS_RTR ||
+	    std::memcmp(p.path.sgid.data(), qp->path.dgid.data(), 16) != 0 ||
+	    std::memcmp(p.path.dgid.data(), qp->path.sgid.data(), 16) != 0) {
+		cnt_.bad_qp++;
+		return;
+	}
+	if (is_response(p.h.opcode))
+		handle_response(*qp, p);
+	else
+		handle_request(*qp, p);
+}
+
+bool Rdma::poll()
+{
+	unsigned int budget = kPktBudget;
+
+	while (!loopback_.empty() && budget > 0) {
+		const std::vector<uint8_t> f = std::move(loopback_.front());
+		loopback_.pop_front();
+		receive(f);
+		budget--;
+	}
+	for (auto &qp : qps_) {
+		if (!qp.valid || budget == 0)
+			continue;
+		if (qp.attr.state == VRNIC_QPS_ERR) {
+			if (qp.flush_pending || qp.sq_kick) {
+				qp.sq_kick = false;
+				flush(qp, budget);
+			}
+			continue;
+		}
+		respond(qp, budget);
+		if (qp.sq_kick) {
+			qp.sq_kick = false;
+			fetch_sq(qp, budget);
+		}
+		transmit(qp, budget);
+	}
+	arm_timer();
+	return budget == 0 || !loopback_.empty();
+}
+
+} // namespace vrnic

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "rdma_node.hpp"
+
+#include <stdexcept>
+#include <string>
+
+Node::Node(uint8_t node_id) : p(node_id, 40 << 20), id(node_id)
+{
+	p.enable();
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_EQ;
+	c.create_eq.base = kEq;
+	c.create_eq.log_depth = 8;
+	c.create_eq.eqn = 1;
+	c.create_eq.vector = 1;
+	admin_ok(c);
+
+	c = {};
+	c.opcode = VRNIC_ADMIN_CREATE_PD;
+	pd = admin_ok(c);
+
+	c = {};
+	c.opcode = VRNIC_ADMIN_CREATE_CQ;
+	c.create_cq.base = kCq;
+	c.create_cq.dbrec = kCqDb;
+	c.create_cq.log_depth = kCqLog;
+	c.create_cq.eqn = 1;
+	cq = admin_ok(c);
+
+	c = {};
+	c.opcode = VRNIC_ADMIN_CREATE_QP;
+	c.create_qp.sq_base = kSq;
+	c.create_qp.rq_base = kRq;
+	c.create_qp.dbrec = kQpDb;
+	c.create_qp.pdn = pd;
+	c.create_qp.send_cqn = cq;
+	c.create_qp.recv_cqn = cq;
+	c.create_qp.sq_log_depth = kSqLog;
+	c.create_qp.rq_log_depth = kRqLog;
+	c.create_qp.sq_wqe_shift = kSqShift;
+	c.create_qp.rq_wqe_shift = kRqShift;
+	qp = admin_ok(c);
+
+	mr = create_mr(kIova, 0, kDataLen, VRNIC_ACCESS_ALL);
+	uint8_t *d = data(0);
+	for (uint64_t i = 0; i < kDataLen; i++)
+		d[i] = uint8_t(i * 13 + node_id);
+}
+
+uint32_t Node::admin_ok(vrnic_admin_cmd c)
+{
+	const auto cqe = p.admin(c);
+	if (cqe.status != VRNIC_ADMIN_ST_OK)
+		throw std::runtime_error("admin opcode " + std::to_string(c.opcode) +
+					 " failed: " + std::to_string(cqe.status));
+	return cqe.result;
+}
+
+// An MR over [kData + off, + len) at iova, with a 1-level page list.
+uint32_t Node::create_mr(uint64_t iova, uint64_t off, uint64_t len,
+			 uint32_t access)
+{
+	const uint64_t first = (iova & ~0xfffull);
+	const uint32_t npages = uint32_t((iova + len - first + 0xfff) >> 12);
+	const uint64_t bus0 = kData + off - (iova - first);
+	static uint64_t pbl_off = 0;
+	const uint64_t pbl = kPbl + (pbl_off % 0x70000);
+	pbl_off += uint64_t(npages) * 8 + 64;
+	for (uint32_t i = 0; i < npages; i++)
+		p.store<uint64_t>(pbl + i * 8, bus0 + uint64_t(i) * 4096);
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_MR;
+	c.create_mr.iova = iova;
+	c.create_mr.length = len;
+	c.create_mr.pbl = pbl;
+	c.create_mr.pdn = pd;
+	c.create_mr.access = access;
+	c.create_mr.npages = npages;
+	c.create_mr.page_shift = 12;
+	c.create_mr.pbl_mode = VRNIC_PBL_LEVEL1;
+	return admin_ok(c);
+}
+
+std::array<uint8_t, 16> Node::gid() const
+{
+	return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 10, 0, id};
+}
+
+uint8_t Node::modify(uint32_t mask, const vrnic_qp_attr &a)
+{
+	p.store(kAttr, a);
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_MODIFY_QP;
+	c.modify_qp.attr_addr = kAttr;
+	c.modify_qp.qpn = qp;
+	c.modify_qp.attr_mask = mask;
+	return p.admin(c).status;
+}
+
+void Node::connect(const Node &peer, uint32_t path_mtu, uint32_t sq_psn,
+		   uint32_t rq_psn, uint8_t retry, uint8_t rnr_retry,
+		   uint8_t timeout)
+{
+	vrnic_qp_attr a{};
+	a.state = VRNIC_QPS_INIT;
+	a.access = VRNIC_ACCESS_REMOTE_WRITE | VRNIC_ACCESS_REMOTE_READ |
+		   VRNIC_ACCESS_REMOTE_ATOMIC;
+	if (modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_ACCESS, a))
+		throw std::runtime_error("to INIT");
+	a.state = VRNIC_QPS_RTR;
+	a.path_mtu = uint8_t(path_mtu);
+	a.dest_qpn = peer.qp;
+	a.rq_psn = rq_psn;
+	a.max_dest_rd_atomic = 16;
+	a.min_rnr_timer = 1;
+	const auto dg = peer.gid(), sg = gid();
+	std::memcpy(a.dgid, dg.data(), 16);
+	std::memcpy(a.sgid, sg.data(), 16);
+	const uint8_t dmac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, peer.id};
+	std::memcpy(a.dmac, dmac, 6);
+	if (modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_AV | VRNIC_QP_ATTR_PATH_MTU |
+		   VRNIC_QP_ATTR_DEST_QPN | VRNIC_QP_ATTR_RQ_PSN |
+		   VRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC | VRNIC_QP_ATTR_MIN_RNR_TIMER, a))
+		throw std::runtime_error("to RTR");
+	a.state = VRNIC_QPS_RTS;
+	a.sq_psn = sq_psn;
+	a.timeout = timeout;
+	a.retry_cnt = retry;
+	a.rnr_retry = rnr_retry;
+	a.max_rd_atomic = 16;
+	if (modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_SQ_PSN | VRNIC_QP_ATTR_TIMEOUT |
+		   VRNIC_QP_ATTR_RETRY_CNT | VRNIC_QP_ATTR_RNR_RETRY |
+		   VRNIC_QP_ATTR_MAX_RD_ATOMIC, a))
+		throw std::runtime_error("to RTS");
+}
+
+void Node::post_send(const vrnic_send_wqe &w, const std::vector<vrnic_sge> &sges,
+		     const std::vector<uint8_t> &inline_data)
+{
+	const uint64_t a = kSq + (uint64_t(sq_pi & ((1u << kSqLog) - 1)) << kSqShift);
+	vrnic_send_wqe h = w;
+	std::memset(p.ptr(a), 0, 1u << kSqShift);
+	if (!inline_data.empty()) {
+		h.flags |= VRNIC_WQE_INLINE;
+		h.inline_len = uint32_t(inline_data.size());
+		std::memcpy(p.ptr(a + sizeof(h)), inline_data.data(), inline_data.size());
+	} else {
+		h.num_sge = uint8_t(sges.size());
+		for (size_t i = 0; i < sges.size(); i++)
+			p.store(a + sizeof(h) + i * sizeof(vrnic_sge), sges[i]);
+	}
+	p.store(a, h);
+	sq_pi++;
+	p.store<uint32_t>(kQpDb, sq_pi);
+	p.db(0, VRNIC_DB_SQ, qp);
+}
+
+void Node::post_recv(uint64_t wr_id, const std::vector<vrnic_sge> &sges)
+{
+	const uint64_t a = kRq + (uint64_t(rq_pi & ((1u << kRqLog) - 1)) << kRqShift);
+	vrnic_recv_wqe h{};
+	h.wr_id = wr_id;
+	h.num_sge = uint8_t(sges.size());
+	p.store(a, h);
+	for (size_t i = 0; i < sges.size(); i++)
+		p.store(a + sizeof(h) + i * sizeof(vrnic_sge), sges[i]);
+	rq_pi++;
+	p.store<uint32_t>(kQpDb + 4, rq_pi);
+	p.db(0, VRNIC_DB_RQ, qp);
+}
+
+bool Node::poll_cq(vrnic_cqe &out)
+{
+	const uint64_t a = kCq + uint64_t(cq_ci & ((1u << kCqLog) - 1)) * sizeof(vrnic_cqe);
+	const auto cqe = p.load<vrnic_cqe>(a);
+	const uint8_t phase = ((cq_ci >> kCqLog) & 1) ? 0 : VRNIC_CQE_OWNER;
+	if ((cqe.owner & VRNIC_CQE_OWNER) != phase)
+		return false;
+	out = cqe;
+	cq_ci++;
+	p.store<uint32_t>(kCqDb, cq_ci);
+	return true;
+}
+
+void Wire::deliver(Node &from, Node &to)
+{
+	std::uniform_real_distribution<double> u(0, 1);
+	auto frames = std::move(from.p.frames);
+	from.p.frames.clear();
+	std::vector<std::vector<uint8_t>> out;
+	for (auto &f : frames) {
+		frames_++;
+		if (u(rng) < drop) {
+			dropped++;
+			continue;
+		}
+		if (u(rng) < corrupt && f.size() > 14) {
+			std::uniform_int_distribution<size_t> pos(14, f.size() - 1);
+			f[pos(rng)] ^= uint8_t(1 + rng() % 255);
+			corrupted++;
+		}
+		out.push_back(f);
+		if (u(rng) < dup)
+			out.push_back(f);
+		if (out.size() >= 2 && u(rng) < reorder)
+			std::swap(out[out.size() - 1], out[out.size() - 2]);
+	}
+	for (auto &f : out)
+		vrnic_engine_receive(to.p.eng, f.data(), f.size());
+}
+
+bool Wire::run(Node &a, Node &b, const std::function<bool()> &pred,
+	       unsigned max_rounds)
+{
+	for (unsigned r = 0; r < max_rounds; r++) {
+		for (Node *n : {&a, &b}) {
+			for (int i = 0; i < 10000; i++) {
+				const unsigned before = n->p.schedules;
+				vrnic_engine_poll(n->p.eng);
+				if (n->p.schedules == before)
+					break;
+			}
+		}
+		const bool moved = !a.p.frames.empty() || !b.p.frames.empty();
+		deliver(a, b);
+		deliver(b, a);
+		if (moved)
+			continue;
+		if (pred())
+			return true;
+		// Idle: jump to the next timer.
+		uint64_t next = 0;
+		for (Node *n : {&a, &b})
+			if (n->p.deadline && (!next || n->p.deadline < next))
+				next = n->p.deadline;
+		if (!next)
+			return pred();
+		for (Node *n : {&a, &b}) {
+			n->p.now = std::max(n->p.now, next);
+		}
+		for (Node *n : {&a, &b}) {
+			if (n->p.deadline && n->p.deadline <= next) {
+				n->p.deadline = 0;
+				vrnic_engine_timer(n->p.eng);
+			}
+		}
+	}
+	return pred();
+}

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Two vrnic engines joined by a simulated wire, driven the way the driver
+// and provider drive the device: admin commands for PD/CQ/MR/QP, WQEs in
+// rings, doorbell records and doorbells, CQEs polled by phase bit.
+#pragma once
+
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "fake_platform.hpp"
+
+struct Node {
+	static constexpr uint64_t B = FakePlatform::kMemBase;
+	static constexpr uint64_t kEq = B + 0x10000;
+	static constexpr uint64_t kCq = B + 0x20000;	// 4096 x 32 B
+	static constexpr uint64_t kQpDb = B + 0x40000;
+	static constexpr uint64_t kCqDb = B + 0x40100;
+	static constexpr uint64_t kAttr = B + 0x40800;
+	static constexpr uint64_t kSq = B + 0x50000;	// 256 x 512 B
+	static constexpr uint64_t kRq = B + 0x70000;	// 256 x 256 B
+	static constexpr uint64_t kPbl = B + 0x80000;
+	static constexpr uint64_t kData = B + 0x100000;	// 16 MiB
+	static constexpr uint64_t kDataLen = 16 << 20;
+	static constexpr uint64_t kIova = 0x7f0000000000ull;	// user VA
+	static constexpr unsigned kCqLog = 12, kSqLog = 8, kRqLog = 8;
+	static constexpr unsigned kSqShift = 9, kRqShift = 8;
+
+	explicit Node(uint8_t id);
+
+	// setup
+	uint32_t admin_ok(vrnic_admin_cmd c);
+	uint32_t create_mr(uint64_t iova, uint64_t off, uint64_t len,
+			   uint32_t access);
+	void connect(const Node &peer, uint32_t path_mtu, uint32_t sq_psn,
+		     uint32_t rq_psn, uint8_t retry = 7, uint8_t rnr_retry = 7,
+		     uint8_t timeout = 14);
+	uint8_t modify(uint32_t mask, const vrnic_qp_attr &a);
+	std::array<uint8_t, 16> gid() const;
+
+	// data path
+	void post_send(const vrnic_send_wqe &w, const std::vector<vrnic_sge> &sges,
+		       const std::vector<uint8_t> &inline_data = {});
+	void post_recv(uint64_t wr_id, const std::vector<vrnic_sge> &sges);
+	bool poll_cq(vrnic_cqe &out);
+	vrnic_sge sge(uint64_t off, uint32_t len, uint32_t key = 0) const
+	{
+		return {kIova + off, len, key ? key : mr};
+	}
+	uint8_t *data(uint64_t off) { return p.ptr(kData + off); }
+
+	FakePlatform p;
+	uint8_t id;
+	uint32_t pd = 0, cq = 0, qp = 0, mr = 0;
+	uint32_t sq_pi = 0, rq_pi = 0, cq_ci = 0;
+};
+
+struct Wire {
+	double drop = 0, dup = 0, reorder = 0, corrupt = 0;
+	std::mt19937 rng{12345};
+	uint64_t frames_ = 0, dropped = 0, corrupted = 0;
+
+	// Move frames between the nodes until both are idle and no timer is
+	// due, or pred() holds; time advances to the next timer when idle.
+	bool run(Node &a, Node &b, const std::function<bool()> &pred,
+		 unsigned max_rounds = 200000);
+	void deliver(Node &from, Node &to);
+};

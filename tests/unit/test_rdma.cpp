@@ -1,0 +1,464 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The RC transport between two engines over a simulated wire.
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "engine_internal.hpp"
+#include "rdma_node.hpp"
+
+namespace {
+
+vrnic_send_wqe wqe(uint8_t opcode, uint64_t wr_id, uint64_t raddr = 0,
+		   uint32_t rkey = 0, bool signaled = true)
+{
+	vrnic_send_wqe w{};
+	w.wr_id = wr_id;
+	w.opcode = opcode;
+	w.flags = signaled ? VRNIC_WQE_SIGNALED : 0;
+	w.remote_addr = raddr;
+	w.rkey = rkey;
+	return w;
+}
+
+struct Pair : ::testing::Test {
+	Node a{1}, b{2};
+	Wire wire;
+
+	void connect(uint32_t mtu_code = 3, uint32_t psn_a = 100,
+		     uint32_t psn_b = 5000, uint8_t retry = 7,
+		     uint8_t rnr = 7)
+	{
+		a.connect(b, mtu_code, psn_a, psn_b, retry, rnr);
+		b.connect(a, mtu_code, psn_b, psn_a, retry, rnr);
+	}
+	// Wait for n completions on node; returns them in order.
+	std::vector<vrnic_cqe> wait(Node &n, size_t count)
+	{
+		std::vector<vrnic_cqe> got;
+		wire.run(a, b, [&] {
+			vrnic_cqe c;
+			while (got.size() < count && n.poll_cq(c))
+				got.push_back(c);
+			return got.size() >= count;
+		});
+		return got;
+	}
+	bool same(Node &x, uint64_t xo, Node &y, uint64_t yo, size_t len)
+	{
+		return std::memcmp(x.data(xo), y.data(yo), len) == 0;
+	}
+};
+
+} // namespace
+
+// ----------------------------------------------------------- every opcode
+
+struct Opcodes : Pair, ::testing::WithParamInterface<uint32_t> {};
+
+TEST_P(Opcodes, AllRcOpcodesMoveTheRightBytes)
+{
+	const uint32_t mtu_code = GetParam();
+	const uint32_t mtu = 128u << mtu_code;
+	connect(mtu_code);
+	const uint32_t len = 5 * mtu + 77;	// several packets and a tail
+
+	// SEND and SEND with immediate
+	b.post_recv(11, {b.sge(0x10000, len)});
+	b.post_recv(12, {b.sge(0x30000, len)});
+	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, len)});
+	auto w = wqe(VRNIC_WR_SEND_IMM, 2);
+	w.imm_data = 0x12345678;
+	a.post_send(w, {a.sge(0x1000, 100), a.sge(0x5000, len - 100)});
+	auto rc = wait(b, 2);
+	ASSERT_EQ(rc.size(), 2u);
+	EXPECT_EQ(rc[0].wr_id, 11u);
+	EXPECT_EQ(rc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(rc[0].byte_len, len);
+	EXPECT_EQ(rc[0].opcode, VRNIC_WC_RECV);
+	EXPECT_TRUE(same(b, 0x10000, a, 0, len));
+	EXPECT_EQ(rc[1].imm_data, 0x12345678u);
+	EXPECT_EQ(rc[1].wc_flags & VRNIC_CQE_WITH_IMM, VRNIC_CQE_WITH_IMM);
+	EXPECT_TRUE(same(b, 0x30000, a, 0x1000, 100));
+	EXPECT_TRUE(same(b, 0x30000 + 100, a, 0x5000, len - 100));
+	auto sc = wait(a, 2);
+	ASSERT_EQ(sc.size(), 2u);
+	EXPECT_EQ(sc[0].wr_id, 1u);
+	EXPECT_EQ(sc[1].wr_id, 2u);
+	EXPECT_EQ(sc[1].opcode, VRNIC_WC_SEND);
+
+	// RDMA WRITE and WRITE with immediate
+	a.post_send(wqe(VRNIC_WR_RDMA_WRITE, 3, Node::kIova + 0x100000, b.mr),
+		    {a.sge(0x200000, len)});
+	b.post_recv(13, {});
+	w = wqe(VRNIC_WR_RDMA_WRITE_IMM, 4, Node::kIova + 0x180000, b.mr);
+	w.imm_data = 0xabcdef01;
+	a.post_send(w, {a.sge(0x280000, len)});
+	sc = wait(a, 2);
+	ASSERT_EQ(sc.size(), 2u);
+	EXPECT_EQ(sc[0].opcode, VRNIC_WC_RDMA_WRITE);
+	EXPECT_EQ(sc[1].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_TRUE(same(b, 0x100000, a, 0x200000, len));
+	EXPECT_TRUE(same(b, 0x180000, a, 0x280000, len));
+	rc = wait(b, 1);
+	ASSERT_EQ(rc.size(), 1u);
+	EXPECT_EQ(rc[0].opcode, VRNIC_WC_RECV_RDMA_WITH_IMM);
+	EXPECT_EQ(rc[0].byte_len, len);
+	EXPECT_EQ(rc[0].imm_data, 0xabcdef01u);
+
+	// RDMA READ
+	a.post_send(wqe(VRNIC_WR_RDMA_READ, 5, Node::kIova + 0x300000, b.mr),
+		    {a.sge(0x400000, len)});
+	sc = wait(a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].opcode, VRNIC_WC_RDMA_READ);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_TRUE(same(a, 0x400000, b, 0x300000, len));
+
+	// Atomics on an 8-byte word of b
+	const uint64_t target = 0x500000;
+	std::memset(b.data(target), 0, 8);
+	auto fa = wqe(VRNIC_WR_ATOMIC_FETCH_ADD, 6, Node::kIova + target, b.mr);
+	fa.compare_add = 5;
+	a.post_send(fa, {a.sge(0x600000, 8)});
+	auto cs = wqe(VRNIC_WR_ATOMIC_CMP_SWP, 7, Node::kIova + target, b.mr);
+	cs.compare_add = 5;
+	cs.swap = 0x1122334455667788ull;
+	a.post_send(cs, {a.sge(0x600008, 8)});
+	sc = wait(a, 2);
+	ASSERT_EQ(sc.size(), 2u);
+	EXPECT_EQ(sc[0].opcode, VRNIC_WC_FETCH_ADD);
+	EXPECT_EQ(sc[1].opcode, VRNIC_WC_CMP_SWP);
+	uint64_t v, o1, o2;
+	std::memcpy(&v, b.data(target), 8);
+	std::memcpy(&o1, a.data(0x600000), 8);
+	std::memcpy(&o2, a.data(0x600008), 8);
+	EXPECT_EQ(o1, 0u);
+	EXPECT_EQ(o2, 5u);
+	EXPECT_EQ(v, 0x1122334455667788ull);
+}
+
+INSTANTIATE_TEST_SUITE_P(Mtu, Opcodes, ::testing::Values(1u, 3u, 5u),
+			 [](const auto &info) {
+				 return "mtu" + std::to_string(128u << info.param);
+			 });
+
+TEST_F(Pair, InlineSendAndZeroLengthMessages)
+{
+	connect();
+	b.post_recv(1, {b.sge(0x1000, 256)});
+	b.post_recv(2, {b.sge(0x2000, 256)});
+	std::vector<uint8_t> inl(200);
+	for (size_t i = 0; i < inl.size(); i++)
+		inl[i] = uint8_t(i ^ 0x33);
+	a.post_send(wqe(VRNIC_WR_SEND, 1), {}, inl);
+	a.post_send(wqe(VRNIC_WR_SEND, 2), {});
+	auto rc = wait(b, 2);
+	ASSERT_EQ(rc.size(), 2u);
+	EXPECT_EQ(rc[0].byte_len, 200u);
+	EXPECT_EQ(std::memcmp(b.data(0x1000), inl.data(), 200), 0);
+	EXPECT_EQ(rc[1].byte_len, 0u);
+	EXPECT_EQ(rc[1].status, VRNIC_WC_ST_SUCCESS);
+}
+
+TEST_F(Pair, PsnWrapsAcross2To24)
+{
+	connect(1, 0xfffff0, 0xfffffa);	// MTU 256: 64 KiB = 256 packets
+	const uint32_t len = 64 << 10;
+	b.post_recv(1, {b.sge(0x100000, len)});
+	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, len)});
+	a.post_send(wqe(VRNIC_WR_RDMA_READ, 2, Node::kIova + 0x200000, b.mr),
+		    {a.sge(0x300000, len)});
+	auto sc = wait(a, 2);
+	ASSERT_EQ(sc.size(), 2u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(sc[1].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_TRUE(same(b, 0x100000, a, 0, len));
+	EXPECT_TRUE(same(a, 0x300000, b, 0x200000, len));
+}
+
+// --------------------------------------------------------- lossy wire
+
+struct Lossy : Pair, ::testing::WithParamInterface<double> {};
+
+TEST_P(Lossy, DataIntactInOrderAndAtomicsOnce)
+{
+	const double rate = GetParam();
+	wire.drop = rate;
+	wire.reorder = rate;
+	wire.dup = rate;
+	connect(3);
+	const unsigned n = 40;
+	const uint64_t counter = 0xf00000;
+	std::memset(b.data(counter), 0, 8);
+	for (unsigned i = 0; i < n; i++)
+		b.post_recv(100 + i, {b.sge(0x100000 + i * 0x8000, 0x8000)});
+	for (unsigned i = 0; i < n; i++) {
+		const uint32_t len = 1000 + i * 700;
+		switch (i % 4) {
+		case 0:
+			a.post_send(wqe(VRNIC_WR_SEND, i), {a.sge(i * 0x8000, len)});
+			break;
+		case 1:
+			a.post_send(wqe(VRNIC_WR_RDMA_WRITE, i,
+					Node::kIova + 0x500000 + i * 0x8000, b.mr),
+				    {a.sge(i * 0x8000, len)});
+			break;
+		case 2:
+			a.post_send(wqe(VRNIC_WR_RDMA_READ, i,
+					Node::kIova + 0x900000 + i * 0x8000, b.mr),
+				    {a.sge(0x500000 + i * 0x8000, len)});
+			break;
+		default: {
+			auto fa = wqe(VRNIC_WR_ATOMIC_FETCH_ADD, i,
+				      Node::kIova + counter, b.mr);
+			fa.compare_add = 1;
+			a.post_send(fa, {a.sge(0xa00000 + i * 8, 8)});
+			break;
+		}
+		}
+	}
+	auto sc = wait(a, n);
+	if (sc.size() != n) {
+		const auto *q = a.p.eng->dev.rdma().qp(a.qp);
+		const auto *r = b.p.eng->dev.rdma().qp(b.qp);
+		fprintf(stderr, "a: inflight %zu send_idx %zu off %u una %x next %x ack %lu rnr %lu state %u\n",
+			q->inflight.size(), q->send_idx, q->send_off, q->una_psn, q->next_psn,
+			(unsigned long)q->ack_deadline, (unsigned long)q->rnr_deadline, q->attr.state);
+		if (!q->inflight.empty())
+			fprintf(stderr, "front op %u first %x last %x resp %x done %d\n", q->inflight[0].opcode,
+				q->inflight[0].psn_first, q->inflight[0].psn_last, q->inflight[0].resp_psn, q->inflight[0].done);
+		fprintf(stderr, "b: epsn %x state %u res %zu resp_state %u\n", r->epsn, r->attr.state, r->resources.size(), r->resp_state);
+	}
+	ASSERT_EQ(sc.size(), n) << "dropped " << wire.dropped;
+	for (unsigned i = 0; i < n; i++) {
+		EXPECT_EQ(sc[i].wr_id, i) << "completions out of order";
+		EXPECT_EQ(sc[i].status, VRNIC_WC_ST_SUCCESS) << i;
+	}
+	auto rc = wait(b, n / 4);
+	ASSERT_EQ(rc.size(), n / 4);
+	for (unsigned k = 0; k < n / 4; k++) {
+		const unsigned i = k * 4;
+		EXPECT_EQ(rc[k].wr_id, 100 + k);
+		EXPECT_EQ(rc[k].byte_len, 1000 + i * 700);
+		EXPECT_TRUE(same(b, 0x100000 + k * 0x8000, a, i * 0x8000, 1000 + i * 700));
+	}
+	for (unsigned i = 1; i < n; i += 4)
+		EXPECT_TRUE(same(b, 0x500000 + i * 0x8000, a, i * 0x8000, 1000 + i * 700));
+	for (unsigned i = 2; i < n; i += 4)
+		EXPECT_TRUE(same(a, 0x500000 + i * 0x8000, b, 0x900000 + i * 0x8000,
+				 1000 + i * 700));
+	uint64_t count;
+	std::memcpy(&count, b.data(counter), 8);
+	EXPECT_EQ(count, n / 4) << "an atomic ran more or less than once";
+	std::vector<uint64_t> seen;
+	for (unsigned i = 3; i < n; i += 4) {
+		uint64_t o;
+		std::memcpy(&o, a.data(0xa00000 + i * 8), 8);
+		seen.push_back(o);
+	}
+	std::sort(seen.begin(), seen.end());
+	for (size_t k = 0; k < seen.size(); k++)
+		EXPECT_EQ(seen[k], k) << "fetch-add results are not 0..n-1";
+	if (rate > 0) {
+		EXPECT_GT(wire.dropped, 0u);
+	}
+}
+
+INSTANTIATE_TEST_SUITE_P(Rates, Lossy, ::testing::Values(0.0, 0.01, 0.05, 0.10),
+			 [](const auto &info) {
+				 return "pct" + std::to_string(int(info.param * 100));
+			 });
+
+TEST_F(Pair, CorruptedPacketsAreDroppedByTheIcrc)
+{
+	wire.corrupt = 0.05;
+	connect(3);
+	const uint32_t len = 256 << 10;
+	b.post_recv(1, {b.sge(0x100000, len)});
+	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, len)});
+	auto sc = wait(a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_TRUE(same(b, 0x100000, a, 0, len));
+	EXPECT_GT(wire.corrupted, 0u);
+}
+
+// ------------------------------------------------------ error statuses
+
+TEST_F(Pair, RetryExhaustionIsRetryExcErr)
+{
+	connect(3, 100, 200, /*retry=*/3);
+	wire.drop = 1.0;
+	a.post_send(wqe(VRNIC_WR_RDMA_WRITE, 9, Node::kIova, b.mr), {a.sge(0, 100)});
+	a.post_send(wqe(VRNIC_WR_RDMA_WRITE, 10, Node::kIova, b.mr), {a.sge(0, 100)});
+	auto sc = wait(a, 2);
+	ASSERT_EQ(sc.size(), 2u);
+	EXPECT_EQ(sc[0].wr_id, 9u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_RETRY_EXC_ERR);
+	EXPECT_EQ(sc[1].status, VRNIC_WC_ST_WR_FLUSH_ERR);
+	EXPECT_GE(a.p.now, 4 * (4096ull << 14)) << "gave up before 1 + 3 timeouts";
+}
+
+TEST_F(Pair, RnrExhaustionIsRnrRetryExcErr)
+{
+	connect(3, 100, 200, 7, /*rnr=*/2);
+	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, 64)});	// b posted nothing
+	auto sc = wait(a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_RNR_RETRY_EXC_ERR);
+}
+
+TEST_F(Pair, RnrThenReceivePostedCompletes)
+{
+	connect(3);
+	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, 3000)});
+	wire.run(a, b, [] { return false; }, 20);	// a few RNR rounds
+	b.post_recv(7, {b.sge(0x1000, 4096)});
+	auto sc = wait(a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_TRUE(same(b, 0x1000, a, 0, 3000));
+}
+
+TEST_F(Pair, BadRkeyIsRemoteAccessErrorAndTargetUntouched)
+{
+	connect(3);
+	std::vector<uint8_t> before(b.data(0x100000), b.data(0x100000) + 4096);
+	a.post_send(wqe(VRNIC_WR_RDMA_WRITE, 1, Node::kIova + 0x100000, b.mr ^ 0x1),
+		    {a.sge(0, 4096)});
+	auto sc = wait(a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_REM_ACCESS_ERR);
+	EXPECT_EQ(std::memcmp(before.data(), b.data(0x100000), 4096), 0);
+}
+
+TEST_F(Pair, OutOfBoundsAccessIsRemoteAccessError)
+{
+	connect(3);
+	// A small MR with remote write only; write past its end and read it.
+	const uint32_t small = b.create_mr(0x10000000, 0x800000, 8192,
+					   VRNIC_ACCESS_LOCAL_WRITE |
+					   VRNIC_ACCESS_REMOTE_WRITE);
+	std::vector<uint8_t> before(b.data(0x800000), b.data(0x800000) + 16384);
+	a.post_send(wqe(VRNIC_WR_RDMA_WRITE, 1, 0x10000000 + 4096, small),
+		    {a.sge(0, 8192)});
+	auto sc = wait(a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_REM_ACCESS_ERR);
+	EXPECT_EQ(std::memcmp(before.data(), b.data(0x800000), 16384), 0);
+}
+
+TEST_F(Pair, ReadWithoutRemoteReadRightIsRemoteAccessError)
+{
+	connect(3);
+	const uint32_t wo = b.create_mr(0x20000000, 0x800000, 8192,
+					VRNIC_ACCESS_LOCAL_WRITE |
+					VRNIC_ACCESS_REMOTE_WRITE);
+	a.post_send(wqe(VRNIC_WR_RDMA_READ, 1, 0x20000000, wo), {a.sge(0, 64)});
+	auto sc = wait(a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_REM_ACCESS_ERR);
+}
+
+TEST_F(Pair, BadLkeyIsLocalProtectionErrorThenFlush)
+{
+	connect(3);
+	b.post_recv(1, {b.sge(0, 4096)});
+	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, 64, a.mr + 0x100)});
+	a.post_send(wqe(VRNIC_WR_SEND, 2), {a.sge(0, 64)});
+	auto sc = wait(a, 2);
+	ASSERT_EQ(sc.size(), 2u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_LOC_PROT_ERR);
+	EXPECT_EQ(sc[1].status, VRNIC_WC_ST_WR_FLUSH_ERR);
+	// The QP is in ERR: new work is flushed too.
+	a.post_send(wqe(VRNIC_WR_SEND, 3), {a.sge(0, 64)});
+	sc = wait(a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_WR_FLUSH_ERR);
+}
+
+TEST_F(Pair, RecvTooSmallIsLocalLengthError)
+{
+	connect(3);
+	b.post_recv(1, {b.sge(0, 100)});
+	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, 5000)});
+	auto rc = wait(b, 1);
+	ASSERT_EQ(rc.size(), 1u);
+	EXPECT_EQ(rc[0].status, VRNIC_WC_ST_LOC_LEN_ERR);
+	auto sc = wait(a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_REM_INV_REQ_ERR);
+}
+
+// ------------------------------------------------- state and ownership
+
+TEST_F(Pair, IllegalTransitionsAreRefused)
+{
+	vrnic_qp_attr at{};
+	at.state = VRNIC_QPS_RTS;
+	EXPECT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_BAD_PARAM);
+	at.state = VRNIC_QPS_RTR;
+	EXPECT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_BAD_PARAM);
+	at.state = VRNIC_QPS_INIT;
+	EXPECT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK);
+	at.state = VRNIC_QPS_RTR;	// missing the required attributes
+	EXPECT_EQ(a.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_PATH_MTU, at),
+		  VRNIC_ADMIN_ST_BAD_PARAM);
+	at.state = VRNIC_QPS_INIT;
+	at.path_mtu = 9;
+	EXPECT_EQ(a.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_PATH_MTU, at),
+		  VRNIC_ADMIN_ST_BAD_PARAM) << "PATH_MTU is not an INIT attribute";
+	at.state = VRNIC_QPS_ERR;
+	EXPECT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK);
+	at.state = VRNIC_QPS_RESET;
+	EXPECT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK);
+}
+
+TEST_F(Pair, DoorbellsOnlyForTheOwningContext)
+{
+	connect();
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_UCTX;
+	const uint32_t page = a.admin_ok(c);
+	const uint32_t v0 = a.p.rd(VRNIC_REG_CNT_DB_VIOLATIONS);
+	a.p.db(page, VRNIC_DB_SQ, a.qp);		// kernel QP from a user page
+	a.p.db(page, VRNIC_DB_CQ_ARM, a.cq | 1u << 24);
+	a.p.db(0, VRNIC_DB_SQ, a.qp ^ (1u << 12));	// stale generation
+	EXPECT_EQ(a.p.rd(VRNIC_REG_CNT_DB_VIOLATIONS), v0 + 3);
+	// The context cannot go while it owns nothing, but can when empty.
+	c.opcode = VRNIC_ADMIN_DESTROY_UCTX;
+	c.destroy.id = page;
+	EXPECT_EQ(a.p.admin(c).status, VRNIC_ADMIN_ST_OK);
+}
+
+TEST_F(Pair, ObjectsInUseCannotBeDestroyed)
+{
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_DESTROY_CQ;
+	c.destroy.id = a.cq;
+	EXPECT_EQ(a.p.admin(c).status, VRNIC_ADMIN_ST_BUSY);
+	c.opcode = VRNIC_ADMIN_DESTROY_PD;
+	c.destroy.id = a.pd;
+	EXPECT_EQ(a.p.admin(c).status, VRNIC_ADMIN_ST_BUSY);
+	c.opcode = VRNIC_ADMIN_DESTROY_QP;
+	c.destroy.id = a.qp;
+	EXPECT_EQ(a.p.admin(c).status, VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(a.p.admin(c).status, VRNIC_ADMIN_ST_NOT_FOUND) << "stale QPN";
+	c.opcode = VRNIC_ADMIN_DESTROY_CQ;
+	c.destroy.id = a.cq;
+	EXPECT_EQ(a.p.admin(c).status, VRNIC_ADMIN_ST_OK);
+}
+
+TEST_F(Pair, CompletionEventAfterArm)
+{
+	connect();
+	b.post_recv(1, {b.sge(0, 64)});
+	b.p.db(0, VRNIC_DB_CQ_ARM, b.cq | VRNIC_CQ_ARM_NEXT << VRNIC_CQ_ARM_CMD_SHIFT);
+	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, 64)});
+	auto rc = wait(b, 1);
+	ASSERT_EQ(rc.size(), 1u);
+	const auto eqe = b.p.load<vrnic_eqe>(Node::kEq);
+	EXPECT_EQ(eqe.type, VRNIC_EQE_CQ);
+	EXPECT_EQ(eqe.id, b.cq);
+}
