@@ -291,13 +291,24 @@ struct vrnic_admin_create_mr {
 	__le64 inline_pages[2];
 };
 
+/*
+ * Queue memory (CQE, SQ and RQ rings) is either one contiguous block at
+ * base (4 KiB aligned), or, with VRNIC_RING_PAGED, base is the address of
+ * an array of le64 addresses of the ring's 4 KiB pages, in order; the
+ * device copies that list when the queue is created.  User-space rings are
+ * paged; the kernel's are contiguous.
+ */
+#define VRNIC_RING_PAGED		(1u << 0)
+#define VRNIC_RING_PAGE_SIZE		4096
+
 struct vrnic_admin_create_cq {
-	__le64 base;			/* CQE ring, VRNIC_RING_ALIGN aligned */
+	__le64 base;			/* CQE ring or its page list */
 	__le64 dbrec;			/* struct vrnic_cq_dbrec, 8-byte aligned */
 	__le32 uctx;
 	__u8 log_depth;			/* 1..VRNIC_MAX_CQ_LOG_DEPTH */
 	__u8 eqn;			/* completion EQ for this CQ's events */
-	__le16 rsvd;
+	__u8 ring_flags;		/* VRNIC_RING_PAGED */
+	__u8 rsvd;
 };
 
 enum vrnic_qp_type {
@@ -317,7 +328,9 @@ struct vrnic_admin_create_qp {
 	__u8 rq_log_depth;
 	__u8 sq_wqe_shift;		/* 6..10: send WQE stride 64..1024 */
 	__u8 rq_wqe_shift;		/* 5..9: receive WQE stride 32..512 */
-	__u8 rsvd[3];
+	__u8 sq_flags;			/* VRNIC_RING_PAGED */
+	__u8 rq_flags;			/* VRNIC_RING_PAGED */
+	__u8 rsvd;
 };
 
 enum vrnic_qp_state {

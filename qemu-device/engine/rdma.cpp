@@ -35,10 +35,16 @@ Rdma::Rdma(const Platform &plat, DeviceCounters &dcnt,
 void Rdma::reset()
 {
 	// Generations survive a reset so that pre-reset handles stay stale.
-	for (auto &p : pds_)
-		p = Pd{.gen = p.gen};
-	for (auto &c : cqs_)
-		c = Cq{.gen = c.gen};
+	for (auto &p : pds_) {
+		const uint16_t gen = p.gen;
+		p = Pd();
+		p.gen = gen;
+	}
+	for (auto &c : cqs_) {
+		const uint16_t gen = c.gen;
+		c = Cq();
+		c.gen = gen;
+	}
 	for (auto &q : qps_) {
 		const uint16_t gen = q.gen;
 		q = Qp();
@@ -47,6 +53,27 @@ void Rdma::reset()
 	mrs_.reset();
 	loopback_.clear();
 	cnt_ = RdmaCounters();
+}
+
+bool RingMem::load(const Platform &plat, uint64_t b, uint8_t flags,
+		   uint64_t bytes)
+{
+	base = b;
+	pages.clear();
+	if (flags & ~VRNIC_RING_PAGED)
+		return false;
+	if (!(flags & VRNIC_RING_PAGED))
+		return aligned(b, VRNIC_RING_ALIGN) && b + bytes > b;
+	const uint64_t n = (bytes + VRNIC_RING_PAGE_SIZE - 1) / VRNIC_RING_PAGE_SIZE;
+	pages.resize(n);
+	if (!aligned(b, 8) || !plat.dma_read(b, pages.data(), n * sizeof(uint64_t)))
+		return false;
+	for (auto &p : pages) {
+		p = le(p);
+		if (!aligned(p, VRNIC_RING_PAGE_SIZE))
+			return false;
+	}
+	return true;
 }
 
 template <typename T>
@@ -157,18 +184,28 @@ uint8_t Rdma::create_cq(const vrnic_admin_create_cq &c, uint32_t &result)
 {
 	const uint32_t uctx = le(c.uctx);
 
+	RingMem ring;
+
 	if (uctx >= uctx_used_.size() || !uctx_used_[uctx] ||
-	    !aligned(le(c.base), VRNIC_RING_ALIGN) || !aligned(le(c.dbrec), 8) ||
+	    !aligned(le(c.dbrec), 8) ||
 	    c.log_depth < 1 || c.log_depth > VRNIC_MAX_CQ_LOG_DEPTH ||
-	    c.eqn == 0 || c.eqn >= eqs_.size() || !eqs_[c.eqn].enabled())
+	    c.eqn == 0 || c.eqn >= eqs_.size() || !eqs_[c.eqn].enabled() ||
+	    !ring.load(plat_, le(c.base), c.ring_flags,
+		       uint64_t(sizeof(vrnic_cqe)) << c.log_depth))
 		return VRNIC_ADMIN_ST_BAD_PARAM;
 	for (uint32_t i = 1; i < cqs_.size(); i++) {
 		if (cqs_[i].valid)
 			continue;
 		Cq &cq = cqs_[i];
-		cq = Cq{.valid = true, .gen = uint16_t(cq.gen + 1), .uctx = uctx,
-			.base = le(c.base), .dbrec = le(c.dbrec),
-			.log_depth = c.log_depth, .eqn = c.eqn};
+		const auto gen = uint16_t(cq.gen + 1);
+		cq = Cq();
+		cq.valid = true;
+		cq.gen = gen;
+		cq.uctx = uctx;
+		cq.ring = std::move(ring);
+		cq.dbrec = le(c.dbrec);
+		cq.log_depth = c.log_depth;
+		cq.eqn = c.eqn;
 		result = handle(i, cq.gen);
 		return VRNIC_ADMIN_ST_OK;
 	}
@@ -200,9 +237,13 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 	    c.sq_log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
 	    c.rq_log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
 	    c.sq_wqe_shift < 6 || c.sq_wqe_shift > 10 ||
-	    c.rq_wqe_shift < 5 || c.rq_wqe_shift > 9 ||
-	    !aligned(le(c.sq_base), VRNIC_RING_ALIGN) ||
-	    !aligned(le(c.rq_base), VRNIC_RING_ALIGN) || !aligned(le(c.dbrec), 8))
+	    c.rq_wqe_shift < 5 || c.rq_wqe_shift > 9 || !aligned(le(c.dbrec), 8))
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	RingMem sq, rq;
+	if (!sq.load(plat_, le(c.sq_base), c.sq_flags,
+		     uint64_t(1) << (c.sq_log_depth + c.sq_wqe_shift)) ||
+	    !rq.load(plat_, le(c.rq_base), c.rq_flags,
+		     uint64_t(1) << (c.rq_log_depth + c.rq_wqe_shift)))
 		return VRNIC_ADMIN_ST_BAD_PARAM;
 	for (uint32_t i = 2; i < qps_.size(); i++) {
 		if (qps_[i].valid)
@@ -217,8 +258,8 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 		qp.pdn = le(c.pdn);
 		qp.send_cqn = le(c.send_cqn);
 		qp.recv_cqn = le(c.recv_cqn);
-		qp.sq_base = le(c.sq_base);
-		qp.rq_base = le(c.rq_base);
+		qp.sq = std::move(sq);
+		qp.rq = std::move(rq);
 		qp.dbrec = le(c.dbrec);
 		qp.sq_log = c.sq_log_depth;
 		qp.rq_log = c.rq_log_depth;
@@ -377,8 +418,8 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 		fresh.pdn = qp.pdn;
 		fresh.send_cqn = qp.send_cqn;
 		fresh.recv_cqn = qp.recv_cqn;
-		fresh.sq_base = qp.sq_base;
-		fresh.rq_base = qp.rq_base;
+		fresh.sq = std::move(qp.sq);
+		fresh.rq = std::move(qp.rq);
 		fresh.dbrec = qp.dbrec;
 		fresh.sq_log = qp.sq_log;
 		fresh.rq_log = qp.rq_log;
@@ -485,8 +526,8 @@ bool Rdma::cq_post(uint32_t cqn, vrnic_cqe cqe, bool solicited)
 		}
 	}
 	cqe.owner = ((cq->pi >> cq->log_depth) & 1) ? 0 : VRNIC_CQE_OWNER;
-	const uint64_t addr = cq->base + uint64_t(cq->pi & (depth - 1)) *
-			      sizeof(vrnic_cqe);
+	const uint64_t addr = cq->ring.addr(uint64_t(cq->pi & (depth - 1)) *
+					    sizeof(vrnic_cqe));
 	const auto *b = reinterpret_cast<const uint8_t *>(&cqe);
 	// The owner byte lives in the last dword: write it last.
 	if (!plat_.dma_write(addr, b, sizeof(cqe) - 4) ||
@@ -575,8 +616,8 @@ void Rdma::flush(Qp &qp, unsigned int &budget)
 	while (qp.sq_head != sq_pi && budget > 0 &&
 	       sq_pi - qp.sq_head <= (1u << qp.sq_log)) {
 		vrnic_send_wqe hdr;
-		const uint64_t a = qp.sq_base +
-			(uint64_t(qp.sq_head & ((1u << qp.sq_log) - 1)) << qp.sq_shift);
+		const uint64_t a = qp.sq.addr(
+			uint64_t(qp.sq_head & ((1u << qp.sq_log) - 1)) << qp.sq_shift);
 		if (!plat_.read(a, hdr))
 			break;
 		SendWqe w;
@@ -594,8 +635,8 @@ void Rdma::flush(Qp &qp, unsigned int &budget)
 	while (qp.rq_head != rq_pi && budget > 0 &&
 	       rq_pi - qp.rq_head <= (1u << qp.rq_log)) {
 		vrnic_recv_wqe hdr;
-		const uint64_t a = qp.rq_base +
-			(uint64_t(qp.rq_head & ((1u << qp.rq_log) - 1)) << qp.rq_shift);
+		const uint64_t a = qp.rq.addr(
+			uint64_t(qp.rq_head & ((1u << qp.rq_log) - 1)) << qp.rq_shift);
 		if (!plat_.read(a, hdr))
 			break;
 		qp.recv.wr_id = le(hdr.wr_id);

@@ -39,6 +39,22 @@ struct RdmaCounters {
 	uint64_t cq_overflows = 0;
 };
 
+// Queue memory as the device sees it: contiguous, or a copied page list.
+struct RingMem {
+	uint64_t base = 0;
+	std::vector<uint64_t> pages;
+	[[nodiscard]] uint64_t addr(uint64_t off) const
+	{
+		if (pages.empty())
+			return base + off;
+		return pages[(off / VRNIC_RING_PAGE_SIZE) % pages.size()] +
+		       off % VRNIC_RING_PAGE_SIZE;
+	}
+	// Validate and take a ring of `bytes`; false if unusable.
+	bool load(const Platform &plat, uint64_t base, uint8_t flags,
+		  uint64_t bytes);
+};
+
 struct Pd {
 	bool valid = false;
 	uint16_t gen = 0;
@@ -49,7 +65,7 @@ struct Cq {
 	bool valid = false;
 	uint16_t gen = 0;
 	uint32_t uctx = 0;
-	uint64_t base = 0;
+	RingMem ring;
 	uint64_t dbrec = 0;
 	unsigned int log_depth = 0;
 	unsigned int eqn = 0;
@@ -111,7 +127,8 @@ struct Qp {
 	uint32_t pdn = 0;
 	uint32_t send_cqn = 0;
 	uint32_t recv_cqn = 0;
-	uint64_t sq_base = 0, rq_base = 0, dbrec = 0;
+	RingMem sq, rq;
+	uint64_t dbrec = 0;
 	unsigned int sq_log = 0, rq_log = 0, sq_shift = 0, rq_shift = 0;
 	vrnic_qp_attr attr{};
 	roce::Path path;

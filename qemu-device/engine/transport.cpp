@@ -90,8 +90,8 @@ bool Rdma::read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status)
 {
 	std::array<uint8_t, 1024> buf;
 	const uint32_t stride = 1u << qp.sq_shift;
-	const uint64_t addr = qp.sq_base +
-		(uint64_t(index & ((1u << qp.sq_log) - 1)) << qp.sq_shift);
+	const uint64_t addr = qp.sq.addr(
+		uint64_t(index & ((1u << qp.sq_log) - 1)) << qp.sq_shift);
 	vrnic_send_wqe hdr;
 
 	// Copy the whole WQE once; everything below uses the copy.
@@ -628,8 +628,8 @@ bool Rdma::fetch_recv(Qp &qp)
 	if (pi == qp.rq_head || pi - qp.rq_head > (1u << qp.rq_log))
 		return false;
 	const uint32_t stride = 1u << qp.rq_shift;
-	const uint64_t addr = qp.rq_base +
-		(uint64_t(qp.rq_head & ((1u << qp.rq_log) - 1)) << qp.rq_shift);
+	const uint64_t addr = qp.rq.addr(
+		uint64_t(qp.rq_head & ((1u << qp.rq_log) - 1)) << qp.rq_shift);
 	if (!plat_.dma_read(addr, buf.data(), stride)) {
 		dcnt_.dma_errors++;
 		return false;

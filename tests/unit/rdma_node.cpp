@@ -4,7 +4,8 @@
 #include <stdexcept>
 #include <string>
 
-Node::Node(uint8_t node_id) : p(node_id, 40 << 20), id(node_id)
+Node::Node(uint8_t node_id, bool paged_rings)
+	: p(node_id, 40 << 20), id(node_id), paged(paged_rings)
 {
 	p.enable();
 	vrnic_admin_cmd c{};
@@ -19,9 +20,20 @@ Node::Node(uint8_t node_id) : p(node_id, 40 << 20), id(node_id)
 	c.opcode = VRNIC_ADMIN_CREATE_PD;
 	pd = admin_ok(c);
 
+	// Paged rings: the pages of each ring in reverse order, listed at
+	// kRingPbl (CQ), +0x1000 (SQ), +0x2000 (RQ).
+	auto page_list = [this](uint64_t list, uint64_t base, uint64_t bytes) {
+		for (uint64_t off = 0; off < bytes; off += 4096)
+			p.store<uint64_t>(list + off / 4096 * 8, ring_addr(base, off, bytes));
+		return list;
+	};
+	const uint64_t cq_bytes = 32ull << kCqLog, sq_bytes = 1ull << (kSqLog + kSqShift);
+	const uint64_t rq_bytes = 1ull << (kRqLog + kRqShift);
+
 	c = {};
 	c.opcode = VRNIC_ADMIN_CREATE_CQ;
-	c.create_cq.base = kCq;
+	c.create_cq.base = paged ? page_list(kRingPbl, kCq, cq_bytes) : kCq;
+	c.create_cq.ring_flags = paged ? VRNIC_RING_PAGED : 0;
 	c.create_cq.dbrec = kCqDb;
 	c.create_cq.log_depth = kCqLog;
 	c.create_cq.eqn = 1;
@@ -29,8 +41,9 @@ Node::Node(uint8_t node_id) : p(node_id, 40 << 20), id(node_id)
 
 	c = {};
 	c.opcode = VRNIC_ADMIN_CREATE_QP;
-	c.create_qp.sq_base = kSq;
-	c.create_qp.rq_base = kRq;
+	c.create_qp.sq_base = paged ? page_list(kRingPbl + 0x1000, kSq, sq_bytes) : kSq;
+	c.create_qp.rq_base = paged ? page_list(kRingPbl + 0x2000, kRq, rq_bytes) : kRq;
+	c.create_qp.sq_flags = c.create_qp.rq_flags = paged ? VRNIC_RING_PAGED : 0;
 	c.create_qp.dbrec = kQpDb;
 	c.create_qp.pdn = pd;
 	c.create_qp.send_cqn = cq;
@@ -45,6 +58,14 @@ Node::Node(uint8_t node_id) : p(node_id, 40 << 20), id(node_id)
 	uint8_t *d = data(0);
 	for (uint64_t i = 0; i < kDataLen; i++)
 		d[i] = uint8_t(i * 13 + node_id);
+}
+
+uint64_t Node::ring_addr(uint64_t base, uint64_t off, uint64_t bytes) const
+{
+	if (!paged)
+		return base + off;
+	const uint64_t npages = bytes / 4096;
+	return base + (npages - 1 - off / 4096) * 4096 + off % 4096;
 }
 
 uint32_t Node::admin_ok(vrnic_admin_cmd c)
@@ -137,7 +158,8 @@ void Node::connect(const Node &peer, uint32_t path_mtu, uint32_t sq_psn,
 void Node::post_send(const vrnic_send_wqe &w, const std::vector<vrnic_sge> &sges,
 		     const std::vector<uint8_t> &inline_data)
 {
-	const uint64_t a = kSq + (uint64_t(sq_pi & ((1u << kSqLog) - 1)) << kSqShift);
+	const uint64_t a = ring_addr(kSq, uint64_t(sq_pi & ((1u << kSqLog) - 1)) << kSqShift,
+				     1ull << (kSqLog + kSqShift));
 	vrnic_send_wqe h = w;
 	std::memset(p.ptr(a), 0, 1u << kSqShift);
 	if (!inline_data.empty()) {
@@ -157,7 +179,8 @@ void Node::post_send(const vrnic_send_wqe &w, const std::vector<vrnic_sge> &sges
 
 void Node::post_recv(uint64_t wr_id, const std::vector<vrnic_sge> &sges)
 {
-	const uint64_t a = kRq + (uint64_t(rq_pi & ((1u << kRqLog) - 1)) << kRqShift);
+	const uint64_t a = ring_addr(kRq, uint64_t(rq_pi & ((1u << kRqLog) - 1)) << kRqShift,
+				     1ull << (kRqLog + kRqShift));
 	vrnic_recv_wqe h{};
 	h.wr_id = wr_id;
 	h.num_sge = uint8_t(sges.size());
@@ -171,7 +194,8 @@ void Node::post_recv(uint64_t wr_id, const std::vector<vrnic_sge> &sges)
 
 bool Node::poll_cq(vrnic_cqe &out)
 {
-	const uint64_t a = kCq + uint64_t(cq_ci & ((1u << kCqLog) - 1)) * sizeof(vrnic_cqe);
+	const uint64_t a = ring_addr(kCq, uint64_t(cq_ci & ((1u << kCqLog) - 1)) * sizeof(vrnic_cqe),
+				     32ull << kCqLog);
 	const auto cqe = p.load<vrnic_cqe>(a);
 	const uint8_t phase = ((cq_ci >> kCqLog) & 1) ? 0 : VRNIC_CQE_OWNER;
 	if ((cqe.owner & VRNIC_CQE_OWNER) != phase)

@@ -21,13 +21,16 @@ struct Node {
 	static constexpr uint64_t kSq = B + 0x50000;	// 256 x 512 B
 	static constexpr uint64_t kRq = B + 0x70000;	// 256 x 256 B
 	static constexpr uint64_t kPbl = B + 0x80000;
+	static constexpr uint64_t kRingPbl = B + 0xf0000;
 	static constexpr uint64_t kData = B + 0x100000;	// 16 MiB
 	static constexpr uint64_t kDataLen = 16 << 20;
 	static constexpr uint64_t kIova = 0x7f0000000000ull;	// user VA
 	static constexpr unsigned kCqLog = 12, kSqLog = 8, kRqLog = 8;
 	static constexpr unsigned kSqShift = 9, kRqShift = 8;
 
-	explicit Node(uint8_t id);
+	explicit Node(uint8_t id, bool paged = false);
+	// Where offset off of a ring lives (paged rings use reversed pages).
+	uint64_t ring_addr(uint64_t base, uint64_t off, uint64_t bytes) const;
 
 	// setup
 	uint32_t admin_ok(vrnic_admin_cmd c);
@@ -52,6 +55,7 @@ struct Node {
 
 	FakePlatform p;
 	uint8_t id;
+	bool paged;
 	uint32_t pd = 0, cq = 0, qp = 0, mr = 0;
 	uint32_t sq_pi = 0, rq_pi = 0, cq_ci = 0;
 };

@@ -462,3 +462,31 @@ TEST_F(Pair, CompletionEventAfterArm)
 	EXPECT_EQ(eqe.type, VRNIC_EQE_CQ);
 	EXPECT_EQ(eqe.id, b.cq);
 }
+
+TEST(PagedRings, QueuesInScatteredPagesWork)
+{
+	Node a(1, true), b(2, true);
+	Wire wire;
+	a.connect(b, 3, 1, 2);
+	b.connect(a, 3, 2, 1);
+	// More WQEs and CQEs than fit in one ring page, so every page is used.
+	const unsigned n = 300;
+	for (unsigned i = 0; i < n; i++) {
+		b.post_recv(i, {b.sge(i * 4096, 4096)});
+		a.post_send(wqe(VRNIC_WR_SEND, i), {a.sge(0x400000 + i * 4096, 2000 + i)});
+		wire.run(a, b, [] { return false; }, 50);
+	}
+	std::vector<vrnic_cqe> got;
+	wire.run(a, b, [&] {
+		vrnic_cqe c;
+		while (b.poll_cq(c))
+			got.push_back(c);
+		return got.size() >= n;
+	});
+	ASSERT_EQ(got.size(), n);
+	for (unsigned i = 0; i < n; i++) {
+		EXPECT_EQ(got[i].wr_id, i);
+		EXPECT_EQ(got[i].byte_len, 2000 + i);
+		EXPECT_EQ(std::memcmp(b.data(i * 4096), a.data(0x400000 + i * 4096), 2000 + i), 0);
+	}
+}
