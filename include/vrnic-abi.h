@@ -19,4 +19,33 @@ struct vrnic_alloc_ucontext_resp {
 	__u32 reserved;
 };
 
+/* ibv_create_cq: the CQE ring and the doorbell record live in user memory. */
+struct vrnic_create_cq_cmd {
+	__aligned_u64 buf_addr;		/* 4 KiB aligned, 32 << log_depth bytes */
+	__aligned_u64 dbrec_addr;	/* struct vrnic_cq_dbrec, 8-byte aligned */
+	__u32 log_depth;
+	__u32 reserved;
+};
+
+struct vrnic_create_cq_resp {
+	__u32 cqn;
+	__u32 reserved;
+};
+
+/* ibv_create_qp (RC): rings and doorbell record in user memory. */
+struct vrnic_create_qp_cmd {
+	__aligned_u64 sq_addr;		/* 4 KiB aligned, 1 << (log + shift) */
+	__aligned_u64 rq_addr;
+	__aligned_u64 dbrec_addr;	/* struct vrnic_qp_dbrec */
+	__u32 sq_log_depth;
+	__u32 rq_log_depth;
+	__u32 sq_wqe_shift;
+	__u32 rq_wqe_shift;
+};
+
+struct vrnic_create_qp_resp {
+	__u32 qpn;
+	__u32 reserved;
+};
+
 #endif /* VRNIC_ABI_USER_H */

@@ -34,7 +34,7 @@
 #define VRNIC_PCI_CLASS			0x0200	/* Ethernet controller */
 
 #define VRNIC_SPEC_VERSION_MAJOR	0
-#define VRNIC_SPEC_VERSION_MINOR	1
+#define VRNIC_SPEC_VERSION_MINOR	2
 #define VRNIC_SPEC_VERSION \
 	((VRNIC_SPEC_VERSION_MAJOR << 16) | VRNIC_SPEC_VERSION_MINOR)
 
@@ -496,7 +496,7 @@ struct vrnic_cqe {
 	__le32 imm_data;
 	__le32 qpn;
 	__le32 src_qp;
-	__le32 rsvd;
+	__le32 wqe_idx;			/* SQ or RQ index of the completed WQE */
 	__u8 opcode;			/* enum vrnic_wc_opcode */
 	__u8 status;			/* enum vrnic_wc_status */
 	__u8 wc_flags;			/* VRNIC_CQE_WITH_* */

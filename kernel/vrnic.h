@@ -11,7 +11,14 @@
 #include <linux/pci.h>
 #include <linux/semaphore.h>
 #include <linux/spinlock.h>
+#include <linux/xarray.h>
+#include <rdma/ib_umem.h>
+/* Some 6.12 stable trees moved the umem block iterator here (Kbuild). */
+#ifdef VRNIC_HAVE_RDMA_ITER_H
+#include <rdma/iter.h>
+#endif
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 
 #include "vrnic_hw.h"
 
@@ -97,12 +104,14 @@ struct vrnic_dev {
 	struct vrnic_device_attr attr;
 	atomic_t test_irqs;
 	bool port_events;	/* netdev and ib_device may see port events */
-	struct ida pd_ida;
+	struct xarray cq_xa;	/* cqn -> struct vrnic_cq, for events */
+	struct xarray qp_xa;	/* qpn -> struct vrnic_qp, for events */
 };
 
 struct vrnic_ucontext {
 	struct ib_ucontext ibucontext;
 	struct rdma_user_mmap_entry *db_entry;
+	u32 page;		/* doorbell page = device context id */
 };
 
 struct vrnic_user_mmap_entry {
@@ -120,13 +129,76 @@ struct vrnic_ah {
 	struct ib_ah ibah;
 };
 
+struct vrnic_mr {
+	struct ib_mr ibmr;
+	struct ib_umem *umem;
+};
+
 struct vrnic_cq {
 	struct ib_cq ibcq;
+	u32 cqn;
+	u32 log_depth;
+	u8 eqn;
+	u8 arm_sn;
+	spinlock_t lock;	/* kernel CQs: ci and polling */
+	u32 ci;
+	/* kernel CQs */
+	struct vrnic_cqe *ring;
+	dma_addr_t ring_dma;
+	struct vrnic_cq_dbrec *dbrec;
+	dma_addr_t dbrec_dma;
+	/* user CQs */
+	struct ib_umem *umem;
+	struct ib_umem *dbrec_umem;
 };
 
 struct vrnic_qp {
 	struct ib_qp ibqp;
+	u32 qpn;
+	u8 state;		/* enum ib_qp_state */
+	u32 sq_log, rq_log, sq_shift, rq_shift;
+	u32 max_send_sge, max_recv_sge, max_inline;
+	bool sig_all;
+	struct vrnic_qp_attr attr;	/* what the device was last told */
+	/* kernel QPs */
+	void *sq;
+	dma_addr_t sq_dma;
+	void *rq;
+	dma_addr_t rq_dma;
+	struct vrnic_qp_dbrec *dbrec;
+	dma_addr_t dbrec_dma;
+	spinlock_t sq_lock;	/* sq_head, sq_tail */
+	spinlock_t rq_lock;	/* rq_head, rq_tail */
+	u32 sq_head, sq_tail, rq_head, rq_tail;
+	/* user QPs */
+	struct ib_umem *sq_umem, *rq_umem, *dbrec_umem;
 };
+
+static inline struct vrnic_cq *to_vcq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct vrnic_cq, ibcq);
+}
+
+static inline struct vrnic_qp *to_vqp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct vrnic_qp, ibqp);
+}
+
+static inline struct vrnic_pd *to_vpd(struct ib_pd *ibpd)
+{
+	return container_of(ibpd, struct vrnic_pd, ibpd);
+}
+
+static inline u32 vrnic_uctx_of(struct ib_udata *udata)
+{
+	struct vrnic_ucontext *uctx;
+
+	if (!udata)
+		return 0;
+	uctx = rdma_udata_to_drv_context(udata, struct vrnic_ucontext,
+					 ibucontext);
+	return uctx ? uctx->page : 0;
+}
 
 static inline struct vrnic_dev *to_vdev(struct ib_device *ibdev)
 {
@@ -171,6 +243,38 @@ int vrnic_netdev_register(struct vrnic_dev *vdev);
 void vrnic_netdev_unregister(struct vrnic_dev *vdev);
 void vrnic_eth_event(struct vrnic_dev *vdev, u8 type);
 void vrnic_eth_link_change(struct vrnic_dev *vdev, bool up);
+
+/* vrnic_mr.c */
+struct ib_mr *vrnic_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *vrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 virt, int access, struct ib_udata *udata);
+int vrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+int vrnic_umem_page_list(struct vrnic_dev *vdev, struct ib_umem *umem,
+			 __le64 **list, dma_addr_t *list_dma, size_t *list_size);
+u32 vrnic_ib_access(int ib_access);
+
+/* vrnic_cq.c */
+int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		    struct uverbs_attr_bundle *attrs);
+int vrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+int vrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+void vrnic_cq_event(struct vrnic_dev *vdev, u32 cqn, bool error);
+
+/* vrnic_qp.c */
+int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
+		    struct ib_udata *udata);
+int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata);
+int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init_attr);
+int vrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int vrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr);
+int vrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr);
+void vrnic_qp_fatal(struct vrnic_dev *vdev, u32 qpn);
+void vrnic_qp_completed(struct vrnic_qp *qp, bool send, u32 idx);
 
 /* vrnic_verbs.c */
 int vrnic_ib_register(struct vrnic_dev *vdev);

@@ -86,6 +86,12 @@ static irqreturn_t vrnic_aeq_irq(int irq, void *data)
 			dev_err(&vdev->pdev->dev, "device fatal error %u\n",
 				le32_to_cpu(eqe->id));
 			break;
+		case VRNIC_EQE_CQ_ERROR:
+			vrnic_cq_event(vdev, le32_to_cpu(eqe->id), true);
+			break;
+		case VRNIC_EQE_QP_FATAL:
+			vrnic_qp_fatal(vdev, le32_to_cpu(eqe->id));
+			break;
 		default:
 			dev_warn_ratelimited(&vdev->pdev->dev,
 					     "unexpected async event 0x%x\n",
@@ -115,6 +121,9 @@ static irqreturn_t vrnic_ceq_irq(int irq, void *data)
 		case VRNIC_EQE_ETH_TX:
 		case VRNIC_EQE_ETH_RX:
 			vrnic_eth_event(vdev, eqe->type);
+			break;
+		case VRNIC_EQE_CQ:
+			vrnic_cq_event(vdev, le32_to_cpu(eqe->id), false);
 			break;
 		default:
 			dev_warn_ratelimited(&vdev->pdev->dev,

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * vrnic verbs: the ib_device registered with ib_core.  Spec 0.1 has no
- * RDMA objects in the device yet, so the data path verbs are present (so
- * ib_core treats vrnic as a kernel verbs provider) but return -EOPNOTSUPP.
- * User contexts are real: each one owns a doorbell page of BAR2.
+ * vrnic verbs: the ib_device registered with ib_core: device and port
+ * queries, user contexts (each owns a doorbell page of BAR2), PDs, and the
+ * ops table.  MRs, CQs and QPs are in their own files.
  */
 #include <linux/etherdevice.h>
 #include <rdma/ib_cache.h>
@@ -44,6 +43,9 @@ static int vrnic_query_device(struct ib_device *ibdev,
 	attr->max_pd = le32_to_cpu(a->max_pd);
 	attr->max_qp_rd_atom = le32_to_cpu(a->max_qp_rd_atom);
 	attr->max_qp_init_rd_atom = attr->max_qp_rd_atom;
+	attr->max_res_rd_atom = attr->max_qp * attr->max_qp_rd_atom;
+	attr->atomic_cap = attr->max_qp ? IB_ATOMIC_HCA : IB_ATOMIC_NONE;
+	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN;
 	attr->max_pkeys = 1;
 	attr->local_ca_ack_delay = 15;
 	return 0;
@@ -64,7 +66,7 @@ static int vrnic_query_port(struct ib_device *ibdev, u32 port,
 	attr->active_mtu = ib_mtu_int_to_enum(READ_ONCE(ndev->mtu));
 	attr->gid_tbl_len = VRNIC_GID_TABLE_LEN;
 	attr->port_cap_flags = IB_PORT_CM_SUP;
-	attr->max_msg_sz = 0;	/* no QPs in spec 0.1 */
+	attr->max_msg_sz = VRNIC_MAX_MSG_SIZE;
 	attr->pkey_tbl_len = 1;
 	attr->active_speed = IB_SPEED_EDR;
 	attr->active_width = IB_WIDTH_4X;
@@ -150,6 +152,7 @@ static int vrnic_alloc_ucontext(struct ib_ucontext *ibuctx,
 		goto err_free;
 	}
 	uctx->db_entry = &entry->rdma_entry;
+	uctx->page = page;
 
 	resp.db_mmap_key = rdma_user_mmap_get_offset(uctx->db_entry);
 	resp.db_page_index = page;
@@ -219,103 +222,24 @@ static void vrnic_mmap_free(struct rdma_user_mmap_entry *rentry)
 
 static int vrnic_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	struct vrnic_pd *pd = container_of(ibpd, struct vrnic_pd, ibpd);
-	struct vrnic_dev *vdev = to_vdev(ibpd->device);
-	int id;
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_CREATE_PD };
 
-	id = ida_alloc_min(&vdev->pd_ida, 1, GFP_KERNEL);
-	if (id < 0)
-		return id;
-	pd->pdn = id;
-	return 0;
+	cmd.create_pd.uctx = cpu_to_le32(vrnic_uctx_of(udata));
+	return vrnic_admin_exec(to_vdev(ibpd->device), &cmd,
+				&to_vpd(ibpd)->pdn);
 }
 
 static int vrnic_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	struct vrnic_pd *pd = container_of(ibpd, struct vrnic_pd, ibpd);
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DESTROY_PD };
+	int ret;
 
-	ida_free(&to_vdev(ibpd->device)->pd_ida, pd->pdn);
-	return 0;
+	cmd.destroy.id = cpu_to_le32(to_vpd(ibpd)->pdn);
+	ret = vrnic_admin_exec(to_vdev(ibpd->device), &cmd, NULL);
+	return ret == -ENODEV ? 0 : ret;
 }
 
-/* ------------------------------------- verbs that spec 0.2 brings --- */
-
-static int vrnic_create_cq(struct ib_cq *ibcq,
-			   const struct ib_cq_init_attr *attr,
-			   struct uverbs_attr_bundle *attrs)
-{
-	return -EOPNOTSUPP;
-}
-
-static int vrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
-{
-	return 0;
-}
-
-static int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
-{
-	return 0;
-}
-
-static int vrnic_req_notify_cq(struct ib_cq *ibcq,
-			       enum ib_cq_notify_flags flags)
-{
-	return -EOPNOTSUPP;
-}
-
-static int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
-			   struct ib_udata *udata)
-{
-	return -EOPNOTSUPP;
-}
-
-static int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
-			   int mask, struct ib_udata *udata)
-{
-	return -EOPNOTSUPP;
-}
-
-static int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
-			  int mask, struct ib_qp_init_attr *init_attr)
-{
-	return -EOPNOTSUPP;
-}
-
-static int vrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
-{
-	return 0;
-}
-
-static int vrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
-			   const struct ib_send_wr **bad_wr)
-{
-	*bad_wr = wr;
-	return -EOPNOTSUPP;
-}
-
-static int vrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
-			   const struct ib_recv_wr **bad_wr)
-{
-	*bad_wr = wr;
-	return -EOPNOTSUPP;
-}
-
-static struct ib_mr *vrnic_get_dma_mr(struct ib_pd *ibpd, int access)
-{
-	return ERR_PTR(-EOPNOTSUPP);
-}
-
-static struct ib_mr *vrnic_reg_user_mr(struct ib_pd *ibpd, u64 start,
-				       u64 length, u64 virt, int access,
-				       struct ib_udata *udata)
-{
-	return ERR_PTR(-EOPNOTSUPP);
-}
-
-static int vrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
-{
-	return 0;
-}
+/* ------------------------------------------------ address handles --- */
 
 static int vrnic_create_ah(struct ib_ah *ibah,
 			   struct rdma_ah_init_attr *init_attr,

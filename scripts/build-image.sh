@@ -16,7 +16,7 @@ pkgs=(
 	bash coreutils util-linux mount kmod procps iproute2 iputils-ping ethtool
 	pciutils psmisc less
 	perftest qperf iperf3
-	python3 fio nvme-cli
+	python3 libpython3.11 fio nvme-cli
 	libnl-3-200 libnl-route-3-200 libudev1
 )
 base_key=$(printf '%s\n' "${pkgs[@]}" | sha1sum | cut -c1-12)

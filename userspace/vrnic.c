@@ -15,7 +15,6 @@
 #include <kernel-abi/vrnic-abi.h>
 
 #include "vrnic.h"
-#include "vrnic_hw.h"
 
 DECLARE_DRV_CMD(uvrnic_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT, empty,
 		vrnic_alloc_ucontext_resp);
@@ -73,16 +72,29 @@ static void vrnic_free_context(struct ibv_context *ibctx)
 
 	if (ctx->db_page)
 		munmap(ctx->db_page, ctx->db_page_size);
+	pthread_mutex_destroy(&ctx->qp_table_mutex);
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);
 }
 
 static const struct verbs_context_ops vrnic_ctx_ops = {
 	.alloc_pd = vrnic_alloc_pd,
+	.create_cq = vrnic_create_cq,
+	.create_qp = vrnic_create_qp,
 	.dealloc_pd = vrnic_dealloc_pd,
+	.dereg_mr = vrnic_dereg_mr,
+	.destroy_cq = vrnic_destroy_cq,
+	.destroy_qp = vrnic_destroy_qp,
 	.free_context = vrnic_free_context,
+	.modify_qp = vrnic_modify_qp,
+	.poll_cq = vrnic_poll_cq,
+	.post_recv = vrnic_post_recv,
+	.post_send = vrnic_post_send,
 	.query_device_ex = vrnic_query_device_ex,
 	.query_port = vrnic_query_port,
+	.query_qp = vrnic_query_qp,
+	.reg_mr = vrnic_reg_mr,
+	.req_notify_cq = vrnic_req_notify_cq,
 };
 
 static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
@@ -120,6 +132,7 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 		goto err_free;
 	}
 
+	pthread_mutex_init(&ctx->qp_table_mutex, NULL);
 	verbs_set_ops(&ctx->ibv_ctx, &vrnic_ctx_ops);
 	return &ctx->ibv_ctx;
 

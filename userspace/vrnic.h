@@ -5,11 +5,21 @@
 #ifndef __VRNIC_H__
 #define __VRNIC_H__
 
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <infiniband/driver.h>
+
+#include "vrnic_hw.h"
+
+#define VRNIC_QP_TABLE_SIZE	(VRNIC_OBJ_INDEX_MASK + 1)
 
 struct vrnic_device {
 	struct verbs_device ibv_dev;
 };
+
+struct vrnic_qp;
 
 struct vrnic_context {
 	struct verbs_context ibv_ctx;
@@ -17,11 +27,72 @@ struct vrnic_context {
 	uint32_t db_page_index;
 	uint32_t db_page_size;
 	uint32_t spec_version;
+	pthread_mutex_t qp_table_mutex;
+	struct vrnic_qp *qp_table[VRNIC_QP_TABLE_SIZE];	/* by QPN index */
+};
+
+struct vrnic_cq {
+	struct verbs_cq vcq;
+	pthread_spinlock_t lock;
+	struct vrnic_cqe *ring;
+	size_t ring_size;
+	uint32_t log_depth;
+	uint32_t ci;
+	uint32_t cqn;
+	uint8_t arm_sn;
+	struct vrnic_cq_dbrec *dbrec;	/* in its own page */
+};
+
+struct vrnic_qp {
+	struct verbs_qp vqp;
+	uint32_t qpn;
+	pthread_spinlock_t sq_lock;
+	pthread_spinlock_t rq_lock;
+	uint8_t *sq;
+	uint8_t *rq;
+	size_t sq_size, rq_size;
+	uint32_t sq_log, rq_log, sq_shift, rq_shift;
+	uint32_t sq_head, rq_head;
+	uint32_t sq_tail, rq_tail;	/* from completions */
+	struct vrnic_qp_dbrec *dbrec;	/* in its own page */
+	bool sig_all;
+	uint32_t max_send_sge, max_recv_sge, max_inline;
 };
 
 static inline struct vrnic_context *to_vctx(struct ibv_context *ibctx)
 {
 	return container_of(ibctx, struct vrnic_context, ibv_ctx.context);
 }
+
+static inline struct vrnic_cq *to_vcq(struct ibv_cq *ibcq)
+{
+	return container_of(ibcq, struct vrnic_cq, vcq.cq);
+}
+
+static inline struct vrnic_qp *to_vqp(struct ibv_qp *ibqp)
+{
+	return container_of(ibqp, struct vrnic_qp, vqp.qp);
+}
+
+struct ibv_mr *vrnic_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
+			    uint64_t hca_va, int access);
+int vrnic_dereg_mr(struct verbs_mr *vmr);
+struct ibv_cq *vrnic_create_cq(struct ibv_context *ctx, int cqe,
+			       struct ibv_comp_channel *channel,
+			       int comp_vector);
+int vrnic_destroy_cq(struct ibv_cq *cq);
+int vrnic_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
+int vrnic_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+struct ibv_qp *vrnic_create_qp(struct ibv_pd *pd,
+			       struct ibv_qp_init_attr *attr);
+int vrnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+		    int attr_mask);
+int vrnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+		   int attr_mask, struct ibv_qp_init_attr *init_attr);
+int vrnic_destroy_qp(struct ibv_qp *qp);
+int vrnic_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		    struct ibv_send_wr **bad_wr);
+int vrnic_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		    struct ibv_recv_wr **bad_wr);
 
 #endif /* __VRNIC_H__ */

@@ -224,7 +224,15 @@ vrnic_device_attr Device::device_attr() const
 	a.sys_image_guid = le(uint64_t(m[0] ^ 2) << 56 | uint64_t(m[1]) << 48 |
 			      uint64_t(m[2]) << 40 | uint64_t(0xfffe) << 24 |
 			      uint64_t(m[3]) << 16 | uint64_t(m[4]) << 8 | m[5]);
-	// Spec 0.1 has no RDMA objects yet: their limits are honestly zero.
+	a.max_mr_size = le(uint64_t(VRNIC_MAX_MR_PAGES) << 12);
+	a.max_qp = le(uint32_t(VRNIC_MAX_QP - 2));
+	a.max_qp_wr = le(uint32_t(1u << VRNIC_MAX_WQ_LOG_DEPTH));
+	a.max_cq = le(uint32_t(VRNIC_MAX_CQ - 1));
+	a.max_cqe = le(uint32_t(1u << VRNIC_MAX_CQ_LOG_DEPTH));
+	a.max_mr = le(uint32_t(VRNIC_MAX_MR));
+	a.max_pd = le(uint32_t(VRNIC_MAX_PD - 1));
+	a.max_sge = le(uint32_t(VRNIC_MAX_SGE));
+	a.max_qp_rd_atom = le(uint32_t(VRNIC_MAX_RD_ATOMIC));
 	a.max_uctx = le(uint32_t(VRNIC_NUM_DB_PAGES - 1));
 	a.max_eqs = le(uint32_t(VRNIC_MAX_EQS));
 	a.max_eth_queues = le(uint32_t(VRNIC_MAX_ETH_QUEUES));

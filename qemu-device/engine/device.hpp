@@ -66,9 +66,8 @@ public:
 	size_t receive(std::span<const uint8_t> frame);
 	void set_link(bool up);
 
-	// Spec 0.1: Ethernet and test registers; the RoCEv2 bit comes with the
-	// transport.
-	static constexpr uint32_t kCaps = VRNIC_CAP_ETH | VRNIC_CAP_TEST_REGS;
+	static constexpr uint32_t kCaps = VRNIC_CAP_ETH | VRNIC_CAP_ROCE_V2 |
+					  VRNIC_CAP_TEST_REGS;
 	// Work bounds: admin commands and TX frames handled per poll().
 	static constexpr unsigned int kAdminBudget = 64;
 	static constexpr unsigned int kTxBudget = 256;

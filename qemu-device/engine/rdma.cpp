@@ -557,6 +557,7 @@ void Rdma::complete_send(Qp &qp, const SendWqe &w, uint8_t status)
 	vrnic_cqe cqe{};
 	cqe.wr_id = le(w.wr_id);
 	cqe.qpn = le(qp.qpn);
+	cqe.wqe_idx = le(w.index);
 	cqe.opcode = w.opcode < sizeof(kWcOp) ? kWcOp[w.opcode] : uint8_t(VRNIC_WC_SEND);
 	cqe.status = status;
 	cqe.byte_len = le(w.opcode == VRNIC_WR_RDMA_READ ||
@@ -571,6 +572,7 @@ void Rdma::complete_recv(Qp &qp, uint8_t status, uint8_t opcode, uint32_t len,
 
 	cqe.wr_id = le(qp.recv.wr_id);
 	cqe.qpn = le(qp.qpn);
+	cqe.wqe_idx = le(qp.recv.index);
 	cqe.src_qp = qp.attr.dest_qpn;
 	cqe.opcode = opcode;
 	cqe.status = status;
@@ -621,6 +623,7 @@ void Rdma::flush(Qp &qp, unsigned int &budget)
 		if (!plat_.read(a, hdr))
 			break;
 		SendWqe w;
+		w.index = qp.sq_head;
 		w.wr_id = le(hdr.wr_id);
 		w.opcode = hdr.opcode;
 		w.flags = VRNIC_WQE_SIGNALED;
@@ -640,6 +643,7 @@ void Rdma::flush(Qp &qp, unsigned int &budget)
 		if (!plat_.read(a, hdr))
 			break;
 		qp.recv.wr_id = le(hdr.wr_id);
+		qp.recv.index = qp.rq_head;
 		complete_recv(qp, VRNIC_WC_ST_WR_FLUSH_ERR, VRNIC_WC_RECV, 0);
 		qp.rq_head++;
 		budget--;

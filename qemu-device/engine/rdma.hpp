@@ -100,6 +100,7 @@ struct SendWqe {
 };
 
 struct RecvWqe {
+	uint32_t index = 0;		// RQ index it came from
 	uint64_t wr_id = 0;
 	std::vector<vrnic_sge> sges;
 	uint32_t length = 0;		// sum of SGE lengths

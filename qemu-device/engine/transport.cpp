@@ -634,9 +634,9 @@ bool Rdma::fetch_recv(Qp &qp)
 		dcnt_.dma_errors++;
 		return false;
 	}
-	qp.rq_head++;
 	std::memcpy(&hdr, buf.data(), sizeof(hdr));
 	qp.recv = RecvWqe();
+	qp.recv.index = qp.rq_head++;
 	qp.recv.wr_id = le(hdr.wr_id);
 	const unsigned int n = std::min<unsigned int>(
 		hdr.num_sge, (stride - sizeof(hdr)) / sizeof(vrnic_sge));

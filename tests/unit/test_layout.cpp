@@ -47,6 +47,23 @@ CHECK_OFF(vrnic_device_attr, max_mtu, 76);
 CHECK_OFF(vrnic_device_attr, mac, 80);
 CHECK_OFF(vrnic_port_attr, speed_mbps, 12);
 CHECK_OFF(vrnic_stats, admin_cmds, 72);
+CHECK_OFF(vrnic_admin_create_mr, pbl, 16);
+CHECK_OFF(vrnic_admin_create_mr, page_shift, 36);
+CHECK_OFF(vrnic_admin_create_mr, inline_pages, 40);
+CHECK_OFF(vrnic_admin_create_cq, dbrec, 8);
+CHECK_OFF(vrnic_admin_create_cq, ring_flags, 22);
+CHECK_OFF(vrnic_admin_create_qp, recv_cqn, 36);
+CHECK_OFF(vrnic_admin_create_qp, sq_flags, 45);
+CHECK_OFF(vrnic_qp_attr, sq_psn, 8);
+CHECK_OFF(vrnic_qp_attr, dgid, 24);
+CHECK_OFF(vrnic_qp_attr, dmac, 56);
+CHECK_OFF(vrnic_qp_attr, flow_label, 72);
+CHECK_OFF(vrnic_send_wqe, imm_data, 12);
+CHECK_OFF(vrnic_send_wqe, remote_addr, 16);
+CHECK_OFF(vrnic_send_wqe, compare_add, 32);
+CHECK_OFF(vrnic_sge, lkey, 12);
+CHECK_OFF(vrnic_cqe, wqe_idx, 24);
+CHECK_OFF(vrnic_cqe, owner, 31);
 
 TEST(Layout, SizesMatchSpec)
 {

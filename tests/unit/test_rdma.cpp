@@ -86,6 +86,9 @@ TEST_P(Opcodes, AllRcOpcodesMoveTheRightBytes)
 	EXPECT_EQ(sc[0].wr_id, 1u);
 	EXPECT_EQ(sc[1].wr_id, 2u);
 	EXPECT_EQ(sc[1].opcode, VRNIC_WC_SEND);
+	EXPECT_EQ(sc[0].wqe_idx, 0u) << "send CQEs name their SQ slot";
+	EXPECT_EQ(sc[1].wqe_idx, 1u);
+	EXPECT_EQ(rc[1].wqe_idx, 1u) << "receive CQEs name their RQ slot";
 
 	// RDMA WRITE and WRITE with immediate
 	a.post_send(wqe(VRNIC_WR_RDMA_WRITE, 3, Node::kIova + 0x100000, b.mr),

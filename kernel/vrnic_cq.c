@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vrnic completion queues.  A CQ is a ring of 32-byte CQEs with an owner
+ * (phase) bit and a doorbell record holding the consumer index.  User CQs
+ * live in user memory (pinned, described by a page list); kernel CQs in
+ * coherent DMA memory, polled here.  Completion events arrive on the CQ's
+ * EQ and are passed to comp_handler.
+ */
+#include <linux/dma-mapping.h>
+
+#include "vrnic.h"
+#include "vrnic-abi.h"
+
+static int vrnic_cq_pin_dbrec(struct vrnic_dev *vdev, u64 addr,
+			      struct ib_umem **umem, dma_addr_t *dma)
+{
+	struct ib_block_iter biter;
+
+	if (addr & 7)
+		return -EINVAL;
+	*umem = ib_umem_get(&vdev->ibdev, addr & PAGE_MASK, PAGE_SIZE,
+			    IB_ACCESS_LOCAL_WRITE);
+	if (IS_ERR(*umem))
+		return PTR_ERR(*umem);
+	rdma_umem_for_each_dma_block(*umem, &biter, PAGE_SIZE) {
+		*dma = rdma_block_iter_dma_address(&biter) + (addr & ~PAGE_MASK);
+		return 0;
+	}
+	ib_umem_release(*umem);
+	return -EINVAL;
+}
+
+int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		    struct uverbs_attr_bundle *attrs)
+{
+	struct ib_udata *udata = &attrs->driver_udata;
+	struct vrnic_dev *vdev = to_vdev(ibcq->device);
+	struct vrnic_cq *cq = to_vcq(ibcq);
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_CREATE_CQ };
+	struct device *dev = &vdev->pdev->dev;
+	dma_addr_t list_dma = 0;
+	size_t list_size = 0;
+	__le64 *list = NULL;
+	u32 cqn;
+	int ret;
+
+	if (attr->flags)
+		return -EOPNOTSUPP;
+	if (attr->cqe < 1 || attr->cqe > (1 << VRNIC_MAX_CQ_LOG_DEPTH))
+		return -EINVAL;
+	cq->log_depth = order_base_2(max(attr->cqe, 2));
+	cq->eqn = 1 + attr->comp_vector % max(vdev->num_ceqs, 1U);
+	spin_lock_init(&cq->lock);
+
+	cmd.create_cq.uctx = cpu_to_le32(vrnic_uctx_of(udata));
+	cmd.create_cq.eqn = cq->eqn;
+	if (udata) {
+		struct vrnic_create_cq_cmd ucmd = {};
+		struct vrnic_create_cq_resp uresp = {};
+
+		ret = ib_copy_from_udata(&ucmd, udata,
+					 min(sizeof(ucmd), udata->inlen));
+		if (ret)
+			return ret;
+		if (ucmd.log_depth < cq->log_depth ||
+		    ucmd.log_depth > VRNIC_MAX_CQ_LOG_DEPTH ||
+		    ucmd.buf_addr & (SZ_4K - 1))
+			return -EINVAL;
+		cq->log_depth = ucmd.log_depth;
+		cq->umem = ib_umem_get(ibcq->device, ucmd.buf_addr,
+				       sizeof(struct vrnic_cqe) << cq->log_depth,
+				       IB_ACCESS_LOCAL_WRITE);
+		if (IS_ERR(cq->umem))
+			return PTR_ERR(cq->umem);
+		ret = vrnic_cq_pin_dbrec(vdev, ucmd.dbrec_addr, &cq->dbrec_umem,
+					 &cq->dbrec_dma);
+		if (ret)
+			goto err_umem;
+		ret = vrnic_umem_page_list(vdev, cq->umem, &list, &list_dma,
+					   &list_size);
+		if (ret)
+			goto err_dbrec;
+		cmd.create_cq.base = cpu_to_le64(list_dma);
+		cmd.create_cq.ring_flags = VRNIC_RING_PAGED;
+		cmd.create_cq.dbrec = cpu_to_le64(cq->dbrec_dma);
+		cmd.create_cq.log_depth = cq->log_depth;
+		ret = vrnic_admin_exec(vdev, &cmd, &cqn);
+		dma_free_coherent(dev, list_size, list, list_dma);
+		if (ret)
+			goto err_dbrec;
+		uresp.cqn = cqn;
+		ret = ib_copy_to_udata(udata, &uresp,
+				       min(sizeof(uresp), udata->outlen));
+		if (ret)
+			goto err_destroy;
+	} else {
+		cq->ring = dma_alloc_coherent(dev, sizeof(*cq->ring) << cq->log_depth,
+					      &cq->ring_dma, GFP_KERNEL);
+		cq->dbrec = dma_alloc_coherent(dev, sizeof(*cq->dbrec),
+					       &cq->dbrec_dma, GFP_KERNEL);
+		if (!cq->ring || !cq->dbrec) {
+			ret = -ENOMEM;
+			goto err_kmem;
+		}
+		cmd.create_cq.base = cpu_to_le64(cq->ring_dma);
+		cmd.create_cq.dbrec = cpu_to_le64(cq->dbrec_dma);
+		cmd.create_cq.log_depth = cq->log_depth;
+		ret = vrnic_admin_exec(vdev, &cmd, &cqn);
+		if (ret)
+			goto err_kmem;
+	}
+	cq->cqn = cqn;
+	ibcq->cqe = (1 << cq->log_depth) - 1;
+	ret = xa_insert_irq(&vdev->cq_xa, cqn, cq, GFP_KERNEL);
+	if (ret)
+		goto err_destroy;
+	return 0;
+
+err_destroy:
+	cmd.opcode = VRNIC_ADMIN_DESTROY_CQ;
+	memset(&cmd.raw, 0, sizeof(cmd.raw));
+	cmd.destroy.id = cpu_to_le32(cqn);
+	vrnic_admin_exec(vdev, &cmd, NULL);
+err_kmem:
+	if (cq->ring)
+		dma_free_coherent(dev, sizeof(*cq->ring) << cq->log_depth,
+				  cq->ring, cq->ring_dma);
+	if (cq->dbrec)
+		dma_free_coherent(dev, sizeof(*cq->dbrec), cq->dbrec,
+				  cq->dbrec_dma);
+err_dbrec:
+	if (cq->dbrec_umem)
+		ib_umem_release(cq->dbrec_umem);
+err_umem:
+	if (cq->umem)
+		ib_umem_release(cq->umem);
+	return ret;
+}
+
+int vrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	struct vrnic_dev *vdev = to_vdev(ibcq->device);
+	struct vrnic_cq *cq = to_vcq(ibcq);
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DESTROY_CQ };
+	struct device *dev = &vdev->pdev->dev;
+
+	cmd.destroy.id = cpu_to_le32(cq->cqn);
+	vrnic_admin_exec(vdev, &cmd, NULL);
+	xa_erase_irq(&vdev->cq_xa, cq->cqn);
+	/* No event handler may still be looking at this CQ. */
+	synchronize_irq(pci_irq_vector(vdev->pdev, cq->eqn));
+	synchronize_irq(pci_irq_vector(vdev->pdev, VRNIC_AEQ_VECTOR));
+	if (cq->ring)
+		dma_free_coherent(dev, sizeof(*cq->ring) << cq->log_depth,
+				  cq->ring, cq->ring_dma);
+	if (cq->dbrec)
+		dma_free_coherent(dev, sizeof(*cq->dbrec), cq->dbrec,
+				  cq->dbrec_dma);
+	if (cq->dbrec_umem)
+		ib_umem_release(cq->dbrec_umem);
+	if (cq->umem)
+		ib_umem_release(cq->umem);
+	return 0;
+}
+
+/* Called from EQ interrupt handlers. */
+void vrnic_cq_event(struct vrnic_dev *vdev, u32 cqn, bool error)
+{
+	struct vrnic_cq *cq;
+
+	xa_lock(&vdev->cq_xa);
+	cq = xa_load(&vdev->cq_xa, cqn);
+	if (cq && !error && cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+	if (cq && error && cq->ibcq.event_handler) {
+		struct ib_event ev = {
+			.device = cq->ibcq.device,
+			.element.cq = &cq->ibcq,
+			.event = IB_EVENT_CQ_ERR,
+		};
+
+		cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
+	}
+	xa_unlock(&vdev->cq_xa);
+}
+
+static const enum ib_wc_opcode vrnic_wc_opcode[] = {
+	[VRNIC_WC_SEND] = IB_WC_SEND,
+	[VRNIC_WC_RDMA_WRITE] = IB_WC_RDMA_WRITE,
+	[VRNIC_WC_RDMA_READ] = IB_WC_RDMA_READ,
+	[VRNIC_WC_CMP_SWP] = IB_WC_COMP_SWAP,
+	[VRNIC_WC_FETCH_ADD] = IB_WC_FETCH_ADD,
+};
+
+int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
+{
+	struct vrnic_dev *vdev = to_vdev(ibcq->device);
+	struct vrnic_cq *cq = to_vcq(ibcq);
+	u32 mask = (1U << cq->log_depth) - 1;
+	unsigned long flags;
+	int n = 0;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	while (n < num_entries) {
+		struct vrnic_cqe *cqe = &cq->ring[cq->ci & mask];
+		u8 phase = ((cq->ci >> cq->log_depth) & 1) ? 0 : VRNIC_CQE_OWNER;
+		struct ib_wc *w = &wc[n];
+		struct vrnic_qp *qp;
+
+		if ((READ_ONCE(cqe->owner) & VRNIC_CQE_OWNER) != phase)
+			break;
+		dma_rmb();
+		memset(w, 0, sizeof(*w));
+		w->wr_id = le64_to_cpu(cqe->wr_id);
+		w->status = cqe->status;
+		w->byte_len = le32_to_cpu(cqe->byte_len);
+		if (cqe->opcode == VRNIC_WC_RECV)
+			w->opcode = IB_WC_RECV;
+		else if (cqe->opcode == VRNIC_WC_RECV_RDMA_WITH_IMM)
+			w->opcode = IB_WC_RECV_RDMA_WITH_IMM;
+		else if (cqe->opcode < ARRAY_SIZE(vrnic_wc_opcode))
+			w->opcode = vrnic_wc_opcode[cqe->opcode];
+		if (cqe->wc_flags & VRNIC_CQE_WITH_IMM) {
+			w->wc_flags |= IB_WC_WITH_IMM;
+			w->ex.imm_data = (__force __be32)cqe->imm_data;
+		}
+		w->src_qp = le32_to_cpu(cqe->src_qp);
+		w->port_num = 1;
+		qp = xa_load(&vdev->qp_xa, le32_to_cpu(cqe->qpn));
+		if (qp) {
+			w->qp = &qp->ibqp;
+			vrnic_qp_completed(qp, !(cqe->opcode & VRNIC_WC_RECV),
+					   le32_to_cpu(cqe->wqe_idx));
+		}
+		cq->ci++;
+		n++;
+	}
+	if (n)
+		cq->dbrec->ci = cpu_to_le32(cq->ci);
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
+}
+
+int vrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+{
+	struct vrnic_dev *vdev = to_vdev(ibcq->device);
+	struct vrnic_cq *cq = to_vcq(ibcq);
+	u32 cmd = (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
+		  VRNIC_CQ_ARM_SOLICITED : VRNIC_CQ_ARM_NEXT;
+	unsigned long irqflags;
+	int ret = 0;
+
+	spin_lock_irqsave(&cq->lock, irqflags);
+	cq->arm_sn++;
+	vrnic_db(vdev, VRNIC_DB_CQ_ARM, cq->cqn |
+		 cmd << VRNIC_CQ_ARM_CMD_SHIFT |
+		 (u32)(cq->arm_sn & 0xf) << VRNIC_CQ_ARM_SN_SHIFT);
+	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
+		struct vrnic_cqe *cqe =
+			&cq->ring[cq->ci & ((1U << cq->log_depth) - 1)];
+		u8 phase = ((cq->ci >> cq->log_depth) & 1) ? 0 : VRNIC_CQE_OWNER;
+
+		ret = (READ_ONCE(cqe->owner) & VRNIC_CQE_OWNER) == phase;
+	}
+	spin_unlock_irqrestore(&cq->lock, irqflags);
+	return ret;
+}

@@ -1,0 +1,613 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vrnic RC queue pairs.  The device runs the transport; the driver creates
+ * QPs, drives their state machine with MODIFY_QP and, for kernel QPs,
+ * writes WQEs into the rings and rings the doorbells.  User QPs' rings are
+ * in user memory and never touched here.
+ */
+#include <linux/dma-mapping.h>
+#include <rdma/ib_cache.h>
+
+#include "vrnic.h"
+#include "vrnic-abi.h"
+
+#define VRNIC_SEND_WQE_HDR	sizeof(struct vrnic_send_wqe)
+#define VRNIC_RECV_WQE_HDR	sizeof(struct vrnic_recv_wqe)
+
+static u32 vrnic_sq_shift(u32 max_sge, u32 max_inline)
+{
+	u32 need = VRNIC_SEND_WQE_HDR +
+		   max_t(u32, max_sge * sizeof(struct vrnic_sge), max_inline);
+
+	return max_t(u32, 6, order_base_2(need));
+}
+
+static u32 vrnic_rq_shift(u32 max_sge)
+{
+	u32 need = VRNIC_RECV_WQE_HDR + max_sge * sizeof(struct vrnic_sge);
+
+	return max_t(u32, 5, order_base_2(need));
+}
+
+static int vrnic_qp_pin(struct vrnic_dev *vdev, u64 addr, size_t size,
+			struct ib_umem **umem, __le64 **list, dma_addr_t *dma,
+			size_t *list_size)
+{
+	if (addr & (SZ_4K - 1))
+		return -EINVAL;
+	*umem = ib_umem_get(&vdev->ibdev, addr, size, IB_ACCESS_LOCAL_WRITE);
+	if (IS_ERR(*umem)) {
+		int ret = PTR_ERR(*umem);
+
+		*umem = NULL;
+		return ret;
+	}
+	return vrnic_umem_page_list(vdev, *umem, list, dma, list_size);
+}
+
+static void vrnic_qp_free_mem(struct vrnic_dev *vdev, struct vrnic_qp *qp)
+{
+	struct device *dev = &vdev->pdev->dev;
+
+	if (qp->sq)
+		dma_free_coherent(dev, 1UL << (qp->sq_log + qp->sq_shift),
+				  qp->sq, qp->sq_dma);
+	if (qp->rq)
+		dma_free_coherent(dev, 1UL << (qp->rq_log + qp->rq_shift),
+				  qp->rq, qp->rq_dma);
+	if (qp->dbrec)
+		dma_free_coherent(dev, sizeof(*qp->dbrec), qp->dbrec,
+				  qp->dbrec_dma);
+	ib_umem_release(qp->sq_umem);
+	ib_umem_release(qp->rq_umem);
+	ib_umem_release(qp->dbrec_umem);
+}
+
+int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata)
+{
+	struct vrnic_dev *vdev = to_vdev(ibqp->device);
+	struct vrnic_qp *qp = to_vqp(ibqp);
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_CREATE_QP };
+	struct device *dev = &vdev->pdev->dev;
+	struct ib_qp_cap *cap = &init->cap;
+	__le64 *sq_list = NULL, *rq_list = NULL;
+	dma_addr_t sq_list_dma = 0, rq_list_dma = 0;
+	size_t sq_list_size = 0, rq_list_size = 0;
+	u32 qpn;
+	int ret;
+
+	if (init->qp_type != IB_QPT_RC || init->srq || init->create_flags)
+		return -EOPNOTSUPP;
+	if (cap->max_send_wr > (1U << VRNIC_MAX_WQ_LOG_DEPTH) ||
+	    cap->max_recv_wr > (1U << VRNIC_MAX_WQ_LOG_DEPTH) ||
+	    cap->max_send_sge > VRNIC_MAX_SGE ||
+	    cap->max_recv_sge > VRNIC_MAX_SGE ||
+	    cap->max_inline_data > VRNIC_MAX_INLINE)
+		return -EINVAL;
+
+	qp->sq_log = order_base_2(max(cap->max_send_wr, 1U));
+	qp->rq_log = order_base_2(max(cap->max_recv_wr, 1U));
+	qp->sq_shift = vrnic_sq_shift(cap->max_send_sge, cap->max_inline_data);
+	qp->rq_shift = vrnic_rq_shift(cap->max_recv_sge);
+	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+	spin_lock_init(&qp->sq_lock);
+	spin_lock_init(&qp->rq_lock);
+
+	cmd.create_qp.uctx = cpu_to_le32(vrnic_uctx_of(udata));
+	cmd.create_qp.pdn = cpu_to_le32(to_vpd(ibqp->pd)->pdn);
+	cmd.create_qp.send_cqn = cpu_to_le32(to_vcq(init->send_cq)->cqn);
+	cmd.create_qp.recv_cqn = cpu_to_le32(to_vcq(init->recv_cq)->cqn);
+	cmd.create_qp.type = VRNIC_QPT_RC;
+
+	if (udata) {
+		struct vrnic_create_qp_cmd ucmd = {};
+		struct ib_block_iter biter;
+
+		ret = ib_copy_from_udata(&ucmd, udata,
+					 min(sizeof(ucmd), udata->inlen));
+		if (ret)
+			return ret;
+		/* The provider may ask for more, never for less. */
+		if (ucmd.sq_log_depth < qp->sq_log || ucmd.rq_log_depth < qp->rq_log ||
+		    ucmd.sq_wqe_shift < qp->sq_shift ||
+		    ucmd.rq_wqe_shift < qp->rq_shift ||
+		    ucmd.sq_log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
+		    ucmd.rq_log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
+		    ucmd.sq_wqe_shift > 10 || ucmd.rq_wqe_shift > 9 ||
+		    (ucmd.dbrec_addr & 7))
+			return -EINVAL;
+		qp->sq_log = ucmd.sq_log_depth;
+		qp->rq_log = ucmd.rq_log_depth;
+		qp->sq_shift = ucmd.sq_wqe_shift;
+		qp->rq_shift = ucmd.rq_wqe_shift;
+		ret = vrnic_qp_pin(vdev, ucmd.sq_addr, 1UL << (qp->sq_log + qp->sq_shift),
+				   &qp->sq_umem, &sq_list, &sq_list_dma, &sq_list_size);
+		if (ret)
+			goto err_mem;
+		ret = vrnic_qp_pin(vdev, ucmd.rq_addr, 1UL << (qp->rq_log + qp->rq_shift),
+				   &qp->rq_umem, &rq_list, &rq_list_dma, &rq_list_size);
+		if (ret)
+			goto err_mem;
+		qp->dbrec_umem = ib_umem_get(ibqp->device, ucmd.dbrec_addr & PAGE_MASK,
+					     PAGE_SIZE, IB_ACCESS_LOCAL_WRITE);
+		if (IS_ERR(qp->dbrec_umem)) {
+			ret = PTR_ERR(qp->dbrec_umem);
+			qp->dbrec_umem = NULL;
+			goto err_mem;
+		}
+		rdma_umem_for_each_dma_block(qp->dbrec_umem, &biter, PAGE_SIZE) {
+			qp->dbrec_dma = rdma_block_iter_dma_address(&biter) +
+					(ucmd.dbrec_addr & ~PAGE_MASK);
+			break;
+		}
+		cmd.create_qp.sq_base = cpu_to_le64(sq_list_dma);
+		cmd.create_qp.rq_base = cpu_to_le64(rq_list_dma);
+		cmd.create_qp.sq_flags = VRNIC_RING_PAGED;
+		cmd.create_qp.rq_flags = VRNIC_RING_PAGED;
+	} else {
+		qp->sq = dma_alloc_coherent(dev, 1UL << (qp->sq_log + qp->sq_shift),
+					    &qp->sq_dma, GFP_KERNEL);
+		qp->rq = dma_alloc_coherent(dev, 1UL << (qp->rq_log + qp->rq_shift),
+					    &qp->rq_dma, GFP_KERNEL);
+		qp->dbrec = dma_alloc_coherent(dev, sizeof(*qp->dbrec),
+					       &qp->dbrec_dma, GFP_KERNEL);
+		if (!qp->sq || !qp->rq || !qp->dbrec) {
+			ret = -ENOMEM;
+			goto err_mem;
+		}
+		cmd.create_qp.sq_base = cpu_to_le64(qp->sq_dma);
+		cmd.create_qp.rq_base = cpu_to_le64(qp->rq_dma);
+	}
+	cmd.create_qp.dbrec = cpu_to_le64(qp->dbrec_dma);
+	cmd.create_qp.sq_log_depth = qp->sq_log;
+	cmd.create_qp.rq_log_depth = qp->rq_log;
+	cmd.create_qp.sq_wqe_shift = qp->sq_shift;
+	cmd.create_qp.rq_wqe_shift = qp->rq_shift;
+	ret = vrnic_admin_exec(vdev, &cmd, &qpn);
+	if (sq_list)
+		dma_free_coherent(dev, sq_list_size, sq_list, sq_list_dma);
+	if (rq_list)
+		dma_free_coherent(dev, rq_list_size, rq_list, rq_list_dma);
+	sq_list = NULL;
+	rq_list = NULL;
+	if (ret)
+		goto err_mem;
+
+	qp->qpn = qpn;
+	ibqp->qp_num = qpn;
+	qp->state = IB_QPS_RESET;
+	qp->max_send_sge = (BIT(qp->sq_shift) - VRNIC_SEND_WQE_HDR) /
+			   sizeof(struct vrnic_sge);
+	qp->max_send_sge = min_t(u32, qp->max_send_sge, VRNIC_MAX_SGE);
+	qp->max_recv_sge = min_t(u32, (BIT(qp->rq_shift) - VRNIC_RECV_WQE_HDR) /
+				 sizeof(struct vrnic_sge), VRNIC_MAX_SGE);
+	qp->max_inline = min_t(u32, BIT(qp->sq_shift) - VRNIC_SEND_WQE_HDR,
+			       VRNIC_MAX_INLINE);
+	cap->max_send_wr = BIT(qp->sq_log);
+	cap->max_recv_wr = BIT(qp->rq_log);
+	cap->max_send_sge = qp->max_send_sge;
+	cap->max_recv_sge = qp->max_recv_sge;
+	cap->max_inline_data = qp->max_inline;
+
+	if (udata) {
+		struct vrnic_create_qp_resp uresp = { .qpn = qpn };
+
+		ret = ib_copy_to_udata(udata, &uresp,
+				       min(sizeof(uresp), udata->outlen));
+		if (ret)
+			goto err_destroy;
+	}
+	ret = xa_insert_irq(&vdev->qp_xa, qpn, qp, GFP_KERNEL);
+	if (ret)
+		goto err_destroy;
+	return 0;
+
+err_destroy:
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.opcode = VRNIC_ADMIN_DESTROY_QP;
+	cmd.destroy.id = cpu_to_le32(qpn);
+	vrnic_admin_exec(vdev, &cmd, NULL);
+err_mem:
+	if (sq_list)
+		dma_free_coherent(dev, sq_list_size, sq_list, sq_list_dma);
+	if (rq_list)
+		dma_free_coherent(dev, rq_list_size, rq_list, rq_list_dma);
+	vrnic_qp_free_mem(vdev, qp);
+	return ret;
+}
+
+int vrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct vrnic_dev *vdev = to_vdev(ibqp->device);
+	struct vrnic_qp *qp = to_vqp(ibqp);
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DESTROY_QP };
+
+	cmd.destroy.id = cpu_to_le32(qp->qpn);
+	vrnic_admin_exec(vdev, &cmd, NULL);
+	xa_erase_irq(&vdev->qp_xa, qp->qpn);
+	synchronize_irq(pci_irq_vector(vdev->pdev, VRNIC_AEQ_VECTOR));
+	vrnic_qp_free_mem(vdev, qp);
+	return 0;
+}
+
+void vrnic_qp_completed(struct vrnic_qp *qp, bool send, u32 idx)
+{
+	if (send)
+		WRITE_ONCE(qp->sq_tail, idx + 1);
+	else
+		WRITE_ONCE(qp->rq_tail, idx + 1);
+}
+
+void vrnic_qp_fatal(struct vrnic_dev *vdev, u32 qpn)
+{
+	struct vrnic_qp *qp;
+
+	xa_lock(&vdev->qp_xa);
+	qp = xa_load(&vdev->qp_xa, qpn);
+	if (qp && qp->ibqp.event_handler) {
+		struct ib_event ev = {
+			.device = qp->ibqp.device,
+			.element.qp = &qp->ibqp,
+			.event = IB_EVENT_QP_FATAL,
+		};
+
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+	}
+	xa_unlock(&vdev->qp_xa);
+}
+
+#define VRNIC_QP_SUPPORTED_MASK (IB_QP_STATE | IB_QP_CUR_STATE | \
+	IB_QP_ACCESS_FLAGS | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_AV | \
+	IB_QP_PATH_MTU | IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | \
+	IB_QP_RQ_PSN | IB_QP_MAX_QP_RD_ATOMIC | IB_QP_MIN_RNR_TIMER | \
+	IB_QP_SQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_DEST_QPN)
+
+static int vrnic_qp_av(struct vrnic_qp *qp, struct ib_qp_attr *attr,
+		       int mask, struct vrnic_qp_attr *a)
+{
+	const struct ib_global_route *grh = rdma_ah_read_grh(&attr->ah_attr);
+	const struct ib_gid_attr *sgid_attr = grh->sgid_attr;
+	u32 dqpn = (mask & IB_QP_DEST_QPN) ? attr->dest_qp_num :
+		   le32_to_cpu(qp->attr.dest_qpn);
+
+	if (!(rdma_ah_get_ah_flags(&attr->ah_attr) & IB_AH_GRH) || !sgid_attr ||
+	    sgid_attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+		return -EINVAL;
+	memcpy(a->dgid, grh->dgid.raw, sizeof(a->dgid));
+	memcpy(a->sgid, sgid_attr->gid.raw, sizeof(a->sgid));
+	memcpy(a->dmac, attr->ah_attr.roce.dmac, ETH_ALEN);
+	a->traffic_class = grh->traffic_class;
+	a->hop_limit = grh->hop_limit;
+	a->flow_label = cpu_to_le32(grh->flow_label);
+	a->udp_sport = cpu_to_le16(rdma_get_udp_sport(grh->flow_label,
+						      qp->qpn, dqpn));
+	return 0;
+}
+
+int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata)
+{
+	struct vrnic_dev *vdev = to_vdev(ibqp->device);
+	struct vrnic_qp *qp = to_vqp(ibqp);
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_MODIFY_QP };
+	enum ib_qp_state cur = qp->state, next;
+	struct vrnic_qp_attr *a;
+	dma_addr_t a_dma;
+	u32 vmask = 0;
+	int ret;
+
+	if (mask & ~VRNIC_QP_SUPPORTED_MASK)
+		return -EOPNOTSUPP;
+	if (mask & IB_QP_CUR_STATE)
+		cur = attr->cur_qp_state;
+	next = (mask & IB_QP_STATE) ? attr->qp_state : cur;
+	if (!ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask))
+		return -EINVAL;
+	if ((mask & IB_QP_PATH_MTU) &&
+	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
+		return -EINVAL;
+	if (((mask & IB_QP_MAX_QP_RD_ATOMIC) &&
+	     attr->max_rd_atomic > VRNIC_MAX_RD_ATOMIC) ||
+	    ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
+	     attr->max_dest_rd_atomic > VRNIC_MAX_RD_ATOMIC))
+		return -EINVAL;
+
+	a = dma_alloc_coherent(&vdev->pdev->dev, sizeof(*a), &a_dma, GFP_KERNEL);
+	if (!a)
+		return -ENOMEM;
+	*a = qp->attr;
+	if (mask & IB_QP_STATE) {
+		a->state = next;	/* same numbering as enum ib_qp_state */
+		vmask |= VRNIC_QP_ATTR_STATE;
+	}
+	if (mask & IB_QP_ACCESS_FLAGS) {
+		a->access = cpu_to_le32(vrnic_ib_access(attr->qp_access_flags) &
+					~VRNIC_ACCESS_LOCAL_WRITE);
+		vmask |= VRNIC_QP_ATTR_ACCESS;
+	}
+	if (mask & IB_QP_AV) {
+		ret = vrnic_qp_av(qp, attr, mask, a);
+		if (ret)
+			goto out;
+		vmask |= VRNIC_QP_ATTR_AV;
+	}
+	if (mask & IB_QP_PATH_MTU) {
+		a->path_mtu = attr->path_mtu;
+		vmask |= VRNIC_QP_ATTR_PATH_MTU;
+	}
+	if (mask & IB_QP_TIMEOUT) {
+		a->timeout = attr->timeout;
+		vmask |= VRNIC_QP_ATTR_TIMEOUT;
+	}
+	if (mask & IB_QP_RETRY_CNT) {
+		a->retry_cnt = attr->retry_cnt;
+		vmask |= VRNIC_QP_ATTR_RETRY_CNT;
+	}
+	if (mask & IB_QP_RNR_RETRY) {
+		a->rnr_retry = attr->rnr_retry;
+		vmask |= VRNIC_QP_ATTR_RNR_RETRY;
+	}
+	if (mask & IB_QP_MIN_RNR_TIMER) {
+		a->min_rnr_timer = attr->min_rnr_timer;
+		vmask |= VRNIC_QP_ATTR_MIN_RNR_TIMER;
+	}
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC) {
+		a->max_rd_atomic = attr->max_rd_atomic;
+		vmask |= VRNIC_QP_ATTR_MAX_RD_ATOMIC;
+	}
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
+		a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+		vmask |= VRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC;
+	}
+	if (mask & IB_QP_SQ_PSN) {
+		a->sq_psn = cpu_to_le32(attr->sq_psn & 0xffffff);
+		vmask |= VRNIC_QP_ATTR_SQ_PSN;
+	}
+	if (mask & IB_QP_RQ_PSN) {
+		a->rq_psn = cpu_to_le32(attr->rq_psn & 0xffffff);
+		vmask |= VRNIC_QP_ATTR_RQ_PSN;
+	}
+	if (mask & IB_QP_DEST_QPN) {
+		a->dest_qpn = cpu_to_le32(attr->dest_qp_num);
+		vmask |= VRNIC_QP_ATTR_DEST_QPN;
+	}
+	cmd.modify_qp.attr_addr = cpu_to_le64(a_dma);
+	cmd.modify_qp.qpn = cpu_to_le32(qp->qpn);
+	cmd.modify_qp.attr_mask = cpu_to_le32(vmask);
+	ret = vrnic_admin_exec(vdev, &cmd, NULL);
+	if (!ret) {
+		qp->attr = *a;
+		qp->state = next;
+		if (next == IB_QPS_RESET) {
+			qp->sq_head = 0;
+			qp->sq_tail = 0;
+			qp->rq_head = 0;
+			qp->rq_tail = 0;
+			if (qp->dbrec)
+				memset(qp->dbrec, 0, sizeof(*qp->dbrec));
+		}
+	}
+out:
+	dma_free_coherent(&vdev->pdev->dev, sizeof(*a), a, a_dma);
+	return ret;
+}
+
+int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init_attr)
+{
+	struct vrnic_dev *vdev = to_vdev(ibqp->device);
+	struct vrnic_qp *qp = to_vqp(ibqp);
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_QUERY_QP };
+	struct vrnic_qp_attr *a;
+	dma_addr_t a_dma;
+	int ret;
+
+	a = dma_alloc_coherent(&vdev->pdev->dev, sizeof(*a), &a_dma, GFP_KERNEL);
+	if (!a)
+		return -ENOMEM;
+	cmd.query_qp.out_addr = cpu_to_le64(a_dma);
+	cmd.query_qp.qpn = cpu_to_le32(qp->qpn);
+	ret = vrnic_admin_exec(vdev, &cmd, NULL);
+	if (ret)
+		goto out;
+	memset(attr, 0, sizeof(*attr));
+	attr->qp_state = a->state;
+	attr->cur_qp_state = a->state;
+	attr->path_mtu = a->path_mtu ? a->path_mtu : IB_MTU_1024;
+	attr->path_mig_state = IB_MIG_MIGRATED;
+	attr->qp_access_flags =
+		(le32_to_cpu(a->access) & VRNIC_ACCESS_REMOTE_WRITE ?
+		 IB_ACCESS_REMOTE_WRITE : 0) |
+		(le32_to_cpu(a->access) & VRNIC_ACCESS_REMOTE_READ ?
+		 IB_ACCESS_REMOTE_READ : 0) |
+		(le32_to_cpu(a->access) & VRNIC_ACCESS_REMOTE_ATOMIC ?
+		 IB_ACCESS_REMOTE_ATOMIC : 0);
+	attr->timeout = a->timeout;
+	attr->retry_cnt = a->retry_cnt;
+	attr->rnr_retry = a->rnr_retry;
+	attr->min_rnr_timer = a->min_rnr_timer;
+	attr->max_rd_atomic = a->max_rd_atomic;
+	attr->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	attr->sq_psn = le32_to_cpu(a->sq_psn);
+	attr->rq_psn = le32_to_cpu(a->rq_psn);
+	attr->dest_qp_num = le32_to_cpu(a->dest_qpn);
+	attr->port_num = 1;
+	attr->cap.max_send_wr = BIT(qp->sq_log);
+	attr->cap.max_recv_wr = BIT(qp->rq_log);
+	attr->cap.max_send_sge = qp->max_send_sge;
+	attr->cap.max_recv_sge = qp->max_recv_sge;
+	attr->cap.max_inline_data = qp->max_inline;
+	init_attr->cap = attr->cap;
+	init_attr->qp_type = IB_QPT_RC;
+	init_attr->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
+out:
+	dma_free_coherent(&vdev->pdev->dev, sizeof(*a), a, a_dma);
+	return ret;
+}
+
+/* ----------------------------------------------- kernel QP data path */
+
+static int vrnic_wr_opcode(enum ib_wr_opcode op)
+{
+	switch (op) {
+	case IB_WR_SEND:
+		return VRNIC_WR_SEND;
+	case IB_WR_SEND_WITH_IMM:
+		return VRNIC_WR_SEND_IMM;
+	case IB_WR_RDMA_WRITE:
+		return VRNIC_WR_RDMA_WRITE;
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return VRNIC_WR_RDMA_WRITE_IMM;
+	case IB_WR_RDMA_READ:
+		return VRNIC_WR_RDMA_READ;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return VRNIC_WR_ATOMIC_CMP_SWP;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return VRNIC_WR_ATOMIC_FETCH_ADD;
+	default:
+		return -EINVAL;
+	}
+}
+
+static int vrnic_build_send(struct vrnic_qp *qp, const struct ib_send_wr *wr,
+			    void *slot)
+{
+	struct vrnic_send_wqe *w = slot;
+	struct vrnic_sge *sge = slot + sizeof(*w);
+	int op = vrnic_wr_opcode(wr->opcode);
+	int i;
+
+	if (op < 0)
+		return op;
+	memset(w, 0, sizeof(*w));
+	w->wr_id = cpu_to_le64(wr->wr_id);
+	w->opcode = op;
+	if ((wr->send_flags & IB_SEND_SIGNALED) || qp->sig_all)
+		w->flags |= VRNIC_WQE_SIGNALED;
+	if (wr->send_flags & IB_SEND_SOLICITED)
+		w->flags |= VRNIC_WQE_SOLICITED;
+	if (wr->send_flags & IB_SEND_FENCE)
+		w->flags |= VRNIC_WQE_FENCE;
+	if (wr->opcode == IB_WR_SEND_WITH_IMM ||
+	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
+		w->imm_data = (__force __le32)wr->ex.imm_data;
+	switch (wr->opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+		w->remote_addr = cpu_to_le64(rdma_wr(wr)->remote_addr);
+		w->rkey = cpu_to_le32(rdma_wr(wr)->rkey);
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		w->remote_addr = cpu_to_le64(atomic_wr(wr)->remote_addr);
+		w->rkey = cpu_to_le32(atomic_wr(wr)->rkey);
+		w->compare_add = cpu_to_le64(atomic_wr(wr)->compare_add);
+		w->swap = cpu_to_le64(atomic_wr(wr)->swap);
+		break;
+	default:
+		break;
+	}
+	if (wr->send_flags & IB_SEND_INLINE) {
+		u8 *dst = slot + sizeof(*w);
+		u32 len = 0;
+
+		for (i = 0; i < wr->num_sge; i++) {
+			if (len + wr->sg_list[i].length > qp->max_inline)
+				return -EINVAL;
+			memcpy(dst + len, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			len += wr->sg_list[i].length;
+		}
+		w->flags |= VRNIC_WQE_INLINE;
+		w->inline_len = cpu_to_le32(len);
+		return 0;
+	}
+	if (wr->num_sge > qp->max_send_sge)
+		return -EINVAL;
+	for (i = 0; i < wr->num_sge; i++) {
+		sge[i].addr = cpu_to_le64(wr->sg_list[i].addr);
+		sge[i].length = cpu_to_le32(wr->sg_list[i].length);
+		sge[i].lkey = cpu_to_le32(wr->sg_list[i].lkey);
+	}
+	w->num_sge = wr->num_sge;
+	return 0;
+}
+
+int vrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr)
+{
+	struct vrnic_dev *vdev = to_vdev(ibqp->device);
+	struct vrnic_qp *qp = to_vqp(ibqp);
+	unsigned long flags;
+	int ret = 0;
+
+	if (!qp->sq)
+		return -EINVAL;
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	for (; wr; wr = wr->next) {
+		void *slot;
+
+		if (qp->sq_head - READ_ONCE(qp->sq_tail) >= BIT(qp->sq_log)) {
+			ret = -ENOMEM;
+			break;
+		}
+		slot = qp->sq + ((qp->sq_head & (BIT(qp->sq_log) - 1)) <<
+				 qp->sq_shift);
+		ret = vrnic_build_send(qp, wr, slot);
+		if (ret)
+			break;
+		qp->sq_head++;
+	}
+	if (ret)
+		*bad_wr = wr;
+	/* WQEs before the producer index, the index before the doorbell. */
+	dma_wmb();
+	qp->dbrec->sq_pi = cpu_to_le32(qp->sq_head);
+	vrnic_db(vdev, VRNIC_DB_SQ, qp->qpn);
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	return ret;
+}
+
+int vrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr)
+{
+	struct vrnic_dev *vdev = to_vdev(ibqp->device);
+	struct vrnic_qp *qp = to_vqp(ibqp);
+	unsigned long flags;
+	int ret = 0;
+	int i;
+
+	if (!qp->rq)
+		return -EINVAL;
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	for (; wr; wr = wr->next) {
+		struct vrnic_recv_wqe *w;
+		struct vrnic_sge *sge;
+
+		if (qp->rq_head - READ_ONCE(qp->rq_tail) >= BIT(qp->rq_log) ||
+		    wr->num_sge > qp->max_recv_sge) {
+			ret = wr->num_sge > qp->max_recv_sge ? -EINVAL : -ENOMEM;
+			break;
+		}
+		w = qp->rq + ((qp->rq_head & (BIT(qp->rq_log) - 1)) << qp->rq_shift);
+		sge = (void *)w + sizeof(*w);
+		memset(w, 0, sizeof(*w));
+		w->wr_id = cpu_to_le64(wr->wr_id);
+		w->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = cpu_to_le64(wr->sg_list[i].addr);
+			sge[i].length = cpu_to_le32(wr->sg_list[i].length);
+			sge[i].lkey = cpu_to_le32(wr->sg_list[i].lkey);
+		}
+		qp->rq_head++;
+	}
+	if (ret)
+		*bad_wr = wr;
+	dma_wmb();
+	qp->dbrec->rq_pi = cpu_to_le32(qp->rq_head);
+	vrnic_db(vdev, VRNIC_DB_RQ, qp->qpn);
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	return ret;
+}

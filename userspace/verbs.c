@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vrnic provider verbs.  Control verbs go through the kernel; the data path
+ * (post_send, post_recv, poll_cq, req_notify_cq) runs here: WQEs are
+ * written into rings in this process's memory, the producer index into the
+ * doorbell record, and the QP number into this context's doorbell page.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <ccan/array_size.h>
+#include <util/mmio.h>
+#include <util/udma_barrier.h>
+#include <util/util.h>
+
+#include <infiniband/driver.h>
+#include <infiniband/kern-abi.h>
+#include <rdma/vrnic-abi.h>
+#include <kernel-abi/vrnic-abi.h>
+
+#include "vrnic.h"
+
+DECLARE_DRV_CMD(uvrnic_create_cq, IB_USER_VERBS_CMD_CREATE_CQ,
+		vrnic_create_cq_cmd, vrnic_create_cq_resp);
+DECLARE_DRV_CMD(uvrnic_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
+		vrnic_create_qp_cmd, vrnic_create_qp_resp);
+
+#define VRNIC_PAGE	4096
+
+static void *vrnic_alloc_queue(size_t size)
+{
+	void *p;
+
+	size = align(size, VRNIC_PAGE);
+	if (posix_memalign(&p, VRNIC_PAGE, size))
+		return NULL;
+	memset(p, 0, size);
+	if (ibv_dontfork_range(p, size)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static void vrnic_free_queue(void *p, size_t size)
+{
+	if (!p)
+		return;
+	ibv_dofork_range(p, align(size, VRNIC_PAGE));
+	free(p);
+}
+
+static uint32_t vrnic_log2(uint32_t v)
+{
+	uint32_t l = 0;
+
+	while ((1u << l) < v)
+		l++;
+	return l;
+}
+
+/* ------------------------------------------------------------------ MR */
+
+struct ibv_mr *vrnic_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
+			    uint64_t hca_va, int access)
+{
+	struct ib_uverbs_reg_mr_resp resp;
+	struct ibv_reg_mr cmd;
+	struct verbs_mr *vmr;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr)
+		return NULL;
+	if (ibv_cmd_reg_mr(pd, addr, len, hca_va, access, vmr, &cmd,
+			   sizeof(cmd), &resp, sizeof(resp))) {
+		free(vmr);
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+int vrnic_dereg_mr(struct verbs_mr *vmr)
+{
+	int ret = ibv_cmd_dereg_mr(vmr);
+
+	if (ret)
+		return ret;
+	free(vmr);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ CQ */
+
+struct ibv_cq *vrnic_create_cq(struct ibv_context *ctx, int cqe,
+			       struct ibv_comp_channel *channel,
+			       int comp_vector)
+{
+	struct uvrnic_create_cq_resp resp = {};
+	struct uvrnic_create_cq cmd = {};
+	struct vrnic_cq *cq;
+
+	if (cqe < 1 || cqe > (1 << VRNIC_MAX_CQ_LOG_DEPTH)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	cq->log_depth = vrnic_log2(cqe < 2 ? 2 : cqe);
+	cq->ring_size = sizeof(struct vrnic_cqe) << cq->log_depth;
+	cq->ring = vrnic_alloc_queue(cq->ring_size);
+	cq->dbrec = vrnic_alloc_queue(VRNIC_PAGE);
+	if (!cq->ring || !cq->dbrec)
+		goto err;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	cmd.buf_addr = (uintptr_t)cq->ring;
+	cmd.dbrec_addr = (uintptr_t)cq->dbrec;
+	cmd.log_depth = cq->log_depth;
+	if (ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->vcq.cq,
+			      &cmd.ibv_cmd, sizeof(cmd), &resp.ibv_resp,
+			      sizeof(resp)))
+		goto err;
+	cq->cqn = resp.cqn;
+	return &cq->vcq.cq;
+
+err:
+	vrnic_free_queue(cq->ring, cq->ring_size);
+	vrnic_free_queue(cq->dbrec, VRNIC_PAGE);
+	free(cq);
+	return NULL;
+}
+
+int vrnic_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct vrnic_cq *cq = to_vcq(ibcq);
+	int ret = ibv_cmd_destroy_cq(ibcq);
+
+	if (ret)
+		return ret;
+	pthread_spin_destroy(&cq->lock);
+	vrnic_free_queue(cq->ring, cq->ring_size);
+	vrnic_free_queue(cq->dbrec, VRNIC_PAGE);
+	free(cq);
+	return 0;
+}
+
+static const enum ibv_wc_opcode vrnic_wc_opcode[] = {
+	[VRNIC_WC_SEND] = IBV_WC_SEND,
+	[VRNIC_WC_RDMA_WRITE] = IBV_WC_RDMA_WRITE,
+	[VRNIC_WC_RDMA_READ] = IBV_WC_RDMA_READ,
+	[VRNIC_WC_CMP_SWP] = IBV_WC_COMP_SWAP,
+	[VRNIC_WC_FETCH_ADD] = IBV_WC_FETCH_ADD,
+};
+
+int vrnic_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+{
+	struct vrnic_context *ctx = to_vctx(ibcq->context);
+	struct vrnic_cq *cq = to_vcq(ibcq);
+	uint32_t mask = (1u << cq->log_depth) - 1;
+	int n = 0;
+
+	pthread_spin_lock(&cq->lock);
+	while (n < ne) {
+		struct vrnic_cqe *cqe = &cq->ring[cq->ci & mask];
+		uint8_t phase = ((cq->ci >> cq->log_depth) & 1) ? 0 :
+				VRNIC_CQE_OWNER;
+		struct ibv_wc *w = &wc[n];
+		struct vrnic_qp *qp;
+		uint32_t qpn;
+
+		if ((cqe->owner & VRNIC_CQE_OWNER) != phase)
+			break;
+		udma_from_device_barrier();
+		memset(w, 0, sizeof(*w));
+		w->wr_id = le64toh(cqe->wr_id);
+		w->status = cqe->status;
+		w->byte_len = le32toh(cqe->byte_len);
+		qpn = le32toh(cqe->qpn);
+		w->qp_num = qpn;
+		w->src_qp = le32toh(cqe->src_qp);
+		if (cqe->opcode == VRNIC_WC_RECV)
+			w->opcode = IBV_WC_RECV;
+		else if (cqe->opcode == VRNIC_WC_RECV_RDMA_WITH_IMM)
+			w->opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+		else if (cqe->opcode < ARRAY_SIZE(vrnic_wc_opcode))
+			w->opcode = vrnic_wc_opcode[cqe->opcode];
+		if (cqe->wc_flags & VRNIC_CQE_WITH_IMM) {
+			w->wc_flags |= IBV_WC_WITH_IMM;
+			w->imm_data = (__be32)cqe->imm_data;
+		}
+		/* A completion frees its WQE and every WQE before it. */
+		qp = ctx->qp_table[qpn & VRNIC_OBJ_INDEX_MASK];
+		if (qp && qp->qpn == qpn) {
+			if (cqe->opcode & VRNIC_WC_RECV)
+				qp->rq_tail = le32toh(cqe->wqe_idx) + 1;
+			else
+				qp->sq_tail = le32toh(cqe->wqe_idx) + 1;
+		}
+		cq->ci++;
+		n++;
+	}
+	if (n)
+		cq->dbrec->ci = htole32(cq->ci);
+	pthread_spin_unlock(&cq->lock);
+	return n;
+}
+
+int vrnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct vrnic_context *ctx = to_vctx(ibcq->context);
+	struct vrnic_cq *cq = to_vcq(ibcq);
+	uint32_t cmd = solicited_only ? VRNIC_CQ_ARM_SOLICITED :
+					VRNIC_CQ_ARM_NEXT;
+
+	pthread_spin_lock(&cq->lock);
+	cq->arm_sn++;
+	mmio_write32_le((uint8_t *)ctx->db_page + VRNIC_DB_CQ_ARM,
+			htole32(cq->cqn | cmd << VRNIC_CQ_ARM_CMD_SHIFT |
+				(uint32_t)(cq->arm_sn & 0xf)
+					<< VRNIC_CQ_ARM_SN_SHIFT));
+	pthread_spin_unlock(&cq->lock);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ QP */
+
+static uint32_t vrnic_sq_shift(uint32_t max_sge, uint32_t max_inline)
+{
+	uint32_t sge = max_sge * sizeof(struct vrnic_sge);
+	uint32_t need = sizeof(struct vrnic_send_wqe) +
+			(sge > max_inline ? sge : max_inline);
+	uint32_t s = vrnic_log2(need);
+
+	return s < 6 ? 6 : s;
+}
+
+static uint32_t vrnic_rq_shift(uint32_t max_sge)
+{
+	uint32_t s = vrnic_log2(sizeof(struct vrnic_recv_wqe) +
+				max_sge * sizeof(struct vrnic_sge));
+
+	return s < 5 ? 5 : s;
+}
+
+struct ibv_qp *vrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct vrnic_context *ctx = to_vctx(pd->context);
+	struct uvrnic_create_qp_resp resp = {};
+	struct uvrnic_create_qp cmd = {};
+	struct ibv_qp_cap *cap = &attr->cap;
+	struct vrnic_qp *qp;
+
+	if (attr->qp_type != IBV_QPT_RC || attr->srq) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (cap->max_send_wr > (1u << VRNIC_MAX_WQ_LOG_DEPTH) ||
+	    cap->max_recv_wr > (1u << VRNIC_MAX_WQ_LOG_DEPTH) ||
+	    cap->max_send_sge > VRNIC_MAX_SGE ||
+	    cap->max_recv_sge > VRNIC_MAX_SGE ||
+	    cap->max_inline_data > VRNIC_MAX_INLINE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	qp->sq_log = vrnic_log2(cap->max_send_wr ? cap->max_send_wr : 1);
+	qp->rq_log = vrnic_log2(cap->max_recv_wr ? cap->max_recv_wr : 1);
+	qp->sq_shift = vrnic_sq_shift(cap->max_send_sge, cap->max_inline_data);
+	qp->rq_shift = vrnic_rq_shift(cap->max_recv_sge);
+	qp->sq_size = (size_t)1 << (qp->sq_log + qp->sq_shift);
+	qp->rq_size = (size_t)1 << (qp->rq_log + qp->rq_shift);
+	qp->sq = vrnic_alloc_queue(qp->sq_size);
+	qp->rq = vrnic_alloc_queue(qp->rq_size);
+	qp->dbrec = vrnic_alloc_queue(VRNIC_PAGE);
+	if (!qp->sq || !qp->rq || !qp->dbrec)
+		goto err;
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	qp->sig_all = attr->sq_sig_all;
+
+	cmd.sq_addr = (uintptr_t)qp->sq;
+	cmd.rq_addr = (uintptr_t)qp->rq;
+	cmd.dbrec_addr = (uintptr_t)qp->dbrec;
+	cmd.sq_log_depth = qp->sq_log;
+	cmd.rq_log_depth = qp->rq_log;
+	cmd.sq_wqe_shift = qp->sq_shift;
+	cmd.rq_wqe_shift = qp->rq_shift;
+	if (ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd.ibv_cmd, sizeof(cmd),
+			      &resp.ibv_resp, sizeof(resp)))
+		goto err;
+	qp->qpn = resp.qpn;
+	qp->max_send_sge = attr->cap.max_send_sge;
+	qp->max_recv_sge = attr->cap.max_recv_sge;
+	qp->max_inline = attr->cap.max_inline_data;
+
+	pthread_mutex_lock(&ctx->qp_table_mutex);
+	ctx->qp_table[qp->qpn & VRNIC_OBJ_INDEX_MASK] = qp;
+	pthread_mutex_unlock(&ctx->qp_table_mutex);
+	return &qp->vqp.qp;
+
+err:
+	vrnic_free_queue(qp->sq, qp->sq_size);
+	vrnic_free_queue(qp->rq, qp->rq_size);
+	vrnic_free_queue(qp->dbrec, VRNIC_PAGE);
+	free(qp);
+	return NULL;
+}
+
+int vrnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+	struct ibv_modify_qp cmd;
+
+	return ibv_cmd_modify_qp(qp, attr, mask, &cmd, sizeof(cmd));
+}
+
+int vrnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+		   struct ibv_qp_init_attr *init_attr)
+{
+	struct ibv_query_qp cmd;
+
+	return ibv_cmd_query_qp(qp, attr, mask, init_attr, &cmd, sizeof(cmd));
+}
+
+int vrnic_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct vrnic_context *ctx = to_vctx(ibqp->context);
+	struct vrnic_qp *qp = to_vqp(ibqp);
+	int ret;
+
+	ret = ibv_cmd_destroy_qp(ibqp);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&ctx->qp_table_mutex);
+	if (ctx->qp_table[qp->qpn & VRNIC_OBJ_INDEX_MASK] == qp)
+		ctx->qp_table[qp->qpn & VRNIC_OBJ_INDEX_MASK] = NULL;
+	pthread_mutex_unlock(&ctx->qp_table_mutex);
+	pthread_spin_destroy(&qp->sq_lock);
+	pthread_spin_destroy(&qp->rq_lock);
+	vrnic_free_queue(qp->sq, qp->sq_size);
+	vrnic_free_queue(qp->rq, qp->rq_size);
+	vrnic_free_queue(qp->dbrec, VRNIC_PAGE);
+	free(qp);
+	return 0;
+}
+
+static int vrnic_wr_opcode(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+		return VRNIC_WR_SEND;
+	case IBV_WR_SEND_WITH_IMM:
+		return VRNIC_WR_SEND_IMM;
+	case IBV_WR_RDMA_WRITE:
+		return VRNIC_WR_RDMA_WRITE;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return VRNIC_WR_RDMA_WRITE_IMM;
+	case IBV_WR_RDMA_READ:
+		return VRNIC_WR_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return VRNIC_WR_ATOMIC_CMP_SWP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return VRNIC_WR_ATOMIC_FETCH_ADD;
+	default:
+		return -1;
+	}
+}
+
+static int vrnic_build_send(struct vrnic_qp *qp, struct ibv_send_wr *wr,
+			    uint8_t *slot)
+{
+	struct vrnic_send_wqe *w = (struct vrnic_send_wqe *)slot;
+	struct vrnic_sge *sge = (struct vrnic_sge *)(slot + sizeof(*w));
+	int op = vrnic_wr_opcode(wr->opcode);
+	int i;
+
+	if (op < 0)
+		return EINVAL;
+	memset(w, 0, sizeof(*w));
+	w->wr_id = htole64(wr->wr_id);
+	w->opcode = op;
+	if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sig_all)
+		w->flags |= VRNIC_WQE_SIGNALED;
+	if (wr->send_flags & IBV_SEND_SOLICITED)
+		w->flags |= VRNIC_WQE_SOLICITED;
+	if (wr->send_flags & IBV_SEND_FENCE)
+		w->flags |= VRNIC_WQE_FENCE;
+	if (wr->opcode == IBV_WR_SEND_WITH_IMM ||
+	    wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+		w->imm_data = (__le32)wr->imm_data;
+	switch (wr->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		w->remote_addr = htole64(wr->wr.rdma.remote_addr);
+		w->rkey = htole32(wr->wr.rdma.rkey);
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		w->remote_addr = htole64(wr->wr.atomic.remote_addr);
+		w->rkey = htole32(wr->wr.atomic.rkey);
+		w->compare_add = htole64(wr->wr.atomic.compare_add);
+		w->swap = htole64(wr->wr.atomic.swap);
+		break;
+	default:
+		break;
+	}
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		uint8_t *dst = slot + sizeof(*w);
+		uint32_t len = 0;
+
+		for (i = 0; i < wr->num_sge; i++) {
+			if (len + wr->sg_list[i].length > qp->max_inline)
+				return EINVAL;
+			memcpy(dst + len, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			len += wr->sg_list[i].length;
+		}
+		w->flags |= VRNIC_WQE_INLINE;
+		w->inline_len = htole32(len);
+		return 0;
+	}
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge)
+		return EINVAL;
+	for (i = 0; i < wr->num_sge; i++) {
+		sge[i].addr = htole64(wr->sg_list[i].addr);
+		sge[i].length = htole32(wr->sg_list[i].length);
+		sge[i].lkey = htole32(wr->sg_list[i].lkey);
+	}
+	w->num_sge = wr->num_sge;
+	return 0;
+}
+
+int vrnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		    struct ibv_send_wr **bad_wr)
+{
+	struct vrnic_context *ctx = to_vctx(ibqp->context);
+	struct vrnic_qp *qp = to_vqp(ibqp);
+	uint32_t start;
+	int ret = 0;
+
+	pthread_spin_lock(&qp->sq_lock);
+	start = qp->sq_head;
+	for (; wr; wr = wr->next) {
+		uint8_t *slot;
+
+		if (qp->sq_head - qp->sq_tail >= (1u << qp->sq_log)) {
+			ret = ENOMEM;
+			break;
+		}
+		slot = qp->sq + ((size_t)(qp->sq_head & ((1u << qp->sq_log) - 1))
+				 << qp->sq_shift);
+		ret = vrnic_build_send(qp, wr, slot);
+		if (ret)
+			break;
+		qp->sq_head++;
+	}
+	if (ret)
+		*bad_wr = wr;
+	if (qp->sq_head != start) {
+		/* WQEs, then the producer index, then the doorbell. */
+		udma_to_device_barrier();
+		qp->dbrec->sq_pi = htole32(qp->sq_head);
+		udma_to_device_barrier();
+		mmio_write32_le((uint8_t *)ctx->db_page + VRNIC_DB_SQ,
+				htole32(qp->qpn));
+	}
+	pthread_spin_unlock(&qp->sq_lock);
+	return ret;
+}
+
+int vrnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		    struct ibv_recv_wr **bad_wr)
+{
+	struct vrnic_context *ctx = to_vctx(ibqp->context);
+	struct vrnic_qp *qp = to_vqp(ibqp);
+	uint32_t start;
+	int ret = 0;
+	int i;
+
+	pthread_spin_lock(&qp->rq_lock);
+	start = qp->rq_head;
+	for (; wr; wr = wr->next) {
+		struct vrnic_recv_wqe *w;
+		struct vrnic_sge *sge;
+
+		if (qp->rq_head - qp->rq_tail >= (1u << qp->rq_log)) {
+			ret = ENOMEM;
+			break;
+		}
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_recv_sge) {
+			ret = EINVAL;
+			break;
+		}
+		w = (struct vrnic_recv_wqe *)(qp->rq +
+			((size_t)(qp->rq_head & ((1u << qp->rq_log) - 1))
+			 << qp->rq_shift));
+		sge = (struct vrnic_sge *)(w + 1);
+		memset(w, 0, sizeof(*w));
+		w->wr_id = htole64(wr->wr_id);
+		w->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = htole64(wr->sg_list[i].addr);
+			sge[i].length = htole32(wr->sg_list[i].length);
+			sge[i].lkey = htole32(wr->sg_list[i].lkey);
+		}
+		qp->rq_head++;
+	}
+	if (ret)
+		*bad_wr = wr;
+	if (qp->rq_head != start) {
+		udma_to_device_barrier();
+		qp->dbrec->rq_pi = htole32(qp->rq_head);
+		udma_to_device_barrier();
+		mmio_write32_le((uint8_t *)ctx->db_page + VRNIC_DB_RQ,
+				htole32(qp->qpn));
+	}
+	pthread_spin_unlock(&qp->rq_lock);
+	return ret;
+}
