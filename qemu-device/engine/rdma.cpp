@@ -280,6 +280,10 @@ uint8_t Rdma::destroy_qp(uint32_t qpn)
 
 	if (!qp)
 		return VRNIC_ADMIN_ST_NOT_FOUND;
+	// An acknowledgement still owed to the peer leaves first.
+	if (qp->ack_pending && qp->attr.state >= VRNIC_QPS_RTR &&
+	    qp->attr.state != VRNIC_QPS_ERR)
+		send_ack(*qp, qp->ack_syndrome, qp->ack_psn);
 	if (Cq *cq = find_cq(qp->send_cqn))
 		cq->refs--;
 	if (Cq *cq = find_cq(qp->recv_cqn))

@@ -195,6 +195,8 @@ public:
 	[[nodiscard]] const Qp *qp(uint32_t qpn) const;
 
 	static constexpr unsigned int kPktBudget = 256;
+	// Unacknowledged packets a QP may have in flight.
+	static constexpr unsigned int kWindow = 512;
 
 private:
 	template <typename T> T *lookup(std::vector<T> &tab, uint32_t handle);
@@ -228,6 +230,7 @@ private:
 	bool gather(Qp &qp, const SendWqe &w, uint32_t off, uint8_t *dst,
 		    uint32_t len);
 	void retire(Qp &qp);
+	void progress(Qp &qp);
 	void rewind(Qp &qp, uint32_t psn);
 	static uint32_t resume_psn(const Qp &qp);
 	void arm_ack_timer(Qp &qp);

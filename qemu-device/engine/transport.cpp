@@ -339,6 +339,13 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 			if ((w.flags & VRNIC_WQE_FENCE) && outstanding)
 				break;
 		}
+		// Send window: never more than kWindow packets unacknowledged,
+		// so a slow peer is paced by its ACKs instead of flooded.
+		const uint32_t psn = !w.psn_assigned ? qp.next_psn :
+				     rd ? w.psn_first :
+				     psn_add(w.psn_first, qp.send_off / qp.mtu);
+		if (psn_diff(psn, qp.una_psn) >= int32_t(kWindow))
+			break;
 		if (!w.psn_assigned) {
 			w.psn_assigned = true;
 			w.psn_first = qp.next_psn;
@@ -383,6 +390,21 @@ void Rdma::arm_timer()
 		plat_.timer_arm(next);
 }
 
+// The peer answered something new: the retry budget is full again and the
+// ack timer measures from now, as long as anything is still unanswered.
+void Rdma::progress(Qp &qp)
+{
+	qp.retry_left = qp.attr.retry_cnt;
+	qp.rnr_left = qp.attr.rnr_retry;
+	qp.ack_deadline = 0;
+	bool waiting = qp.una_psn != qp.next_psn;
+	for (size_t i = 0; !waiting && i < qp.send_idx && i < qp.inflight.size(); i++)
+		waiting = is_read_or_atomic(qp.inflight[i].opcode) &&
+			  !qp.inflight[i].done;
+	if (waiting)
+		arm_ack_timer(qp);
+}
+
 // Complete, in order, every WQE at the front that is finished.
 void Rdma::retire(Qp &qp)
 {
@@ -403,16 +425,8 @@ void Rdma::retire(Qp &qp)
 		qp.send_idx--;
 		progress = true;
 	}
-	if (progress) {
-		qp.retry_left = qp.attr.retry_cnt;
-		qp.rnr_left = qp.attr.rnr_retry;
-		qp.ack_deadline = 0;
-		const bool outstanding = qp.send_idx > 0 ||
-					 (!qp.inflight.empty() && qp.send_off);
-		if (outstanding)
-			arm_ack_timer(qp);
-		plat_.schedule();
-	}
+	if (progress)
+		plat_.schedule();	// slots freed, READ/atomic limit lower
 }
 
 // Where go-back-N restarts: the first response a READ still misses, an
@@ -469,9 +483,11 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 		cnt_.malformed++;
 		return;
 	}
-	auto ack_upto = [&qp](uint32_t psn_after) {
-		if (psn_diff(psn_after, qp.una_psn) > 0)
+	auto ack_upto = [this, &qp](uint32_t psn_after) {
+		if (psn_diff(psn_after, qp.una_psn) > 0) {
 			qp.una_psn = psn_after;
+			progress(qp);
+		}
 	};
 
 	if (h.opcode == ACK) {
@@ -554,6 +570,7 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 		}
 		w->done = true;
 		ack_upto(psn_add(w->psn_first, 1));
+		progress(qp);
 		retire(qp);
 		return;
 	}
@@ -576,12 +593,12 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 		return;
 	}
 	w->resp_psn = psn_add(w->resp_psn, 1);
-	qp.retry_left = qp.attr.retry_cnt;
 	if (last) {
 		w->done = true;
 		ack_upto(psn_add(w->psn_last, 1));
-		retire(qp);
 	}
+	progress(qp);
+	retire(qp);
 }
 
 void Rdma::timer()
@@ -805,8 +822,21 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 		}
 		qp.resp_state = last ? 0 : want;
 		qp.epsn = psn_add(qp.epsn, 1);
-		if (last) {
+		if (last)
 			qp.msn++;
+		// The ACK that ends a message leaves before its completion is
+		// visible, so a consumer that sees the CQE and destroys the QP
+		// cannot strand the requester.  Others are coalesced.
+		if (h.ackreq && last) {
+			qp.ack_pending = false;
+			send_ack(qp, kCredits, h.psn);
+		} else if (h.ackreq) {
+			qp.ack_pending = true;
+			qp.ack_syndrome = kCredits;
+			qp.ack_psn = h.psn;
+			plat_.schedule();
+		}
+		if (last) {
 			if (is_send)
 				complete_recv(qp, VRNIC_WC_ST_SUCCESS, VRNIC_WC_RECV,
 					      qp.recv_off, h.imm,
@@ -817,12 +847,6 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 					      VRNIC_WC_RECV_RDMA_WITH_IMM,
 					      qp.write_total, h.imm,
 					      VRNIC_CQE_WITH_IMM, h.solicited);
-		}
-		if (h.ackreq) {
-			qp.ack_pending = true;
-			qp.ack_syndrome = kCredits;
-			qp.ack_psn = h.psn;
-			plat_.schedule();
 		}
 		return;
 	}

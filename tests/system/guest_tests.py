@@ -67,6 +67,70 @@ def port_events(stage, a):
     stage.tap(name, out, status)
 
 
+def pair(stage, name, srv, cli, server_cmd, client_cmd, expect, timeout=120):
+    """Run server_cmd on srv (in the background) and client_cmd on cli;
+    pass when both exit 0 and the client's output contains `expect` (the
+    server side of perftest's READ/atomic latency tests reports nothing)."""
+    print("---- [%s] %s  /  [%s] %s" % (srv.name, server_cmd, cli.name,
+                                         client_cmd), flush=True)
+    try:
+        srv.check("rm -f /tmp/srv.out /tmp/srv.rc; (timeout %d %s > /tmp/srv.out "
+                  "2>&1; echo $? > /tmp/srv.rc) >/dev/null 2>&1 &"
+                  % (timeout, server_cmd))
+        time.sleep(1.5)
+        rc, out = cli.run("timeout %d %s 2>&1" % (timeout, client_cmd),
+                          timeout=timeout + 10)
+        src, _ = srv.run("for i in $(seq %d); do [ -e /tmp/srv.rc ] && exit 0; "
+                         "sleep 0.5; done; exit 1" % (2 * 30), timeout=60)
+        srv_rc = srv.run("cat /tmp/srv.rc")[1].strip()
+        srv_out = srv.run("cat /tmp/srv.out")[1]
+    except vmlib.VMError as e:
+        stage.record(name, "fail", str(e))
+        return
+    ok = rc == 0 and srv_rc == "0" and expect in out
+    if not ok:
+        for line in (out + "\n-- server --\n" + srv_out).splitlines()[-30:]:
+            print("  | " + line)
+    else:
+        summary = [ln for ln in out.splitlines() if expect in ln or
+                   ln.strip().startswith(("2 ", "8 ", "65536", "4096"))]
+        for line in summary[-2:]:
+            print("  | " + line.strip())
+    stage.record(name, "pass" if ok else "fail",
+                 "" if ok else "client exit %s, server exit %s" % (rc, srv_rc))
+
+
+def rc_tests(stage, a, b):
+    """The RC data path: ibv_rc_pingpong and perftest, on one VM (loopback
+    through the device) and across the two VMs."""
+    pp = "ibv_rc_pingpong -d vrnic0 -g 1 -c"
+    for where, srv, cli in (("loopback a", a, a), ("a->b", b, a)):
+        for size in (1, 4096, 1 << 20):
+            iters = 20 if size == 1 << 20 else 100
+            for ev in ("", " -e"):
+                args = "%s -s %d -n %d%s" % (pp, size, iters, ev)
+                pair(stage, "rc %s: ibv_rc_pingpong -c -s %d%s" % (where, size, ev),
+                     srv, cli, args, "%s %s" % (args, srv.ip), "bytes in")
+        for tool in ("send", "write", "read", "atomic"):
+            for kind in ("bw", "lat"):
+                size = "" if tool == "atomic" else \
+                    (" -s 65536" if kind == "bw" else " -s 2")
+                args = "ib_%s_%s -d vrnic0 -x 1 -n 200%s" % (tool, kind, size)
+                pair(stage, "rc %s: %s" % (where, args), srv, cli, args,
+                     "%s %s" % (args, srv.ip), "#bytes")
+    # At least 1 GiB each way with every byte checked.
+    args = "%s -s 1048576 -n 1024" % pp
+    pair(stage, "rc a->b: 1 GiB each way, data checked (ibv_rc_pingpong -c)",
+         b, a, args, "%s %s" % (args, b.ip), "bytes in", timeout=600)
+    # Path MTU 1024 at netdev MTU 1500, 4096 at 9000.
+    for mtu, pmtu in ((1500, 1024), (9000, 4096)):
+        if set_mtu(stage, (a, b), mtu):
+            args = "ib_write_bw -d vrnic0 -x 1 -s 65536 -n 200 -m %d" % pmtu
+            pair(stage, "rc a->b: %s (netdev MTU %d)" % (args, mtu), b, a,
+                 args, "%s %s" % (args, b.ip), "#bytes")
+    set_mtu(stage, (a, b), 1500)
+
+
 def main():
     stage = Stage("guest")
     t0 = time.time()
@@ -87,6 +151,7 @@ def main():
                     "%svrnic_ping_test %s %d 1000" % (T, b.ip, mtu),
                     timeout=300)
         set_mtu(stage, (a, b), 1500)
+        rc_tests(stage, a, b)
         port_events(stage, a)
         tap(stage, b, "b: module reload", "%svrnic_modload_test 20" % T,
             timeout=600)

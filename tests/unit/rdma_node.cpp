@@ -229,8 +229,18 @@ void Wire::deliver(Node &from, Node &to)
 		if (out.size() >= 2 && u(rng) < reorder)
 			std::swap(out[out.size() - 1], out[out.size() - 2]);
 	}
-	for (auto &f : out)
+	for (auto &f : out) {
+		// Time passes on the wire: timers may fire in the middle of a
+		// long message, as they do under an emulator.
+		for (Node *n : {&from, &to}) {
+			n->p.now += ns_per_frame;
+			if (n->p.deadline && n->p.deadline <= n->p.now) {
+				n->p.deadline = 0;
+				vrnic_engine_timer(n->p.eng);
+			}
+		}
 		vrnic_engine_receive(to.p.eng, f.data(), f.size());
+	}
 }
 
 bool Wire::run(Node &a, Node &b, const std::function<bool()> &pred,

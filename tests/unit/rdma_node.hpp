@@ -62,6 +62,7 @@ struct Node {
 
 struct Wire {
 	double drop = 0, dup = 0, reorder = 0, corrupt = 0;
+	uint64_t ns_per_frame = 0;	// simulated time each frame takes
 	std::mt19937 rng{12345};
 	uint64_t frames_ = 0, dropped = 0, corrupted = 0;
 

@@ -287,6 +287,28 @@ TEST_F(Pair, CorruptedPacketsAreDroppedByTheIcrc)
 	EXPECT_GT(wire.corrupted, 0u);
 }
 
+TEST_F(Pair, MessagesLongerThanTheAckTimeoutComplete)
+{
+	// 4 MiB at MTU 256 is 16384 packets; at 20 us each a message takes
+	// 330 ms, five ack timeouts (timeout 14: 67 ms).  Partial ACKs must
+	// count as progress, so nothing is retried and nothing fails.
+	wire.ns_per_frame = 20000;
+	connect(1, 100, 200, /*retry=*/3);
+	const uint32_t len = 4 << 20;
+	b.post_recv(1, {b.sge(0x400000, len)});
+	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, len)});
+	a.post_send(wqe(VRNIC_WR_RDMA_READ, 2, Node::kIova + 0x800000, b.mr),
+		    {a.sge(0xc00000, len)});
+	auto sc = wait(a, 2);
+	ASSERT_EQ(sc.size(), 2u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(sc[1].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_TRUE(same(b, 0x400000, a, 0, len));
+	EXPECT_TRUE(same(a, 0xc00000, b, 0x800000, len));
+	EXPECT_GT(a.p.now, 5 * (4096ull << 14));
+	EXPECT_EQ(a.p.eng->dev.rdma().counters().retry_timeouts, 0u);
+}
+
 // ------------------------------------------------------ error statuses
 
 TEST_F(Pair, RetryExhaustionIsRetryExcErr)
