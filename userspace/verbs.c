@@ -26,6 +26,8 @@
 
 DECLARE_DRV_CMD(uvrnic_create_cq, IB_USER_VERBS_CMD_CREATE_CQ,
 		vrnic_create_cq_cmd, vrnic_create_cq_resp);
+DECLARE_DRV_CMD(uvrnic_create_cq_ex, IB_USER_VERBS_EX_CMD_CREATE_CQ,
+		vrnic_create_cq_cmd, vrnic_create_cq_resp);
 DECLARE_DRV_CMD(uvrnic_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		vrnic_create_qp_cmd, vrnic_create_qp_resp);
 
@@ -95,12 +97,8 @@ int vrnic_dereg_mr(struct verbs_mr *vmr)
 
 /* ------------------------------------------------------------------ CQ */
 
-struct ibv_cq *vrnic_create_cq(struct ibv_context *ctx, int cqe,
-			       struct ibv_comp_channel *channel,
-			       int comp_vector)
+static struct vrnic_cq *vrnic_cq_alloc(int cqe)
 {
-	struct uvrnic_create_cq_resp resp = {};
-	struct uvrnic_create_cq cmd = {};
 	struct vrnic_cq *cq;
 
 	if (cqe < 1 || cqe > (1 << VRNIC_MAX_CQ_LOG_DEPTH)) {
@@ -114,24 +112,45 @@ struct ibv_cq *vrnic_create_cq(struct ibv_context *ctx, int cqe,
 	cq->ring_size = sizeof(struct vrnic_cqe) << cq->log_depth;
 	cq->ring = vrnic_alloc_queue(cq->ring_size);
 	cq->dbrec = vrnic_alloc_queue(VRNIC_PAGE);
-	if (!cq->ring || !cq->dbrec)
-		goto err;
+	if (!cq->ring || !cq->dbrec) {
+		vrnic_free_queue(cq->ring, cq->ring_size);
+		vrnic_free_queue(cq->dbrec, VRNIC_PAGE);
+		free(cq);
+		return NULL;
+	}
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	return cq;
+}
+
+static void vrnic_cq_free(struct vrnic_cq *cq)
+{
+	pthread_spin_destroy(&cq->lock);
+	vrnic_free_queue(cq->ring, cq->ring_size);
+	vrnic_free_queue(cq->dbrec, VRNIC_PAGE);
+	free(cq);
+}
+
+struct ibv_cq *vrnic_create_cq(struct ibv_context *ctx, int cqe,
+			       struct ibv_comp_channel *channel,
+			       int comp_vector)
+{
+	struct uvrnic_create_cq_resp resp = {};
+	struct uvrnic_create_cq cmd = {};
+	struct vrnic_cq *cq = vrnic_cq_alloc(cqe);
+
+	if (!cq)
+		return NULL;
 	cmd.buf_addr = (uintptr_t)cq->ring;
 	cmd.dbrec_addr = (uintptr_t)cq->dbrec;
 	cmd.log_depth = cq->log_depth;
 	if (ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->vcq.cq,
 			      &cmd.ibv_cmd, sizeof(cmd), &resp.ibv_resp,
-			      sizeof(resp)))
-		goto err;
+			      sizeof(resp))) {
+		vrnic_cq_free(cq);
+		return NULL;
+	}
 	cq->cqn = resp.cqn;
 	return &cq->vcq.cq;
-
-err:
-	vrnic_free_queue(cq->ring, cq->ring_size);
-	vrnic_free_queue(cq->dbrec, VRNIC_PAGE);
-	free(cq);
-	return NULL;
 }
 
 int vrnic_destroy_cq(struct ibv_cq *ibcq)
@@ -141,10 +160,7 @@ int vrnic_destroy_cq(struct ibv_cq *ibcq)
 
 	if (ret)
 		return ret;
-	pthread_spin_destroy(&cq->lock);
-	vrnic_free_queue(cq->ring, cq->ring_size);
-	vrnic_free_queue(cq->dbrec, VRNIC_PAGE);
-	free(cq);
+	vrnic_cq_free(cq);
 	return 0;
 }
 
@@ -156,57 +172,198 @@ static const enum ibv_wc_opcode vrnic_wc_opcode[] = {
 	[VRNIC_WC_FETCH_ADD] = IBV_WC_FETCH_ADD,
 };
 
+/* Read the next CQE into w; ENOENT when there is none.  Lock held. */
+static int vrnic_poll_one(struct vrnic_context *ctx, struct vrnic_cq *cq,
+			  struct ibv_wc *w)
+{
+	struct vrnic_cqe *cqe = &cq->ring[cq->ci & ((1u << cq->log_depth) - 1)];
+	uint8_t phase = ((cq->ci >> cq->log_depth) & 1) ? 0 : VRNIC_CQE_OWNER;
+	struct vrnic_qp *qp;
+	uint32_t qpn;
+
+	if ((cqe->owner & VRNIC_CQE_OWNER) != phase)
+		return ENOENT;
+	udma_from_device_barrier();
+	memset(w, 0, sizeof(*w));
+	w->wr_id = le64toh(cqe->wr_id);
+	w->status = cqe->status;
+	w->byte_len = le32toh(cqe->byte_len);
+	qpn = le32toh(cqe->qpn);
+	w->qp_num = qpn;
+	w->src_qp = le32toh(cqe->src_qp);
+	if (cqe->opcode == VRNIC_WC_RECV)
+		w->opcode = IBV_WC_RECV;
+	else if (cqe->opcode == VRNIC_WC_RECV_RDMA_WITH_IMM)
+		w->opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+	else if (cqe->opcode < ARRAY_SIZE(vrnic_wc_opcode))
+		w->opcode = vrnic_wc_opcode[cqe->opcode];
+	if (cqe->wc_flags & VRNIC_CQE_WITH_IMM) {
+		w->wc_flags |= IBV_WC_WITH_IMM;
+		w->imm_data = (__be32)cqe->imm_data;
+	}
+	/* A completion frees its WQE and every WQE before it. */
+	qp = ctx->qp_table[qpn & VRNIC_OBJ_INDEX_MASK];
+	if (qp && qp->qpn == qpn) {
+		if (cqe->opcode & VRNIC_WC_RECV)
+			qp->rq_tail = le32toh(cqe->wqe_idx) + 1;
+		else
+			qp->sq_tail = le32toh(cqe->wqe_idx) + 1;
+	}
+	cq->ci++;
+	return 0;
+}
+
 int vrnic_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
 	struct vrnic_context *ctx = to_vctx(ibcq->context);
 	struct vrnic_cq *cq = to_vcq(ibcq);
-	uint32_t mask = (1u << cq->log_depth) - 1;
 	int n = 0;
 
 	pthread_spin_lock(&cq->lock);
-	while (n < ne) {
-		struct vrnic_cqe *cqe = &cq->ring[cq->ci & mask];
-		uint8_t phase = ((cq->ci >> cq->log_depth) & 1) ? 0 :
-				VRNIC_CQE_OWNER;
-		struct ibv_wc *w = &wc[n];
-		struct vrnic_qp *qp;
-		uint32_t qpn;
-
-		if ((cqe->owner & VRNIC_CQE_OWNER) != phase)
-			break;
-		udma_from_device_barrier();
-		memset(w, 0, sizeof(*w));
-		w->wr_id = le64toh(cqe->wr_id);
-		w->status = cqe->status;
-		w->byte_len = le32toh(cqe->byte_len);
-		qpn = le32toh(cqe->qpn);
-		w->qp_num = qpn;
-		w->src_qp = le32toh(cqe->src_qp);
-		if (cqe->opcode == VRNIC_WC_RECV)
-			w->opcode = IBV_WC_RECV;
-		else if (cqe->opcode == VRNIC_WC_RECV_RDMA_WITH_IMM)
-			w->opcode = IBV_WC_RECV_RDMA_WITH_IMM;
-		else if (cqe->opcode < ARRAY_SIZE(vrnic_wc_opcode))
-			w->opcode = vrnic_wc_opcode[cqe->opcode];
-		if (cqe->wc_flags & VRNIC_CQE_WITH_IMM) {
-			w->wc_flags |= IBV_WC_WITH_IMM;
-			w->imm_data = (__be32)cqe->imm_data;
-		}
-		/* A completion frees its WQE and every WQE before it. */
-		qp = ctx->qp_table[qpn & VRNIC_OBJ_INDEX_MASK];
-		if (qp && qp->qpn == qpn) {
-			if (cqe->opcode & VRNIC_WC_RECV)
-				qp->rq_tail = le32toh(cqe->wqe_idx) + 1;
-			else
-				qp->sq_tail = le32toh(cqe->wqe_idx) + 1;
-		}
-		cq->ci++;
+	while (n < ne && !vrnic_poll_one(ctx, cq, &wc[n]))
 		n++;
-	}
 	if (n)
 		cq->dbrec->ci = htole32(cq->ci);
 	pthread_spin_unlock(&cq->lock);
 	return n;
+}
+
+/* ibv_cq_ex: start_poll/next_poll/end_poll over the same CQEs. */
+static struct vrnic_cq *cqx_to_vcq(struct ibv_cq_ex *cqx)
+{
+	return container_of(cqx, struct vrnic_cq, vcq.cq_ex);
+}
+
+static int vrnic_cqx_fill(struct ibv_cq_ex *cqx)
+{
+	struct vrnic_cq *cq = cqx_to_vcq(cqx);
+	int ret = vrnic_poll_one(to_vctx(cqx->context), cq, &cq->cur);
+
+	if (ret)
+		return ret;
+	cqx->wr_id = cq->cur.wr_id;
+	cqx->status = cq->cur.status;
+	return 0;
+}
+
+static int vrnic_cqx_start_poll(struct ibv_cq_ex *cqx,
+				struct ibv_poll_cq_attr *attr)
+{
+	struct vrnic_cq *cq = cqx_to_vcq(cqx);
+	int ret;
+
+	if (attr->comp_mask)
+		return EINVAL;
+	pthread_spin_lock(&cq->lock);
+	ret = vrnic_cqx_fill(cqx);
+	if (ret)
+		pthread_spin_unlock(&cq->lock);
+	return ret;
+}
+
+static int vrnic_cqx_next_poll(struct ibv_cq_ex *cqx)
+{
+	return vrnic_cqx_fill(cqx);
+}
+
+static void vrnic_cqx_end_poll(struct ibv_cq_ex *cqx)
+{
+	struct vrnic_cq *cq = cqx_to_vcq(cqx);
+
+	cq->dbrec->ci = htole32(cq->ci);
+	pthread_spin_unlock(&cq->lock);
+}
+
+static enum ibv_wc_opcode vrnic_cqx_read_opcode(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_vcq(cqx)->cur.opcode;
+}
+
+static uint32_t vrnic_cqx_read_vendor_err(struct ibv_cq_ex *cqx)
+{
+	return 0;
+}
+
+static unsigned int vrnic_cqx_read_wc_flags(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_vcq(cqx)->cur.wc_flags;
+}
+
+static uint32_t vrnic_cqx_read_byte_len(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_vcq(cqx)->cur.byte_len;
+}
+
+static __be32 vrnic_cqx_read_imm_data(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_vcq(cqx)->cur.imm_data;
+}
+
+static uint32_t vrnic_cqx_read_qp_num(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_vcq(cqx)->cur.qp_num;
+}
+
+static uint32_t vrnic_cqx_read_src_qp(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_vcq(cqx)->cur.src_qp;
+}
+
+static uint32_t vrnic_cqx_read_zero32(struct ibv_cq_ex *cqx)
+{
+	return 0;
+}
+
+static uint8_t vrnic_cqx_read_zero8(struct ibv_cq_ex *cqx)
+{
+	return 0;
+}
+
+#define VRNIC_CQX_WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
+			    IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | \
+			    IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | \
+			    IBV_WC_EX_WITH_DLID_PATH_BITS)
+
+struct ibv_cq_ex *vrnic_create_cq_ex(struct ibv_context *ctx,
+				     struct ibv_cq_init_attr_ex *attr)
+{
+	struct uvrnic_create_cq_ex_resp resp = {};
+	struct uvrnic_create_cq_ex cmd = {};
+	struct ibv_cq_ex *cqx;
+	struct vrnic_cq *cq;
+
+	if ((attr->wc_flags & ~VRNIC_CQX_WC_FLAGS) || attr->comp_mask ||
+	    attr->flags) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	cq = vrnic_cq_alloc(attr->cqe);
+	if (!cq)
+		return NULL;
+	cmd.buf_addr = (uintptr_t)cq->ring;
+	cmd.dbrec_addr = (uintptr_t)cq->dbrec;
+	cmd.log_depth = cq->log_depth;
+	if (ibv_cmd_create_cq_ex(ctx, attr, &cq->vcq, &cmd.ibv_cmd, sizeof(cmd),
+				 &resp.ibv_resp, sizeof(resp), 0)) {
+		vrnic_cq_free(cq);
+		return NULL;
+	}
+	cq->cqn = resp.cqn;
+	cqx = &cq->vcq.cq_ex;
+	cqx->start_poll = vrnic_cqx_start_poll;
+	cqx->next_poll = vrnic_cqx_next_poll;
+	cqx->end_poll = vrnic_cqx_end_poll;
+	cqx->read_opcode = vrnic_cqx_read_opcode;
+	cqx->read_vendor_err = vrnic_cqx_read_vendor_err;
+	cqx->read_wc_flags = vrnic_cqx_read_wc_flags;
+	cqx->read_byte_len = vrnic_cqx_read_byte_len;
+	cqx->read_imm_data = vrnic_cqx_read_imm_data;
+	cqx->read_qp_num = vrnic_cqx_read_qp_num;
+	cqx->read_src_qp = vrnic_cqx_read_src_qp;
+	cqx->read_slid = vrnic_cqx_read_zero32;
+	cqx->read_sl = vrnic_cqx_read_zero8;
+	cqx->read_dlid_path_bits = vrnic_cqx_read_zero8;
+	return cqx;
 }
 
 int vrnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
@@ -246,15 +403,22 @@ static uint32_t vrnic_rq_shift(uint32_t max_sge)
 	return s < 5 ? 5 : s;
 }
 
-struct ibv_qp *vrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+static void vrnic_qp_free(struct vrnic_qp *qp)
 {
-	struct vrnic_context *ctx = to_vctx(pd->context);
-	struct uvrnic_create_qp_resp resp = {};
-	struct uvrnic_create_qp cmd = {};
-	struct ibv_qp_cap *cap = &attr->cap;
+	vrnic_free_queue(qp->sq, qp->sq_size);
+	vrnic_free_queue(qp->rq, qp->rq_size);
+	vrnic_free_queue(qp->dbrec, VRNIC_PAGE);
+	free(qp);
+}
+
+/* Size and allocate the rings for cap; fill the create command. */
+static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *srq,
+				       struct ibv_qp_cap *cap, int sq_sig_all,
+				       struct vrnic_create_qp_cmd *cmd)
+{
 	struct vrnic_qp *qp;
 
-	if (attr->qp_type != IBV_QPT_RC || attr->srq) {
+	if (type != IBV_QPT_RC || srq) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -278,38 +442,312 @@ struct ibv_qp *vrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	qp->sq = vrnic_alloc_queue(qp->sq_size);
 	qp->rq = vrnic_alloc_queue(qp->rq_size);
 	qp->dbrec = vrnic_alloc_queue(VRNIC_PAGE);
-	if (!qp->sq || !qp->rq || !qp->dbrec)
-		goto err;
+	if (!qp->sq || !qp->rq || !qp->dbrec) {
+		vrnic_qp_free(qp);
+		return NULL;
+	}
+	qp->sig_all = sq_sig_all;
+	cmd->sq_addr = (uintptr_t)qp->sq;
+	cmd->rq_addr = (uintptr_t)qp->rq;
+	cmd->dbrec_addr = (uintptr_t)qp->dbrec;
+	cmd->sq_log_depth = qp->sq_log;
+	cmd->rq_log_depth = qp->rq_log;
+	cmd->sq_wqe_shift = qp->sq_shift;
+	cmd->rq_wqe_shift = qp->rq_shift;
+	return qp;
+}
+
+/* The kernel accepted the QP: finish and publish it. */
+static void vrnic_qp_ready(struct vrnic_context *ctx, struct vrnic_qp *qp,
+			   uint32_t qpn, struct ibv_qp_cap *cap)
+{
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
-	qp->sig_all = attr->sq_sig_all;
-
-	cmd.sq_addr = (uintptr_t)qp->sq;
-	cmd.rq_addr = (uintptr_t)qp->rq;
-	cmd.dbrec_addr = (uintptr_t)qp->dbrec;
-	cmd.sq_log_depth = qp->sq_log;
-	cmd.rq_log_depth = qp->rq_log;
-	cmd.sq_wqe_shift = qp->sq_shift;
-	cmd.rq_wqe_shift = qp->rq_shift;
-	if (ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd.ibv_cmd, sizeof(cmd),
-			      &resp.ibv_resp, sizeof(resp)))
-		goto err;
-	qp->qpn = resp.qpn;
-	qp->max_send_sge = attr->cap.max_send_sge;
-	qp->max_recv_sge = attr->cap.max_recv_sge;
-	qp->max_inline = attr->cap.max_inline_data;
-
+	qp->qpn = qpn;
+	qp->max_send_sge = cap->max_send_sge;
+	qp->max_recv_sge = cap->max_recv_sge;
+	qp->max_inline = cap->max_inline_data;
 	pthread_mutex_lock(&ctx->qp_table_mutex);
 	ctx->qp_table[qp->qpn & VRNIC_OBJ_INDEX_MASK] = qp;
 	pthread_mutex_unlock(&ctx->qp_table_mutex);
-	return &qp->vqp.qp;
+}
 
-err:
-	vrnic_free_queue(qp->sq, qp->sq_size);
-	vrnic_free_queue(qp->rq, qp->rq_size);
-	vrnic_free_queue(qp->dbrec, VRNIC_PAGE);
-	free(qp);
-	return NULL;
+struct ibv_qp *vrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct uvrnic_create_qp_resp resp = {};
+	struct uvrnic_create_qp cmd = {};
+	struct vrnic_qp *qp;
+
+	qp = vrnic_qp_alloc(attr->qp_type, attr->srq, &attr->cap,
+			    attr->sq_sig_all, &cmd.drv_payload);
+	if (!qp)
+		return NULL;
+	if (ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd.ibv_cmd, sizeof(cmd),
+			      &resp.ibv_resp, sizeof(resp))) {
+		vrnic_qp_free(qp);
+		return NULL;
+	}
+	vrnic_qp_ready(to_vctx(pd->context), qp, resp.qpn, &attr->cap);
+	return &qp->vqp.qp;
+}
+
+/* ----------------------------------------------------- ibv_wr_* API */
+
+static struct vrnic_qp *qpx_to_vqp(struct ibv_qp_ex *qpx)
+{
+	return container_of(qpx, struct vrnic_qp, vqp.qp_ex);
+}
+
+static void vrnic_wr_start(struct ibv_qp_ex *qpx)
+{
+	struct vrnic_qp *qp = qpx_to_vqp(qpx);
+
+	pthread_spin_lock(&qp->sq_lock);
+	qp->wr_start_head = qp->sq_head;
+	qp->wr_cur = NULL;
+	qp->wr_err = 0;
+}
+
+/* Open the next WQE of opcode op; NULL (and wr_err) when the SQ is full. */
+static struct vrnic_send_wqe *vrnic_wr_new(struct vrnic_qp *qp, uint8_t op)
+{
+	struct ibv_qp_ex *qpx = &qp->vqp.qp_ex;
+	struct vrnic_send_wqe *w;
+
+	qp->wr_cur = NULL;
+	if (qp->wr_err)
+		return NULL;
+	if (qp->sq_head - qp->sq_tail >= (1u << qp->sq_log)) {
+		qp->wr_err = ENOMEM;
+		return NULL;
+	}
+	w = (struct vrnic_send_wqe *)(qp->sq +
+		((size_t)(qp->sq_head & ((1u << qp->sq_log) - 1)) << qp->sq_shift));
+	memset(w, 0, sizeof(*w));
+	w->wr_id = htole64(qpx->wr_id);
+	w->opcode = op;
+	if ((qpx->wr_flags & IBV_SEND_SIGNALED) || qp->sig_all)
+		w->flags |= VRNIC_WQE_SIGNALED;
+	if (qpx->wr_flags & IBV_SEND_SOLICITED)
+		w->flags |= VRNIC_WQE_SOLICITED;
+	if (qpx->wr_flags & IBV_SEND_FENCE)
+		w->flags |= VRNIC_WQE_FENCE;
+	qp->sq_head++;
+	qp->wr_cur = w;
+	return w;
+}
+
+static void vrnic_wr_send(struct ibv_qp_ex *qpx)
+{
+	vrnic_wr_new(qpx_to_vqp(qpx), VRNIC_WR_SEND);
+}
+
+static void vrnic_wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm)
+{
+	struct vrnic_send_wqe *w = vrnic_wr_new(qpx_to_vqp(qpx),
+						VRNIC_WR_SEND_IMM);
+
+	if (w)
+		w->imm_data = (__le32)imm;
+}
+
+static void vrnic_wr_rdma(struct ibv_qp_ex *qpx, uint8_t op, uint32_t rkey,
+			  uint64_t raddr)
+{
+	struct vrnic_send_wqe *w = vrnic_wr_new(qpx_to_vqp(qpx), op);
+
+	if (w) {
+		w->remote_addr = htole64(raddr);
+		w->rkey = htole32(rkey);
+	}
+}
+
+static void vrnic_wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+				uint64_t raddr)
+{
+	vrnic_wr_rdma(qpx, VRNIC_WR_RDMA_WRITE, rkey, raddr);
+}
+
+static void vrnic_wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey,
+				    uint64_t raddr, __be32 imm)
+{
+	struct vrnic_qp *qp = qpx_to_vqp(qpx);
+
+	vrnic_wr_rdma(qpx, VRNIC_WR_RDMA_WRITE_IMM, rkey, raddr);
+	if (qp->wr_cur)
+		qp->wr_cur->imm_data = (__le32)imm;
+}
+
+static void vrnic_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey,
+			       uint64_t raddr)
+{
+	vrnic_wr_rdma(qpx, VRNIC_WR_RDMA_READ, rkey, raddr);
+}
+
+static void vrnic_wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey,
+				    uint64_t raddr, uint64_t compare,
+				    uint64_t swap)
+{
+	struct vrnic_qp *qp = qpx_to_vqp(qpx);
+
+	vrnic_wr_rdma(qpx, VRNIC_WR_ATOMIC_CMP_SWP, rkey, raddr);
+	if (qp->wr_cur) {
+		qp->wr_cur->compare_add = htole64(compare);
+		qp->wr_cur->swap = htole64(swap);
+	}
+}
+
+static void vrnic_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
+				      uint64_t raddr, uint64_t add)
+{
+	struct vrnic_qp *qp = qpx_to_vqp(qpx);
+
+	vrnic_wr_rdma(qpx, VRNIC_WR_ATOMIC_FETCH_ADD, rkey, raddr);
+	if (qp->wr_cur)
+		qp->wr_cur->compare_add = htole64(add);
+}
+
+static void vrnic_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
+				  const struct ibv_sge *sg)
+{
+	struct vrnic_qp *qp = qpx_to_vqp(qpx);
+	struct vrnic_send_wqe *w = qp->wr_cur;
+	struct vrnic_sge *sge;
+	size_t i;
+
+	if (!w)
+		return;
+	if (num_sge > qp->max_send_sge) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	sge = (struct vrnic_sge *)(w + 1);
+	for (i = 0; i < num_sge; i++) {
+		sge[i].addr = htole64(sg[i].addr);
+		sge[i].length = htole32(sg[i].length);
+		sge[i].lkey = htole32(sg[i].lkey);
+	}
+	w->num_sge = num_sge;
+}
+
+static void vrnic_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey,
+			     uint64_t addr, uint32_t length)
+{
+	struct ibv_sge sge = { .addr = addr, .length = length, .lkey = lkey };
+
+	vrnic_wr_set_sge_list(qpx, 1, &sge);
+}
+
+static void vrnic_wr_set_inline_data_list(struct ibv_qp_ex *qpx,
+					  size_t num_buf,
+					  const struct ibv_data_buf *buf)
+{
+	struct vrnic_qp *qp = qpx_to_vqp(qpx);
+	struct vrnic_send_wqe *w = qp->wr_cur;
+	uint8_t *dst;
+	size_t i, len = 0;
+
+	if (!w)
+		return;
+	dst = (uint8_t *)(w + 1);
+	for (i = 0; i < num_buf; i++) {
+		if (len + buf[i].length > qp->max_inline) {
+			qp->wr_err = EINVAL;
+			return;
+		}
+		memcpy(dst + len, buf[i].addr, buf[i].length);
+		len += buf[i].length;
+	}
+	w->flags |= VRNIC_WQE_INLINE;
+	w->inline_len = htole32(len);
+}
+
+static void vrnic_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
+				     size_t length)
+{
+	struct ibv_data_buf buf = { .addr = addr, .length = length };
+
+	vrnic_wr_set_inline_data_list(qpx, 1, &buf);
+}
+
+static int vrnic_wr_complete(struct ibv_qp_ex *qpx)
+{
+	struct vrnic_qp *qp = qpx_to_vqp(qpx);
+	struct vrnic_context *ctx = to_vctx(qpx->qp_base.context);
+	int err = qp->wr_err;
+
+	if (err) {
+		qp->sq_head = qp->wr_start_head;	/* post nothing */
+	} else if (qp->sq_head != qp->wr_start_head) {
+		udma_to_device_barrier();
+		qp->dbrec->sq_pi = htole32(qp->sq_head);
+		udma_to_device_barrier();
+		mmio_write32_le((uint8_t *)ctx->db_page + VRNIC_DB_SQ,
+				htole32(qp->qpn));
+	}
+	pthread_spin_unlock(&qp->sq_lock);
+	return err;
+}
+
+static void vrnic_wr_abort(struct ibv_qp_ex *qpx)
+{
+	struct vrnic_qp *qp = qpx_to_vqp(qpx);
+
+	qp->sq_head = qp->wr_start_head;
+	pthread_spin_unlock(&qp->sq_lock);
+}
+
+#define VRNIC_SEND_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | \
+			IBV_QP_EX_WITH_RDMA_WRITE | \
+			IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
+			IBV_QP_EX_WITH_RDMA_READ | \
+			IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
+			IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+
+struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
+				  struct ibv_qp_init_attr_ex *attr)
+{
+	struct uvrnic_create_qp_resp resp = {};
+	struct uvrnic_create_qp cmd = {};
+	struct ibv_qp_ex *qpx;
+	struct vrnic_qp *qp;
+
+	if ((attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD |
+				 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	     (attr->send_ops_flags & ~VRNIC_SEND_OPS))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	qp = vrnic_qp_alloc(attr->qp_type, attr->srq, &attr->cap,
+			    attr->sq_sig_all, &cmd.drv_payload);
+	if (!qp)
+		return NULL;
+	if (ibv_cmd_create_qp_ex(ctx, &qp->vqp, attr, &cmd.ibv_cmd, sizeof(cmd),
+				 &resp.ibv_resp, sizeof(resp))) {
+		vrnic_qp_free(qp);
+		return NULL;
+	}
+	vrnic_qp_ready(to_vctx(ctx), qp, resp.qpn, &attr->cap);
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		qpx = &qp->vqp.qp_ex;
+		qpx->wr_start = vrnic_wr_start;
+		qpx->wr_complete = vrnic_wr_complete;
+		qpx->wr_abort = vrnic_wr_abort;
+		qpx->wr_send = vrnic_wr_send;
+		qpx->wr_send_imm = vrnic_wr_send_imm;
+		qpx->wr_rdma_write = vrnic_wr_rdma_write;
+		qpx->wr_rdma_write_imm = vrnic_wr_rdma_write_imm;
+		qpx->wr_rdma_read = vrnic_wr_rdma_read;
+		qpx->wr_atomic_cmp_swp = vrnic_wr_atomic_cmp_swp;
+		qpx->wr_atomic_fetch_add = vrnic_wr_atomic_fetch_add;
+		qpx->wr_set_sge = vrnic_wr_set_sge;
+		qpx->wr_set_sge_list = vrnic_wr_set_sge_list;
+		qpx->wr_set_inline_data = vrnic_wr_set_inline_data;
+		qpx->wr_set_inline_data_list = vrnic_wr_set_inline_data_list;
+		qp->vqp.comp_mask |= VERBS_QP_EX;
+	}
+	return &qp->vqp.qp;
 }
 
 int vrnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
@@ -342,10 +780,7 @@ int vrnic_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_unlock(&ctx->qp_table_mutex);
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
-	vrnic_free_queue(qp->sq, qp->sq_size);
-	vrnic_free_queue(qp->rq, qp->rq_size);
-	vrnic_free_queue(qp->dbrec, VRNIC_PAGE);
-	free(qp);
+	vrnic_qp_free(qp);
 	return 0;
 }
 

@@ -80,7 +80,9 @@ static void vrnic_free_context(struct ibv_context *ibctx)
 static const struct verbs_context_ops vrnic_ctx_ops = {
 	.alloc_pd = vrnic_alloc_pd,
 	.create_cq = vrnic_create_cq,
+	.create_cq_ex = vrnic_create_cq_ex,
 	.create_qp = vrnic_create_qp,
+	.create_qp_ex = vrnic_create_qp_ex,
 	.dealloc_pd = vrnic_dealloc_pd,
 	.dereg_mr = vrnic_dereg_mr,
 	.destroy_cq = vrnic_destroy_cq,

@@ -41,6 +41,7 @@ struct vrnic_cq {
 	uint32_t cqn;
 	uint8_t arm_sn;
 	struct vrnic_cq_dbrec *dbrec;	/* in its own page */
+	struct ibv_wc cur;		/* ibv_cq_ex: the completion being read */
 };
 
 struct vrnic_qp {
@@ -57,6 +58,10 @@ struct vrnic_qp {
 	struct vrnic_qp_dbrec *dbrec;	/* in its own page */
 	bool sig_all;
 	uint32_t max_send_sge, max_recv_sge, max_inline;
+	/* ibv_wr_* state between wr_start and wr_complete/wr_abort */
+	uint32_t wr_start_head;
+	struct vrnic_send_wqe *wr_cur;
+	int wr_err;
 };
 
 static inline struct vrnic_context *to_vctx(struct ibv_context *ibctx)
@@ -80,11 +85,15 @@ int vrnic_dereg_mr(struct verbs_mr *vmr);
 struct ibv_cq *vrnic_create_cq(struct ibv_context *ctx, int cqe,
 			       struct ibv_comp_channel *channel,
 			       int comp_vector);
+struct ibv_cq_ex *vrnic_create_cq_ex(struct ibv_context *ctx,
+				     struct ibv_cq_init_attr_ex *attr);
 int vrnic_destroy_cq(struct ibv_cq *cq);
 int vrnic_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
 int vrnic_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 struct ibv_qp *vrnic_create_qp(struct ibv_pd *pd,
 			       struct ibv_qp_init_attr *attr);
+struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
+				  struct ibv_qp_init_attr_ex *attr);
 int vrnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		    int attr_mask);
 int vrnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,

@@ -118,6 +118,15 @@ def rc_tests(stage, a, b):
                 args = "ib_%s_%s -d vrnic0 -x 1 -n 200%s" % (tool, kind, size)
                 pair(stage, "rc %s: %s" % (where, args), srv, cli, args,
                      "%s %s" % (args, srv.ip), "#bytes")
+    # The extended send API (ibv_wr_*): perftest uses it by default (its
+    # header says "ibv_wr* API : ON"); ibv_rc_pingpong with -N; and the
+    # classic ibv_post_send path once more for perftest.
+    args = "%s -N -s 4096 -n 100" % pp
+    pair(stage, "rc a->b: ibv_rc_pingpong -c -N (ibv_wr_* API)", b, a, args,
+         "%s %s" % (args, b.ip), "bytes in")
+    args = "ib_write_bw -d vrnic0 -x 1 -n 200 --use_old_post_send"
+    pair(stage, "rc a->b: %s" % args, b, a, args, "%s %s" % (args, b.ip),
+         "#bytes")
     # At least 1 GiB each way with every byte checked.
     args = "%s -s 1048576 -n 1024" % pp
     pair(stage, "rc a->b: 1 GiB each way, data checked (ibv_rc_pingpong -c)",
