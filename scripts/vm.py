@@ -264,6 +264,21 @@ def cmd_run(args):
                   "do echo \"$g: $(cat $g)\"; done").rstrip())
     print("\n== [a] ping -c 5 %s over the vrnic netdev" % b.ip)
     print(a.check("ping -c 5 -i 0.2 %s" % b.ip, timeout=60).rstrip())
+    for tool, args in (("ib_write_bw", "-s 65536 -n 500"),
+                       ("ib_write_lat", "-s 2 -n 500")):
+        print("\n== perftest %s %s: b serves, a runs (RoCEv2 over vrnic)"
+              % (tool, args))
+        cmd = "%s -d vrnic0 -x 1 %s" % (tool, args)
+        b.check("(timeout 120 %s > /tmp/srv.out 2>&1 &)" % cmd)
+        time.sleep(1.5)
+        out = a.check("timeout 120 %s %s 2>&1" % (cmd, b.ip), timeout=150)
+        lines = out.splitlines()
+        head = [ln for ln in lines if "#bytes" in ln]
+        if head:
+            i = lines.index(head[0])
+            print("\n".join(lines[i:i + 2]))
+        else:
+            print(out)
     if capture:
         print("\n== capture written to %s" % capture)
     print("\nvrnic run: done in %.0f s (VMs stopped)" % (time.time() - t0))

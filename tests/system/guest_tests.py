@@ -138,6 +138,22 @@ def rc_tests(stage, a, b):
             pair(stage, "rc a->b: %s (netdev MTU %d)" % (args, mtu), b, a,
                  args, "%s %s" % (args, b.ip), "#bytes")
     set_mtu(stage, (a, b), 1500)
+    # A process killed with its QP, CQ, MR and doorbell page live leaves
+    # nothing behind in the kernel or the device.
+    try:
+        a.check("ibv_rc_pingpong -d vrnic0 -g 1 >/dev/null 2>&1 & sleep 3; "
+                "rdma res show qp | grep -q 'vrnic0.*RC'", timeout=60)
+        rc, out = a.run("pkill -9 ibv_rc_pingpong; sleep 2; "
+                        "rdma res show qp; rdma res show cq; rdma res show mr; "
+                        "rdma res show pd", timeout=60)
+        left = [ln for ln in out.splitlines() if "vrnic0" in ln and
+                "comm [ib_core]" not in ln and "ib_core" not in ln]
+        stage.record("rc a: process killed with live QP/CQ/MR: resources freed",
+                     "pass" if rc == 0 and not left else "fail",
+                     "left behind: %s" % left[:3])
+    except vmlib.VMError as e:
+        stage.record("rc a: process killed with live QP/CQ/MR: resources freed",
+                     "fail", str(e))
 
 
 def main():
