@@ -4,8 +4,9 @@
 #include <stdexcept>
 #include <string>
 
-Node::Node(uint8_t node_id, bool paged_rings)
-	: p(node_id, 40 << 20), id(node_id), paged(paged_rings)
+Node::Node(uint8_t node_id, bool paged_rings, unsigned cq_log_depth)
+	: p(node_id, 40 << 20), id(node_id), paged(paged_rings),
+	  cq_log(cq_log_depth)
 {
 	p.enable();
 	vrnic_admin_cmd c{};
@@ -27,7 +28,7 @@ Node::Node(uint8_t node_id, bool paged_rings)
 			p.store<uint64_t>(list + off / 4096 * 8, ring_addr(base, off, bytes));
 		return list;
 	};
-	const uint64_t cq_bytes = 32ull << kCqLog, sq_bytes = 1ull << (kSqLog + kSqShift);
+	const uint64_t cq_bytes = 32ull << cq_log, sq_bytes = 1ull << (kSqLog + kSqShift);
 	const uint64_t rq_bytes = 1ull << (kRqLog + kRqShift);
 
 	c = {};
@@ -35,7 +36,7 @@ Node::Node(uint8_t node_id, bool paged_rings)
 	c.create_cq.base = paged ? page_list(kRingPbl, kCq, cq_bytes) : kCq;
 	c.create_cq.ring_flags = paged ? VRNIC_RING_PAGED : 0;
 	c.create_cq.dbrec = kCqDb;
-	c.create_cq.log_depth = kCqLog;
+	c.create_cq.log_depth = uint8_t(cq_log);
 	c.create_cq.eqn = 1;
 	cq = admin_ok(c);
 
@@ -194,10 +195,10 @@ void Node::post_recv(uint64_t wr_id, const std::vector<vrnic_sge> &sges)
 
 bool Node::poll_cq(vrnic_cqe &out)
 {
-	const uint64_t a = ring_addr(kCq, uint64_t(cq_ci & ((1u << kCqLog) - 1)) * sizeof(vrnic_cqe),
-				     32ull << kCqLog);
+	const uint64_t a = ring_addr(kCq, uint64_t(cq_ci & ((1u << cq_log) - 1)) * sizeof(vrnic_cqe),
+				     32ull << cq_log);
 	const auto cqe = p.load<vrnic_cqe>(a);
-	const uint8_t phase = ((cq_ci >> kCqLog) & 1) ? 0 : VRNIC_CQE_OWNER;
+	const uint8_t phase = ((cq_ci >> cq_log) & 1) ? 0 : VRNIC_CQE_OWNER;
 	if ((cqe.owner & VRNIC_CQE_OWNER) != phase)
 		return false;
 	out = cqe;

@@ -28,7 +28,7 @@ struct Node {
 	static constexpr unsigned kCqLog = 12, kSqLog = 8, kRqLog = 8;
 	static constexpr unsigned kSqShift = 9, kRqShift = 8;
 
-	explicit Node(uint8_t id, bool paged = false);
+	explicit Node(uint8_t id, bool paged = false, unsigned cq_log = kCqLog);
 	// Where offset off of a ring lives (paged rings use reversed pages).
 	uint64_t ring_addr(uint64_t base, uint64_t off, uint64_t bytes) const;
 
@@ -56,6 +56,7 @@ struct Node {
 	FakePlatform p;
 	uint8_t id;
 	bool paged;
+	unsigned cq_log;
 	uint32_t pd = 0, cq = 0, qp = 0, mr = 0;
 	uint32_t sq_pi = 0, rq_pi = 0, cq_ci = 0;
 };

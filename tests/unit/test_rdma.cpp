@@ -515,3 +515,33 @@ TEST(PagedRings, QueuesInScatteredPagesWork)
 		EXPECT_EQ(std::memcmp(b.data(i * 4096), a.data(0x400000 + i * 4096), 2000 + i), 0);
 	}
 }
+
+TEST(CompletionQueues, OverflowIsAnAsyncErrorNotACorruption)
+{
+	Node a(1), b(2, false, /*cq_log=*/2);	// b's CQ holds 4 CQEs
+	Wire wire;
+	a.connect(b, 3, 1, 2);
+	b.connect(a, 3, 2, 1);
+	for (unsigned i = 0; i < 6; i++) {
+		b.post_recv(i, {b.sge(i * 4096, 4096)});
+		a.post_send(wqe(VRNIC_WR_SEND, i), {a.sge(0, 100)});
+	}
+	wire.run(a, b, [] { return false; }, 1000);
+	// Four completions are there, in order; nothing overwrote them.
+	std::vector<vrnic_cqe> got;
+	vrnic_cqe c;
+	while (got.size() < 8 && b.poll_cq(c))
+		got.push_back(c);
+	ASSERT_EQ(got.size(), 4u);
+	for (unsigned i = 0; i < 4; i++)
+		EXPECT_EQ(got[i].wr_id, i);
+	// The fifth found the CQ full: CQ_ERROR on the async EQ, counted.
+	EXPECT_EQ(b.p.eng->dev.rdma().counters().cq_overflows, 1u);
+	bool seen = false;
+	for (unsigned i = 0; i < 16; i++) {
+		const auto eqe = b.p.load<vrnic_eqe>(FakePlatform::kAeq + i * 16);
+		if (eqe.type == VRNIC_EQE_CQ_ERROR && eqe.id == b.cq)
+			seen = true;
+	}
+	EXPECT_TRUE(seen);
+}
