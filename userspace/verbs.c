@@ -491,6 +491,15 @@ struct ibv_qp *vrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	return &qp->vqp.qp;
 }
 
+/* WQEs, then the producer index, then the doorbell.  SQ lock held. */
+static void vrnic_ring_sq(struct vrnic_context *ctx, struct vrnic_qp *qp)
+{
+	udma_to_device_barrier();
+	qp->dbrec->sq_pi = htole32(qp->sq_head);
+	udma_to_device_barrier();
+	mmio_write32_le((uint8_t *)ctx->db_page + VRNIC_DB_SQ, htole32(qp->qpn));
+}
+
 /* ----------------------------------------------------- ibv_wr_* API */
 
 static struct vrnic_qp *qpx_to_vqp(struct ibv_qp_ex *qpx)
@@ -676,15 +685,10 @@ static int vrnic_wr_complete(struct ibv_qp_ex *qpx)
 	struct vrnic_context *ctx = to_vctx(qpx->qp_base.context);
 	int err = qp->wr_err;
 
-	if (err) {
+	if (err)
 		qp->sq_head = qp->wr_start_head;	/* post nothing */
-	} else if (qp->sq_head != qp->wr_start_head) {
-		udma_to_device_barrier();
-		qp->dbrec->sq_pi = htole32(qp->sq_head);
-		udma_to_device_barrier();
-		mmio_write32_le((uint8_t *)ctx->db_page + VRNIC_DB_SQ,
-				htole32(qp->qpn));
-	}
+	else if (qp->sq_head != qp->wr_start_head)
+		vrnic_ring_sq(ctx, qp);
 	pthread_spin_unlock(&qp->sq_lock);
 	return err;
 }
@@ -897,14 +901,8 @@ int vrnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	}
 	if (ret)
 		*bad_wr = wr;
-	if (qp->sq_head != start) {
-		/* WQEs, then the producer index, then the doorbell. */
-		udma_to_device_barrier();
-		qp->dbrec->sq_pi = htole32(qp->sq_head);
-		udma_to_device_barrier();
-		mmio_write32_le((uint8_t *)ctx->db_page + VRNIC_DB_SQ,
-				htole32(qp->qpn));
-	}
+	if (qp->sq_head != start)
+		vrnic_ring_sq(ctx, qp);
 	pthread_spin_unlock(&qp->sq_lock);
 	return ret;
 }
