@@ -20,14 +20,34 @@ static int vrnic_cq_pin_dbrec(struct vrnic_dev *vdev, u64 addr,
 		return -EINVAL;
 	*umem = ib_umem_get(&vdev->ibdev, addr & PAGE_MASK, PAGE_SIZE,
 			    IB_ACCESS_LOCAL_WRITE);
-	if (IS_ERR(*umem))
-		return PTR_ERR(*umem);
+	if (IS_ERR(*umem)) {
+		int ret = PTR_ERR(*umem);
+
+		*umem = NULL;
+		return ret;
+	}
 	rdma_umem_for_each_dma_block(*umem, &biter, PAGE_SIZE) {
 		*dma = rdma_block_iter_dma_address(&biter) + (addr & ~PAGE_MASK);
 		return 0;
 	}
 	ib_umem_release(*umem);
+	*umem = NULL;
 	return -EINVAL;
+}
+
+/* Release whatever memory a CQ holds; fields never set are NULL. */
+static void vrnic_cq_free_mem(struct vrnic_dev *vdev, struct vrnic_cq *cq)
+{
+	struct device *dev = &vdev->pdev->dev;
+
+	if (cq->ring)
+		dma_free_coherent(dev, sizeof(*cq->ring) << cq->log_depth,
+				  cq->ring, cq->ring_dma);
+	if (cq->dbrec)
+		dma_free_coherent(dev, sizeof(*cq->dbrec), cq->dbrec,
+				  cq->dbrec_dma);
+	ib_umem_release(cq->dbrec_umem);
+	ib_umem_release(cq->umem);
 }
 
 int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
@@ -70,16 +90,19 @@ int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		cq->umem = ib_umem_get(ibcq->device, ucmd.buf_addr,
 				       sizeof(struct vrnic_cqe) << cq->log_depth,
 				       IB_ACCESS_LOCAL_WRITE);
-		if (IS_ERR(cq->umem))
-			return PTR_ERR(cq->umem);
+		if (IS_ERR(cq->umem)) {
+			ret = PTR_ERR(cq->umem);
+			cq->umem = NULL;
+			return ret;
+		}
 		ret = vrnic_cq_pin_dbrec(vdev, ucmd.dbrec_addr, &cq->dbrec_umem,
 					 &cq->dbrec_dma);
 		if (ret)
-			goto err_umem;
+			goto err_mem;
 		ret = vrnic_umem_page_list(vdev, cq->umem, &list, &list_dma,
 					   &list_size);
 		if (ret)
-			goto err_dbrec;
+			goto err_mem;
 		cmd.create_cq.base = cpu_to_le64(list_dma);
 		cmd.create_cq.ring_flags = VRNIC_RING_PAGED;
 		cmd.create_cq.dbrec = cpu_to_le64(cq->dbrec_dma);
@@ -87,7 +110,7 @@ int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		ret = vrnic_admin_exec(vdev, &cmd, &cqn);
 		dma_free_coherent(dev, list_size, list, list_dma);
 		if (ret)
-			goto err_dbrec;
+			goto err_mem;
 		uresp.cqn = cqn;
 		ret = ib_copy_to_udata(udata, &uresp,
 				       min(sizeof(uresp), udata->outlen));
@@ -100,14 +123,14 @@ int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 					       &cq->dbrec_dma, GFP_KERNEL);
 		if (!cq->ring || !cq->dbrec) {
 			ret = -ENOMEM;
-			goto err_kmem;
+			goto err_mem;
 		}
 		cmd.create_cq.base = cpu_to_le64(cq->ring_dma);
 		cmd.create_cq.dbrec = cpu_to_le64(cq->dbrec_dma);
 		cmd.create_cq.log_depth = cq->log_depth;
 		ret = vrnic_admin_exec(vdev, &cmd, &cqn);
 		if (ret)
-			goto err_kmem;
+			goto err_mem;
 	}
 	cq->cqn = cqn;
 	ibcq->cqe = (1 << cq->log_depth) - 1;
@@ -121,19 +144,8 @@ err_destroy:
 	memset(&cmd.raw, 0, sizeof(cmd.raw));
 	cmd.destroy.id = cpu_to_le32(cqn);
 	vrnic_admin_exec(vdev, &cmd, NULL);
-err_kmem:
-	if (cq->ring)
-		dma_free_coherent(dev, sizeof(*cq->ring) << cq->log_depth,
-				  cq->ring, cq->ring_dma);
-	if (cq->dbrec)
-		dma_free_coherent(dev, sizeof(*cq->dbrec), cq->dbrec,
-				  cq->dbrec_dma);
-err_dbrec:
-	if (cq->dbrec_umem)
-		ib_umem_release(cq->dbrec_umem);
-err_umem:
-	if (cq->umem)
-		ib_umem_release(cq->umem);
+err_mem:
+	vrnic_cq_free_mem(vdev, cq);
 	return ret;
 }
 
@@ -142,7 +154,6 @@ int vrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	struct vrnic_dev *vdev = to_vdev(ibcq->device);
 	struct vrnic_cq *cq = to_vcq(ibcq);
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DESTROY_CQ };
-	struct device *dev = &vdev->pdev->dev;
 
 	cmd.destroy.id = cpu_to_le32(cq->cqn);
 	vrnic_admin_exec(vdev, &cmd, NULL);
@@ -150,16 +161,7 @@ int vrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	/* No event handler may still be looking at this CQ. */
 	synchronize_irq(pci_irq_vector(vdev->pdev, cq->eqn));
 	synchronize_irq(pci_irq_vector(vdev->pdev, VRNIC_AEQ_VECTOR));
-	if (cq->ring)
-		dma_free_coherent(dev, sizeof(*cq->ring) << cq->log_depth,
-				  cq->ring, cq->ring_dma);
-	if (cq->dbrec)
-		dma_free_coherent(dev, sizeof(*cq->dbrec), cq->dbrec,
-				  cq->dbrec_dma);
-	if (cq->dbrec_umem)
-		ib_umem_release(cq->dbrec_umem);
-	if (cq->umem)
-		ib_umem_release(cq->umem);
+	vrnic_cq_free_mem(vdev, cq);
 	return 0;
 }
 
@@ -200,6 +202,8 @@ int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 	unsigned long flags;
 	int n = 0;
 
+	if (!cq->ring)
+		return -EOPNOTSUPP;	/* a user CQ: its ring is in user memory */
 	spin_lock_irqsave(&cq->lock, flags);
 	while (n < num_entries) {
 		struct vrnic_cqe *cqe = &cq->ring[cq->ci & mask];
@@ -255,7 +259,7 @@ int vrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	vrnic_db(vdev, VRNIC_DB_CQ_ARM, cq->cqn |
 		 cmd << VRNIC_CQ_ARM_CMD_SHIFT |
 		 (u32)(cq->arm_sn & 0xf) << VRNIC_CQ_ARM_SN_SHIFT);
-	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
+	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && cq->ring) {
 		struct vrnic_cqe *cqe =
 			&cq->ring[cq->ci & ((1U << cq->log_depth) - 1)];
 		u8 phase = ((cq->ci >> cq->log_depth) & 1) ? 0 : VRNIC_CQE_OWNER;

@@ -152,32 +152,44 @@ MrCheck MrTable::check(uint32_t key, uint32_t pdn, uint64_t addr,
 	return MrCheck::Ok;
 }
 
-bool MrTable::dma(const Platform &plat, const Mr &mr, uint64_t addr,
-		  void *buf, size_t len, bool to_guest)
+template <typename F>
+bool MrTable::for_each_piece(const Mr &mr, uint64_t addr, size_t len, F f)
 {
-	auto *p = static_cast<uint8_t *>(buf);
-
 	if (mr.phys)
-		return to_guest ? plat.dma_write(addr, p, len) :
-				  plat.dma_read(addr, p, len);
+		return f(addr, size_t(0), len);
 	const uint64_t psz = 1ull << mr.page_shift;
 	const uint64_t base = mr.iova & ~(psz - 1);
-	while (len > 0) {
-		const uint64_t off = addr - base;
+	size_t done = 0;
+	while (done < len) {
+		const uint64_t off = addr + done - base;
 		const uint64_t page = off >> mr.page_shift;
 		const uint64_t in_page = off & (psz - 1);
-		const size_t n = size_t(std::min<uint64_t>(len, psz - in_page));
+		const size_t n = size_t(std::min<uint64_t>(len - done, psz - in_page));
 		if (page >= mr.pages.size())
 			return false;	// check() guarantees this never happens
-		const uint64_t bus = mr.pages[page] + in_page;
-		if (!(to_guest ? plat.dma_write(bus, p, n) :
-				 plat.dma_read(bus, p, n)))
+		if (!f(mr.pages[page] + in_page, done, n))
 			return false;
-		addr += n;
-		p += n;
-		len -= n;
+		done += n;
 	}
 	return true;
+}
+
+bool MrTable::read(const Platform &plat, const Mr &mr, uint64_t addr,
+		   void *buf, size_t len)
+{
+	auto *p = static_cast<uint8_t *>(buf);
+	return for_each_piece(mr, addr, len, [&](uint64_t bus, size_t o, size_t n) {
+		return plat.dma_read(bus, p + o, n);
+	});
+}
+
+bool MrTable::write(const Platform &plat, const Mr &mr, uint64_t addr,
+		    const void *buf, size_t len)
+{
+	const auto *p = static_cast<const uint8_t *>(buf);
+	return for_each_piece(mr, addr, len, [&](uint64_t bus, size_t o, size_t n) {
+		return plat.dma_write(bus, p + o, n);
+	});
 }
 
 } // namespace vrnic

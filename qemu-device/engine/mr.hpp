@@ -44,10 +44,16 @@ public:
 
 	// DMA between a local buffer and [addr, addr + len) of a checked MR,
 	// page by page.  False if a transfer failed.
-	static bool dma(const Platform &plat, const Mr &mr, uint64_t addr,
-			void *buf, size_t len, bool to_guest);
+	static bool read(const Platform &plat, const Mr &mr, uint64_t addr,
+			 void *buf, size_t len);
+	static bool write(const Platform &plat, const Mr &mr, uint64_t addr,
+			  const void *buf, size_t len);
 
 private:
+	// Call f(bus_addr, offset_in_buffer, n) for each page-sized piece.
+	template <typename F>
+	static bool for_each_piece(const Mr &mr, uint64_t addr, size_t len, F f);
+
 	std::vector<Mr> mrs_;
 	uint32_t next_ = 0;	// where the free slot search starts
 };

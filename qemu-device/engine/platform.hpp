@@ -51,16 +51,21 @@ public:
 		static_assert(std::is_trivially_copyable_v<T>);
 		return dma_write(addr, &in, sizeof(T));
 	}
-	// Write a ring entry whose first dword holds the phase/valid bit:
-	// the body first, then the first dword, so the driver never sees a
-	// valid flag in front of stale contents.
+	// Write a ring entry whose phase/valid bit lives in the dword at
+	// phase_off: everything else first, that dword last, so the consumer
+	// never sees a valid flag in front of stale contents.
 	template <typename T>
-	[[nodiscard]] bool write_entry(uint64_t addr, const T &in) const
+	[[nodiscard]] bool write_entry(uint64_t addr, const T &in,
+				       size_t phase_off = 0) const
 	{
-		static_assert(std::is_trivially_copyable_v<T> && sizeof(T) > 4);
+		static_assert(std::is_trivially_copyable_v<T> && sizeof(T) > 4 &&
+			      sizeof(T) % 4 == 0);
 		const auto *p = reinterpret_cast<const uint8_t *>(&in);
-		return dma_write(addr + 4, p + 4, sizeof(T) - 4) &&
-		       dma_write(addr, p, 4);
+		const size_t tail = phase_off + 4;
+		return (phase_off == 0 || dma_write(addr, p, phase_off)) &&
+		       (tail == sizeof(T) ||
+			dma_write(addr + tail, p + tail, sizeof(T) - tail)) &&
+		       dma_write(addr + phase_off, p + phase_off, 4);
 	}
 	void send_frame(std::span<const uint8_t> frame) const
 	{

@@ -532,10 +532,8 @@ bool Rdma::cq_post(uint32_t cqn, vrnic_cqe cqe, bool solicited)
 	cqe.owner = ((cq->pi >> cq->log_depth) & 1) ? 0 : VRNIC_CQE_OWNER;
 	const uint64_t addr = cq->ring.addr(uint64_t(cq->pi & (depth - 1)) *
 					    sizeof(vrnic_cqe));
-	const auto *b = reinterpret_cast<const uint8_t *>(&cqe);
-	// The owner byte lives in the last dword: write it last.
-	if (!plat_.dma_write(addr, b, sizeof(cqe) - 4) ||
-	    !plat_.dma_write(addr + sizeof(cqe) - 4, b + sizeof(cqe) - 4, 4)) {
+	// The owner byte lives in the last dword.
+	if (!plat_.write_entry(addr, cqe, sizeof(cqe) - 4)) {
 		dcnt_.dma_errors++;
 		return false;
 	}

@@ -197,6 +197,51 @@ void Rdma::fetch_sq(Qp &qp, unsigned int &budget)
 		qp.sq_kick = true;	// come back for the rest
 }
 
+namespace {
+
+// Copy between a local buffer and the byte range [off, off + len) of a
+// WQE's SGE list; every piece is checked against its MR first.
+template <typename Copy>
+bool walk_sges(const MrTable &mrs, uint32_t pdn,
+	       const std::vector<vrnic_sge> &sges, uint32_t off, uint32_t len,
+	       uint32_t access, Copy copy)
+{
+	uint32_t done = 0;
+
+	for (const auto &s : sges) {
+		if (done == len)
+			break;
+		const uint32_t slen = le(s.length);
+		if (off >= slen) {
+			off -= slen;
+			continue;
+		}
+		const uint32_t n = std::min(len - done, slen - off);
+		const Mr *mr;
+		if (mrs.check(le(s.lkey), pdn, le(s.addr) + off, n, access, &mr) !=
+			    MrCheck::Ok ||
+		    !copy(*mr, le(s.addr) + off, done, n))
+			return false;
+		done += n;
+		off = 0;
+	}
+	return done == len;
+}
+
+// Scatter into a WQE's local SGEs (READ responses, atomic results,
+// received SENDs).
+bool scatter_sges(const Platform &plat, const MrTable &mrs, uint32_t pdn,
+		  const std::vector<vrnic_sge> &sges, uint32_t off,
+		  const uint8_t *src, uint32_t len)
+{
+	return walk_sges(mrs, pdn, sges, off, len, VRNIC_ACCESS_LOCAL_WRITE,
+			 [&](const Mr &mr, uint64_t a, uint32_t o, uint32_t n) {
+				 return MrTable::write(plat, mr, a, src + o, n);
+			 });
+}
+
+} // namespace
+
 bool Rdma::gather(Qp &qp, const SendWqe &w, uint32_t off, uint8_t *dst,
 		  uint32_t len)
 {
@@ -204,52 +249,10 @@ bool Rdma::gather(Qp &qp, const SendWqe &w, uint32_t off, uint8_t *dst,
 		std::memcpy(dst, w.inline_data.data() + off, len);
 		return true;
 	}
-	for (const auto &s : w.sges) {
-		const uint32_t slen = le(s.length);
-		if (off >= slen) {
-			off -= slen;
-			continue;
-		}
-		const uint32_t n = std::min(len, slen - off);
-		const Mr *mr;
-		if (mrs_.check(le(s.lkey), qp.pdn, le(s.addr) + off, n, 0, &mr) !=
-			    MrCheck::Ok ||
-		    !MrTable::dma(plat_, *mr, le(s.addr) + off, dst, n, false))
-			return false;
-		dst += n;
-		len -= n;
-		off = 0;
-		if (len == 0)
-			break;
-	}
-	return len == 0;
-}
-
-// Scatter into a WQE's local SGEs (READ responses, atomic results).
-static bool scatter_sges(const Platform &plat, const MrTable &mrs,
-			 uint32_t pdn, const std::vector<vrnic_sge> &sges,
-			 uint32_t off, const uint8_t *src, uint32_t len)
-{
-	for (const auto &s : sges) {
-		const uint32_t slen = le(s.length);
-		if (off >= slen) {
-			off -= slen;
-			continue;
-		}
-		const uint32_t n = std::min(len, slen - off);
-		const Mr *mr;
-		if (mrs.check(le(s.lkey), pdn, le(s.addr) + off, n,
-			      VRNIC_ACCESS_LOCAL_WRITE, &mr) != MrCheck::Ok ||
-		    !MrTable::dma(plat, *mr, le(s.addr) + off,
-				  const_cast<uint8_t *>(src), n, true))
-			return false;
-		src += n;
-		len -= n;
-		off = 0;
-		if (len == 0)
-			break;
-	}
-	return len == 0;
+	return walk_sges(mrs_, qp.pdn, w.sges, off, len, 0,
+			 [&](const Mr &mr, uint64_t a, uint32_t o, uint32_t n) {
+				 return MrTable::read(plat_, mr, a, dst + o, n);
+			 });
 }
 
 void Rdma::send_request_packet(Qp &qp, SendWqe &w)
@@ -811,9 +814,8 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 			if (plen && (mrs_.check(qp.write_rkey, qp.pdn, qp.write_va, plen,
 						VRNIC_ACCESS_REMOTE_WRITE, &mr) !=
 					     MrCheck::Ok ||
-				     !MrTable::dma(plat_, *mr, qp.write_va,
-						   const_cast<uint8_t *>(p.payload.data()),
-						   plen, true))) {
+				     !MrTable::write(plat_, *mr, qp.write_va,
+						     p.payload.data(), plen))) {
 				nak(qp, kAethNakRemAccess, true);
 				return;
 			}
@@ -903,7 +905,7 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 			return;
 		}
 		uint64_t val = 0;
-		if (!MrTable::dma(plat_, *mr, h.va, &val, 8, false)) {
+		if (!MrTable::read(plat_, *mr, h.va, &val, 8)) {
 			nak(qp, kAethNakRemOp, true);
 			return;
 		}
@@ -911,7 +913,7 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 		const uint64_t next = op == FETCH_ADD ? orig + h.swap_add :
 				      orig == h.compare ? h.swap_add : orig;
 		val = le(next);
-		if (next != orig && !MrTable::dma(plat_, *mr, h.va, &val, 8, true)) {
+		if (next != orig && !MrTable::write(plat_, *mr, h.va, &val, 8)) {
 			nak(qp, kAethNakRemOp, true);
 			return;
 		}
@@ -954,8 +956,8 @@ void Rdma::send_read_response(Qp &qp, RdResource &r, unsigned int &budget)
 		const Mr *mr = nullptr;
 		if (n && (mrs_.check(r.rkey, qp.pdn, r.va + off, n,
 				     VRNIC_ACCESS_REMOTE_READ, &mr) != MrCheck::Ok ||
-			  !MrTable::dma(plat_, *mr, r.va + off, frame_.data() + hl,
-					n, false))) {
+			  !MrTable::read(plat_, *mr, r.va + off, frame_.data() + hl,
+					 n))) {
 			// The MR went away under a READ in progress.
 			r.pending = false;
 			nak(qp, kAethNakRemAccess, true);
@@ -1057,7 +1059,6 @@ bool Rdma::poll()
 		}
 		transmit(qp, budget);
 	}
-	arm_timer();
 	return budget == 0 || !loopback_.empty();
 }
 
