@@ -34,7 +34,7 @@
 #define VRNIC_PCI_CLASS			0x0200	/* Ethernet controller */
 
 #define VRNIC_SPEC_VERSION_MAJOR	0
-#define VRNIC_SPEC_VERSION_MINOR	2
+#define VRNIC_SPEC_VERSION_MINOR	3
 #define VRNIC_SPEC_VERSION \
 	((VRNIC_SPEC_VERSION_MAJOR << 16) | VRNIC_SPEC_VERSION_MINOR)
 
@@ -312,8 +312,17 @@ struct vrnic_admin_create_cq {
 };
 
 enum vrnic_qp_type {
-	VRNIC_QPT_RC			= 0,
+	VRNIC_QPT_RC			= 0,	/* reliable connected */
+	VRNIC_QPT_UC			= 1,	/* unreliable connected */
+	VRNIC_QPT_UD			= 2,	/* unreliable datagram */
+	VRNIC_QPT_GSI			= 3,	/* UD, QPN 1, kernel only */
 };
+
+/* The GSI QP (QP1) and its well-known Q_Key. */
+#define VRNIC_GSI_QPN			1
+#define VRNIC_GSI_QKEY			0x80010000u
+/* Q_Keys with this bit set are controlled: a WQE naming one uses the QP's. */
+#define VRNIC_QKEY_PRIVILEGED		0x80000000u
 
 struct vrnic_admin_create_qp {
 	__le64 sq_base;
@@ -352,6 +361,7 @@ enum vrnic_qp_state {
 #define VRNIC_QP_ATTR_SQ_PSN		(1u << 10)
 #define VRNIC_QP_ATTR_RQ_PSN		(1u << 11)
 #define VRNIC_QP_ATTR_DEST_QPN		(1u << 12)
+#define VRNIC_QP_ATTR_QKEY		(1u << 13)	/* UD and GSI */
 
 /* QP attributes, in guest memory for MODIFY_QP and QUERY_QP (128 B). */
 struct vrnic_qp_attr {
@@ -376,7 +386,8 @@ struct vrnic_qp_attr {
 	__u8 hop_limit;
 	__le16 udp_sport;		/* rdma_flow_label_to_udp_sport() */
 	__le32 flow_label;
-	__u8 rsvd[52];
+	__le32 qkey;			/* UD and GSI */
+	__u8 rsvd[48];
 };
 
 struct vrnic_admin_modify_qp {
@@ -434,7 +445,10 @@ struct vrnic_sge {
 	__le32 lkey;
 };
 
-/* Send WQE: this 64-byte header, then num_sge SGEs or inline_len bytes. */
+/*
+ * Send WQE: this 64-byte header, then (UD and GSI QPs only) a 64-byte
+ * struct vrnic_ud_av, then num_sge SGEs or inline_len bytes.
+ */
 struct vrnic_send_wqe {
 	__le64 wr_id;
 	__u8 opcode;			/* enum vrnic_wr_opcode */
@@ -448,6 +462,23 @@ struct vrnic_send_wqe {
 	__le64 compare_add;
 	__le64 swap;
 	__le32 rsvd1[4];
+};
+
+/*
+ * The destination of one UD send, carried in the WQE: address handles are
+ * not device objects.  The source MAC is always the device's own.
+ */
+struct vrnic_ud_av {
+	__le32 dest_qpn;
+	__le32 qkey;			/* VRNIC_QKEY_PRIVILEGED: the QP's */
+	__u8 dgid[16];			/* IPv4: ::ffff:a.b.c.d; or multicast */
+	__u8 sgid[16];
+	__u8 dmac[6];
+	__u8 traffic_class;
+	__u8 hop_limit;			/* 0: 64 */
+	__le32 flow_label;
+	__le16 udp_sport;		/* 0: the device picks one per QP pair */
+	__u8 rsvd[10];
 };
 
 /* Receive WQE: this 16-byte header, then num_sge SGEs. */
@@ -488,6 +519,15 @@ enum vrnic_wc_status {
 #define VRNIC_CQE_OWNER			(1u << 0)	/* phase, in owner */
 #define VRNIC_CQE_WITH_IMM		(1u << 0)	/* wc_flags */
 #define VRNIC_CQE_WITH_INV		(1u << 1)
+#define VRNIC_CQE_GRH			(1u << 2)	/* UD: 40 B network header first */
+#define VRNIC_CQE_NET_IPV4		(1u << 3)	/* ... and it is IPv4 */
+
+/*
+ * A UD receive buffer starts with 40 bytes of network header: the IPv6
+ * header as received, or 20 zero bytes then the IPv4 header (as Linux rxe
+ * and every RoCE device do); byte_len counts those 40 bytes.
+ */
+#define VRNIC_UD_GRH_LEN		40
 
 /* 32-byte completion; the phase bit is in the last dword, written last. */
 struct vrnic_cqe {
@@ -495,7 +535,7 @@ struct vrnic_cqe {
 	__le32 byte_len;
 	__le32 imm_data;
 	__le32 qpn;
-	__le32 src_qp;
+	__le32 src_qp;			/* UD: sender's QPN; RC/UC: dest QPN */
 	__le32 wqe_idx;			/* SQ or RQ index of the completed WQE */
 	__u8 opcode;			/* enum vrnic_wc_opcode */
 	__u8 status;			/* enum vrnic_wc_status */
@@ -655,6 +695,7 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_qp_attr) == 128, "qp attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_send_wqe) == 64, "send wqe header");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_recv_wqe) == 16, "recv wqe header");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_sge) == 16, "sge");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_ud_av) == 64, "ud av");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_cqe) == 32, "cqe");
 
 #endif /* VRNIC_HW_H */

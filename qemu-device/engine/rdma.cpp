@@ -25,9 +25,9 @@ bool aligned(uint64_t v, uint64_t a) { return v != 0 && v % a == 0; }
 Rdma::Rdma(const Platform &plat, DeviceCounters &dcnt,
 	   std::array<EventQueue, VRNIC_MAX_EQS> &eqs,
 	   const std::array<bool, VRNIC_NUM_DB_PAGES> &uctx_used,
-	   const std::array<uint8_t, 6> &mac)
+	   const std::array<uint8_t, 6> &mac, const uint32_t &port_mtu)
 	: plat_(plat), dcnt_(dcnt), eqs_(eqs), uctx_used_(uctx_used), mac_(mac),
-	  pds_(VRNIC_MAX_PD), cqs_(VRNIC_MAX_CQ), qps_(VRNIC_MAX_QP),
+	  port_mtu_(port_mtu), pds_(VRNIC_MAX_PD), cqs_(VRNIC_MAX_CQ), qps_(VRNIC_MAX_QP),
 	  frame_(VRNIC_ETH_MAX_FRAME), scratch_(VRNIC_ETH_MAX_FRAME)
 {
 }
@@ -233,7 +233,8 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 
 	if (uctx >= uctx_used_.size() || !uctx_used_[uctx] || !pd ||
 	    pd->uctx != uctx || !scq || scq->uctx != uctx || !rcq ||
-	    rcq->uctx != uctx || c.type != VRNIC_QPT_RC ||
+	    rcq->uctx != uctx || c.type > VRNIC_QPT_GSI ||
+	    (c.type == VRNIC_QPT_GSI && uctx != 0) ||
 	    c.sq_log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
 	    c.rq_log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
 	    c.sq_wqe_shift < 6 || c.sq_wqe_shift > 10 ||
@@ -245,14 +246,18 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 	    !rq.load(plat_, le(c.rq_base), c.rq_flags,
 		     uint64_t(1) << (c.rq_log_depth + c.rq_wqe_shift)))
 		return VRNIC_ADMIN_ST_BAD_PARAM;
-	for (uint32_t i = 2; i < qps_.size(); i++) {
+	// The GSI QP is QP1, always: index 1, generation 0.  Others start at 2.
+	const bool gsi = c.type == VRNIC_QPT_GSI;
+	for (uint32_t i = gsi ? VRNIC_GSI_QPN : 2;
+	     i < (gsi ? VRNIC_GSI_QPN + 1 : qps_.size()); i++) {
 		if (qps_[i].valid)
 			continue;
 		Qp &qp = qps_[i];
-		const auto gen = uint16_t(qp.gen + 1);
+		const auto gen = gsi ? uint16_t(0) : uint16_t(qp.gen + 1);
 		qp = Qp();
 		qp.valid = true;
 		qp.gen = gen;
+		qp.type = c.type;
 		qp.qpn = handle(i, gen);
 		qp.uctx = uctx;
 		qp.pdn = le(c.pdn);
@@ -312,7 +317,8 @@ constexpr uint32_t kSqdOpt = kRtsOpt | VRNIC_QP_ATTR_AV | VRNIC_QP_ATTR_TIMEOUT 
 	VRNIC_QP_ATTR_RETRY_CNT | VRNIC_QP_ATTR_RNR_RETRY |
 	VRNIC_QP_ATTR_MAX_RD_ATOMIC | VRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC;
 
-// The IB QP state machine (IBA 10.3.1), RC attributes only.
+// The IB QP state machine (IBA 10.3.1) with the RC attributes; UC takes
+// the same minus the reliability ones, UD only Q_Key and SQ PSN.
 constexpr Transition kTransitions[] = {
 	{VRNIC_QPS_RESET, VRNIC_QPS_INIT, 0, VRNIC_QP_ATTR_ACCESS},
 	{VRNIC_QPS_INIT, VRNIC_QPS_INIT, 0, VRNIC_QP_ATTR_ACCESS},
@@ -324,6 +330,39 @@ constexpr Transition kTransitions[] = {
 	{VRNIC_QPS_SQD, VRNIC_QPS_RTS, 0, kRtsOpt},
 	{VRNIC_QPS_SQE, VRNIC_QPS_RTS, 0, kRtsOpt},
 };
+
+constexpr uint32_t kRcOnly = VRNIC_QP_ATTR_TIMEOUT | VRNIC_QP_ATTR_RETRY_CNT |
+	VRNIC_QP_ATTR_RNR_RETRY | VRNIC_QP_ATTR_MIN_RNR_TIMER |
+	VRNIC_QP_ATTR_MAX_RD_ATOMIC | VRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC;
+
+// Required and allowed attributes of a transition for a QP type.
+bool transition_attrs(uint8_t type, uint8_t from, uint8_t to,
+		      uint32_t &required, uint32_t &allowed)
+{
+	const Transition *t = nullptr;
+
+	for (const auto &tr : kTransitions)
+		if (tr.from == from && tr.to == to)
+			t = &tr;
+	if (!t)
+		return false;
+	switch (type) {
+	case VRNIC_QPT_RC:
+		required = t->required;
+		allowed = t->required | t->optional;
+		break;
+	case VRNIC_QPT_UC:
+		required = t->required & ~kRcOnly;
+		allowed = (t->required | t->optional) & ~kRcOnly;
+		break;
+	default:	// UD, GSI
+		required = from == VRNIC_QPS_RESET ? VRNIC_QP_ATTR_QKEY :
+			   t->required & VRNIC_QP_ATTR_SQ_PSN;
+		allowed = required | VRNIC_QP_ATTR_QKEY;
+		break;
+	}
+	return true;
+}
 
 } // namespace
 
@@ -339,12 +378,9 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 		if (attrs)
 			return VRNIC_ADMIN_ST_BAD_PARAM;
 	} else {
-		const Transition *t = nullptr;
-		for (const auto &tr : kTransitions)
-			if (tr.from == cur && tr.to == next)
-				t = &tr;
-		if (!t || (attrs & t->required) != t->required ||
-		    (attrs & ~(t->required | t->optional)))
+		uint32_t required = 0, allowed = 0;
+		if (!transition_attrs(qp.type, cur, next, required, allowed) ||
+		    (attrs & required) != required || (attrs & ~allowed))
 			return VRNIC_ADMIN_ST_BAD_PARAM;
 	}
 	// Values
@@ -403,6 +439,7 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 	if (attrs & VRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC)
 		qp.attr.max_dest_rd_atomic = a.max_dest_rd_atomic;
 	if (attrs & VRNIC_QP_ATTR_DEST_QPN) qp.attr.dest_qpn = a.dest_qpn;
+	if (attrs & VRNIC_QP_ATTR_QKEY) qp.attr.qkey = a.qkey;
 	if (attrs & VRNIC_QP_ATTR_RQ_PSN) {
 		qp.attr.rq_psn = a.rq_psn;
 		qp.epsn = le(a.rq_psn);
@@ -417,6 +454,7 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 		Qp fresh;
 		fresh.valid = true;
 		fresh.gen = qp.gen;
+		fresh.type = qp.type;
 		fresh.qpn = qp.qpn;
 		fresh.uctx = qp.uctx;
 		fresh.pdn = qp.pdn;
@@ -568,14 +606,15 @@ void Rdma::complete_send(Qp &qp, const SendWqe &w, uint8_t status)
 }
 
 void Rdma::complete_recv(Qp &qp, uint8_t status, uint8_t opcode, uint32_t len,
-			 uint32_t imm, uint8_t flags, bool solicited)
+			 uint32_t imm, uint8_t flags, bool solicited,
+			 int64_t src_qp)
 {
 	vrnic_cqe cqe{};
 
 	cqe.wr_id = le(qp.recv.wr_id);
 	cqe.qpn = le(qp.qpn);
 	cqe.wqe_idx = le(qp.recv.index);
-	cqe.src_qp = qp.attr.dest_qpn;
+	cqe.src_qp = src_qp < 0 ? qp.attr.dest_qpn : le(uint32_t(src_qp));
 	cqe.opcode = opcode;
 	cqe.status = status;
 	cqe.byte_len = le(len);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The RDMA half of the device: PDs, MRs, CQs, RC QPs and the RoCEv2
-// transport (requester, responder, completer, retransmission timers).
+// The RDMA half of the device: PDs, MRs, CQs, QPs (RC, UC, UD and the GSI
+// QP1) and the RoCEv2 transports: the reliable one (requester, responder,
+// completer, retransmission timers) in transport.cpp, datagrams in
+// datagram.cpp.
 #pragma once
 
 #include <array>
@@ -37,6 +39,9 @@ struct RdmaCounters {
 	uint64_t retry_rnr_exceeded_err = 0;
 	uint64_t remote_access_err = 0;	// NAK remote access sent
 	uint64_t cq_overflows = 0;
+	uint64_t qkey_violations = 0;	// UD: wrong Q_Key, dropped
+	uint64_t ud_no_recv = 0;	// UD: no receive WQE, dropped
+	uint64_t uc_dropped = 0;	// UC: messages dropped whole
 };
 
 // Queue memory as the device sees it: contiguous, or a copied page list.
@@ -88,6 +93,7 @@ struct SendWqe {
 	uint64_t compare_add = 0;
 	uint64_t swap = 0;
 	uint32_t length = 0;		// total message length
+	vrnic_ud_av av{};		// UD and GSI: the destination
 	std::vector<vrnic_sge> sges;	// validated local SGEs
 	std::vector<uint8_t> inline_data;
 	// transport
@@ -123,6 +129,7 @@ struct RdResource {
 struct Qp {
 	bool valid = false;
 	uint16_t gen = 0;
+	uint8_t type = VRNIC_QPT_RC;	// enum vrnic_qp_type
 	uint32_t qpn = 0;
 	uint32_t uctx = 0;
 	uint32_t pdn = 0;
@@ -168,14 +175,30 @@ struct Qp {
 	uint32_t ack_psn = 0;
 
 	bool flush_pending = false;
+
+	[[nodiscard]] bool datagram() const
+	{
+		return type == VRNIC_QPT_UD || type == VRNIC_QPT_GSI;
+	}
+	// Bytes between the WQE header and its SGEs or inline data.
+	[[nodiscard]] uint32_t wqe_av_len() const
+	{
+		return datagram() ? sizeof(vrnic_ud_av) : 0;
+	}
 };
+
+// Copy len bytes into the byte range [off, off + len) of a WQE's SGE
+// list, every piece checked against its MR (LOCAL_WRITE) first.
+bool scatter_sges(const Platform &plat, const MrTable &mrs, uint32_t pdn,
+		  const std::vector<vrnic_sge> &sges, uint32_t off,
+		  const uint8_t *src, uint32_t len);
 
 class Rdma {
 public:
 	Rdma(const Platform &plat, DeviceCounters &dcnt,
 	     std::array<EventQueue, VRNIC_MAX_EQS> &eqs,
 	     const std::array<bool, VRNIC_NUM_DB_PAGES> &uctx_used,
-	     const std::array<uint8_t, 6> &mac);
+	     const std::array<uint8_t, 6> &mac, const uint32_t &port_mtu);
 
 	void reset();
 	// Admin commands 0x10..0x1f; false if the opcode is not ours.
@@ -218,7 +241,7 @@ private:
 	void complete_send(Qp &qp, const SendWqe &w, uint8_t status);
 	void complete_recv(Qp &qp, uint8_t status, uint8_t opcode,
 			   uint32_t len, uint32_t imm = 0, uint8_t flags = 0,
-			   bool solicited = false);
+			   bool solicited = false, int64_t src_qp = -1);
 	void qp_error(Qp &qp);
 	void flush(Qp &qp, unsigned int &budget);
 
@@ -237,8 +260,15 @@ private:
 	void handle_response(Qp &qp, const roce::Packet &p);
 	void requester_error(Qp &qp, SendWqe &w, uint8_t status);
 
+	// datagrams (datagram.cpp)
+	[[nodiscard]] uint32_t ud_mtu() const;
+	void ud_send(Qp &qp, unsigned int &budget);
+	bool ud_transmit(Qp &qp, const SendWqe &w, uint8_t &status);
+	void ud_receive(Qp &qp, const roce::Packet &p);
+
 	// responder
 	void handle_request(Qp &qp, const roce::Packet &p);
+	void resp_fail(Qp &qp, uint8_t syndrome);
 	void handle_duplicate(Qp &qp, const roce::Packet &p);
 	bool fetch_recv(Qp &qp);
 	bool scatter(Qp &qp, std::span<const uint8_t> data);
@@ -257,6 +287,7 @@ private:
 	std::array<EventQueue, VRNIC_MAX_EQS> &eqs_;
 	const std::array<bool, VRNIC_NUM_DB_PAGES> &uctx_used_;
 	std::array<uint8_t, 6> mac_;
+	const uint32_t &port_mtu_;	// L3 MTU of the port
 	std::vector<Pd> pds_;
 	std::vector<Cq> cqs_;
 	std::vector<Qp> qps_;

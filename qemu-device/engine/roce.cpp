@@ -45,6 +45,7 @@ size_t ext_len(uint16_t f)
 	if (f & H_ATOMIC_ACK) n += kAtomicAckLen;
 	if (f & H_IMM) n += kImmLen;
 	if (f & H_IETH) n += kIethLen;
+	if (f & H_DETH) n += kDethLen;
 	return n;
 }
 
@@ -52,7 +53,9 @@ size_t l3_len(bool ipv6) { return ipv6 ? kIp6Len : kIp4Len; }
 
 } // namespace
 
-uint16_t opcode_headers(uint8_t op)
+namespace {
+
+uint16_t rc_headers(uint8_t op)
 {
 	switch (op) {
 	case SEND_FIRST: case SEND_MIDDLE: case SEND_LAST: case SEND_ONLY:
@@ -81,6 +84,25 @@ uint16_t opcode_headers(uint8_t op)
 		return H_VALID | H_AETH | H_ATOMIC_ACK;
 	case CMP_SWAP: case FETCH_ADD:
 		return H_VALID | H_ATOMIC;
+	default:
+		return 0;
+	}
+}
+
+} // namespace
+
+uint16_t opcode_headers(uint8_t full)
+{
+	const uint8_t op = full & ~kTransportMask;
+
+	switch (full & kTransportMask) {
+	case RC:
+		return rc_headers(op);
+	case UC:
+		return op <= WRITE_ONLY_IMM ? rc_headers(op) : 0;
+	case UD:
+		return op == SEND_ONLY || op == SEND_ONLY_IMM ?
+		       uint16_t(rc_headers(op) | H_DETH) : 0;
 	default:
 		return 0;
 	}
@@ -123,15 +145,15 @@ uint32_t icrc(std::span<const uint8_t> frame, bool ipv6)
 	return uint32_t(crc);
 }
 
-size_t header_len(const Path &p, uint8_t opcode)
+size_t header_len(const Path &p, uint8_t transport, uint8_t opcode)
 {
 	return kEthLen + l3_len(p.ipv6) + kUdpLen + kBthLen +
-	       ext_len(opcode_headers(opcode));
+	       ext_len(opcode_headers(transport | opcode));
 }
 
 size_t build_headers(uint8_t *b, const Path &p, const Headers &h)
 {
-	const uint16_t f = opcode_headers(h.opcode);
+	const uint16_t f = opcode_headers(h.transport | h.opcode);
 	uint8_t *q;
 
 	std::memcpy(b, p.dmac.data(), 6);
@@ -162,7 +184,7 @@ size_t build_headers(uint8_t *b, const Path &p, const Headers &h)
 	q[6] = q[7] = 0;		// no UDP checksum, as rxe
 	q += kUdpLen;
 
-	q[0] = h.opcode;
+	q[0] = uint8_t(h.transport | h.opcode);
 	q[1] = uint8_t((h.solicited ? 0x80 : 0) | (h.pad & 3) << 4);
 	put16(q + 2, 0xffff);		// default P_Key
 	q[4] = 0;
@@ -171,6 +193,12 @@ size_t build_headers(uint8_t *b, const Path &p, const Headers &h)
 	put24(q + 9, h.psn & kPsnMask);
 	q += kBthLen;
 
+	// Extended headers in IBA order: DETH, RETH/AtomicETH, AETH, ...
+	if (f & H_DETH) {
+		put32(q, h.qkey);
+		put32(q + 4, h.src_qp & kPsnMask);	// byte 4 reserved
+		q += kDethLen;
+	}
 	if (f & H_RETH) {
 		put64(q, h.va);
 		put32(q + 8, h.rkey);
@@ -293,10 +321,11 @@ ParseResult parse(std::span<const uint8_t> f, Packet &out)
 	if (end < bth + kBthLen + kIcrcLen)
 		return ParseResult::Malformed;
 	Headers &h = p.h;
-	h.opcode = b[bth];
-	const uint16_t flags = opcode_headers(h.opcode);
+	const uint16_t flags = opcode_headers(b[bth]);
+	h.transport = b[bth] & kTransportMask;
+	h.opcode = b[bth] & ~kTransportMask;
 	if (!(flags & H_VALID) || (b[bth + 1] & 0x0f) != 0)
-		return ParseResult::Malformed;	// not RC, or BTH version != 0
+		return ParseResult::Malformed;	// unknown opcode, BTH version != 0
 	h.solicited = b[bth + 1] & 0x80;
 	h.pad = (b[bth + 1] >> 4) & 3;
 	h.dqpn = get24(b + bth + 5);
@@ -307,6 +336,11 @@ ParseResult parse(std::span<const uint8_t> f, Packet &out)
 	const size_t hdrs_end = q + ext_len(flags);
 	if (hdrs_end + h.pad + kIcrcLen > end)
 		return ParseResult::Malformed;
+	if (flags & H_DETH) {
+		h.qkey = get32(b + q);
+		h.src_qp = get24(b + q + 5);
+		q += kDethLen;
+	}
 	if (flags & H_RETH) {
 		h.va = get64(b + q);
 		h.rkey = get32(b + q + 8);
@@ -349,6 +383,7 @@ ParseResult parse(std::span<const uint8_t> f, Packet &out)
 	if (want != got)
 		return ParseResult::BadIcrc;
 	p.payload = f.subspan(q, payload_len);
+	p.l3 = f.subspan(kEthLen, l3_len(p.path.ipv6));
 	out = p;
 	return ParseResult::Ok;
 }

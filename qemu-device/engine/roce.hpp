@@ -10,7 +10,12 @@
 
 namespace vrnic::roce {
 
-// RC opcodes (transport base 0x00).
+// Transport bases (the opcode's top three bits).
+enum Transport : uint8_t { RC = 0x00, UC = 0x20, UD = 0x60 };
+constexpr uint8_t kTransportMask = 0xe0;
+
+// Operations, as the RC opcodes (transport base 0x00); UC uses the SEND
+// and WRITE ones, UD only SEND_ONLY and SEND_ONLY_IMM.
 enum Opcode : uint8_t {
 	SEND_FIRST = 0x00, SEND_MIDDLE = 0x01, SEND_LAST = 0x02,
 	SEND_LAST_IMM = 0x03, SEND_ONLY = 0x04, SEND_ONLY_IMM = 0x05,
@@ -26,13 +31,15 @@ enum Opcode : uint8_t {
 enum HdrFlags : uint16_t {
 	H_RETH = 1 << 0, H_AETH = 1 << 1, H_ATOMIC = 1 << 2,
 	H_ATOMIC_ACK = 1 << 3, H_IMM = 1 << 4, H_IETH = 1 << 5,
-	H_PAYLOAD = 1 << 6, H_VALID = 1 << 15,
+	H_PAYLOAD = 1 << 6, H_DETH = 1 << 7, H_VALID = 1 << 15,
 };
+// For a full opcode byte (transport | operation); 0 if invalid.
 uint16_t opcode_headers(uint8_t opcode);
 
 constexpr size_t kEthLen = 14, kIp4Len = 20, kIp6Len = 40, kUdpLen = 8;
 constexpr size_t kBthLen = 12, kRethLen = 16, kAethLen = 4, kAtomicLen = 28;
 constexpr size_t kAtomicAckLen = 8, kImmLen = 4, kIethLen = 4, kIcrcLen = 4;
+constexpr size_t kDethLen = 8;
 constexpr uint32_t kPsnMask = 0xffffff;
 
 // AETH syndromes.
@@ -55,7 +62,8 @@ struct Path {
 };
 
 struct Headers {
-	uint8_t opcode = 0;
+	uint8_t transport = RC;	// Transport
+	uint8_t opcode = 0;	// operation, without the transport bits
 	bool solicited = false;
 	bool ackreq = false;
 	uint8_t pad = 0;
@@ -75,12 +83,16 @@ struct Headers {
 	// ImmDt / IETH (kept in wire byte order as a 32-bit value)
 	uint32_t imm = 0;
 	uint32_t ieth = 0;
+	// DETH
+	uint32_t qkey = 0;
+	uint32_t src_qp = 0;
 };
 
 struct Packet {
 	Path path;		// as seen on the wire (s* = sender)
 	Headers h;
 	std::span<const uint8_t> payload;	// without pad and ICRC
+	std::span<const uint8_t> l3;		// the IPv4 or IPv6 header
 };
 
 enum class ParseResult { Ok, NotRoce, Malformed, BadIcrc };
@@ -90,7 +102,7 @@ enum class ParseResult { Ok, NotRoce, Malformed, BadIcrc };
 ParseResult parse(std::span<const uint8_t> frame, Packet &out);
 
 // Size of the headers (Ethernet to the last extended header).
-size_t header_len(const Path &p, uint8_t opcode);
+size_t header_len(const Path &p, uint8_t transport, uint8_t opcode);
 
 // Write the headers for h into buf (which must hold header_len() +
 // payload + pad + ICRC); the caller places payload_len bytes of payload

@@ -39,6 +39,13 @@ bool is_response(uint8_t op)
 	return op >= READ_RESP_FIRST && op <= ATOMIC_ACK;
 }
 
+bool starts_message(uint8_t op)
+{
+	return op == SEND_FIRST || op == SEND_ONLY || op == SEND_ONLY_IMM ||
+	       op == SEND_ONLY_INV || op == WRITE_FIRST || op == WRITE_ONLY ||
+	       op == WRITE_ONLY_IMM;
+}
+
 } // namespace
 
 // ------------------------------------------------------------- wire out
@@ -110,27 +117,38 @@ bool Rdma::read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status)
 	w.rkey = le(hdr.rkey);
 	w.compare_add = le(hdr.compare_add);
 	w.swap = le(hdr.swap);
-	if (w.opcode > VRNIC_WR_ATOMIC_FETCH_ADD) {
+	// Operations each transport has: UD only SENDs, UC no READ/atomics.
+	const uint8_t max_op = qp.datagram() ? VRNIC_WR_SEND_IMM :
+			       qp.type == VRNIC_QPT_UC ? VRNIC_WR_RDMA_WRITE_IMM :
+							 VRNIC_WR_ATOMIC_FETCH_ADD;
+	if (w.opcode > max_op) {
 		status = VRNIC_WC_ST_LOC_QP_OP_ERR;
 		return false;
 	}
+	const uint32_t data = sizeof(hdr) + qp.wqe_av_len();
+	if (data > stride) {
+		status = VRNIC_WC_ST_LOC_QP_OP_ERR;
+		return false;
+	}
+	if (qp.datagram())
+		std::memcpy(&w.av, buf.data() + sizeof(hdr), sizeof(w.av));
 	if (w.flags & VRNIC_WQE_INLINE) {
 		const uint32_t len = le(hdr.inline_len);
 		if (is_read_or_atomic(w.opcode)) {
 			status = VRNIC_WC_ST_LOC_QP_OP_ERR;
 			return false;
 		}
-		if (len > VRNIC_MAX_INLINE || len > stride - sizeof(hdr)) {
+		if (len > VRNIC_MAX_INLINE || len > stride - data) {
 			status = VRNIC_WC_ST_LOC_LEN_ERR;
 			return false;
 		}
-		w.inline_data.assign(buf.begin() + sizeof(hdr),
-				     buf.begin() + long(sizeof(hdr) + len));
+		w.inline_data.assign(buf.begin() + data,
+				     buf.begin() + long(data + len));
 		w.length = len;
 		return true;
 	}
 	if (hdr.num_sge > VRNIC_MAX_SGE ||
-	    sizeof(hdr) + hdr.num_sge * sizeof(vrnic_sge) > stride) {
+	    data + hdr.num_sge * sizeof(vrnic_sge) > stride) {
 		status = VRNIC_WC_ST_LOC_LEN_ERR;
 		return false;
 	}
@@ -139,7 +157,7 @@ bool Rdma::read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status)
 	uint64_t total = 0;
 	for (unsigned int i = 0; i < hdr.num_sge; i++) {
 		vrnic_sge s;
-		std::memcpy(&s, buf.data() + sizeof(hdr) + i * sizeof(s), sizeof(s));
+		std::memcpy(&s, buf.data() + data + i * sizeof(s), sizeof(s));
 		const uint32_t len = le(s.length);
 		const Mr *mr;
 		if (len == 0)
@@ -228,6 +246,8 @@ bool walk_sges(const MrTable &mrs, uint32_t pdn,
 	return done == len;
 }
 
+} // namespace
+
 // Scatter into a WQE's local SGEs (READ responses, atomic results,
 // received SENDs).
 bool scatter_sges(const Platform &plat, const MrTable &mrs, uint32_t pdn,
@@ -239,8 +259,6 @@ bool scatter_sges(const Platform &plat, const MrTable &mrs, uint32_t pdn,
 				 return MrTable::write(plat, mr, a, src + o, n);
 			 });
 }
-
-} // namespace
 
 bool Rdma::gather(Qp &qp, const SendWqe &w, uint32_t off, uint8_t *dst,
 		  uint32_t len)
@@ -309,8 +327,12 @@ void Rdma::send_request_packet(Qp &qp, SendWqe &w)
 	h.psn = psn_add(w.psn_first, idx);
 	h.imm = w.imm;
 	h.solicited = last && (w.flags & VRNIC_WQE_SOLICITED);
-	// Ask for an ACK at the end of a message and every 32 packets.
-	h.ackreq = last || idx % 32 == 31;
+	// Ask for an ACK at the end of a message and every 32 packets; UC
+	// has no acknowledgements.
+	if (qp.type == VRNIC_QPT_UC)
+		h.transport = UC;
+	else
+		h.ackreq = last || idx % 32 == 31;
 
 	const size_t hl = build_headers(frame_.data(), qp.path, h);
 	if (!gather(qp, w, qp.send_off, frame_.data() + hl, n)) {
@@ -365,8 +387,14 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 		if (rd || qp.send_off >= std::max<uint32_t>(w.length, 1)) {
 			qp.send_idx++;
 			qp.send_off = 0;
+			if (qp.type == VRNIC_QPT_UC) {
+				// Unreliable: done once its last packet left.
+				qp.una_psn = qp.next_psn;
+				retire(qp);
+			}
 		}
-		arm_ack_timer(qp);
+		if (qp.type == VRNIC_QPT_RC)
+			arm_ack_timer(qp);
 	}
 }
 
@@ -714,6 +742,21 @@ void Rdma::handle_duplicate(Qp &qp, const Packet &p)
 	plat_.schedule();
 }
 
+// A request the responder cannot accept.  RC answers with a NAK and the
+// QP goes to ERR; UC drops the message (the rest of it too) and carries
+// on, its receive WQE kept for the next message.
+void Rdma::resp_fail(Qp &qp, uint8_t syndrome)
+{
+	if (qp.type != VRNIC_QPT_UC) {
+		nak(qp, syndrome, true);
+		return;
+	}
+	cnt_.uc_dropped++;
+	qp.resp_state = 3;	// drop until the next FIRST/ONLY
+	qp.recv_off = 0;
+	qp.epsn = psn_add(qp.epsn, 1);
+}
+
 void Rdma::handle_request(Qp &qp, const Packet &p)
 {
 	const Headers &h = p.h;
@@ -724,12 +767,28 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 		cnt_.bad_qp++;
 		return;
 	}
+	const bool uc = qp.type == VRNIC_QPT_UC;
 	const int32_t d = psn_diff(h.psn, qp.epsn);
-	if (d < 0) {
+	if (uc) {
+		// A lost packet loses its message; resynchronise on this one,
+		// and take it if it starts the next message.
+		if (d != 0) {
+			cnt_.out_of_seq_request++;
+			if (qp.resp_state != 0)
+				resp_fail(qp, 0);
+			qp.epsn = h.psn;
+		}
+		if (qp.resp_state == 3) {
+			if (!starts_message(h.opcode)) {
+				qp.epsn = psn_add(h.psn, 1);
+				return;
+			}
+			qp.resp_state = 0;
+		}
+	} else if (d < 0) {
 		handle_duplicate(qp, p);
 		return;
-	}
-	if (d > 0) {
+	} else if (d > 0) {
 		cnt_.out_of_seq_request++;
 		if (!qp.nak_sent) {	// one NAK per gap
 			qp.nak_sent = true;
@@ -741,10 +800,7 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 
 	const uint8_t op = h.opcode;
 	const size_t plen = p.payload.size();
-	const bool first = op == SEND_FIRST || op == SEND_ONLY ||
-			   op == SEND_ONLY_IMM || op == SEND_ONLY_INV ||
-			   op == WRITE_FIRST || op == WRITE_ONLY ||
-			   op == WRITE_ONLY_IMM;
+	const bool first = starts_message(op);
 	const bool last = op == SEND_LAST || op == SEND_LAST_IMM ||
 			  op == SEND_LAST_INV || op == SEND_ONLY ||
 			  op == SEND_ONLY_IMM || op == SEND_ONLY_INV ||
@@ -761,20 +817,24 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 		// a MIDDLE/LAST continues the same kind of message.
 		const uint8_t want = is_send ? 1 : 2;
 		if (first ? qp.resp_state != 0 : qp.resp_state != want) {
-			nak(qp, kAethNakInvReq, true);
+			resp_fail(qp, kAethNakInvReq);
 			return;
 		}
 		if ((!last && plen != qp.mtu) || (last && plen > qp.mtu)) {
-			nak(qp, kAethNakInvReq, true);
+			resp_fail(qp, kAethNakInvReq);
 			return;
 		}
 		if (op == SEND_LAST_INV || op == SEND_ONLY_INV) {
-			nak(qp, kAethNakInvReq, true);	// no MWs in this spec yet
+			resp_fail(qp, kAethNakInvReq);	// no MWs in this spec yet
 			return;
 		}
 		// Receive WQE for SEND and for WRITE with immediate.
 		if ((is_send && first) || (is_write && imm)) {
 			if (!qp.recv_active && !fetch_recv(qp)) {
+				if (uc) {	// no RNR NAK: the message is lost
+					resp_fail(qp, 0);
+					return;
+				}
 				cnt_.send_rnr_err++;
 				send_ack(qp, uint8_t(kAethRnr | qp.attr.min_rnr_timer),
 					 qp.epsn);
@@ -788,7 +848,7 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 			    (h.dma_len && mrs_.check(h.rkey, qp.pdn, h.va, h.dma_len,
 						     VRNIC_ACCESS_REMOTE_WRITE,
 						     &mr) != MrCheck::Ok)) {
-				nak(qp, kAethNakRemAccess, true);
+				resp_fail(qp, kAethNakRemAccess);
 				return;
 			}
 			qp.write_va = h.va;
@@ -802,13 +862,19 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 				complete_recv(qp, too_long ? VRNIC_WC_ST_LOC_LEN_ERR :
 						 VRNIC_WC_ST_LOC_PROT_ERR,
 					      VRNIC_WC_RECV, qp.recv_off);
-				nak(qp, too_long ? kAethNakInvReq : kAethNakRemOp, true);
+				// A local error on a receive WQE: the QP goes to
+				// ERR (RC also tells the requester).
+				if (uc)
+					qp_error(qp);
+				else
+					nak(qp, too_long ? kAethNakInvReq :
+						kAethNakRemOp, true);
 				return;
 			}
 		} else {
 			const Mr *mr = nullptr;
 			if (plen > qp.write_left || (last && plen != qp.write_left)) {
-				nak(qp, kAethNakInvReq, true);
+				resp_fail(qp, kAethNakInvReq);
 				return;
 			}
 			if (plen && (mrs_.check(qp.write_rkey, qp.pdn, qp.write_va, plen,
@@ -816,7 +882,7 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 					     MrCheck::Ok ||
 				     !MrTable::write(plat_, *mr, qp.write_va,
 						     p.payload.data(), plen))) {
-				nak(qp, kAethNakRemAccess, true);
+				resp_fail(qp, kAethNakRemAccess);
 				return;
 			}
 			qp.write_va += plen;
@@ -829,7 +895,9 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 		// The ACK that ends a message leaves before its completion is
 		// visible, so a consumer that sees the CQE and destroys the QP
 		// cannot strand the requester.  Others are coalesced.
-		if (h.ackreq && last) {
+		if (uc) {
+			// no acknowledgements
+		} else if (h.ackreq && last) {
 			qp.ack_pending = false;
 			send_ack(qp, kCredits, h.psn);
 		} else if (h.ackreq) {
@@ -853,8 +921,8 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 		return;
 	}
 
-	if (qp.resp_state != 0) {
-		nak(qp, kAethNakInvReq, true);
+	if (qp.resp_state != 0 || uc) {
+		resp_fail(qp, kAethNakInvReq);	// UC has no READ or atomics
 		return;
 	}
 	const size_t max_res = std::max<size_t>(1, qp.attr.max_dest_rd_atomic);
@@ -1019,17 +1087,35 @@ void Rdma::receive(std::span<const uint8_t> frame)
 	cnt_.rcvd_pkts++;
 	cnt_.rcvd_bytes += frame.size();
 	Qp *qp = find_qp(p.h.dqpn);
-	// RC: only the peer named in the QP's address vector may talk to it.
-	if (!qp || qp->attr.state < VRNIC_QPS_RTR ||
-	    std::memcmp(p.path.sgid.data(), qp->path.dgid.data(), 16) != 0 ||
+	if (!qp || qp->attr.state < VRNIC_QPS_RTR) {
+		cnt_.bad_qp++;
+		return;
+	}
+	// The opcode's transport must be the QP's.
+	const uint8_t want = qp->datagram() ? UD :
+			     qp->type == VRNIC_QPT_UC ? UC : RC;
+	if (p.h.transport != want) {
+		cnt_.bad_qp++;
+		return;
+	}
+	if (qp->datagram()) {
+		ud_receive(*qp, p);
+		return;
+	}
+	// Connected: only the peer named in the QP's address vector.
+	if (std::memcmp(p.path.sgid.data(), qp->path.dgid.data(), 16) != 0 ||
 	    std::memcmp(p.path.dgid.data(), qp->path.sgid.data(), 16) != 0) {
 		cnt_.bad_qp++;
 		return;
 	}
-	if (is_response(p.h.opcode))
-		handle_response(*qp, p);
-	else
-		handle_request(*qp, p);
+	if (is_response(p.h.opcode)) {
+		if (qp->type == VRNIC_QPT_RC)
+			handle_response(*qp, p);
+		else
+			cnt_.bad_qp++;
+		return;
+	}
+	handle_request(*qp, p);
 }
 
 bool Rdma::poll()
@@ -1049,6 +1135,13 @@ bool Rdma::poll()
 			if (qp.flush_pending || qp.sq_kick) {
 				qp.sq_kick = false;
 				flush(qp, budget);
+			}
+			continue;
+		}
+		if (qp.datagram()) {
+			if (qp.sq_kick) {
+				qp.sq_kick = false;
+				ud_send(qp, budget);
 			}
 			continue;
 		}

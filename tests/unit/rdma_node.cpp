@@ -4,9 +4,10 @@
 #include <stdexcept>
 #include <string>
 
-Node::Node(uint8_t node_id, bool paged_rings, unsigned cq_log_depth)
+Node::Node(uint8_t node_id, bool paged_rings, unsigned cq_log_depth,
+	   uint8_t type)
 	: p(node_id, 40 << 20), id(node_id), paged(paged_rings),
-	  cq_log(cq_log_depth)
+	  cq_log(cq_log_depth), qp_type(type)
 {
 	p.enable();
 	vrnic_admin_cmd c{};
@@ -53,6 +54,7 @@ Node::Node(uint8_t node_id, bool paged_rings, unsigned cq_log_depth)
 	c.create_qp.rq_log_depth = kRqLog;
 	c.create_qp.sq_wqe_shift = kSqShift;
 	c.create_qp.rq_wqe_shift = kRqShift;
+	c.create_qp.type = qp_type;
 	qp = admin_ok(c);
 
 	mr = create_mr(kIova, 0, kDataLen, VRNIC_ACCESS_ALL);
@@ -119,6 +121,34 @@ uint8_t Node::modify(uint32_t mask, const vrnic_qp_attr &a)
 	return p.admin(c).status;
 }
 
+void Node::ud_ready(uint32_t qkey, uint32_t sq_psn)
+{
+	vrnic_qp_attr a{};
+	a.state = VRNIC_QPS_INIT;
+	a.qkey = qkey;
+	if (modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_QKEY, a))
+		throw std::runtime_error("UD to INIT");
+	a.state = VRNIC_QPS_RTR;
+	if (modify(VRNIC_QP_ATTR_STATE, a))
+		throw std::runtime_error("UD to RTR");
+	a.state = VRNIC_QPS_RTS;
+	a.sq_psn = sq_psn;
+	if (modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_SQ_PSN, a))
+		throw std::runtime_error("UD to RTS");
+}
+
+vrnic_ud_av Node::av(uint32_t qkey) const
+{
+	vrnic_ud_av v{};
+	v.dest_qpn = qp;
+	v.qkey = qkey;
+	const auto g = gid();
+	std::memcpy(v.dgid, g.data(), 16);
+	const uint8_t mac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, id};
+	std::memcpy(v.dmac, mac, 6);
+	return v;
+}
+
 void Node::connect(const Node &peer, uint32_t path_mtu, uint32_t sq_psn,
 		   uint32_t rq_psn, uint8_t retry, uint8_t rnr_retry,
 		   uint8_t timeout)
@@ -157,20 +187,29 @@ void Node::connect(const Node &peer, uint32_t path_mtu, uint32_t sq_psn,
 }
 
 void Node::post_send(const vrnic_send_wqe &w, const std::vector<vrnic_sge> &sges,
-		     const std::vector<uint8_t> &inline_data)
+		     const std::vector<uint8_t> &inline_data,
+		     const vrnic_ud_av *ud)
 {
 	const uint64_t a = ring_addr(kSq, uint64_t(sq_pi & ((1u << kSqLog) - 1)) << kSqShift,
 				     1ull << (kSqLog + kSqShift));
 	vrnic_send_wqe h = w;
+	uint64_t d = a + sizeof(h);
 	std::memset(p.ptr(a), 0, 1u << kSqShift);
+	if (ud) {
+		vrnic_ud_av v = *ud;
+		const auto g = gid();
+		std::memcpy(v.sgid, g.data(), 16);
+		p.store(d, v);
+		d += sizeof(v);
+	}
 	if (!inline_data.empty()) {
 		h.flags |= VRNIC_WQE_INLINE;
 		h.inline_len = uint32_t(inline_data.size());
-		std::memcpy(p.ptr(a + sizeof(h)), inline_data.data(), inline_data.size());
+		std::memcpy(p.ptr(d), inline_data.data(), inline_data.size());
 	} else {
 		h.num_sge = uint8_t(sges.size());
 		for (size_t i = 0; i < sges.size(); i++)
-			p.store(a + sizeof(h) + i * sizeof(vrnic_sge), sges[i]);
+			p.store(d + i * sizeof(vrnic_sge), sges[i]);
 	}
 	p.store(a, h);
 	sq_pi++;

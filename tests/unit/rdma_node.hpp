@@ -28,7 +28,8 @@ struct Node {
 	static constexpr unsigned kCqLog = 12, kSqLog = 8, kRqLog = 8;
 	static constexpr unsigned kSqShift = 9, kRqShift = 8;
 
-	explicit Node(uint8_t id, bool paged = false, unsigned cq_log = kCqLog);
+	explicit Node(uint8_t id, bool paged = false, unsigned cq_log = kCqLog,
+		      uint8_t qp_type = VRNIC_QPT_RC);
 	// Where offset off of a ring lives (paged rings use reversed pages).
 	uint64_t ring_addr(uint64_t base, uint64_t off, uint64_t bytes) const;
 
@@ -40,11 +41,16 @@ struct Node {
 		     uint32_t rq_psn, uint8_t retry = 7, uint8_t rnr_retry = 7,
 		     uint8_t timeout = 14);
 	uint8_t modify(uint32_t mask, const vrnic_qp_attr &a);
+	// UD and GSI: RESET -> INIT (qkey) -> RTR -> RTS.
+	void ud_ready(uint32_t qkey, uint32_t sq_psn = 0);
+	// The address vector of this node's QP, as a peer's UD WQE names it.
+	vrnic_ud_av av(uint32_t qkey) const;
 	std::array<uint8_t, 16> gid() const;
 
 	// data path
 	void post_send(const vrnic_send_wqe &w, const std::vector<vrnic_sge> &sges,
-		       const std::vector<uint8_t> &inline_data = {});
+		       const std::vector<uint8_t> &inline_data = {},
+		       const vrnic_ud_av *av = nullptr);
 	void post_recv(uint64_t wr_id, const std::vector<vrnic_sge> &sges);
 	bool poll_cq(vrnic_cqe &out);
 	vrnic_sge sge(uint64_t off, uint32_t len, uint32_t key = 0) const
@@ -57,6 +63,7 @@ struct Node {
 	uint8_t id;
 	bool paged;
 	unsigned cq_log;
+	uint8_t qp_type;
 	uint32_t pd = 0, cq = 0, qp = 0, mr = 0;
 	uint32_t sq_pi = 0, rq_pi = 0, cq_ci = 0;
 };

@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// UD, the GSI QP1 and UC between two engines over a simulated wire.
+#include <gtest/gtest.h>
+
+#include "engine_internal.hpp"
+#include "rdma_node.hpp"
+
+namespace {
+
+constexpr uint32_t kQkey = 0x11223344;
+
+vrnic_send_wqe send_wqe(uint64_t wr_id, uint8_t op = VRNIC_WR_SEND)
+{
+	vrnic_send_wqe w{};
+	w.wr_id = wr_id;
+	w.opcode = op;
+	w.flags = VRNIC_WQE_SIGNALED;
+	return w;
+}
+
+std::vector<vrnic_cqe> drain(Node &a, Node &b, Wire &wire, Node &n,
+			     size_t count)
+{
+	std::vector<vrnic_cqe> got;
+	wire.run(a, b, [&] {
+		vrnic_cqe c;
+		while (got.size() < count && n.poll_cq(c))
+			got.push_back(c);
+		return got.size() >= count;
+	});
+	return got;
+}
+
+const vrnic::RdmaCounters &counters(Node &n)
+{
+	return n.p.eng->dev.rdma().counters();
+}
+
+struct Ud : ::testing::Test {
+	Node a{1, false, Node::kCqLog, VRNIC_QPT_UD};
+	Node b{2, true, Node::kCqLog, VRNIC_QPT_UD};
+	Wire wire;
+
+	void SetUp() override
+	{
+		a.ud_ready(kQkey, 10);
+		b.ud_ready(kQkey, 20);
+	}
+};
+
+} // namespace
+
+TEST_F(Ud, DeliversWithTheNetworkHeaderFirst)
+{
+	const auto av = b.av(kQkey);
+	b.post_recv(1, {b.sge(0x1000, 40 + 1024)});
+	b.post_recv(2, {b.sge(0x3000, 16), b.sge(0x4000, 200)});
+	a.post_send(send_wqe(7), {a.sge(0x8000, 1024)}, {}, &av);
+	auto w = send_wqe(8, VRNIC_WR_SEND_IMM);
+	w.imm_data = 0xdeadbeef;
+	a.post_send(w, {}, {'h', 'e', 'l', 'l', 'o'}, &av);
+
+	const auto sent = drain(a, b, wire, a, 2);
+	ASSERT_EQ(sent.size(), 2u);
+	EXPECT_EQ(sent[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(sent[1].wr_id, 8u);
+	const auto got = drain(a, b, wire, b, 2);
+	ASSERT_EQ(got.size(), 2u);
+	EXPECT_EQ(got[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(got[0].byte_len, 40u + 1024);
+	EXPECT_EQ(got[0].src_qp, a.qp);
+	EXPECT_EQ(got[0].wc_flags, VRNIC_CQE_GRH | VRNIC_CQE_NET_IPV4);
+	EXPECT_EQ(std::memcmp(b.data(0x1000 + 40), a.data(0x8000), 1024), 0);
+	// 20 zero bytes, then the IPv4 header: 10.10.0.1 -> 10.10.0.2.
+	const uint8_t *grh = b.data(0x1000);
+	for (int i = 0; i < 20; i++)
+		EXPECT_EQ(grh[i], 0) << i;
+	EXPECT_EQ(grh[20], 0x45);
+	const uint8_t src[4] = {10, 10, 0, 1}, dst[4] = {10, 10, 0, 2};
+	EXPECT_EQ(std::memcmp(grh + 20 + 12, src, 4), 0);
+	EXPECT_EQ(std::memcmp(grh + 20 + 16, dst, 4), 0);
+	// Second: the GRH spans two SGEs, then the payload.
+	EXPECT_EQ(got[1].byte_len, 45u);
+	EXPECT_EQ(got[1].imm_data, 0xdeadbeefu);
+	EXPECT_EQ(got[1].wc_flags,
+		  VRNIC_CQE_GRH | VRNIC_CQE_NET_IPV4 | VRNIC_CQE_WITH_IMM);
+	EXPECT_EQ(std::memcmp(b.data(0x4000 + 24), "hello", 5), 0);
+}
+
+TEST_F(Ud, WrongQkeyIsDroppedAndControlledQkeyMeansTheQps)
+{
+	b.post_recv(1, {b.sge(0x1000, 200)});
+	auto bad = b.av(kQkey + 1);
+	a.post_send(send_wqe(1), {a.sge(0, 10)}, {}, &bad);
+	ASSERT_EQ(drain(a, b, wire, a, 1).size(), 1u);	// sent, and lost
+	EXPECT_EQ(counters(b).qkey_violations, 1u);
+	vrnic_cqe c;
+	EXPECT_FALSE(b.poll_cq(c));
+
+	// A controlled Q_Key in the WQE: the sender's QP Q_Key is used.
+	auto ctl = b.av(VRNIC_QKEY_PRIVILEGED | 0x1234);
+	a.post_send(send_wqe(2), {a.sge(0, 10)}, {}, &ctl);
+	const auto got = drain(a, b, wire, b, 1);
+	ASSERT_EQ(got.size(), 1u);
+	EXPECT_EQ(got[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(counters(b).qkey_violations, 1u);
+}
+
+TEST_F(Ud, MessageLargerThanTheMtuFailsLocally)
+{
+	const auto av = b.av(kQkey);
+	// Port MTU 1500: the UD MTU is 1024.
+	a.post_send(send_wqe(1), {a.sge(0, 1025)}, {}, &av);
+	a.post_send(send_wqe(2), {a.sge(0, 10)}, {}, &av);
+	const auto got = drain(a, b, wire, a, 2);
+	ASSERT_EQ(got.size(), 2u);
+	EXPECT_EQ(got[0].status, VRNIC_WC_ST_LOC_LEN_ERR);
+	EXPECT_EQ(got[1].status, VRNIC_WC_ST_WR_FLUSH_ERR);
+	EXPECT_EQ(counters(a).sent_pkts, 0u);
+}
+
+TEST_F(Ud, ShortReceiveBufferCompletesInErrorAndTheQpGoesOn)
+{
+	const auto av = b.av(kQkey);
+	b.post_recv(1, {b.sge(0x1000, 40 + 99)});
+	b.post_recv(2, {b.sge(0x2000, 40 + 100)});
+	a.post_send(send_wqe(1), {a.sge(0, 100)}, {}, &av);
+	a.post_send(send_wqe(2), {a.sge(0, 100)}, {}, &av);
+	const auto got = drain(a, b, wire, b, 2);
+	ASSERT_EQ(got.size(), 2u);
+	EXPECT_EQ(got[0].status, VRNIC_WC_ST_LOC_LEN_ERR);
+	EXPECT_EQ(got[1].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(got[1].byte_len, 140u);
+}
+
+TEST_F(Ud, NoReceiveWqeDropsWithoutStallingTheSender)
+{
+	const auto av = b.av(kQkey);
+	for (int i = 0; i < 4; i++)
+		a.post_send(send_wqe(uint64_t(i)), {a.sge(0, 64)}, {}, &av);
+	const auto sent = drain(a, b, wire, a, 4);
+	ASSERT_EQ(sent.size(), 4u);
+	for (const auto &c : sent)
+		EXPECT_EQ(c.status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(counters(b).ud_no_recv, 4u);
+}
+
+TEST_F(Ud, RcOpcodesAreNotForUdQps)
+{
+	const auto av = b.av(kQkey);
+	auto w = send_wqe(1, VRNIC_WR_RDMA_WRITE);
+	a.post_send(w, {a.sge(0, 8)}, {}, &av);
+	const auto got = drain(a, b, wire, a, 1);
+	ASSERT_EQ(got.size(), 1u);
+	EXPECT_EQ(got[0].status, VRNIC_WC_ST_LOC_QP_OP_ERR);
+}
+
+TEST(Gsi, IsQp1AndTakesTheGsiQkeyOnly)
+{
+	Node a{1, false, Node::kCqLog, VRNIC_QPT_GSI};
+	Node g{2, false, Node::kCqLog, VRNIC_QPT_GSI};
+	Wire wire;
+	EXPECT_EQ(g.qp, uint32_t(VRNIC_GSI_QPN));
+	a.ud_ready(VRNIC_GSI_QKEY);
+	g.ud_ready(VRNIC_GSI_QKEY);
+	g.post_recv(1, {g.sge(0, 296)});
+	g.post_recv(2, {g.sge(0x1000, 296)});
+	auto av = g.av(kQkey);	// not the GSI Q_Key: dropped
+	a.post_send(send_wqe(1), {a.sge(0, 256)}, {}, &av);
+	av = g.av(VRNIC_GSI_QKEY);
+	a.post_send(send_wqe(2), {a.sge(0, 256)}, {}, &av);
+	const auto got = drain(a, g, wire, g, 1);
+	ASSERT_EQ(got.size(), 1u);
+	EXPECT_EQ(got[0].byte_len, 296u);
+	EXPECT_EQ(got[0].src_qp, uint32_t(VRNIC_GSI_QPN));
+	EXPECT_EQ(counters(g).qkey_violations, 1u);
+
+	// A second GSI QP does not exist.
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_QP;
+	c.create_qp.type = VRNIC_QPT_GSI;
+	c.create_qp.sq_base = Node::kSq;
+	c.create_qp.rq_base = Node::kRq;
+	c.create_qp.dbrec = Node::kQpDb;
+	c.create_qp.pdn = g.pd;
+	c.create_qp.send_cqn = c.create_qp.recv_cqn = g.cq;
+	c.create_qp.sq_wqe_shift = 9;
+	c.create_qp.rq_wqe_shift = 8;
+	EXPECT_EQ(g.p.admin(c).status, VRNIC_ADMIN_ST_NO_RESOURCE);
+}
+
+TEST(UdState, UdTakesOnlyUdAttributes)
+{
+	Node a{1, false, Node::kCqLog, VRNIC_QPT_UD};
+	vrnic_qp_attr at{};
+	at.state = VRNIC_QPS_INIT;
+	// No Q_Key: refused.
+	EXPECT_NE(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK);
+	at.qkey = 1;
+	at.path_mtu = 3;
+	EXPECT_NE(a.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_QKEY |
+			   VRNIC_QP_ATTR_PATH_MTU, at), VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(a.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_QKEY, at),
+		  VRNIC_ADMIN_ST_OK);
+}
+
+// ------------------------------------------------------------------- UC
+
+struct Uc : ::testing::Test {
+	Node a{1, false, Node::kCqLog, VRNIC_QPT_UC};
+	Node b{2, false, Node::kCqLog, VRNIC_QPT_UC};
+	Wire wire;
+
+	void connect()
+	{
+		uc_connect(a, b, 100, 900);
+		uc_connect(b, a, 900, 100);
+	}
+	static void uc_connect(Node &n, const Node &peer, uint32_t sq_psn,
+			       uint32_t rq_psn)
+	{
+		vrnic_qp_attr at{};
+		at.state = VRNIC_QPS_INIT;
+		at.access = VRNIC_ACCESS_REMOTE_WRITE;
+		ASSERT_EQ(n.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_ACCESS, at), 0);
+		at.state = VRNIC_QPS_RTR;
+		at.path_mtu = 1;	// 256: messages of several packets
+		at.dest_qpn = peer.qp;
+		at.rq_psn = rq_psn;
+		const auto dg = peer.gid(), sg = n.gid();
+		std::memcpy(at.dgid, dg.data(), 16);
+		std::memcpy(at.sgid, sg.data(), 16);
+		const uint8_t dmac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, peer.id};
+		std::memcpy(at.dmac, dmac, 6);
+		// RC-only attributes are refused for UC.
+		at.max_dest_rd_atomic = 1;
+		ASSERT_NE(n.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_AV |
+				   VRNIC_QP_ATTR_PATH_MTU | VRNIC_QP_ATTR_DEST_QPN |
+				   VRNIC_QP_ATTR_RQ_PSN |
+				   VRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC, at), 0);
+		ASSERT_EQ(n.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_AV |
+				   VRNIC_QP_ATTR_PATH_MTU | VRNIC_QP_ATTR_DEST_QPN |
+				   VRNIC_QP_ATTR_RQ_PSN, at), 0);
+		at.state = VRNIC_QPS_RTS;
+		at.sq_psn = sq_psn;
+		ASSERT_EQ(n.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_SQ_PSN, at), 0);
+	}
+};
+
+TEST_F(Uc, SendAndWriteWithoutAcknowledgements)
+{
+	connect();
+	b.post_recv(1, {b.sge(0x10000, 4096)});
+	a.post_send(send_wqe(1), {a.sge(0, 1000)});
+	auto w = send_wqe(2, VRNIC_WR_RDMA_WRITE_IMM);
+	w.remote_addr = Node::kIova + 0x20000;
+	w.rkey = b.mr;
+	w.imm_data = 77;
+	b.post_recv(2, {});
+	a.post_send(w, {a.sge(0x3000, 3000)});
+	const auto sent = drain(a, b, wire, a, 2);
+	ASSERT_EQ(sent.size(), 2u);
+	EXPECT_EQ(sent[1].status, VRNIC_WC_ST_SUCCESS);
+	const auto got = drain(a, b, wire, b, 2);
+	ASSERT_EQ(got.size(), 2u);
+	EXPECT_EQ(got[0].byte_len, 1000u);
+	EXPECT_EQ(got[1].opcode, VRNIC_WC_RECV_RDMA_WITH_IMM);
+	EXPECT_EQ(std::memcmp(b.data(0x10000), a.data(0), 1000), 0);
+	EXPECT_EQ(std::memcmp(b.data(0x20000), a.data(0x3000), 3000), 0);
+	// Nothing came back: no ACKs on UC.
+	EXPECT_EQ(counters(a).rcvd_pkts, 0u);
+
+	// READ is not a UC operation.
+	auto r = send_wqe(3, VRNIC_WR_RDMA_READ);
+	a.post_send(r, {a.sge(0, 8)});
+	const auto err = drain(a, b, wire, a, 1);
+	ASSERT_EQ(err.size(), 1u);
+	EXPECT_EQ(err[0].status, VRNIC_WC_ST_LOC_QP_OP_ERR);
+}
+
+TEST_F(Uc, LossDropsWholeMessagesAndNeverCorruptsOne)
+{
+	connect();
+	wire.drop = 0.05;
+	constexpr int kMsgs = 200;
+	constexpr uint32_t kLen = 1000;	// 4 packets at MTU 256
+	for (int i = 0; i < kMsgs; i++)
+		b.post_recv(uint64_t(i), {b.sge(0x10000 + uint64_t(i) * 4096, kLen)});
+	for (int i = 0; i < kMsgs; i++) {
+		a.post_send(send_wqe(uint64_t(i)), {a.sge(uint64_t(i) * 64, kLen)});
+		ASSERT_EQ(drain(a, b, wire, a, 1).size(), 1u) << i;
+	}
+	std::vector<vrnic_cqe> got;
+	vrnic_cqe c;
+	wire.run(a, b, [] { return false; }, 1000);
+	while (b.poll_cq(c))
+		got.push_back(c);
+	EXPECT_GT(got.size(), size_t(kMsgs) / 2);
+	EXPECT_LT(got.size(), size_t(kMsgs));
+	EXPECT_GT(counters(b).uc_dropped + counters(b).out_of_seq_request, 0u);
+	// Receive WQEs are consumed in order, each holding one whole message
+	// (the one sent as message k, for some k at or after it).
+	for (size_t i = 0; i < got.size(); i++) {
+		ASSERT_EQ(got[i].status, VRNIC_WC_ST_SUCCESS);
+		ASSERT_EQ(got[i].byte_len, kLen);
+		ASSERT_EQ(got[i].wr_id, i);
+		bool match = false;
+		for (int k = int(i); k < kMsgs && !match; k++)
+			match = std::memcmp(b.data(0x10000 + i * 4096),
+					    a.data(uint64_t(k) * 64), kLen) == 0;
+		EXPECT_TRUE(match) << "receive " << i << " holds a torn message";
+	}
+}
