@@ -48,4 +48,13 @@ struct vrnic_create_qp_resp {
 	__u32 reserved;
 };
 
+/*
+ * ibv_create_ah: the kernel resolves the destination MAC and the source
+ * GID and returns the whole address vector (struct vrnic_ud_av of
+ * vrnic_hw.h); the provider copies it into each UD WQE.
+ */
+struct vrnic_create_ah_resp {
+	__u8 av[64];
+};
+
 #endif /* VRNIC_ABI_USER_H */

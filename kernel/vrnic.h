@@ -125,8 +125,10 @@ struct vrnic_pd {
 	u32 pdn;
 };
 
+/* An address handle is the UD address vector the WQEs carry. */
 struct vrnic_ah {
 	struct ib_ah ibah;
+	struct vrnic_ud_av av;	/* dest_qpn and qkey filled per WQE */
 };
 
 struct vrnic_mr {
@@ -155,6 +157,7 @@ struct vrnic_cq {
 struct vrnic_qp {
 	struct ib_qp ibqp;
 	u32 qpn;
+	u8 type;		/* enum vrnic_qp_type */
 	u8 state;		/* enum ib_qp_state */
 	u32 sq_log, rq_log, sq_shift, rq_shift;
 	u32 max_send_sge, max_recv_sge, max_inline;
@@ -182,6 +185,16 @@ static inline struct vrnic_cq *to_vcq(struct ib_cq *ibcq)
 static inline struct vrnic_qp *to_vqp(struct ib_qp *ibqp)
 {
 	return container_of(ibqp, struct vrnic_qp, ibqp);
+}
+
+static inline struct vrnic_ah *to_vah(struct ib_ah *ibah)
+{
+	return container_of(ibah, struct vrnic_ah, ibah);
+}
+
+static inline bool vrnic_qp_is_ud(const struct vrnic_qp *qp)
+{
+	return qp->type == VRNIC_QPT_UD || qp->type == VRNIC_QPT_GSI;
 }
 
 static inline struct vrnic_pd *to_vpd(struct ib_pd *ibpd)

@@ -228,6 +228,13 @@ int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 			w->wc_flags |= IB_WC_WITH_IMM;
 			w->ex.imm_data = (__force __be32)cqe->imm_data;
 		}
+		if (cqe->wc_flags & VRNIC_CQE_GRH) {
+			/* ib_mad/ib_cm build reply AHs from the header */
+			w->wc_flags |= IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE;
+			w->network_hdr_type =
+				(cqe->wc_flags & VRNIC_CQE_NET_IPV4) ?
+				RDMA_NETWORK_IPV4 : RDMA_NETWORK_IPV6;
+		}
 		w->src_qp = le32_to_cpu(cqe->src_qp);
 		w->port_num = 1;
 		qp = xa_load(&vdev->qp_xa, le32_to_cpu(cqe->qpn));

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * vrnic RC queue pairs.  The device runs the transport; the driver creates
- * QPs, drives their state machine with MODIFY_QP and, for kernel QPs,
- * writes WQEs into the rings and rings the doorbells.  User QPs' rings are
- * in user memory and never touched here.
+ * vrnic queue pairs: RC, UC, UD and the GSI QP1 (for ib_mad).  The device
+ * runs the transport; the driver creates QPs, drives their state machine
+ * with MODIFY_QP and, for kernel QPs, writes WQEs into the rings and rings
+ * the doorbells.  User QPs' rings are in user memory and never touched
+ * here.
  */
 #include <linux/dma-mapping.h>
 #include <rdma/ib_cache.h>
@@ -14,9 +15,17 @@
 #define VRNIC_SEND_WQE_HDR	sizeof(struct vrnic_send_wqe)
 #define VRNIC_RECV_WQE_HDR	sizeof(struct vrnic_recv_wqe)
 
-static u32 vrnic_sq_shift(u32 max_sge, u32 max_inline)
+/* Bytes before the SGEs or inline data: the header, and UD's AV. */
+static u32 vrnic_sq_data_off(u8 type)
 {
-	u32 need = VRNIC_SEND_WQE_HDR +
+	return VRNIC_SEND_WQE_HDR +
+	       (type == VRNIC_QPT_UD || type == VRNIC_QPT_GSI ?
+		sizeof(struct vrnic_ud_av) : 0);
+}
+
+static u32 vrnic_sq_shift(u8 type, u32 max_sge, u32 max_inline)
+{
+	u32 need = vrnic_sq_data_off(type) +
 		   max_t(u32, max_sge * sizeof(struct vrnic_sge), max_inline);
 
 	return max_t(u32, 6, order_base_2(need));
@@ -77,7 +86,25 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	u32 qpn;
 	int ret;
 
-	if (init->qp_type != IB_QPT_RC || init->srq || init->create_flags)
+	switch (init->qp_type) {
+	case IB_QPT_RC:
+		qp->type = VRNIC_QPT_RC;
+		break;
+	case IB_QPT_UC:
+		qp->type = VRNIC_QPT_UC;
+		break;
+	case IB_QPT_UD:
+		qp->type = VRNIC_QPT_UD;
+		break;
+	case IB_QPT_GSI:
+		if (udata)
+			return -EINVAL;
+		qp->type = VRNIC_QPT_GSI;
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	if (init->srq || init->create_flags)
 		return -EOPNOTSUPP;
 	if (cap->max_send_wr > (1U << VRNIC_MAX_WQ_LOG_DEPTH) ||
 	    cap->max_recv_wr > (1U << VRNIC_MAX_WQ_LOG_DEPTH) ||
@@ -88,7 +115,8 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	qp->sq_log = order_base_2(max(cap->max_send_wr, 1U));
 	qp->rq_log = order_base_2(max(cap->max_recv_wr, 1U));
-	qp->sq_shift = vrnic_sq_shift(cap->max_send_sge, cap->max_inline_data);
+	qp->sq_shift = vrnic_sq_shift(qp->type, cap->max_send_sge,
+				      cap->max_inline_data);
 	qp->rq_shift = vrnic_rq_shift(cap->max_recv_sge);
 	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	spin_lock_init(&qp->sq_lock);
@@ -98,7 +126,7 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	cmd.create_qp.pdn = cpu_to_le32(to_vpd(ibqp->pd)->pdn);
 	cmd.create_qp.send_cqn = cpu_to_le32(to_vcq(init->send_cq)->cqn);
 	cmd.create_qp.recv_cqn = cpu_to_le32(to_vcq(init->recv_cq)->cqn);
-	cmd.create_qp.type = VRNIC_QPT_RC;
+	cmd.create_qp.type = qp->type;
 
 	if (udata) {
 		struct vrnic_create_qp_cmd ucmd = {};
@@ -177,12 +205,12 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->qpn = qpn;
 	ibqp->qp_num = qpn;
 	qp->state = IB_QPS_RESET;
-	qp->max_send_sge = (BIT(qp->sq_shift) - VRNIC_SEND_WQE_HDR) /
+	qp->max_send_sge = (BIT(qp->sq_shift) - vrnic_sq_data_off(qp->type)) /
 			   sizeof(struct vrnic_sge);
 	qp->max_send_sge = min_t(u32, qp->max_send_sge, VRNIC_MAX_SGE);
 	qp->max_recv_sge = min_t(u32, (BIT(qp->rq_shift) - VRNIC_RECV_WQE_HDR) /
 				 sizeof(struct vrnic_sge), VRNIC_MAX_SGE);
-	qp->max_inline = min_t(u32, BIT(qp->sq_shift) - VRNIC_SEND_WQE_HDR,
+	qp->max_inline = min_t(u32, BIT(qp->sq_shift) - vrnic_sq_data_off(qp->type),
 			       VRNIC_MAX_INLINE);
 	cap->max_send_wr = BIT(qp->sq_log);
 	cap->max_recv_wr = BIT(qp->rq_log);
@@ -261,7 +289,7 @@ void vrnic_qp_fatal(struct vrnic_dev *vdev, u32 qpn)
 	IB_QP_ACCESS_FLAGS | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_AV | \
 	IB_QP_PATH_MTU | IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | \
 	IB_QP_RQ_PSN | IB_QP_MAX_QP_RD_ATOMIC | IB_QP_MIN_RNR_TIMER | \
-	IB_QP_SQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_DEST_QPN)
+	IB_QP_SQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_DEST_QPN | IB_QP_QKEY)
 
 static int vrnic_qp_av(struct vrnic_qp *qp, struct ib_qp_attr *attr,
 		       int mask, struct vrnic_qp_attr *a)
@@ -299,6 +327,10 @@ int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 
 	if (mask & ~VRNIC_QP_SUPPORTED_MASK)
 		return -EOPNOTSUPP;
+	/* Controlled Q_Keys are for privileged consumers (IBA 10.2.5). */
+	if (udata && (mask & IB_QP_QKEY) &&
+	    (attr->qkey & VRNIC_QKEY_PRIVILEGED) && !capable(CAP_NET_RAW))
+		return -EPERM;
 	if (mask & IB_QP_CUR_STATE)
 		cur = attr->cur_qp_state;
 	next = (mask & IB_QP_STATE) ? attr->qp_state : cur;
@@ -372,6 +404,10 @@ int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		a->dest_qpn = cpu_to_le32(attr->dest_qp_num);
 		vmask |= VRNIC_QP_ATTR_DEST_QPN;
 	}
+	if (mask & IB_QP_QKEY) {
+		a->qkey = cpu_to_le32(attr->qkey);
+		vmask |= VRNIC_QP_ATTR_QKEY;
+	}
 	cmd.modify_qp.attr_addr = cpu_to_le64(a_dma);
 	cmd.modify_qp.qpn = cpu_to_le32(qp->qpn);
 	cmd.modify_qp.attr_mask = cpu_to_le32(vmask);
@@ -432,6 +468,7 @@ int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->sq_psn = le32_to_cpu(a->sq_psn);
 	attr->rq_psn = le32_to_cpu(a->rq_psn);
 	attr->dest_qp_num = le32_to_cpu(a->dest_qpn);
+	attr->qkey = le32_to_cpu(a->qkey);
 	attr->port_num = 1;
 	attr->cap.max_send_wr = BIT(qp->sq_log);
 	attr->cap.max_recv_wr = BIT(qp->rq_log);
@@ -439,7 +476,7 @@ int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->cap.max_recv_sge = qp->max_recv_sge;
 	attr->cap.max_inline_data = qp->max_inline;
 	init_attr->cap = attr->cap;
-	init_attr->qp_type = IB_QPT_RC;
+	init_attr->qp_type = ibqp->qp_type;
 	init_attr->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
 out:
 	dma_free_coherent(&vdev->pdev->dev, sizeof(*a), a, a_dma);
@@ -474,12 +511,23 @@ static int vrnic_build_send(struct vrnic_qp *qp, const struct ib_send_wr *wr,
 			    void *slot)
 {
 	struct vrnic_send_wqe *w = slot;
-	struct vrnic_sge *sge = slot + sizeof(*w);
+	void *data = slot + vrnic_sq_data_off(qp->type);
+	struct vrnic_sge *sge = data;
 	int op = vrnic_wr_opcode(wr->opcode);
 	int i;
 
 	if (op < 0)
 		return op;
+	if (vrnic_qp_is_ud(qp)) {
+		const struct ib_ud_wr *ud = ud_wr(wr);
+		struct vrnic_ud_av *av = slot + sizeof(*w);
+
+		if (op > VRNIC_WR_SEND_IMM || !ud->ah)
+			return -EINVAL;
+		*av = to_vah(ud->ah)->av;
+		av->dest_qpn = cpu_to_le32(ud->remote_qpn);
+		av->qkey = cpu_to_le32(ud->remote_qkey);
+	}
 	memset(w, 0, sizeof(*w));
 	w->wr_id = cpu_to_le64(wr->wr_id);
 	w->opcode = op;
@@ -510,7 +558,7 @@ static int vrnic_build_send(struct vrnic_qp *qp, const struct ib_send_wr *wr,
 		break;
 	}
 	if (wr->send_flags & IB_SEND_INLINE) {
-		u8 *dst = slot + sizeof(*w);
+		u8 *dst = data;
 		u32 len = 0;
 
 		for (i = 0; i < wr->num_sge; i++) {

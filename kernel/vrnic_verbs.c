@@ -5,6 +5,7 @@
  * ops table.  MRs, CQs and QPs are in their own files.
  */
 #include <linux/etherdevice.h>
+#include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_user_verbs.h>
@@ -47,6 +48,7 @@ static int vrnic_query_device(struct ib_device *ibdev,
 	attr->atomic_cap = attr->max_qp ? IB_ATOMIC_HCA : IB_ATOMIC_NONE;
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN;
 	attr->max_pkeys = 1;
+	attr->max_ah = INT_MAX;		/* AHs live in host memory only */
 	attr->local_ca_ack_delay = 15;
 	return 0;
 }
@@ -63,7 +65,8 @@ static int vrnic_query_port(struct ib_device *ibdev, u32 port,
 	attr->phys_state = active ? IB_PORT_PHYS_STATE_LINK_UP :
 				    IB_PORT_PHYS_STATE_DISABLED;
 	attr->max_mtu = IB_MTU_4096;
-	attr->active_mtu = ib_mtu_int_to_enum(READ_ONCE(ndev->mtu));
+	/* What fits a frame with the biggest RoCEv2 headers (spec: UD MTU). */
+	attr->active_mtu = iboe_get_mtu(READ_ONCE(ndev->mtu));
 	attr->gid_tbl_len = VRNIC_GID_TABLE_LEN;
 	attr->port_cap_flags = IB_PORT_CM_SUP;
 	attr->max_msg_sz = VRNIC_MAX_MSG_SIZE;
@@ -241,11 +244,59 @@ static int vrnic_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 
 /* ------------------------------------------------ address handles --- */
 
+/*
+ * AHs are not device objects: the address vector lives here and goes into
+ * every UD WQE.  Never sleeps (no RDMA_CREATE_AH_SLEEPABLE needed).
+ */
 static int vrnic_create_ah(struct ib_ah *ibah,
 			   struct rdma_ah_init_attr *init_attr,
 			   struct ib_udata *udata)
 {
-	return -EOPNOTSUPP;
+	struct rdma_ah_attr *ah_attr = init_attr->ah_attr;
+	const struct ib_global_route *grh;
+	struct vrnic_ah *ah = to_vah(ibah);
+	struct vrnic_ud_av *av = &ah->av;
+
+	if (!(rdma_ah_get_ah_flags(ah_attr) & IB_AH_GRH))
+		return -EINVAL;
+	grh = rdma_ah_read_grh(ah_attr);
+	if (!grh->sgid_attr ||
+	    grh->sgid_attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+		return -EINVAL;
+	memset(av, 0, sizeof(*av));
+	memcpy(av->dgid, grh->dgid.raw, sizeof(av->dgid));
+	memcpy(av->sgid, grh->sgid_attr->gid.raw, sizeof(av->sgid));
+	memcpy(av->dmac, ah_attr->roce.dmac, ETH_ALEN);
+	av->traffic_class = grh->traffic_class;
+	av->hop_limit = grh->hop_limit;
+	av->flow_label = cpu_to_le32(grh->flow_label);
+	if (grh->flow_label)
+		av->udp_sport = cpu_to_le16(rdma_flow_label_to_udp_sport(grh->flow_label));
+	if (udata) {
+		struct vrnic_create_ah_resp resp = {};
+
+		BUILD_BUG_ON(sizeof(resp.av) != sizeof(*av));
+		memcpy(resp.av, av, sizeof(*av));
+		return ib_copy_to_udata(udata, &resp,
+					min(sizeof(resp), udata->outlen));
+	}
+	return 0;
+}
+
+static int vrnic_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr)
+{
+	struct vrnic_ah *ah = to_vah(ibah);
+	union ib_gid dgid;
+
+	memcpy(dgid.raw, ah->av.dgid, sizeof(dgid.raw));
+	memset(ah_attr, 0, sizeof(*ah_attr));
+	ah_attr->type = ibah->type;
+	rdma_ah_set_port_num(ah_attr, 1);
+	rdma_ah_set_grh(ah_attr, &dgid, le32_to_cpu(ah->av.flow_label),
+			ibah->sgid_attr ? ibah->sgid_attr->index : 0,
+			ah->av.hop_limit, ah->av.traffic_class);
+	memcpy(ah_attr->roce.dmac, ah->av.dmac, ETH_ALEN);
+	return 0;
 }
 
 static int vrnic_destroy_ah(struct ib_ah *ibah, u32 flags)
@@ -306,6 +357,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	.dealloc_ucontext = vrnic_dealloc_ucontext,
 	.dereg_mr = vrnic_dereg_mr,
 	.destroy_ah = vrnic_destroy_ah,
+	.query_ah = vrnic_query_ah,
 	.destroy_cq = vrnic_destroy_cq,
 	.destroy_qp = vrnic_destroy_qp,
 	.get_dma_mr = vrnic_get_dma_mr,

@@ -30,6 +30,8 @@ DECLARE_DRV_CMD(uvrnic_create_cq_ex, IB_USER_VERBS_EX_CMD_CREATE_CQ,
 		vrnic_create_cq_cmd, vrnic_create_cq_resp);
 DECLARE_DRV_CMD(uvrnic_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		vrnic_create_qp_cmd, vrnic_create_qp_resp);
+DECLARE_DRV_CMD(uvrnic_create_ah, IB_USER_VERBS_CMD_CREATE_AH,
+		empty, vrnic_create_ah_resp);
 
 #define VRNIC_PAGE	4096
 
@@ -92,6 +94,40 @@ int vrnic_dereg_mr(struct verbs_mr *vmr)
 	if (ret)
 		return ret;
 	free(vmr);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ AH */
+
+/*
+ * The device has no AH objects; the kernel resolves the destination MAC and
+ * the source GID once and hands back the address vector, which post_send
+ * copies into every UD WQE.
+ */
+struct ibv_ah *vrnic_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	struct uvrnic_create_ah_resp resp = {};
+	struct vrnic_ah *ah;
+
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return NULL;
+	if (ibv_cmd_create_ah(pd, &ah->ibv_ah, attr, &resp.ibv_resp,
+			      sizeof(resp))) {
+		free(ah);
+		return NULL;
+	}
+	memcpy(&ah->av, resp.av, sizeof(ah->av));
+	return &ah->ibv_ah;
+}
+
+int vrnic_destroy_ah(struct ibv_ah *ibah)
+{
+	int ret = ibv_cmd_destroy_ah(ibah);
+
+	if (ret)
+		return ret;
+	free(to_vah(ibah));
 	return 0;
 }
 
@@ -201,6 +237,8 @@ static int vrnic_poll_one(struct vrnic_context *ctx, struct vrnic_cq *cq,
 		w->wc_flags |= IBV_WC_WITH_IMM;
 		w->imm_data = (__be32)cqe->imm_data;
 	}
+	if (cqe->wc_flags & VRNIC_CQE_GRH)
+		w->wc_flags |= IBV_WC_GRH;
 	/* A completion frees its WQE and every WQE before it. */
 	qp = ctx->qp_table[qpn & VRNIC_OBJ_INDEX_MASK];
 	if (qp && qp->qpn == qpn) {
@@ -385,10 +423,17 @@ int vrnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 /* ------------------------------------------------------------------ QP */
 
-static uint32_t vrnic_sq_shift(uint32_t max_sge, uint32_t max_inline)
+static uint32_t vrnic_sq_data_off(uint8_t type)
+{
+	return sizeof(struct vrnic_send_wqe) +
+	       (type == VRNIC_QPT_UD ? sizeof(struct vrnic_ud_av) : 0);
+}
+
+static uint32_t vrnic_sq_shift(uint8_t type, uint32_t max_sge,
+			       uint32_t max_inline)
 {
 	uint32_t sge = max_sge * sizeof(struct vrnic_sge);
-	uint32_t need = sizeof(struct vrnic_send_wqe) +
+	uint32_t need = vrnic_sq_data_off(type) +
 			(sge > max_inline ? sge : max_inline);
 	uint32_t s = vrnic_log2(need);
 
@@ -417,8 +462,23 @@ static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *sr
 				       struct vrnic_create_qp_cmd *cmd)
 {
 	struct vrnic_qp *qp;
+	uint8_t hw_type;
 
-	if (type != IBV_QPT_RC || srq) {
+	switch (type) {
+	case IBV_QPT_RC:
+		hw_type = VRNIC_QPT_RC;
+		break;
+	case IBV_QPT_UC:
+		hw_type = VRNIC_QPT_UC;
+		break;
+	case IBV_QPT_UD:
+		hw_type = VRNIC_QPT_UD;
+		break;
+	default:
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (srq) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -435,7 +495,10 @@ static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *sr
 		return NULL;
 	qp->sq_log = vrnic_log2(cap->max_send_wr ? cap->max_send_wr : 1);
 	qp->rq_log = vrnic_log2(cap->max_recv_wr ? cap->max_recv_wr : 1);
-	qp->sq_shift = vrnic_sq_shift(cap->max_send_sge, cap->max_inline_data);
+	qp->type = hw_type;
+	qp->data_off = vrnic_sq_data_off(hw_type);
+	qp->sq_shift = vrnic_sq_shift(hw_type, cap->max_send_sge,
+				      cap->max_inline_data);
 	qp->rq_shift = vrnic_rq_shift(cap->max_recv_sge);
 	qp->sq_size = (size_t)1 << (qp->sq_log + qp->sq_shift);
 	qp->rq_size = (size_t)1 << (qp->rq_log + qp->rq_shift);
@@ -630,7 +693,7 @@ static void vrnic_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
 		qp->wr_err = EINVAL;
 		return;
 	}
-	sge = (struct vrnic_sge *)(w + 1);
+	sge = (struct vrnic_sge *)((uint8_t *)w + qp->data_off);
 	for (i = 0; i < num_sge; i++) {
 		sge[i].addr = htole64(sg[i].addr);
 		sge[i].length = htole32(sg[i].length);
@@ -658,7 +721,7 @@ static void vrnic_wr_set_inline_data_list(struct ibv_qp_ex *qpx,
 
 	if (!w)
 		return;
-	dst = (uint8_t *)(w + 1);
+	dst = (uint8_t *)w + qp->data_off;
 	for (i = 0; i < num_buf; i++) {
 		if (len + buf[i].length > qp->max_inline) {
 			qp->wr_err = EINVAL;
@@ -691,6 +754,20 @@ static int vrnic_wr_complete(struct ibv_qp_ex *qpx)
 		vrnic_ring_sq(ctx, qp);
 	pthread_spin_unlock(&qp->sq_lock);
 	return err;
+}
+
+static void vrnic_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
+				 uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct vrnic_qp *qp = qpx_to_vqp(qpx);
+	struct vrnic_ud_av *av;
+
+	if (!qp->wr_cur || qp->type != VRNIC_QPT_UD)
+		return;
+	av = (struct vrnic_ud_av *)(qp->wr_cur + 1);
+	*av = to_vah(ah)->av;
+	av->dest_qpn = htole32(remote_qpn);
+	av->qkey = htole32(remote_qkey);
 }
 
 static void vrnic_wr_abort(struct ibv_qp_ex *qpx)
@@ -749,6 +826,7 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 		qpx->wr_set_sge_list = vrnic_wr_set_sge_list;
 		qpx->wr_set_inline_data = vrnic_wr_set_inline_data;
 		qpx->wr_set_inline_data_list = vrnic_wr_set_inline_data_list;
+		qpx->wr_set_ud_addr = vrnic_wr_set_ud_addr;
 		qp->vqp.comp_mask |= VERBS_QP_EX;
 	}
 	return &qp->vqp.qp;
@@ -814,12 +892,21 @@ static int vrnic_build_send(struct vrnic_qp *qp, struct ibv_send_wr *wr,
 			    uint8_t *slot)
 {
 	struct vrnic_send_wqe *w = (struct vrnic_send_wqe *)slot;
-	struct vrnic_sge *sge = (struct vrnic_sge *)(slot + sizeof(*w));
+	struct vrnic_sge *sge = (struct vrnic_sge *)(slot + qp->data_off);
 	int op = vrnic_wr_opcode(wr->opcode);
 	int i;
 
 	if (op < 0)
 		return EINVAL;
+	if (qp->type == VRNIC_QPT_UD) {
+		struct vrnic_ud_av *av = (struct vrnic_ud_av *)(w + 1);
+
+		if (op > VRNIC_WR_SEND_IMM || !wr->wr.ud.ah)
+			return EINVAL;
+		*av = to_vah(wr->wr.ud.ah)->av;
+		av->dest_qpn = htole32(wr->wr.ud.remote_qpn);
+		av->qkey = htole32(wr->wr.ud.remote_qkey);
+	}
 	memset(w, 0, sizeof(*w));
 	w->wr_id = htole64(wr->wr_id);
 	w->opcode = op;
@@ -850,7 +937,7 @@ static int vrnic_build_send(struct vrnic_qp *qp, struct ibv_send_wr *wr,
 		break;
 	}
 	if (wr->send_flags & IBV_SEND_INLINE) {
-		uint8_t *dst = slot + sizeof(*w);
+		uint8_t *dst = slot + qp->data_off;
 		uint32_t len = 0;
 
 		for (i = 0; i < wr->num_sge; i++) {

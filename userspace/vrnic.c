@@ -79,12 +79,14 @@ static void vrnic_free_context(struct ibv_context *ibctx)
 
 static const struct verbs_context_ops vrnic_ctx_ops = {
 	.alloc_pd = vrnic_alloc_pd,
+	.create_ah = vrnic_create_ah,
 	.create_cq = vrnic_create_cq,
 	.create_cq_ex = vrnic_create_cq_ex,
 	.create_qp = vrnic_create_qp,
 	.create_qp_ex = vrnic_create_qp_ex,
 	.dealloc_pd = vrnic_dealloc_pd,
 	.dereg_mr = vrnic_dereg_mr,
+	.destroy_ah = vrnic_destroy_ah,
 	.destroy_cq = vrnic_destroy_cq,
 	.destroy_qp = vrnic_destroy_qp,
 	.free_context = vrnic_free_context,

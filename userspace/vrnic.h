@@ -44,9 +44,17 @@ struct vrnic_cq {
 	struct ibv_wc cur;		/* ibv_cq_ex: the completion being read */
 };
 
+/* The UD address vector, built by the kernel at create time. */
+struct vrnic_ah {
+	struct ibv_ah ibv_ah;
+	struct vrnic_ud_av av;
+};
+
 struct vrnic_qp {
 	struct verbs_qp vqp;
 	uint32_t qpn;
+	uint8_t type;			/* enum vrnic_qp_type */
+	uint32_t data_off;		/* SGEs/inline start: header (+ UD AV) */
 	pthread_spinlock_t sq_lock;
 	pthread_spinlock_t rq_lock;
 	uint8_t *sq;
@@ -74,6 +82,11 @@ static inline struct vrnic_cq *to_vcq(struct ibv_cq *ibcq)
 	return container_of(ibcq, struct vrnic_cq, vcq.cq);
 }
 
+static inline struct vrnic_ah *to_vah(struct ibv_ah *ibah)
+{
+	return container_of(ibah, struct vrnic_ah, ibv_ah);
+}
+
 static inline struct vrnic_qp *to_vqp(struct ibv_qp *ibqp)
 {
 	return container_of(ibqp, struct vrnic_qp, vqp.qp);
@@ -82,6 +95,8 @@ static inline struct vrnic_qp *to_vqp(struct ibv_qp *ibqp)
 struct ibv_mr *vrnic_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 			    uint64_t hca_va, int access);
 int vrnic_dereg_mr(struct verbs_mr *vmr);
+struct ibv_ah *vrnic_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+int vrnic_destroy_ah(struct ibv_ah *ah);
 struct ibv_cq *vrnic_create_cq(struct ibv_context *ctx, int cqe,
 			       struct ibv_comp_channel *channel,
 			       int comp_vector);

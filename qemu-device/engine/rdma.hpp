@@ -129,7 +129,6 @@ struct RdResource {
 struct Qp {
 	bool valid = false;
 	uint16_t gen = 0;
-	uint8_t type = VRNIC_QPT_RC;	// enum vrnic_qp_type
 	uint32_t qpn = 0;
 	uint32_t uctx = 0;
 	uint32_t pdn = 0;
@@ -175,6 +174,7 @@ struct Qp {
 	uint32_t ack_psn = 0;
 
 	bool flush_pending = false;
+	uint8_t type = VRNIC_QPT_RC;	// enum vrnic_qp_type
 
 	[[nodiscard]] bool datagram() const
 	{

@@ -156,6 +156,46 @@ def rc_tests(stage, a, b):
                      "fail", str(e))
 
 
+def verbs_tests(stage, a, b):
+    """The other QP types, with ibverbs' own pingpong programs (-c checks
+    every byte received)."""
+    for tool, size in (("ud", 1024), ("uc", 4096)):
+        for where, srv, cli in (("loopback a", a, a), ("a->b", b, a)):
+            args = "ibv_%s_pingpong -d vrnic0 -g 1 -c -s %d -n 200" % (tool, size)
+            pair(stage, "%s %s: %s" % (tool, where, args), srv, cli, args,
+                 "%s %s" % (args, srv.ip), "bytes in")
+    args = "ibv_ud_pingpong -d vrnic0 -g 1 -c -e -s 512 -n 100"
+    pair(stage, "ud a->b: %s" % args, b, a, args, "%s %s" % (args, b.ip),
+         "bytes in")
+
+
+def cm_tests(stage, a, b):
+    """rdma_cm over vrnic: its MADs travel on QP1 (ib_mad, ib_cm), then
+    RC or UD QPs carry the data."""
+    ip = b.ip
+    for vm in (a, b):
+        rc, out = vm.run("rdma res show qp lqpn 1; dmesg | grep -c "
+                         "\"Couldn't open port\" || true")
+        ok = rc == 0 and "type GSI" in out and out.strip().endswith("0")
+        stage.record("cm %s: ib_mad opened port 1 (GSI QP1 exists)" % vm.name,
+                     "pass" if ok else "fail", out.strip()[-300:])
+    for name, srv, cli, expect in (
+            ("rping -C 1000 -V (payload validated)",
+             "rping -s -a %s -C 1000 -V" % ip,
+             "rping -c -a %s -C 1000 -V -v" % ip, "rdma-ping-999"),
+            ("ucmatose -c 16 (16 connections)", "ucmatose -c 16",
+             "ucmatose -c 16 -s %s" % ip, "test complete"),
+            ("udaddy (UD through rdma_cm)", "udaddy", "udaddy -s %s" % ip,
+             "test complete"),
+            ("rdma_server/rdma_client", "rdma_server",
+             "rdma_client -s %s" % ip, "rdma_client: end 0"),
+            ("ib_send_lat -R", "ib_send_lat -d vrnic0 -R -n 200 -s 2",
+             "ib_send_lat -d vrnic0 -R -n 200 -s 2 %s" % ip, "#bytes"),
+            ("ib_write_bw -R", "ib_write_bw -d vrnic0 -R -n 200 -s 65536",
+             "ib_write_bw -d vrnic0 -R -n 200 -s 65536 %s" % ip, "#bytes")):
+        pair(stage, "cm a->b: " + name, b, a, srv, cli, expect)
+
+
 def main():
     stage = Stage("guest")
     t0 = time.time()
@@ -177,6 +217,8 @@ def main():
                     timeout=300)
         set_mtu(stage, (a, b), 1500)
         rc_tests(stage, a, b)
+        verbs_tests(stage, a, b)
+        cm_tests(stage, a, b)
         port_events(stage, a)
         tap(stage, b, "b: module reload", "%svrnic_modload_test 20" % T,
             timeout=600)
