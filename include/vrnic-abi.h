@@ -48,6 +48,19 @@ struct vrnic_create_qp_resp {
 	__u32 reserved;
 };
 
+/* ibv_create_srq: the WQE ring and the doorbell record in user memory. */
+struct vrnic_create_srq_cmd {
+	__aligned_u64 buf_addr;		/* 4 KiB aligned, 1 << (log + shift) */
+	__aligned_u64 dbrec_addr;	/* struct vrnic_srq_dbrec */
+	__u32 log_depth;
+	__u32 wqe_shift;
+};
+
+struct vrnic_create_srq_resp {
+	__u32 srqn;
+	__u32 reserved;
+};
+
 /*
  * ibv_create_ah: the kernel resolves the destination MAC and the source
  * GID and returns the whole address vector (struct vrnic_ud_av of

@@ -183,6 +183,9 @@ enum vrnic_admin_opcode {
 	VRNIC_ADMIN_MODIFY_QP		= 0x17,
 	VRNIC_ADMIN_QUERY_QP		= 0x18,
 	VRNIC_ADMIN_DESTROY_QP		= 0x19,
+	VRNIC_ADMIN_CREATE_SRQ		= 0x1a,
+	VRNIC_ADMIN_MODIFY_SRQ		= 0x1b,
+	VRNIC_ADMIN_DESTROY_SRQ		= 0x1c,
 	VRNIC_ADMIN_NUM_OPCODES
 };
 
@@ -248,6 +251,7 @@ struct vrnic_admin_create_eth_ring {
 #define VRNIC_MAX_PD			1024
 #define VRNIC_MAX_CQ			1024
 #define VRNIC_MAX_QP			1024	/* QPN index 0 and 1 reserved */
+#define VRNIC_MAX_SRQ			1024
 #define VRNIC_MAX_MR			16384
 #define VRNIC_MR_KEY_BITS		8
 #define VRNIC_MAX_CQ_LOG_DEPTH		15
@@ -340,6 +344,39 @@ struct vrnic_admin_create_qp {
 	__u8 sq_flags;			/* VRNIC_RING_PAGED */
 	__u8 rq_flags;			/* VRNIC_RING_PAGED */
 	__u8 rsvd;
+	__le32 srqn;			/* 0: own RQ; else receives come from it */
+	__le32 rsvd2;
+};
+
+/*
+ * Shared receive queues: a ring of receive WQEs (the RQ layout) that QPs
+ * created with its number take their receives from, in ring order.  The
+ * device writes its consumer index to the doorbell record after copying
+ * each WQE, so the slot can be posted again at once.
+ */
+struct vrnic_admin_create_srq {
+	__le64 base;			/* WQE ring or its page list */
+	__le64 dbrec;			/* struct vrnic_srq_dbrec, 8-byte aligned */
+	__le32 uctx;
+	__le32 pdn;
+	__u8 log_depth;			/* 0..VRNIC_MAX_WQ_LOG_DEPTH */
+	__u8 wqe_shift;			/* 5..9 */
+	__u8 ring_flags;		/* VRNIC_RING_PAGED */
+	__u8 rsvd[5];
+};
+
+/*
+ * Arm the SRQ limit: when fewer than `limit` WQEs remain posted, the
+ * device posts one SRQ_LIMIT event on the async EQ and disarms (0: off).
+ */
+struct vrnic_admin_modify_srq {
+	__le32 srqn;
+	__le32 limit;
+};
+
+struct vrnic_srq_dbrec {
+	__le32 pi;			/* free-running, written by the driver */
+	__le32 ci;			/* WQEs the device has taken (device-written) */
 };
 
 enum vrnic_qp_state {
@@ -561,6 +598,8 @@ struct vrnic_admin_cmd {
 		struct vrnic_admin_create_qp create_qp;
 		struct vrnic_admin_modify_qp modify_qp;
 		struct vrnic_admin_query_qp query_qp;
+		struct vrnic_admin_create_srq create_srq;
+		struct vrnic_admin_modify_srq modify_srq;
 		__u8 raw[56];
 	};
 };
@@ -634,6 +673,7 @@ enum vrnic_eqe_type {
 	VRNIC_EQE_CQ			= 0x30,	/* CQ <id> has a completion */
 	VRNIC_EQE_CQ_ERROR		= 0x31,	/* CQ <id> overflowed */
 	VRNIC_EQE_QP_FATAL		= 0x32,	/* QP <id> entered ERR */
+	VRNIC_EQE_SRQ_LIMIT		= 0x33,	/* SRQ <id> fell below its limit */
 };
 
 #define VRNIC_EQE_PHASE			(1u << 0)
@@ -689,7 +729,8 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 80, "stats");
 VRNIC_HW_ASSERT(VRNIC_DB_BAR_SIZE == 1024 * 1024, "doorbell BAR is 1 MiB");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_mr) == 56, "create_mr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_cq) == 24, "create_cq");
-VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_qp) == 48, "create_qp");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_qp) == 56, "create_qp");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_srq) == 32, "create_srq");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_modify_qp) == 16, "modify_qp");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_qp_attr) == 128, "qp attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_send_wqe) == 64, "send wqe header");

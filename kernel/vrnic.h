@@ -106,6 +106,7 @@ struct vrnic_dev {
 	bool port_events;	/* netdev and ib_device may see port events */
 	struct xarray cq_xa;	/* cqn -> struct vrnic_cq, for events */
 	struct xarray qp_xa;	/* qpn -> struct vrnic_qp, for events */
+	struct xarray srq_xa;	/* srqn -> struct vrnic_srq, for events */
 };
 
 struct vrnic_ucontext {
@@ -154,11 +155,29 @@ struct vrnic_cq {
 	struct ib_umem *dbrec_umem;
 };
 
+struct vrnic_srq {
+	struct ib_srq ibsrq;
+	u32 srqn;
+	u32 log, shift;
+	u32 max_sge;
+	u32 limit;		/* as last armed */
+	/* kernel SRQs */
+	void *ring;
+	dma_addr_t ring_dma;
+	struct vrnic_srq_dbrec *dbrec;
+	dma_addr_t dbrec_dma;
+	spinlock_t lock;	/* head */
+	u32 head;
+	/* user SRQs */
+	struct ib_umem *umem, *dbrec_umem;
+};
+
 struct vrnic_qp {
 	struct ib_qp ibqp;
 	u32 qpn;
 	u8 type;		/* enum vrnic_qp_type */
 	u8 state;		/* enum ib_qp_state */
+	bool srq;		/* receives come from an SRQ */
 	u32 sq_log, rq_log, sq_shift, rq_shift;
 	u32 max_send_sge, max_recv_sge, max_inline;
 	bool sig_all;
@@ -185,6 +204,11 @@ static inline struct vrnic_cq *to_vcq(struct ib_cq *ibcq)
 static inline struct vrnic_qp *to_vqp(struct ib_qp *ibqp)
 {
 	return container_of(ibqp, struct vrnic_qp, ibqp);
+}
+
+static inline struct vrnic_srq *to_vsrq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct vrnic_srq, ibsrq);
 }
 
 static inline struct vrnic_ah *to_vah(struct ib_ah *ibah)
@@ -273,8 +297,24 @@ int vrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int vrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 void vrnic_cq_event(struct vrnic_dev *vdev, u32 cqn, bool error);
+int vrnic_pin_dbrec(struct vrnic_dev *vdev, u64 addr, struct ib_umem **umem,
+		    dma_addr_t *dma);
+
+/* vrnic_srq.c */
+int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata);
+int vrnic_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int vrnic_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int vrnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int vrnic_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr);
+void vrnic_srq_event(struct vrnic_dev *vdev, u32 srqn);
 
 /* vrnic_qp.c */
+int vrnic_ring_pin(struct vrnic_dev *vdev, u64 addr, size_t size,
+		   struct ib_umem **umem, __le64 **list, dma_addr_t *dma,
+		   size_t *list_size);
 int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		    struct ib_udata *udata);
 int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,

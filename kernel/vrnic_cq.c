@@ -11,8 +11,9 @@
 #include "vrnic.h"
 #include "vrnic-abi.h"
 
-static int vrnic_cq_pin_dbrec(struct vrnic_dev *vdev, u64 addr,
-			      struct ib_umem **umem, dma_addr_t *dma)
+/* Pin the user page holding a doorbell record; *dma is its bus address. */
+int vrnic_pin_dbrec(struct vrnic_dev *vdev, u64 addr, struct ib_umem **umem,
+		    dma_addr_t *dma)
 {
 	struct ib_block_iter biter;
 
@@ -95,8 +96,8 @@ int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			cq->umem = NULL;
 			return ret;
 		}
-		ret = vrnic_cq_pin_dbrec(vdev, ucmd.dbrec_addr, &cq->dbrec_umem,
-					 &cq->dbrec_dma);
+		ret = vrnic_pin_dbrec(vdev, ucmd.dbrec_addr, &cq->dbrec_umem,
+				      &cq->dbrec_dma);
 		if (ret)
 			goto err_mem;
 		ret = vrnic_umem_page_list(vdev, cq->umem, &list, &list_dma,

@@ -92,6 +92,9 @@ static irqreturn_t vrnic_aeq_irq(int irq, void *data)
 		case VRNIC_EQE_QP_FATAL:
 			vrnic_qp_fatal(vdev, le32_to_cpu(eqe->id));
 			break;
+		case VRNIC_EQE_SRQ_LIMIT:
+			vrnic_srq_event(vdev, le32_to_cpu(eqe->id));
+			break;
 		default:
 			dev_warn_ratelimited(&vdev->pdev->dev,
 					     "unexpected async event 0x%x\n",

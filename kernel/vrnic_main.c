@@ -148,6 +148,7 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	pci_set_drvdata(pdev, vdev);
 	xa_init_flags(&vdev->cq_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&vdev->qp_xa, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&vdev->srq_xa, XA_FLAGS_LOCK_IRQ);
 	atomic_set(&vdev->test_irqs, 0);
 
 	vdev->regs = pci_iomap(pdev, VRNIC_REG_BAR, VRNIC_REG_BAR_SIZE);
@@ -238,7 +239,8 @@ err_iomap:
 		pci_iounmap(pdev, vdev->db);
 	if (vdev->regs)
 		pci_iounmap(pdev, vdev->regs);
-	WARN_ON(!xa_empty(&vdev->cq_xa) || !xa_empty(&vdev->qp_xa));
+	WARN_ON(!xa_empty(&vdev->cq_xa) || !xa_empty(&vdev->qp_xa) ||
+		!xa_empty(&vdev->srq_xa));
 	ib_dealloc_device(&vdev->ibdev);
 err_regions:
 	pci_release_mem_regions(pdev);
@@ -265,7 +267,8 @@ static void vrnic_remove(struct pci_dev *pdev)
 	pci_free_irq_vectors(pdev);
 	pci_iounmap(pdev, vdev->db);
 	pci_iounmap(pdev, vdev->regs);
-	WARN_ON(!xa_empty(&vdev->cq_xa) || !xa_empty(&vdev->qp_xa));
+	WARN_ON(!xa_empty(&vdev->cq_xa) || !xa_empty(&vdev->qp_xa) ||
+		!xa_empty(&vdev->srq_xa));
 	ib_dealloc_device(&vdev->ibdev);
 	pci_release_mem_regions(pdev);
 	pci_disable_device(pdev);

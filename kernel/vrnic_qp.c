@@ -38,9 +38,10 @@ static u32 vrnic_rq_shift(u32 max_sge)
 	return max_t(u32, 5, order_base_2(need));
 }
 
-static int vrnic_qp_pin(struct vrnic_dev *vdev, u64 addr, size_t size,
-			struct ib_umem **umem, __le64 **list, dma_addr_t *dma,
-			size_t *list_size)
+/* Pin a user ring and build the page list the device copies. */
+int vrnic_ring_pin(struct vrnic_dev *vdev, u64 addr, size_t size,
+		   struct ib_umem **umem, __le64 **list, dma_addr_t *dma,
+		   size_t *list_size)
 {
 	if (addr & (SZ_4K - 1))
 		return -EINVAL;
@@ -104,8 +105,14 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	default:
 		return -EOPNOTSUPP;
 	}
-	if (init->srq || init->create_flags)
+	if (init->create_flags || (init->srq && qp->type == VRNIC_QPT_GSI))
 		return -EOPNOTSUPP;
+	if (init->srq) {
+		qp->srq = true;
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+		cmd.create_qp.srqn = cpu_to_le32(to_vsrq(init->srq)->srqn);
+	}
 	if (cap->max_send_wr > (1U << VRNIC_MAX_WQ_LOG_DEPTH) ||
 	    cap->max_recv_wr > (1U << VRNIC_MAX_WQ_LOG_DEPTH) ||
 	    cap->max_send_sge > VRNIC_MAX_SGE ||
@@ -149,14 +156,20 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		qp->rq_log = ucmd.rq_log_depth;
 		qp->sq_shift = ucmd.sq_wqe_shift;
 		qp->rq_shift = ucmd.rq_wqe_shift;
-		ret = vrnic_qp_pin(vdev, ucmd.sq_addr, 1UL << (qp->sq_log + qp->sq_shift),
-				   &qp->sq_umem, &sq_list, &sq_list_dma, &sq_list_size);
+		ret = vrnic_ring_pin(vdev, ucmd.sq_addr,
+				     1UL << (qp->sq_log + qp->sq_shift),
+				     &qp->sq_umem, &sq_list, &sq_list_dma,
+				     &sq_list_size);
 		if (ret)
 			goto err_mem;
-		ret = vrnic_qp_pin(vdev, ucmd.rq_addr, 1UL << (qp->rq_log + qp->rq_shift),
-				   &qp->rq_umem, &rq_list, &rq_list_dma, &rq_list_size);
-		if (ret)
-			goto err_mem;
+		if (!qp->srq) {
+			ret = vrnic_ring_pin(vdev, ucmd.rq_addr,
+					     1UL << (qp->rq_log + qp->rq_shift),
+					     &qp->rq_umem, &rq_list, &rq_list_dma,
+					     &rq_list_size);
+			if (ret)
+				goto err_mem;
+		}
 		qp->dbrec_umem = ib_umem_get(ibqp->device, ucmd.dbrec_addr & PAGE_MASK,
 					     PAGE_SIZE, IB_ACCESS_LOCAL_WRITE);
 		if (IS_ERR(qp->dbrec_umem)) {
@@ -176,11 +189,12 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	} else {
 		qp->sq = dma_alloc_coherent(dev, 1UL << (qp->sq_log + qp->sq_shift),
 					    &qp->sq_dma, GFP_KERNEL);
-		qp->rq = dma_alloc_coherent(dev, 1UL << (qp->rq_log + qp->rq_shift),
-					    &qp->rq_dma, GFP_KERNEL);
+		if (!qp->srq)
+			qp->rq = dma_alloc_coherent(dev, 1UL << (qp->rq_log + qp->rq_shift),
+						    &qp->rq_dma, GFP_KERNEL);
 		qp->dbrec = dma_alloc_coherent(dev, sizeof(*qp->dbrec),
 					       &qp->dbrec_dma, GFP_KERNEL);
-		if (!qp->sq || !qp->rq || !qp->dbrec) {
+		if (!qp->sq || (!qp->rq && !qp->srq) || !qp->dbrec) {
 			ret = -ENOMEM;
 			goto err_mem;
 		}
@@ -212,8 +226,10 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 				 sizeof(struct vrnic_sge), VRNIC_MAX_SGE);
 	qp->max_inline = min_t(u32, BIT(qp->sq_shift) - vrnic_sq_data_off(qp->type),
 			       VRNIC_MAX_INLINE);
+	if (qp->srq)
+		qp->max_recv_sge = 0;
 	cap->max_send_wr = BIT(qp->sq_log);
-	cap->max_recv_wr = BIT(qp->rq_log);
+	cap->max_recv_wr = qp->srq ? 0 : BIT(qp->rq_log);
 	cap->max_send_sge = qp->max_send_sge;
 	cap->max_recv_sge = qp->max_recv_sge;
 	cap->max_inline_data = qp->max_inline;
@@ -471,7 +487,7 @@ int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->qkey = le32_to_cpu(a->qkey);
 	attr->port_num = 1;
 	attr->cap.max_send_wr = BIT(qp->sq_log);
-	attr->cap.max_recv_wr = BIT(qp->rq_log);
+	attr->cap.max_recv_wr = qp->srq ? 0 : BIT(qp->rq_log);
 	attr->cap.max_send_sge = qp->max_send_sge;
 	attr->cap.max_recv_sge = qp->max_recv_sge;
 	attr->cap.max_inline_data = qp->max_inline;

@@ -49,6 +49,9 @@ static int vrnic_query_device(struct ib_device *ibdev,
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN;
 	attr->max_pkeys = 1;
 	attr->max_ah = INT_MAX;		/* AHs live in host memory only */
+	attr->max_srq = VRNIC_MAX_SRQ - 1;
+	attr->max_srq_wr = 1U << VRNIC_MAX_WQ_LOG_DEPTH;
+	attr->max_srq_sge = VRNIC_MAX_SGE;
 	attr->local_ca_ack_delay = 15;
 	return 0;
 }
@@ -352,6 +355,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	.create_ah = vrnic_create_ah,
 	.create_cq = vrnic_create_cq,
 	.create_qp = vrnic_create_qp,
+	.create_srq = vrnic_create_srq,
 	.create_user_ah = vrnic_create_ah,
 	.dealloc_pd = vrnic_dealloc_pd,
 	.dealloc_ucontext = vrnic_dealloc_ucontext,
@@ -360,6 +364,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	.query_ah = vrnic_query_ah,
 	.destroy_cq = vrnic_destroy_cq,
 	.destroy_qp = vrnic_destroy_qp,
+	.destroy_srq = vrnic_destroy_srq,
 	.get_dma_mr = vrnic_get_dma_mr,
 	.get_hw_stats = vrnic_get_hw_stats,
 	.get_link_layer = vrnic_get_link_layer,
@@ -367,13 +372,16 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	.mmap = vrnic_mmap,
 	.mmap_free = vrnic_mmap_free,
 	.modify_qp = vrnic_modify_qp,
+	.modify_srq = vrnic_modify_srq,
 	.poll_cq = vrnic_poll_cq,
 	.post_recv = vrnic_post_recv,
 	.post_send = vrnic_post_send,
+	.post_srq_recv = vrnic_post_srq_recv,
 	.query_device = vrnic_query_device,
 	.query_pkey = vrnic_query_pkey,
 	.query_port = vrnic_query_port,
 	.query_qp = vrnic_query_qp,
+	.query_srq = vrnic_query_srq,
 	.reg_user_mr = vrnic_reg_user_mr,
 	.req_notify_cq = vrnic_req_notify_cq,
 
@@ -381,6 +389,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_cq, vrnic_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, vrnic_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, vrnic_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, vrnic_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, vrnic_ucontext, ibucontext),
 };
 

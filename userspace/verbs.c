@@ -32,6 +32,8 @@ DECLARE_DRV_CMD(uvrnic_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		vrnic_create_qp_cmd, vrnic_create_qp_resp);
 DECLARE_DRV_CMD(uvrnic_create_ah, IB_USER_VERBS_CMD_CREATE_AH,
 		empty, vrnic_create_ah_resp);
+DECLARE_DRV_CMD(uvrnic_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,
+		vrnic_create_srq_cmd, vrnic_create_srq_resp);
 
 #define VRNIC_PAGE	4096
 
@@ -421,6 +423,133 @@ int vrnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return 0;
 }
 
+/* ----------------------------------------------------------------- SRQ */
+
+static uint32_t vrnic_rq_shift(uint32_t max_sge);
+
+static void vrnic_srq_free(struct vrnic_srq *srq)
+{
+	vrnic_free_queue(srq->ring, srq->ring_size);
+	vrnic_free_queue(srq->dbrec, VRNIC_PAGE);
+	free(srq);
+}
+
+struct ibv_srq *vrnic_create_srq(struct ibv_pd *pd,
+				 struct ibv_srq_init_attr *attr)
+{
+	struct uvrnic_create_srq_resp resp = {};
+	struct uvrnic_create_srq cmd = {};
+	struct vrnic_srq *srq;
+
+	if (attr->attr.max_wr < 1 ||
+	    attr->attr.max_wr > (1u << VRNIC_MAX_WQ_LOG_DEPTH) ||
+	    attr->attr.max_sge > VRNIC_MAX_SGE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+	srq->log = vrnic_log2(attr->attr.max_wr);
+	srq->shift = vrnic_rq_shift(attr->attr.max_sge ? attr->attr.max_sge : 1);
+	srq->ring_size = (size_t)1 << (srq->log + srq->shift);
+	srq->ring = vrnic_alloc_queue(srq->ring_size);
+	srq->dbrec = vrnic_alloc_queue(VRNIC_PAGE);
+	if (!srq->ring || !srq->dbrec)
+		goto err_free;
+	cmd.drv_payload.buf_addr = (uintptr_t)srq->ring;
+	cmd.drv_payload.dbrec_addr = (uintptr_t)srq->dbrec;
+	cmd.drv_payload.log_depth = srq->log;
+	cmd.drv_payload.wqe_shift = srq->shift;
+	if (ibv_cmd_create_srq(pd, &srq->ibv_srq, attr, &cmd.ibv_cmd,
+			       sizeof(cmd), &resp.ibv_resp, sizeof(resp)))
+		goto err_free;
+	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	srq->srqn = resp.srqn;
+	srq->max_sge = attr->attr.max_sge;
+	return &srq->ibv_srq;
+
+err_free:
+	vrnic_srq_free(srq);
+	return NULL;
+}
+
+int vrnic_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+		     int attr_mask)
+{
+	struct ibv_modify_srq cmd;
+
+	return ibv_cmd_modify_srq(srq, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+int vrnic_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	struct ibv_query_srq cmd;
+
+	return ibv_cmd_query_srq(srq, attr, &cmd, sizeof(cmd));
+}
+
+int vrnic_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct vrnic_srq *srq = to_vsrq(ibsrq);
+	int ret;
+
+	ret = ibv_cmd_destroy_srq(ibsrq);
+	if (ret)
+		return ret;
+	pthread_spin_destroy(&srq->lock);
+	vrnic_srq_free(srq);
+	return 0;
+}
+
+/* A slot is free again once the device has copied its WQE (ci). */
+int vrnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad_wr)
+{
+	struct vrnic_srq *srq = to_vsrq(ibsrq);
+	uint32_t start;
+	int ret = 0;
+	int i;
+
+	pthread_spin_lock(&srq->lock);
+	start = srq->head;
+	for (; wr; wr = wr->next) {
+		uint32_t ci = le32toh(__atomic_load_n(&srq->dbrec->ci,
+						      __ATOMIC_ACQUIRE));
+		struct vrnic_recv_wqe *w;
+		struct vrnic_sge *sge;
+
+		if (srq->head - ci >= (1u << srq->log)) {
+			ret = ENOMEM;
+			break;
+		}
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge) {
+			ret = EINVAL;
+			break;
+		}
+		w = (struct vrnic_recv_wqe *)(srq->ring +
+			((size_t)(srq->head & ((1u << srq->log) - 1)) << srq->shift));
+		sge = (struct vrnic_sge *)(w + 1);
+		memset(w, 0, sizeof(*w));
+		w->wr_id = htole64(wr->wr_id);
+		w->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = htole64(wr->sg_list[i].addr);
+			sge[i].length = htole32(wr->sg_list[i].length);
+			sge[i].lkey = htole32(wr->sg_list[i].lkey);
+		}
+		srq->head++;
+	}
+	if (ret)
+		*bad_wr = wr;
+	if (srq->head != start) {
+		udma_to_device_barrier();
+		srq->dbrec->pi = htole32(srq->head);
+	}
+	pthread_spin_unlock(&srq->lock);
+	return ret;
+}
+
 /* ------------------------------------------------------------------ QP */
 
 static uint32_t vrnic_sq_data_off(uint8_t type)
@@ -478,10 +607,7 @@ static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *sr
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (srq) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
+
 	if (cap->max_send_wr > (1u << VRNIC_MAX_WQ_LOG_DEPTH) ||
 	    cap->max_recv_wr > (1u << VRNIC_MAX_WQ_LOG_DEPTH) ||
 	    cap->max_send_sge > VRNIC_MAX_SGE ||
@@ -501,11 +627,11 @@ static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *sr
 				      cap->max_inline_data);
 	qp->rq_shift = vrnic_rq_shift(cap->max_recv_sge);
 	qp->sq_size = (size_t)1 << (qp->sq_log + qp->sq_shift);
-	qp->rq_size = (size_t)1 << (qp->rq_log + qp->rq_shift);
+	qp->rq_size = srq ? 0 : (size_t)1 << (qp->rq_log + qp->rq_shift);
 	qp->sq = vrnic_alloc_queue(qp->sq_size);
-	qp->rq = vrnic_alloc_queue(qp->rq_size);
+	qp->rq = srq ? NULL : vrnic_alloc_queue(qp->rq_size);
 	qp->dbrec = vrnic_alloc_queue(VRNIC_PAGE);
-	if (!qp->sq || !qp->rq || !qp->dbrec) {
+	if (!qp->sq || (!qp->rq && !srq) || !qp->dbrec) {
 		vrnic_qp_free(qp);
 		return NULL;
 	}
@@ -1003,6 +1129,10 @@ int vrnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	int ret = 0;
 	int i;
 
+	if (!qp->rq) {		/* receives come from its SRQ */
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	pthread_spin_lock(&qp->rq_lock);
 	start = qp->rq_head;
 	for (; wr; wr = wr->next) {

@@ -44,6 +44,17 @@ struct vrnic_cq {
 	struct ibv_wc cur;		/* ibv_cq_ex: the completion being read */
 };
 
+struct vrnic_srq {
+	struct ibv_srq ibv_srq;
+	uint32_t srqn;
+	pthread_spinlock_t lock;
+	uint8_t *ring;
+	size_t ring_size;
+	uint32_t log, shift, max_sge;
+	uint32_t head;
+	struct vrnic_srq_dbrec *dbrec;	/* in its own page; ci device-written */
+};
+
 /* The UD address vector, built by the kernel at create time. */
 struct vrnic_ah {
 	struct ibv_ah ibv_ah;
@@ -82,6 +93,11 @@ static inline struct vrnic_cq *to_vcq(struct ibv_cq *ibcq)
 	return container_of(ibcq, struct vrnic_cq, vcq.cq);
 }
 
+static inline struct vrnic_srq *to_vsrq(struct ibv_srq *ibsrq)
+{
+	return container_of(ibsrq, struct vrnic_srq, ibv_srq);
+}
+
 static inline struct vrnic_ah *to_vah(struct ibv_ah *ibah)
 {
 	return container_of(ibah, struct vrnic_ah, ibv_ah);
@@ -97,6 +113,14 @@ struct ibv_mr *vrnic_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 int vrnic_dereg_mr(struct verbs_mr *vmr);
 struct ibv_ah *vrnic_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int vrnic_destroy_ah(struct ibv_ah *ah);
+struct ibv_srq *vrnic_create_srq(struct ibv_pd *pd,
+				 struct ibv_srq_init_attr *attr);
+int vrnic_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+		     int attr_mask);
+int vrnic_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int vrnic_destroy_srq(struct ibv_srq *srq);
+int vrnic_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad_wr);
 struct ibv_cq *vrnic_create_cq(struct ibv_context *ctx, int cqe,
 			       struct ibv_comp_channel *channel,
 			       int comp_vector);

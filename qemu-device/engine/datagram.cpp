@@ -144,10 +144,10 @@ void Rdma::ud_receive(Qp &qp, const Packet &p)
 			      false, h.src_qp);
 		return;
 	}
-	if (!scatter_sges(plat_, mrs_, qp.pdn, qp.recv.sges, 0, grh.data(),
+	if (!scatter_sges(plat_, mrs_, qp.recv.pdn, qp.recv.sges, 0, grh.data(),
 			  uint32_t(grh.size())) ||
 	    (!p.payload.empty() &&
-	     !scatter_sges(plat_, mrs_, qp.pdn, qp.recv.sges, uint32_t(grh.size()),
+	     !scatter_sges(plat_, mrs_, qp.recv.pdn, qp.recv.sges, uint32_t(grh.size()),
 			   p.payload.data(), uint32_t(p.payload.size())))) {
 		complete_recv(qp, VRNIC_WC_ST_LOC_PROT_ERR, VRNIC_WC_RECV, 0, 0, 0,
 			      false, h.src_qp);

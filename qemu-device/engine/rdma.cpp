@@ -28,6 +28,7 @@ Rdma::Rdma(const Platform &plat, DeviceCounters &dcnt,
 	   const std::array<uint8_t, 6> &mac, const uint32_t &port_mtu)
 	: plat_(plat), dcnt_(dcnt), eqs_(eqs), uctx_used_(uctx_used), mac_(mac),
 	  port_mtu_(port_mtu), pds_(VRNIC_MAX_PD), cqs_(VRNIC_MAX_CQ), qps_(VRNIC_MAX_QP),
+	  srqs_(VRNIC_MAX_SRQ),
 	  frame_(VRNIC_ETH_MAX_FRAME), scratch_(VRNIC_ETH_MAX_FRAME)
 {
 }
@@ -48,6 +49,11 @@ void Rdma::reset()
 	for (auto &q : qps_) {
 		const uint16_t gen = q.gen;
 		q = Qp();
+		q.gen = gen;
+	}
+	for (auto &q : srqs_) {
+		const uint16_t gen = q.gen;
+		q = Srq();
 		q.gen = gen;
 	}
 	mrs_.reset();
@@ -89,6 +95,7 @@ T *Rdma::lookup(std::vector<T> &tab, uint32_t h)
 
 Qp *Rdma::find_qp(uint32_t qpn) { return lookup(qps_, qpn); }
 Cq *Rdma::find_cq(uint32_t cqn) { return lookup(cqs_, cqn); }
+Srq *Rdma::find_srq(uint32_t srqn) { return lookup(srqs_, srqn); }
 
 const Qp *Rdma::qp(uint32_t qpn) const
 {
@@ -100,7 +107,8 @@ bool Rdma::uctx_in_use(uint32_t uctx) const
 	auto owned = [uctx](const auto &o) { return o.valid && o.uctx == uctx; };
 	return std::any_of(pds_.begin(), pds_.end(), owned) ||
 	       std::any_of(cqs_.begin(), cqs_.end(), owned) ||
-	       std::any_of(qps_.begin(), qps_.end(), owned);
+	       std::any_of(qps_.begin(), qps_.end(), owned) ||
+	       std::any_of(srqs_.begin(), srqs_.end(), owned);
 }
 
 bool Rdma::admin(const vrnic_admin_cmd &cmd, uint8_t &status, uint32_t &result)
@@ -142,6 +150,15 @@ bool Rdma::admin(const vrnic_admin_cmd &cmd, uint8_t &status, uint32_t &result)
 	case VRNIC_ADMIN_DESTROY_QP:
 		status = destroy_qp(le(cmd.destroy.id));
 		return true;
+	case VRNIC_ADMIN_CREATE_SRQ:
+		status = create_srq(cmd.create_srq, result);
+		return true;
+	case VRNIC_ADMIN_MODIFY_SRQ:
+		status = modify_srq(cmd.modify_srq);
+		return true;
+	case VRNIC_ADMIN_DESTROY_SRQ:
+		status = destroy_srq(le(cmd.destroy.id));
+		return true;
 	default:
 		return false;
 	}
@@ -173,6 +190,9 @@ uint8_t Rdma::destroy_pd(uint32_t pdn)
 		return VRNIC_ADMIN_ST_NOT_FOUND;
 	if (mrs_.pd_in_use(pdn) ||
 	    std::any_of(qps_.begin(), qps_.end(), [pdn](const Qp &q) {
+		    return q.valid && q.pdn == pdn;
+	    }) ||
+	    std::any_of(srqs_.begin(), srqs_.end(), [pdn](const Srq &q) {
 		    return q.valid && q.pdn == pdn;
 	    }))
 		return VRNIC_ADMIN_ST_BUSY;
@@ -240,11 +260,20 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 	    c.sq_wqe_shift < 6 || c.sq_wqe_shift > 10 ||
 	    c.rq_wqe_shift < 5 || c.rq_wqe_shift > 9 || !aligned(le(c.dbrec), 8))
 		return VRNIC_ADMIN_ST_BAD_PARAM;
+	// A QP with an SRQ has no RQ of its own; the SRQ must share its PD's
+	// owner (IBA allows another PD; the WQE's lkeys are checked against
+	// the SRQ's PD).
+	Srq *srq = nullptr;
+	if (le(c.srqn)) {
+		srq = find_srq(le(c.srqn));
+		if (!srq || srq->uctx != uctx || c.type == VRNIC_QPT_GSI)
+			return VRNIC_ADMIN_ST_BAD_PARAM;
+	}
 	RingMem sq, rq;
 	if (!sq.load(plat_, le(c.sq_base), c.sq_flags,
 		     uint64_t(1) << (c.sq_log_depth + c.sq_wqe_shift)) ||
-	    !rq.load(plat_, le(c.rq_base), c.rq_flags,
-		     uint64_t(1) << (c.rq_log_depth + c.rq_wqe_shift)))
+	    (!srq && !rq.load(plat_, le(c.rq_base), c.rq_flags,
+			      uint64_t(1) << (c.rq_log_depth + c.rq_wqe_shift))))
 		return VRNIC_ADMIN_ST_BAD_PARAM;
 	// The GSI QP is QP1, always: index 1, generation 0.  Others start at 2.
 	const bool gsi = c.type == VRNIC_QPT_GSI;
@@ -263,6 +292,9 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 		qp.pdn = le(c.pdn);
 		qp.send_cqn = le(c.send_cqn);
 		qp.recv_cqn = le(c.recv_cqn);
+		qp.srqn = le(c.srqn);
+		if (srq)
+			srq->refs++;
 		qp.sq = std::move(sq);
 		qp.rq = std::move(rq);
 		qp.dbrec = le(c.dbrec);
@@ -293,9 +325,67 @@ uint8_t Rdma::destroy_qp(uint32_t qpn)
 		cq->refs--;
 	if (Cq *cq = find_cq(qp->recv_cqn))
 		cq->refs--;
+	if (Srq *srq = find_srq(qp->srqn))
+		srq->refs--;
 	const uint16_t gen = qp->gen;
 	*qp = Qp();
 	qp->gen = gen;
+	return VRNIC_ADMIN_ST_OK;
+}
+
+uint8_t Rdma::create_srq(const vrnic_admin_create_srq &c, uint32_t &result)
+{
+	const uint32_t uctx = le(c.uctx);
+	const Pd *pd = lookup(pds_, le(c.pdn));
+	RingMem ring;
+
+	if (uctx >= uctx_used_.size() || !uctx_used_[uctx] || !pd ||
+	    pd->uctx != uctx || c.log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
+	    c.wqe_shift < 5 || c.wqe_shift > 9 || !aligned(le(c.dbrec), 8) ||
+	    !ring.load(plat_, le(c.base), c.ring_flags,
+		       uint64_t(1) << (c.log_depth + c.wqe_shift)))
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	for (uint32_t i = 1; i < srqs_.size(); i++) {
+		if (srqs_[i].valid)
+			continue;
+		Srq &srq = srqs_[i];
+		const auto gen = uint16_t(srq.gen + 1);
+		srq = Srq();
+		srq.valid = true;
+		srq.gen = gen;
+		srq.uctx = uctx;
+		srq.pdn = le(c.pdn);
+		srq.ring = std::move(ring);
+		srq.dbrec = le(c.dbrec);
+		srq.log_depth = c.log_depth;
+		srq.shift = c.wqe_shift;
+		result = handle(i, gen);
+		return VRNIC_ADMIN_ST_OK;
+	}
+	return VRNIC_ADMIN_ST_NO_RESOURCE;
+}
+
+uint8_t Rdma::modify_srq(const vrnic_admin_modify_srq &c)
+{
+	Srq *srq = find_srq(le(c.srqn));
+
+	if (!srq)
+		return VRNIC_ADMIN_ST_NOT_FOUND;
+	if (le(c.limit) > (1u << srq->log_depth))
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	srq->limit = le(c.limit);
+	return VRNIC_ADMIN_ST_OK;
+}
+
+uint8_t Rdma::destroy_srq(uint32_t srqn)
+{
+	Srq *srq = find_srq(srqn);
+
+	if (!srq)
+		return VRNIC_ADMIN_ST_NOT_FOUND;
+	if (srq->refs)
+		return VRNIC_ADMIN_ST_BUSY;
+	srq->valid = false;
 	return VRNIC_ADMIN_ST_OK;
 }
 
@@ -460,6 +550,7 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 		fresh.pdn = qp.pdn;
 		fresh.send_cqn = qp.send_cqn;
 		fresh.recv_cqn = qp.recv_cqn;
+		fresh.srqn = qp.srqn;
 		fresh.sq = std::move(qp.sq);
 		fresh.rq = std::move(qp.rq);
 		fresh.dbrec = qp.dbrec;
@@ -676,7 +767,7 @@ void Rdma::flush(Qp &qp, unsigned int &budget)
 		complete_recv(qp, VRNIC_WC_ST_WR_FLUSH_ERR, VRNIC_WC_RECV, 0);
 		budget = budget ? budget - 1 : 0;
 	}
-	while (qp.rq_head != rq_pi && budget > 0 &&
+	while (!qp.srqn && qp.rq_head != rq_pi && budget > 0 &&
 	       rq_pi - qp.rq_head <= (1u << qp.rq_log)) {
 		vrnic_recv_wqe hdr;
 		const uint64_t a = qp.rq.addr(

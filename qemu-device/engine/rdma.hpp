@@ -42,6 +42,7 @@ struct RdmaCounters {
 	uint64_t qkey_violations = 0;	// UD: wrong Q_Key, dropped
 	uint64_t ud_no_recv = 0;	// UD: no receive WQE, dropped
 	uint64_t uc_dropped = 0;	// UC: messages dropped whole
+	uint64_t srq_limit_events = 0;
 };
 
 // Queue memory as the device sees it: contiguous, or a copied page list.
@@ -81,6 +82,19 @@ struct Cq {
 	unsigned int refs = 0;		// QPs using it
 };
 
+struct Srq {
+	bool valid = false;
+	uint16_t gen = 0;
+	uint32_t uctx = 0;
+	uint32_t pdn = 0;
+	RingMem ring;
+	uint64_t dbrec = 0;
+	unsigned int log_depth = 0, shift = 0;
+	uint32_t head = 0;		// next WQE to take
+	uint32_t limit = 0;		// armed limit, 0 = off
+	unsigned int refs = 0;		// QPs using it
+};
+
 // A send WQE as copied out of the SQ, plus its transport state.
 struct SendWqe {
 	uint32_t index = 0;		// SQ index it came from
@@ -106,7 +120,8 @@ struct SendWqe {
 };
 
 struct RecvWqe {
-	uint32_t index = 0;		// RQ index it came from
+	uint32_t index = 0;		// RQ or SRQ index it came from
+	uint32_t pdn = 0;		// PD of its lkeys: the QP's or the SRQ's
 	uint64_t wr_id = 0;
 	std::vector<vrnic_sge> sges;
 	uint32_t length = 0;		// sum of SGE lengths
@@ -128,6 +143,7 @@ struct RdResource {
 
 struct Qp {
 	bool valid = false;
+	uint8_t type = VRNIC_QPT_RC;	// enum vrnic_qp_type
 	uint16_t gen = 0;
 	uint32_t qpn = 0;
 	uint32_t uctx = 0;
@@ -150,6 +166,7 @@ struct Qp {
 	uint32_t una_psn = 0;		// oldest PSN not acknowledged
 	unsigned int retry_left = 0;
 	unsigned int rnr_left = 0;
+	uint32_t srqn = 0;		// responder: 0, or receives from this SRQ
 	uint64_t ack_deadline = 0;	// 0: not armed
 	uint64_t rnr_deadline = 0;	// 0: not waiting
 	bool sq_kick = false;
@@ -174,7 +191,6 @@ struct Qp {
 	uint32_t ack_psn = 0;
 
 	bool flush_pending = false;
-	uint8_t type = VRNIC_QPT_RC;	// enum vrnic_qp_type
 
 	[[nodiscard]] bool datagram() const
 	{
@@ -225,6 +241,7 @@ private:
 	template <typename T> T *lookup(std::vector<T> &tab, uint32_t handle);
 	Qp *find_qp(uint32_t qpn);
 	Cq *find_cq(uint32_t cqn);
+	Srq *find_srq(uint32_t srqn);
 
 	uint8_t create_pd(const vrnic_admin_create_pd &c, uint32_t &result);
 	uint8_t destroy_pd(uint32_t pdn);
@@ -234,6 +251,10 @@ private:
 	uint8_t modify_qp(const vrnic_admin_modify_qp &c);
 	uint8_t query_qp(const vrnic_admin_query_qp &c);
 	uint8_t destroy_qp(uint32_t qpn);
+	uint8_t create_srq(const vrnic_admin_create_srq &c, uint32_t &result);
+	uint8_t modify_srq(const vrnic_admin_modify_srq &c);
+	uint8_t destroy_srq(uint32_t srqn);
+	bool fetch_srq(Qp &qp, Srq &srq);
 	uint8_t apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask);
 
 	// completion queues
@@ -271,6 +292,8 @@ private:
 	void resp_fail(Qp &qp, uint8_t syndrome);
 	void handle_duplicate(Qp &qp, const roce::Packet &p);
 	bool fetch_recv(Qp &qp);
+	bool load_recv(Qp &qp, const RingMem &ring, uint32_t index,
+		       unsigned int log, unsigned int shift);
 	bool scatter(Qp &qp, std::span<const uint8_t> data);
 	void nak(Qp &qp, uint8_t syndrome, bool fatal);
 	void respond(Qp &qp, unsigned int &budget);
@@ -291,6 +314,7 @@ private:
 	std::vector<Pd> pds_;
 	std::vector<Cq> cqs_;
 	std::vector<Qp> qps_;
+	std::vector<Srq> srqs_;
 	MrTable mrs_;
 	RdmaCounters cnt_;
 	std::vector<uint8_t> frame_;	// one outgoing frame, allocated once

@@ -662,29 +662,22 @@ void Rdma::timer()
 
 // ------------------------------------------------------------ responder
 
-bool Rdma::fetch_recv(Qp &qp)
+// Copy one receive WQE out of a ring into qp.recv.
+bool Rdma::load_recv(Qp &qp, const RingMem &ring, uint32_t index,
+		     unsigned int log, unsigned int shift)
 {
-	vrnic_qp_dbrec rec;
 	std::array<uint8_t, 512> buf;
 	vrnic_recv_wqe hdr;
+	const uint32_t stride = 1u << shift;
+	const uint64_t addr = ring.addr(uint64_t(index & ((1u << log) - 1)) << shift);
 
-	if (!plat_.read(qp.dbrec, rec)) {
-		dcnt_.dma_errors++;
-		return false;
-	}
-	const uint32_t pi = le(rec.rq_pi);
-	if (pi == qp.rq_head || pi - qp.rq_head > (1u << qp.rq_log))
-		return false;
-	const uint32_t stride = 1u << qp.rq_shift;
-	const uint64_t addr = qp.rq.addr(
-		uint64_t(qp.rq_head & ((1u << qp.rq_log) - 1)) << qp.rq_shift);
 	if (!plat_.dma_read(addr, buf.data(), stride)) {
 		dcnt_.dma_errors++;
 		return false;
 	}
 	std::memcpy(&hdr, buf.data(), sizeof(hdr));
 	qp.recv = RecvWqe();
-	qp.recv.index = qp.rq_head++;
+	qp.recv.index = index;
 	qp.recv.wr_id = le(hdr.wr_id);
 	const unsigned int n = std::min<unsigned int>(
 		hdr.num_sge, (stride - sizeof(hdr)) / sizeof(vrnic_sge));
@@ -701,13 +694,64 @@ bool Rdma::fetch_recv(Qp &qp)
 	return true;
 }
 
+// Take the next receive WQE: from the QP's own RQ or from its SRQ.
+bool Rdma::fetch_recv(Qp &qp)
+{
+	if (qp.srqn) {
+		Srq *srq = find_srq(qp.srqn);
+		return srq && fetch_srq(qp, *srq);
+	}
+	vrnic_qp_dbrec rec;
+	if (!plat_.read(qp.dbrec, rec)) {
+		dcnt_.dma_errors++;
+		return false;
+	}
+	const uint32_t pi = le(rec.rq_pi);
+	if (pi == qp.rq_head || pi - qp.rq_head > (1u << qp.rq_log))
+		return false;
+	if (!load_recv(qp, qp.rq, qp.rq_head, qp.rq_log, qp.rq_shift))
+		return false;
+	qp.recv.pdn = qp.pdn;
+	qp.rq_head++;
+	return true;
+}
+
+bool Rdma::fetch_srq(Qp &qp, Srq &srq)
+{
+	vrnic_srq_dbrec rec;
+
+	if (!plat_.read(srq.dbrec, rec)) {
+		dcnt_.dma_errors++;
+		return false;
+	}
+	const uint32_t pi = le(rec.pi);
+	if (pi == srq.head || pi - srq.head > (1u << srq.log_depth))
+		return false;
+	if (!load_recv(qp, srq.ring, srq.head, srq.log_depth, srq.shift))
+		return false;
+	qp.recv.pdn = srq.pdn;
+	srq.head++;
+	// The slot is free again: tell the consumer.
+	if (!plat_.write(srq.dbrec + offsetof(vrnic_srq_dbrec, ci), le(srq.head)))
+		dcnt_.dma_errors++;
+	if (srq.limit && pi - srq.head < srq.limit) {
+		srq.limit = 0;
+		cnt_.srq_limit_events++;
+		eqs_[0].post(plat_, dcnt_, VRNIC_EQE_SRQ_LIMIT,
+			     uint32_t(&srq - srqs_.data()) |
+			     uint32_t(srq.gen & VRNIC_OBJ_GEN_MASK)
+				     << VRNIC_OBJ_INDEX_BITS);
+	}
+	return true;
+}
+
 // Place SEND payload in the active receive WQE.
 bool Rdma::scatter(Qp &qp, std::span<const uint8_t> data)
 {
 	if (qp.recv_off + data.size() > qp.recv.length)
 		return false;
 	if (!data.empty() &&
-	    !scatter_sges(plat_, mrs_, qp.pdn, qp.recv.sges, qp.recv_off,
+	    !scatter_sges(plat_, mrs_, qp.recv.pdn, qp.recv.sges, qp.recv_off,
 			  data.data(), uint32_t(data.size())))
 		return false;
 	qp.recv_off += uint32_t(data.size());

@@ -311,3 +311,85 @@ TEST_F(Uc, LossDropsWholeMessagesAndNeverCorruptsOne)
 		EXPECT_TRUE(match) << "receive " << i << " holds a torn message";
 	}
 }
+
+// ------------------------------------------------------------------ SRQ
+
+TEST(Srq, QpTakesReceivesFromItsSrqAndTheLimitFiresOnce)
+{
+	Node a{1}, b{2};
+	Wire wire;
+	constexpr uint64_t kSrqRing = Node::B + 0x44000, kSrqDb = Node::B + 0x40200;
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_SRQ;
+	c.create_srq.base = kSrqRing;
+	c.create_srq.dbrec = kSrqDb;
+	c.create_srq.pdn = b.pd;
+	c.create_srq.log_depth = 4;
+	c.create_srq.wqe_shift = 8;
+	const uint32_t srqn = b.admin_ok(c);
+
+	// A second RC QP on b, receiving from the SRQ (b's first QP idles).
+	c = {};
+	c.opcode = VRNIC_ADMIN_CREATE_QP;
+	c.create_qp.sq_base = Node::kSq;
+	c.create_qp.dbrec = Node::kQpDb + 0x20;
+	c.create_qp.pdn = b.pd;
+	c.create_qp.send_cqn = c.create_qp.recv_cqn = b.cq;
+	c.create_qp.sq_log_depth = Node::kSqLog;
+	c.create_qp.sq_wqe_shift = Node::kSqShift;
+	c.create_qp.rq_wqe_shift = 5;
+	c.create_qp.srqn = srqn + 1;	// no such SRQ
+	EXPECT_EQ(b.p.admin(c).status, VRNIC_ADMIN_ST_BAD_PARAM);
+	c.create_qp.srqn = srqn;
+	b.qp = b.admin_ok(c);
+	a.connect(b, 3, 10, 20);
+	b.connect(a, 3, 20, 10);
+
+	// 8 WQEs; arm the limit at 4.
+	for (uint32_t i = 0; i < 8; i++) {
+		vrnic_recv_wqe h{};
+		h.wr_id = 100 + i;
+		h.num_sge = 1;
+		b.p.store(kSrqRing + i * 256, h);
+		b.p.store(kSrqRing + i * 256 + sizeof(h), b.sge(0x10000 + i * 0x1000, 4096));
+	}
+	b.p.store<uint32_t>(kSrqDb, 8);
+	c = {};
+	c.opcode = VRNIC_ADMIN_MODIFY_SRQ;
+	c.modify_srq.srqn = srqn;
+	c.modify_srq.limit = 17;	// deeper than the SRQ
+	EXPECT_EQ(b.p.admin(c).status, VRNIC_ADMIN_ST_BAD_PARAM);
+	c.modify_srq.limit = 4;
+	b.admin_ok(c);
+	// Destroying an SRQ in use is refused.
+	c = {};
+	c.opcode = VRNIC_ADMIN_DESTROY_SRQ;
+	c.destroy.id = srqn;
+	EXPECT_EQ(b.p.admin(c).status, VRNIC_ADMIN_ST_BUSY);
+
+	vrnic_send_wqe w{};
+	w.opcode = VRNIC_WR_SEND;
+	w.flags = VRNIC_WQE_SIGNALED;
+	for (uint32_t i = 0; i < 6; i++) {
+		w.wr_id = i;
+		a.post_send(w, {a.sge(i * 100, 1000 + i)});
+	}
+	std::vector<vrnic_cqe> got;
+	wire.run(a, b, [&] {
+		vrnic_cqe e;
+		while (b.poll_cq(e))
+			got.push_back(e);
+		return got.size() >= 6;
+	});
+	ASSERT_EQ(got.size(), 6u);
+	for (uint32_t i = 0; i < 6; i++) {
+		EXPECT_EQ(got[i].wr_id, 100u + i);
+		EXPECT_EQ(got[i].wqe_idx, i);
+		EXPECT_EQ(got[i].byte_len, 1000u + i);
+		EXPECT_EQ(std::memcmp(b.data(0x10000 + i * 0x1000), a.data(i * 100),
+				      1000 + i), 0);
+	}
+	// The device's consumer index, and one limit event (at 3 left).
+	EXPECT_EQ(b.p.load<uint32_t>(kSrqDb + 4), 6u);
+	EXPECT_EQ(counters(b).srq_limit_events, 1u);
+}

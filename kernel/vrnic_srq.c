@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vrnic shared receive queues.  An SRQ is a ring of receive WQEs that QPs
+ * created with it take their receives from, in ring order.  The device
+ * writes its consumer index to the doorbell record as it takes each WQE, so
+ * a slot can be posted again as soon as the device has copied it; the
+ * completion carries the wr_id.  Limit events (IB_EVENT_SRQ_LIMIT_REACHED)
+ * arrive on the async EQ.
+ */
+#include <linux/dma-mapping.h>
+
+#include "vrnic.h"
+#include "vrnic-abi.h"
+
+static void vrnic_srq_free_mem(struct vrnic_dev *vdev, struct vrnic_srq *srq)
+{
+	struct device *dev = &vdev->pdev->dev;
+
+	if (srq->ring)
+		dma_free_coherent(dev, 1UL << (srq->log + srq->shift), srq->ring,
+				  srq->ring_dma);
+	if (srq->dbrec)
+		dma_free_coherent(dev, sizeof(*srq->dbrec), srq->dbrec,
+				  srq->dbrec_dma);
+	ib_umem_release(srq->umem);
+	ib_umem_release(srq->dbrec_umem);
+}
+
+static int vrnic_srq_arm(struct vrnic_dev *vdev, struct vrnic_srq *srq,
+			 u32 limit)
+{
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_MODIFY_SRQ };
+	int ret;
+
+	cmd.modify_srq.srqn = cpu_to_le32(srq->srqn);
+	cmd.modify_srq.limit = cpu_to_le32(limit);
+	ret = vrnic_admin_exec(vdev, &cmd, NULL);
+	if (!ret)
+		srq->limit = limit;
+	return ret;
+}
+
+int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata)
+{
+	struct vrnic_dev *vdev = to_vdev(ibsrq->device);
+	struct vrnic_srq *srq = to_vsrq(ibsrq);
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_CREATE_SRQ };
+	struct device *dev = &vdev->pdev->dev;
+	struct ib_srq_attr *attr = &init->attr;
+	dma_addr_t list_dma = 0;
+	size_t list_size = 0;
+	__le64 *list = NULL;
+	u32 srqn;
+	int ret;
+
+	if (init->srq_type != IB_SRQT_BASIC)
+		return -EOPNOTSUPP;
+	if (attr->max_wr < 1 || attr->max_wr > (1U << VRNIC_MAX_WQ_LOG_DEPTH) ||
+	    attr->max_sge > VRNIC_MAX_SGE || attr->srq_limit > attr->max_wr)
+		return -EINVAL;
+	srq->log = order_base_2(attr->max_wr);
+	srq->shift = max_t(u32, 5, order_base_2(sizeof(struct vrnic_recv_wqe) +
+						 max(attr->max_sge, 1U) *
+						 sizeof(struct vrnic_sge)));
+	spin_lock_init(&srq->lock);
+	cmd.create_srq.uctx = cpu_to_le32(vrnic_uctx_of(udata));
+	cmd.create_srq.pdn = cpu_to_le32(to_vpd(ibsrq->pd)->pdn);
+
+	if (udata) {
+		struct vrnic_create_srq_cmd ucmd = {};
+
+		ret = ib_copy_from_udata(&ucmd, udata,
+					 min(sizeof(ucmd), udata->inlen));
+		if (ret)
+			return ret;
+		if (ucmd.log_depth < srq->log || ucmd.wqe_shift < srq->shift ||
+		    ucmd.log_depth > VRNIC_MAX_WQ_LOG_DEPTH || ucmd.wqe_shift > 9)
+			return -EINVAL;
+		srq->log = ucmd.log_depth;
+		srq->shift = ucmd.wqe_shift;
+		ret = vrnic_ring_pin(vdev, ucmd.buf_addr,
+				     1UL << (srq->log + srq->shift), &srq->umem,
+				     &list, &list_dma, &list_size);
+		if (ret)
+			goto err_mem;
+		ret = vrnic_pin_dbrec(vdev, ucmd.dbrec_addr, &srq->dbrec_umem,
+				      &srq->dbrec_dma);
+		if (ret)
+			goto err_mem;
+		cmd.create_srq.base = cpu_to_le64(list_dma);
+		cmd.create_srq.ring_flags = VRNIC_RING_PAGED;
+	} else {
+		srq->ring = dma_alloc_coherent(dev, 1UL << (srq->log + srq->shift),
+					       &srq->ring_dma, GFP_KERNEL);
+		srq->dbrec = dma_alloc_coherent(dev, sizeof(*srq->dbrec),
+						&srq->dbrec_dma, GFP_KERNEL);
+		if (!srq->ring || !srq->dbrec) {
+			ret = -ENOMEM;
+			goto err_mem;
+		}
+		cmd.create_srq.base = cpu_to_le64(srq->ring_dma);
+	}
+	cmd.create_srq.dbrec = cpu_to_le64(srq->dbrec_dma);
+	cmd.create_srq.log_depth = srq->log;
+	cmd.create_srq.wqe_shift = srq->shift;
+	ret = vrnic_admin_exec(vdev, &cmd, &srqn);
+	if (list)
+		dma_free_coherent(dev, list_size, list, list_dma);
+	list = NULL;
+	if (ret)
+		goto err_mem;
+	srq->srqn = srqn;
+	srq->max_sge = min_t(u32, (BIT(srq->shift) - sizeof(struct vrnic_recv_wqe)) /
+			     sizeof(struct vrnic_sge), VRNIC_MAX_SGE);
+	attr->max_wr = BIT(srq->log);
+	attr->max_sge = srq->max_sge;
+	if (udata) {
+		struct vrnic_create_srq_resp uresp = { .srqn = srqn };
+
+		ret = ib_copy_to_udata(udata, &uresp,
+				       min(sizeof(uresp), udata->outlen));
+		if (ret)
+			goto err_destroy;
+	}
+	if (attr->srq_limit) {
+		ret = vrnic_srq_arm(vdev, srq, attr->srq_limit);
+		if (ret)
+			goto err_destroy;
+	}
+	ret = xa_insert_irq(&vdev->srq_xa, srqn, srq, GFP_KERNEL);
+	if (ret)
+		goto err_destroy;
+	return 0;
+
+err_destroy:
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.opcode = VRNIC_ADMIN_DESTROY_SRQ;
+	cmd.destroy.id = cpu_to_le32(srqn);
+	vrnic_admin_exec(vdev, &cmd, NULL);
+err_mem:
+	if (list)
+		dma_free_coherent(dev, list_size, list, list_dma);
+	vrnic_srq_free_mem(vdev, srq);
+	return ret;
+}
+
+int vrnic_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata)
+{
+	struct vrnic_srq *srq = to_vsrq(ibsrq);
+
+	if (mask & IB_SRQ_MAX_WR)
+		return -EOPNOTSUPP;	/* SRQs are not resizable */
+	if (!(mask & IB_SRQ_LIMIT))
+		return 0;
+	if (attr->srq_limit > BIT(srq->log))
+		return -EINVAL;
+	return vrnic_srq_arm(to_vdev(ibsrq->device), srq, attr->srq_limit);
+}
+
+int vrnic_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
+{
+	struct vrnic_srq *srq = to_vsrq(ibsrq);
+
+	attr->max_wr = BIT(srq->log);
+	attr->max_sge = srq->max_sge;
+	attr->srq_limit = srq->limit;
+	return 0;
+}
+
+int vrnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
+{
+	struct vrnic_dev *vdev = to_vdev(ibsrq->device);
+	struct vrnic_srq *srq = to_vsrq(ibsrq);
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DESTROY_SRQ };
+
+	cmd.destroy.id = cpu_to_le32(srq->srqn);
+	vrnic_admin_exec(vdev, &cmd, NULL);
+	xa_erase_irq(&vdev->srq_xa, srq->srqn);
+	synchronize_irq(pci_irq_vector(vdev->pdev, VRNIC_AEQ_VECTOR));
+	vrnic_srq_free_mem(vdev, srq);
+	return 0;
+}
+
+int vrnic_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr)
+{
+	struct vrnic_srq *srq = to_vsrq(ibsrq);
+	unsigned long flags;
+	int ret = 0;
+	int i;
+
+	if (!srq->ring)
+		return -EINVAL;
+	spin_lock_irqsave(&srq->lock, flags);
+	for (; wr; wr = wr->next) {
+		struct vrnic_recv_wqe *w;
+		struct vrnic_sge *sge;
+
+		/* A slot is free once the device has taken its WQE. */
+		if (srq->head - le32_to_cpu(READ_ONCE(srq->dbrec->ci)) >=
+		    BIT(srq->log) || wr->num_sge > srq->max_sge) {
+			ret = wr->num_sge > srq->max_sge ? -EINVAL : -ENOMEM;
+			break;
+		}
+		w = srq->ring + ((srq->head & (BIT(srq->log) - 1)) << srq->shift);
+		sge = (void *)w + sizeof(*w);
+		memset(w, 0, sizeof(*w));
+		w->wr_id = cpu_to_le64(wr->wr_id);
+		w->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = cpu_to_le64(wr->sg_list[i].addr);
+			sge[i].length = cpu_to_le32(wr->sg_list[i].length);
+			sge[i].lkey = cpu_to_le32(wr->sg_list[i].lkey);
+		}
+		srq->head++;
+	}
+	if (ret)
+		*bad_wr = wr;
+	dma_wmb();
+	WRITE_ONCE(srq->dbrec->pi, cpu_to_le32(srq->head));
+	spin_unlock_irqrestore(&srq->lock, flags);
+	return ret;
+}
+
+/* Called from the async EQ handler. */
+void vrnic_srq_event(struct vrnic_dev *vdev, u32 srqn)
+{
+	struct vrnic_srq *srq;
+
+	xa_lock(&vdev->srq_xa);
+	srq = xa_load(&vdev->srq_xa, srqn);
+	if (srq) {
+		srq->limit = 0;		/* the device disarmed it */
+		if (srq->ibsrq.event_handler) {
+			struct ib_event ev = {
+				.device = srq->ibsrq.device,
+				.element.srq = &srq->ibsrq,
+				.event = IB_EVENT_SRQ_LIMIT_REACHED,
+			};
+
+			srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
+		}
+	}
+	xa_unlock(&vdev->srq_xa);
+}
