@@ -634,6 +634,23 @@ int vrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	return ret;
 }
 
+/* Write one receive WQE (RQ and SRQ layout) into its ring slot. */
+void vrnic_fill_recv_wqe(void *slot, const struct ib_recv_wr *wr)
+{
+	struct vrnic_recv_wqe *w = slot;
+	struct vrnic_sge *sge = slot + sizeof(*w);
+	int i;
+
+	memset(w, 0, sizeof(*w));
+	w->wr_id = cpu_to_le64(wr->wr_id);
+	w->num_sge = wr->num_sge;
+	for (i = 0; i < wr->num_sge; i++) {
+		sge[i].addr = cpu_to_le64(wr->sg_list[i].addr);
+		sge[i].length = cpu_to_le32(wr->sg_list[i].length);
+		sge[i].lkey = cpu_to_le32(wr->sg_list[i].lkey);
+	}
+}
+
 int vrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr)
 {
@@ -641,30 +658,18 @@ int vrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	struct vrnic_qp *qp = to_vqp(ibqp);
 	unsigned long flags;
 	int ret = 0;
-	int i;
 
 	if (!qp->rq)
 		return -EINVAL;
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	for (; wr; wr = wr->next) {
-		struct vrnic_recv_wqe *w;
-		struct vrnic_sge *sge;
-
 		if (qp->rq_head - READ_ONCE(qp->rq_tail) >= BIT(qp->rq_log) ||
 		    wr->num_sge > qp->max_recv_sge) {
 			ret = wr->num_sge > qp->max_recv_sge ? -EINVAL : -ENOMEM;
 			break;
 		}
-		w = qp->rq + ((qp->rq_head & (BIT(qp->rq_log) - 1)) << qp->rq_shift);
-		sge = (void *)w + sizeof(*w);
-		memset(w, 0, sizeof(*w));
-		w->wr_id = cpu_to_le64(wr->wr_id);
-		w->num_sge = wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i].addr = cpu_to_le64(wr->sg_list[i].addr);
-			sge[i].length = cpu_to_le32(wr->sg_list[i].length);
-			sge[i].lkey = cpu_to_le32(wr->sg_list[i].lkey);
-		}
+		vrnic_fill_recv_wqe(qp->rq + ((qp->rq_head & (BIT(qp->rq_log) - 1))
+					      << qp->rq_shift), wr);
 		qp->rq_head++;
 	}
 	if (ret)

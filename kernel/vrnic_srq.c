@@ -189,31 +189,19 @@ int vrnic_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 	struct vrnic_srq *srq = to_vsrq(ibsrq);
 	unsigned long flags;
 	int ret = 0;
-	int i;
 
 	if (!srq->ring)
 		return -EINVAL;
 	spin_lock_irqsave(&srq->lock, flags);
 	for (; wr; wr = wr->next) {
-		struct vrnic_recv_wqe *w;
-		struct vrnic_sge *sge;
-
 		/* A slot is free once the device has taken its WQE. */
 		if (srq->head - le32_to_cpu(READ_ONCE(srq->dbrec->ci)) >=
 		    BIT(srq->log) || wr->num_sge > srq->max_sge) {
 			ret = wr->num_sge > srq->max_sge ? -EINVAL : -ENOMEM;
 			break;
 		}
-		w = srq->ring + ((srq->head & (BIT(srq->log) - 1)) << srq->shift);
-		sge = (void *)w + sizeof(*w);
-		memset(w, 0, sizeof(*w));
-		w->wr_id = cpu_to_le64(wr->wr_id);
-		w->num_sge = wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i].addr = cpu_to_le64(wr->sg_list[i].addr);
-			sge[i].length = cpu_to_le32(wr->sg_list[i].length);
-			sge[i].lkey = cpu_to_le32(wr->sg_list[i].lkey);
-		}
+		vrnic_fill_recv_wqe(srq->ring + ((srq->head & (BIT(srq->log) - 1))
+						 << srq->shift), wr);
 		srq->head++;
 	}
 	if (ret)

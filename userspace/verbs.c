@@ -427,6 +427,23 @@ int vrnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 static uint32_t vrnic_rq_shift(uint32_t max_sge);
 
+/* Write one receive WQE (RQ and SRQ layout) into its ring slot. */
+static void vrnic_fill_recv_wqe(uint8_t *slot, struct ibv_recv_wr *wr)
+{
+	struct vrnic_recv_wqe *w = (struct vrnic_recv_wqe *)slot;
+	struct vrnic_sge *sge = (struct vrnic_sge *)(w + 1);
+	int i;
+
+	memset(w, 0, sizeof(*w));
+	w->wr_id = htole64(wr->wr_id);
+	w->num_sge = wr->num_sge;
+	for (i = 0; i < wr->num_sge; i++) {
+		sge[i].addr = htole64(wr->sg_list[i].addr);
+		sge[i].length = htole32(wr->sg_list[i].length);
+		sge[i].lkey = htole32(wr->sg_list[i].lkey);
+	}
+}
+
 static void vrnic_srq_free(struct vrnic_srq *srq)
 {
 	vrnic_free_queue(srq->ring, srq->ring_size);
@@ -509,15 +526,12 @@ int vrnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	struct vrnic_srq *srq = to_vsrq(ibsrq);
 	uint32_t start;
 	int ret = 0;
-	int i;
 
 	pthread_spin_lock(&srq->lock);
 	start = srq->head;
 	for (; wr; wr = wr->next) {
 		uint32_t ci = le32toh(__atomic_load_n(&srq->dbrec->ci,
 						      __ATOMIC_ACQUIRE));
-		struct vrnic_recv_wqe *w;
-		struct vrnic_sge *sge;
 
 		if (srq->head - ci >= (1u << srq->log)) {
 			ret = ENOMEM;
@@ -527,17 +541,8 @@ int vrnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 			ret = EINVAL;
 			break;
 		}
-		w = (struct vrnic_recv_wqe *)(srq->ring +
-			((size_t)(srq->head & ((1u << srq->log) - 1)) << srq->shift));
-		sge = (struct vrnic_sge *)(w + 1);
-		memset(w, 0, sizeof(*w));
-		w->wr_id = htole64(wr->wr_id);
-		w->num_sge = wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i].addr = htole64(wr->sg_list[i].addr);
-			sge[i].length = htole32(wr->sg_list[i].length);
-			sge[i].lkey = htole32(wr->sg_list[i].lkey);
-		}
+		vrnic_fill_recv_wqe(srq->ring + ((size_t)(srq->head &
+			((1u << srq->log) - 1)) << srq->shift), wr);
 		srq->head++;
 	}
 	if (ret)
@@ -1127,7 +1132,6 @@ int vrnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	struct vrnic_qp *qp = to_vqp(ibqp);
 	uint32_t start;
 	int ret = 0;
-	int i;
 
 	if (!qp->rq) {		/* receives come from its SRQ */
 		*bad_wr = wr;
@@ -1136,9 +1140,6 @@ int vrnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	pthread_spin_lock(&qp->rq_lock);
 	start = qp->rq_head;
 	for (; wr; wr = wr->next) {
-		struct vrnic_recv_wqe *w;
-		struct vrnic_sge *sge;
-
 		if (qp->rq_head - qp->rq_tail >= (1u << qp->rq_log)) {
 			ret = ENOMEM;
 			break;
@@ -1147,18 +1148,8 @@ int vrnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			ret = EINVAL;
 			break;
 		}
-		w = (struct vrnic_recv_wqe *)(qp->rq +
-			((size_t)(qp->rq_head & ((1u << qp->rq_log) - 1))
-			 << qp->rq_shift));
-		sge = (struct vrnic_sge *)(w + 1);
-		memset(w, 0, sizeof(*w));
-		w->wr_id = htole64(wr->wr_id);
-		w->num_sge = wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i].addr = htole64(wr->sg_list[i].addr);
-			sge[i].length = htole32(wr->sg_list[i].length);
-			sge[i].lkey = htole32(wr->sg_list[i].lkey);
-		}
+		vrnic_fill_recv_wqe(qp->rq + ((size_t)(qp->rq_head &
+			((1u << qp->rq_log) - 1)) << qp->rq_shift), wr);
 		qp->rq_head++;
 	}
 	if (ret)

@@ -78,22 +78,10 @@ bool Rdma::ud_transmit(Qp &qp, const SendWqe &w, uint8_t &status)
 
 void Rdma::ud_send(Qp &qp, unsigned int &budget)
 {
-	vrnic_qp_dbrec rec;
-	const uint32_t depth = 1u << qp.sq_log;
+	uint32_t pi = 0;
 
-	if (qp.attr.state != VRNIC_QPS_RTS)
+	if (qp.attr.state != VRNIC_QPS_RTS || !sq_producer(qp, pi))
 		return;
-	if (!plat_.read(qp.dbrec, rec)) {
-		dcnt_.dma_errors++;
-		qp_error(qp);
-		return;
-	}
-	const uint32_t pi = le(rec.sq_pi);
-	if (pi - qp.sq_head > depth) {
-		plat_.guest_error("vrnic: SQ producer index beyond the ring");
-		qp_error(qp);
-		return;
-	}
 	while (qp.sq_head != pi && budget > 0) {
 		SendWqe w;
 		uint8_t status = VRNIC_WC_ST_SUCCESS;

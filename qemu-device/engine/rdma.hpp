@@ -267,6 +267,7 @@ private:
 	void flush(Qp &qp, unsigned int &budget);
 
 	// requester
+	bool sq_producer(Qp &qp, uint32_t &pi);
 	void fetch_sq(Qp &qp, unsigned int &budget);
 	bool read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status);
 	void transmit(Qp &qp, unsigned int &budget);

@@ -179,24 +179,33 @@ bool Rdma::read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status)
 	return true;
 }
 
-void Rdma::fetch_sq(Qp &qp, unsigned int &budget)
+// The SQ producer index from the doorbell record, checked against the
+// ring; false (and the QP in ERR) if unreadable or beyond the ring.
+bool Rdma::sq_producer(Qp &qp, uint32_t &pi)
 {
 	vrnic_qp_dbrec rec;
-	const uint32_t depth = 1u << qp.sq_log;
 
-	if (qp.attr.state != VRNIC_QPS_RTS)
-		return;
 	if (!plat_.read(qp.dbrec, rec)) {
 		dcnt_.dma_errors++;
 		qp_error(qp);
-		return;
+		return false;
 	}
-	const uint32_t pi = le(rec.sq_pi);
-	if (pi - qp.sq_head > depth) {
+	pi = le(rec.sq_pi);
+	if (pi - qp.sq_head > (1u << qp.sq_log)) {
 		plat_.guest_error("vrnic: SQ producer index beyond the ring");
 		qp_error(qp);
-		return;
+		return false;
 	}
+	return true;
+}
+
+void Rdma::fetch_sq(Qp &qp, unsigned int &budget)
+{
+	const uint32_t depth = 1u << qp.sq_log;
+	uint32_t pi = 0;
+
+	if (qp.attr.state != VRNIC_QPS_RTS || !sq_producer(qp, pi))
+		return;
 	while (qp.sq_head != pi && qp.inflight.size() < depth && budget > 0) {
 		SendWqe w;
 		uint8_t status = VRNIC_WC_ST_SUCCESS;
