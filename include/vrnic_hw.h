@@ -518,6 +518,19 @@ struct vrnic_ud_av {
 	__u8 rsvd[10];
 };
 
+/* UD and GSI QPs carry an address vector in every send WQE. */
+static inline int vrnic_qpt_is_datagram(unsigned int qp_type)
+{
+	return qp_type == VRNIC_QPT_UD || qp_type == VRNIC_QPT_GSI;
+}
+
+/* Where a send WQE's SGEs or inline data start, for a QP type. */
+static inline unsigned int vrnic_send_wqe_data_off(unsigned int qp_type)
+{
+	return sizeof(struct vrnic_send_wqe) +
+	       (vrnic_qpt_is_datagram(qp_type) ? sizeof(struct vrnic_ud_av) : 0);
+}
+
 /* Receive WQE: this 16-byte header, then num_sge SGEs. */
 struct vrnic_recv_wqe {
 	__le64 wr_id;

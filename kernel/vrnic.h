@@ -218,7 +218,7 @@ static inline struct vrnic_ah *to_vah(struct ib_ah *ibah)
 
 static inline bool vrnic_qp_is_ud(const struct vrnic_qp *qp)
 {
-	return qp->type == VRNIC_QPT_UD || qp->type == VRNIC_QPT_GSI;
+	return vrnic_qpt_is_datagram(qp->type);
 }
 
 static inline struct vrnic_pd *to_vpd(struct ib_pd *ibpd)

@@ -15,17 +15,9 @@
 #define VRNIC_SEND_WQE_HDR	sizeof(struct vrnic_send_wqe)
 #define VRNIC_RECV_WQE_HDR	sizeof(struct vrnic_recv_wqe)
 
-/* Bytes before the SGEs or inline data: the header, and UD's AV. */
-static u32 vrnic_sq_data_off(u8 type)
-{
-	return VRNIC_SEND_WQE_HDR +
-	       (type == VRNIC_QPT_UD || type == VRNIC_QPT_GSI ?
-		sizeof(struct vrnic_ud_av) : 0);
-}
-
 static u32 vrnic_sq_shift(u8 type, u32 max_sge, u32 max_inline)
 {
-	u32 need = vrnic_sq_data_off(type) +
+	u32 need = vrnic_send_wqe_data_off(type) +
 		   max_t(u32, max_sge * sizeof(struct vrnic_sge), max_inline);
 
 	return max_t(u32, 6, order_base_2(need));
@@ -219,12 +211,14 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->qpn = qpn;
 	ibqp->qp_num = qpn;
 	qp->state = IB_QPS_RESET;
-	qp->max_send_sge = (BIT(qp->sq_shift) - vrnic_sq_data_off(qp->type)) /
+	qp->max_send_sge = (BIT(qp->sq_shift) -
+			    vrnic_send_wqe_data_off(qp->type)) /
 			   sizeof(struct vrnic_sge);
 	qp->max_send_sge = min_t(u32, qp->max_send_sge, VRNIC_MAX_SGE);
 	qp->max_recv_sge = min_t(u32, (BIT(qp->rq_shift) - VRNIC_RECV_WQE_HDR) /
 				 sizeof(struct vrnic_sge), VRNIC_MAX_SGE);
-	qp->max_inline = min_t(u32, BIT(qp->sq_shift) - vrnic_sq_data_off(qp->type),
+	qp->max_inline = min_t(u32, BIT(qp->sq_shift) -
+			       vrnic_send_wqe_data_off(qp->type),
 			       VRNIC_MAX_INLINE);
 	if (qp->srq)
 		qp->max_recv_sge = 0;
@@ -527,7 +521,7 @@ static int vrnic_build_send(struct vrnic_qp *qp, const struct ib_send_wr *wr,
 			    void *slot)
 {
 	struct vrnic_send_wqe *w = slot;
-	void *data = slot + vrnic_sq_data_off(qp->type);
+	void *data = slot + vrnic_send_wqe_data_off(qp->type);
 	struct vrnic_sge *sge = data;
 	int op = vrnic_wr_opcode(wr->opcode);
 	int i;

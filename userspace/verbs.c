@@ -557,17 +557,11 @@ int vrnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 
 /* ------------------------------------------------------------------ QP */
 
-static uint32_t vrnic_sq_data_off(uint8_t type)
-{
-	return sizeof(struct vrnic_send_wqe) +
-	       (type == VRNIC_QPT_UD ? sizeof(struct vrnic_ud_av) : 0);
-}
-
 static uint32_t vrnic_sq_shift(uint8_t type, uint32_t max_sge,
 			       uint32_t max_inline)
 {
 	uint32_t sge = max_sge * sizeof(struct vrnic_sge);
-	uint32_t need = vrnic_sq_data_off(type) +
+	uint32_t need = vrnic_send_wqe_data_off(type) +
 			(sge > max_inline ? sge : max_inline);
 	uint32_t s = vrnic_log2(need);
 
@@ -627,7 +621,7 @@ static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *sr
 	qp->sq_log = vrnic_log2(cap->max_send_wr ? cap->max_send_wr : 1);
 	qp->rq_log = vrnic_log2(cap->max_recv_wr ? cap->max_recv_wr : 1);
 	qp->type = hw_type;
-	qp->data_off = vrnic_sq_data_off(hw_type);
+	qp->data_off = vrnic_send_wqe_data_off(hw_type);
 	qp->sq_shift = vrnic_sq_shift(hw_type, cap->max_send_sge,
 				      cap->max_inline_data);
 	qp->rq_shift = vrnic_rq_shift(cap->max_recv_sge);

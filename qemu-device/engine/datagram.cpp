@@ -90,10 +90,7 @@ void Rdma::ud_send(Qp &qp, unsigned int &budget)
 		qp.sq_head++;
 		budget--;
 		if (!ok) {
-			// Completed with its error by the flush.
-			w.status = status;
-			qp.inflight.push_back(std::move(w));
-			qp_error(qp);
+			fail_fetched(qp, std::move(w), status);
 			return;
 		}
 		complete_send(qp, w, VRNIC_WC_ST_SUCCESS);

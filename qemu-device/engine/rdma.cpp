@@ -258,6 +258,7 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 	    c.sq_log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
 	    c.rq_log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
 	    c.sq_wqe_shift < 6 || c.sq_wqe_shift > 10 ||
+	    (1u << c.sq_wqe_shift) < vrnic_send_wqe_data_off(c.type) ||
 	    c.rq_wqe_shift < 5 || c.rq_wqe_shift > 9 || !aligned(le(c.dbrec), 8))
 		return VRNIC_ADMIN_ST_BAD_PARAM;
 	// A QP with an SRQ has no RQ of its own; the SRQ must share its PD's
@@ -359,7 +360,8 @@ uint8_t Rdma::create_srq(const vrnic_admin_create_srq &c, uint32_t &result)
 		srq.dbrec = le(c.dbrec);
 		srq.log_depth = c.log_depth;
 		srq.shift = c.wqe_shift;
-		result = handle(i, gen);
+		srq.srqn = handle(i, gen);
+		result = srq.srqn;
 		return VRNIC_ADMIN_ST_OK;
 	}
 	return VRNIC_ADMIN_ST_NO_RESOURCE;

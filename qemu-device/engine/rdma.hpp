@@ -85,6 +85,7 @@ struct Cq {
 struct Srq {
 	bool valid = false;
 	uint16_t gen = 0;
+	uint32_t srqn = 0;		// its handle, as events name it
 	uint32_t uctx = 0;
 	uint32_t pdn = 0;
 	RingMem ring;
@@ -179,7 +180,7 @@ struct Qp {
 	bool recv_active = false;
 	RecvWqe recv;
 	uint32_t recv_off = 0;
-	uint8_t resp_state = 0;		// 0 idle, 1 in SEND, 2 in WRITE
+	uint8_t resp_state = 0;		// 0 idle, 1 in SEND, 2 in WRITE, 3 UC drop
 	uint64_t write_va = 0;
 	uint32_t write_left = 0;
 	uint32_t write_total = 0;
@@ -194,12 +195,7 @@ struct Qp {
 
 	[[nodiscard]] bool datagram() const
 	{
-		return type == VRNIC_QPT_UD || type == VRNIC_QPT_GSI;
-	}
-	// Bytes between the WQE header and its SGEs or inline data.
-	[[nodiscard]] uint32_t wqe_av_len() const
-	{
-		return datagram() ? sizeof(vrnic_ud_av) : 0;
+		return vrnic_qpt_is_datagram(type) != 0;
 	}
 };
 
@@ -281,6 +277,7 @@ private:
 	void arm_ack_timer(Qp &qp);
 	void handle_response(Qp &qp, const roce::Packet &p);
 	void requester_error(Qp &qp, SendWqe &w, uint8_t status);
+	void fail_fetched(Qp &qp, SendWqe &&w, uint8_t status);
 
 	// datagrams (datagram.cpp)
 	[[nodiscard]] uint32_t ud_mtu() const;

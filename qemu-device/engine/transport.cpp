@@ -125,11 +125,8 @@ bool Rdma::read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status)
 		status = VRNIC_WC_ST_LOC_QP_OP_ERR;
 		return false;
 	}
-	const uint32_t data = sizeof(hdr) + qp.wqe_av_len();
-	if (data > stride) {
-		status = VRNIC_WC_ST_LOC_QP_OP_ERR;
-		return false;
-	}
+	// CREATE_QP made sure the stride holds the header (and UD's AV).
+	const uint32_t data = vrnic_send_wqe_data_off(qp.type);
 	if (qp.datagram())
 		std::memcpy(&w.av, buf.data() + sizeof(hdr), sizeof(w.av));
 	if (w.flags & VRNIC_WQE_INLINE) {
@@ -199,6 +196,15 @@ bool Rdma::sq_producer(Qp &qp, uint32_t &pi)
 	return true;
 }
 
+// A WQE that failed as it was fetched: queued behind the others so the
+// flush completes it, in order, with its own status.
+void Rdma::fail_fetched(Qp &qp, SendWqe &&w, uint8_t status)
+{
+	w.status = status;
+	qp.inflight.push_back(std::move(w));
+	qp_error(qp);
+}
+
 void Rdma::fetch_sq(Qp &qp, unsigned int &budget)
 {
 	const uint32_t depth = 1u << qp.sq_log;
@@ -213,9 +219,7 @@ void Rdma::fetch_sq(Qp &qp, unsigned int &budget)
 		qp.sq_head++;
 		budget--;
 		if (!ok) {
-			w.status = status;
-			qp.inflight.push_back(std::move(w));
-			qp_error(qp);
+			fail_fetched(qp, std::move(w), status);
 			return;
 		}
 		qp.inflight.push_back(std::move(w));
@@ -746,10 +750,7 @@ bool Rdma::fetch_srq(Qp &qp, Srq &srq)
 	if (srq.limit && pi - srq.head < srq.limit) {
 		srq.limit = 0;
 		cnt_.srq_limit_events++;
-		eqs_[0].post(plat_, dcnt_, VRNIC_EQE_SRQ_LIMIT,
-			     uint32_t(&srq - srqs_.data()) |
-			     uint32_t(srq.gen & VRNIC_OBJ_GEN_MASK)
-				     << VRNIC_OBJ_INDEX_BITS);
+		eqs_[0].post(plat_, dcnt_, VRNIC_EQE_SRQ_LIMIT, srq.srqn);
 	}
 	return true;
 }

@@ -178,6 +178,17 @@ TEST(Gsi, IsQp1AndTakesTheGsiQkeyOnly)
 	// A second GSI QP does not exist.
 	vrnic_admin_cmd c{};
 	c.opcode = VRNIC_ADMIN_CREATE_QP;
+	c.create_qp.type = VRNIC_QPT_UD;
+	c.create_qp.sq_base = Node::kSq;
+	c.create_qp.rq_base = Node::kRq;
+	c.create_qp.dbrec = Node::kQpDb;
+	c.create_qp.pdn = g.pd;
+	c.create_qp.send_cqn = c.create_qp.recv_cqn = g.cq;
+	c.create_qp.sq_wqe_shift = 6;	// no room for the address vector
+	c.create_qp.rq_wqe_shift = 8;
+	EXPECT_EQ(g.p.admin(c).status, VRNIC_ADMIN_ST_BAD_PARAM);
+	c = {};
+	c.opcode = VRNIC_ADMIN_CREATE_QP;
 	c.create_qp.type = VRNIC_QPT_GSI;
 	c.create_qp.sq_base = Node::kSq;
 	c.create_qp.rq_base = Node::kRq;
