@@ -34,7 +34,7 @@
 #define VRNIC_PCI_CLASS			0x0200	/* Ethernet controller */
 
 #define VRNIC_SPEC_VERSION_MAJOR	0
-#define VRNIC_SPEC_VERSION_MINOR	3
+#define VRNIC_SPEC_VERSION_MINOR	4
 #define VRNIC_SPEC_VERSION \
 	((VRNIC_SPEC_VERSION_MAJOR << 16) | VRNIC_SPEC_VERSION_MINOR)
 
@@ -274,7 +274,17 @@ enum vrnic_pbl_mode {
 	VRNIC_PBL_LEVEL1	= 1,	/* pbl: array of npages le64 addresses */
 	VRNIC_PBL_LEVEL2	= 2,	/* pbl: array of addresses of level-1 pages */
 	VRNIC_PBL_PHYS		= 3,	/* kernel only: iova is the bus address */
+	VRNIC_PBL_FAST		= 4,	/* kernel only: fast-register MR, see below */
 };
+/*
+ * A fast-register MR (VRNIC_PBL_FAST) is created invalid, with room for
+ * npages pages (<= VRNIC_MAX_FAST_REG_PAGES) and nothing else: iova, length,
+ * access and page_shift must be 0.  A REG_MR work request on a QP of the
+ * same PD makes it valid with a page list, a new 8-bit key and rights; a
+ * LOCAL_INV work request, or a SEND_WITH_INV received for its key, makes
+ * it invalid again.  Only an invalid fast-register MR can be registered.
+ */
+#define VRNIC_MAX_FAST_REG_PAGES	512
 #define VRNIC_PBL_PER_PAGE		512	/* le64 entries in a 4 KiB list page */
 
 struct vrnic_admin_create_pd {
@@ -469,6 +479,9 @@ enum vrnic_wr_opcode {
 	VRNIC_WR_RDMA_READ		= 0x04,
 	VRNIC_WR_ATOMIC_CMP_SWP		= 0x05,
 	VRNIC_WR_ATOMIC_FETCH_ADD	= 0x06,
+	VRNIC_WR_SEND_INV		= 0x07,	/* rkey: the key to invalidate */
+	VRNIC_WR_LOCAL_INV		= 0x08,	/* rkey: the key to invalidate */
+	VRNIC_WR_REG_MR			= 0x09,	/* struct vrnic_reg_mr_wqe */
 };
 
 #define VRNIC_WQE_SIGNALED		(1u << 0)
@@ -498,6 +511,27 @@ struct vrnic_send_wqe {
 	__le32 inline_len;
 	__le64 compare_add;
 	__le64 swap;
+	__le32 rsvd1[4];
+};
+
+/*
+ * REG_MR (RC and UC QPs, kernel only): the same 64 bytes as a send WQE
+ * header, read as below; no SGEs follow.  The device reads the page list
+ * (npages le64 bus addresses of 1 << page_shift byte pages, the first one
+ * holding iova) when it executes the request, in SQ order.
+ */
+struct vrnic_reg_mr_wqe {
+	__le64 wr_id;
+	__u8 opcode;			/* VRNIC_WR_REG_MR */
+	__u8 flags;			/* VRNIC_WQE_* */
+	__u8 page_shift;		/* 12..30 */
+	__u8 rsvd0;
+	__le32 access;			/* VRNIC_ACCESS_* */
+	__le64 iova;
+	__le32 key;			/* MR index << 8 | its new 8-bit key */
+	__le32 npages;			/* <= the MR's capacity */
+	__le64 length;
+	__le64 pbl;			/* npages le64 page addresses */
 	__le32 rsvd1[4];
 };
 
@@ -544,6 +578,8 @@ enum vrnic_wc_opcode {
 	VRNIC_WC_RDMA_READ		= 0x02,
 	VRNIC_WC_CMP_SWP		= 0x03,
 	VRNIC_WC_FETCH_ADD		= 0x04,
+	VRNIC_WC_LOCAL_INV		= 0x05,
+	VRNIC_WC_REG_MR			= 0x06,
 	VRNIC_WC_RECV			= 0x80,
 	VRNIC_WC_RECV_RDMA_WITH_IMM	= 0x81,
 };
@@ -555,6 +591,7 @@ enum vrnic_wc_status {
 	VRNIC_WC_ST_LOC_QP_OP_ERR	= 2,
 	VRNIC_WC_ST_LOC_PROT_ERR	= 4,
 	VRNIC_WC_ST_WR_FLUSH_ERR	= 5,
+	VRNIC_WC_ST_MW_BIND_ERR		= 6,	/* REG_MR/LOCAL_INV refused */
 	VRNIC_WC_ST_BAD_RESP_ERR	= 7,
 	VRNIC_WC_ST_LOC_ACCESS_ERR	= 8,
 	VRNIC_WC_ST_REM_INV_REQ_ERR	= 9,
@@ -568,7 +605,7 @@ enum vrnic_wc_status {
 
 #define VRNIC_CQE_OWNER			(1u << 0)	/* phase, in owner */
 #define VRNIC_CQE_WITH_IMM		(1u << 0)	/* wc_flags */
-#define VRNIC_CQE_WITH_INV		(1u << 1)
+#define VRNIC_CQE_WITH_INV		(1u << 1)	/* imm_data: the key */
 #define VRNIC_CQE_GRH			(1u << 2)	/* UD: 40 B network header first */
 #define VRNIC_CQE_NET_IPV4		(1u << 3)	/* ... and it is IPv4 */
 
@@ -672,6 +709,31 @@ struct vrnic_stats {
 	__le64 eq_overflows;
 	__le64 dma_errors;
 	__le64 admin_cmds;
+	/* RoCE transport (spec 0.4) */
+	__le64 sent_pkts;
+	__le64 rcvd_pkts;
+	__le64 sent_bytes;		/* RoCE frame bytes */
+	__le64 rcvd_bytes;
+	__le64 icrc_errors;
+	__le64 malformed_pkts;
+	__le64 bad_qp_pkts;		/* no such QP, wrong state or path */
+	__le64 duplicate_request;
+	__le64 out_of_seq_request;
+	__le64 rcvd_rnr_err;		/* RNR NAKs received */
+	__le64 send_rnr_err;		/* RNR NAKs sent */
+	__le64 rcvd_seq_err;		/* sequence NAKs received */
+	__le64 ack_timeouts;
+	__le64 retry_exceeded_err;
+	__le64 retry_rnr_exceeded_err;
+	__le64 remote_access_err;	/* remote access NAKs sent */
+	__le64 cq_overflows;
+	__le64 qkey_violations;
+	__le64 ud_no_recv;
+	__le64 uc_dropped;
+	__le64 srq_limit_events;
+	__le64 fast_reg;		/* REG_MR executed */
+	__le64 local_inv;		/* LOCAL_INV executed */
+	__le64 remote_inv;		/* keys invalidated by SEND_WITH_INV */
 };
 
 /* ----------------------------------------------------- event queues --- */
@@ -738,7 +800,7 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_eqe) == 16, "eqe is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_eth_desc) == 16, "eth desc is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_device_attr) == 96, "device attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_port_attr) == 16, "port attr");
-VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 80, "stats");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 272, "stats");
 VRNIC_HW_ASSERT(VRNIC_DB_BAR_SIZE == 1024 * 1024, "doorbell BAR is 1 MiB");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_mr) == 56, "create_mr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_cq) == 24, "create_cq");
@@ -747,6 +809,7 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_srq) == 32, "create_srq");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_modify_qp) == 16, "modify_qp");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_qp_attr) == 128, "qp attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_send_wqe) == 64, "send wqe header");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_reg_mr_wqe) == 64, "reg_mr wqe");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_recv_wqe) == 16, "recv wqe header");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_sge) == 16, "sge");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_ud_av) == 64, "ud av");

@@ -135,6 +135,11 @@ struct vrnic_ah {
 struct vrnic_mr {
 	struct ib_mr ibmr;
 	struct ib_umem *umem;
+	/* fast-register MRs: the page list REG_MR points the device at */
+	__le64 *pbl;
+	dma_addr_t pbl_dma;
+	u32 max_pages;
+	u32 npages;
 };
 
 struct vrnic_cq {
@@ -286,6 +291,10 @@ struct ib_mr *vrnic_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *vrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 virt, int access, struct ib_udata *udata);
 int vrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *vrnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			     u32 max_num_sg);
+int vrnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		    unsigned int *sg_offset);
 int vrnic_umem_page_list(struct vrnic_dev *vdev, struct ib_umem *umem,
 			 __le64 **list, dma_addr_t *list_dma, size_t *list_size);
 u32 vrnic_ib_access(int ib_access);

@@ -193,6 +193,8 @@ static const enum ib_wc_opcode vrnic_wc_opcode[] = {
 	[VRNIC_WC_RDMA_READ] = IB_WC_RDMA_READ,
 	[VRNIC_WC_CMP_SWP] = IB_WC_COMP_SWAP,
 	[VRNIC_WC_FETCH_ADD] = IB_WC_FETCH_ADD,
+	[VRNIC_WC_LOCAL_INV] = IB_WC_LOCAL_INV,
+	[VRNIC_WC_REG_MR] = IB_WC_REG_MR,
 };
 
 int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
@@ -228,6 +230,10 @@ int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 		if (cqe->wc_flags & VRNIC_CQE_WITH_IMM) {
 			w->wc_flags |= IB_WC_WITH_IMM;
 			w->ex.imm_data = (__force __be32)cqe->imm_data;
+		}
+		if (cqe->wc_flags & VRNIC_CQE_WITH_INV) {
+			w->wc_flags |= IB_WC_WITH_INVALIDATE;
+			w->ex.invalidate_rkey = le32_to_cpu(cqe->imm_data);
 		}
 		if (cqe->wc_flags & VRNIC_CQE_GRH) {
 			/* ib_mad/ib_cm build reply AHs from the header */

@@ -417,7 +417,9 @@ static void vrnic_get_ethtool_stats(struct net_device *ndev,
 	const __le64 *v = (const __le64 *)&st;
 	unsigned int i;
 
-	BUILD_BUG_ON(sizeof(st) != sizeof(u64) * ARRAY_SIZE(vrnic_stat_names));
+	/* The device-wide counters; the RoCE ones are rdma statistic's. */
+	BUILD_BUG_ON(offsetof(struct vrnic_stats, sent_pkts) !=
+		     sizeof(u64) * ARRAY_SIZE(vrnic_stat_names));
 	if (vrnic_admin_query(priv->vdev, VRNIC_ADMIN_QUERY_STATS, &st,
 			      sizeof(st)))
 		memset(&st, 0, sizeof(st));

@@ -176,16 +176,85 @@ err_free:
 	return ERR_PTR(ret);
 }
 
+/*
+ * Fast registration (FRWR) for kernel ULPs: the device MR is created
+ * invalid with room for max_num_sg pages; map_mr_sg fills a page list in
+ * coherent memory and an IB_WR_REG_MR work request hands it to the device,
+ * which reads it when the SQ reaches the request.
+ */
+struct ib_mr *vrnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			     u32 max_num_sg)
+{
+	struct vrnic_dev *vdev = to_vdev(ibpd->device);
+	struct vrnic_admin_cmd cmd = {};
+	struct vrnic_mr *mr;
+	int ret;
+
+	if (type != IB_MR_TYPE_MEM_REG)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!max_num_sg || max_num_sg > VRNIC_MAX_FAST_REG_PAGES)
+		return ERR_PTR(-EINVAL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->max_pages = max_num_sg;
+	mr->pbl = dma_alloc_coherent(&vdev->pdev->dev,
+				     max_num_sg * sizeof(*mr->pbl),
+				     &mr->pbl_dma, GFP_KERNEL);
+	if (!mr->pbl) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	cmd.create_mr.pdn = cpu_to_le32(to_vpd(ibpd)->pdn);
+	cmd.create_mr.npages = cpu_to_le32(max_num_sg);
+	cmd.create_mr.pbl_mode = VRNIC_PBL_FAST;
+	ret = vrnic_create_mr_cmd(vdev, &cmd, mr);
+	if (ret)
+		goto err_pbl;
+	return &mr->ibmr;
+
+err_pbl:
+	dma_free_coherent(&vdev->pdev->dev, max_num_sg * sizeof(*mr->pbl),
+			  mr->pbl, mr->pbl_dma);
+err_free:
+	kfree(mr);
+	return ERR_PTR(ret);
+}
+
+static int vrnic_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct vrnic_mr *mr = container_of(ibmr, struct vrnic_mr, ibmr);
+
+	if (mr->npages == mr->max_pages)
+		return -ENOMEM;
+	mr->pbl[mr->npages++] = cpu_to_le64(addr);
+	return 0;
+}
+
+int vrnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		    unsigned int *sg_offset)
+{
+	struct vrnic_mr *mr = container_of(ibmr, struct vrnic_mr, ibmr);
+
+	mr->npages = 0;
+	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, vrnic_set_page);
+}
+
 int vrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct vrnic_mr *mr = container_of(ibmr, struct vrnic_mr, ibmr);
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DESTROY_MR };
+	struct vrnic_dev *vdev = to_vdev(ibmr->device);
 	int ret;
 
 	cmd.destroy.id = cpu_to_le32(ibmr->lkey);
-	ret = vrnic_admin_exec(to_vdev(ibmr->device), &cmd, NULL);
+	ret = vrnic_admin_exec(vdev, &cmd, NULL);
 	if (ret && ret != -ENODEV)
 		return ret;
+	if (mr->pbl)
+		dma_free_coherent(&vdev->pdev->dev,
+				  mr->max_pages * sizeof(*mr->pbl), mr->pbl,
+				  mr->pbl_dma);
 	ib_umem_release(mr->umem);
 	kfree(mr);
 	return 0;

@@ -512,9 +512,52 @@ static int vrnic_wr_opcode(enum ib_wr_opcode op)
 		return VRNIC_WR_ATOMIC_CMP_SWP;
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		return VRNIC_WR_ATOMIC_FETCH_ADD;
+	case IB_WR_SEND_WITH_INV:
+		return VRNIC_WR_SEND_INV;
+	case IB_WR_LOCAL_INV:
+		return VRNIC_WR_LOCAL_INV;
+	case IB_WR_REG_MR:
+		return VRNIC_WR_REG_MR;
 	default:
 		return -EINVAL;
 	}
+}
+
+static u8 vrnic_wqe_flags(struct vrnic_qp *qp, const struct ib_send_wr *wr)
+{
+	u8 flags = 0;
+
+	if ((wr->send_flags & IB_SEND_SIGNALED) || qp->sig_all)
+		flags |= VRNIC_WQE_SIGNALED;
+	if (wr->send_flags & IB_SEND_SOLICITED)
+		flags |= VRNIC_WQE_SOLICITED;
+	if (wr->send_flags & IB_SEND_FENCE)
+		flags |= VRNIC_WQE_FENCE;
+	return flags;
+}
+
+/* IB_WR_REG_MR: hand the page list map_mr_sg built to the device. */
+static int vrnic_build_reg_mr(struct vrnic_qp *qp, const struct ib_reg_wr *wr,
+			      void *slot)
+{
+	struct vrnic_mr *mr = container_of(wr->mr, struct vrnic_mr, ibmr);
+	struct vrnic_reg_mr_wqe *w = slot;
+
+	if (!mr->pbl || !is_power_of_2(wr->mr->page_size) ||
+	    wr->mr->page_size < SZ_4K)
+		return -EINVAL;
+	memset(w, 0, sizeof(*w));
+	w->wr_id = cpu_to_le64(wr->wr.wr_id);
+	w->opcode = VRNIC_WR_REG_MR;
+	w->flags = vrnic_wqe_flags(qp, &wr->wr);
+	w->page_shift = ilog2(wr->mr->page_size);
+	w->access = cpu_to_le32(vrnic_ib_access(wr->access));
+	w->iova = cpu_to_le64(wr->mr->iova);
+	w->key = cpu_to_le32(wr->key);
+	w->npages = cpu_to_le32(mr->npages);
+	w->length = cpu_to_le64(wr->mr->length);
+	w->pbl = cpu_to_le64(mr->pbl_dma);
+	return 0;
 }
 
 static int vrnic_build_send(struct vrnic_qp *qp, const struct ib_send_wr *wr,
@@ -528,6 +571,8 @@ static int vrnic_build_send(struct vrnic_qp *qp, const struct ib_send_wr *wr,
 
 	if (op < 0)
 		return op;
+	if (op == VRNIC_WR_REG_MR)
+		return vrnic_build_reg_mr(qp, reg_wr(wr), slot);
 	if (vrnic_qp_is_ud(qp)) {
 		const struct ib_ud_wr *ud = ud_wr(wr);
 		struct vrnic_ud_av *av = slot + sizeof(*w);
@@ -541,12 +586,7 @@ static int vrnic_build_send(struct vrnic_qp *qp, const struct ib_send_wr *wr,
 	memset(w, 0, sizeof(*w));
 	w->wr_id = cpu_to_le64(wr->wr_id);
 	w->opcode = op;
-	if ((wr->send_flags & IB_SEND_SIGNALED) || qp->sig_all)
-		w->flags |= VRNIC_WQE_SIGNALED;
-	if (wr->send_flags & IB_SEND_SOLICITED)
-		w->flags |= VRNIC_WQE_SOLICITED;
-	if (wr->send_flags & IB_SEND_FENCE)
-		w->flags |= VRNIC_WQE_FENCE;
+	w->flags = vrnic_wqe_flags(qp, wr);
 	if (wr->opcode == IB_WR_SEND_WITH_IMM ||
 	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
 		w->imm_data = (__force __le32)wr->ex.imm_data;
@@ -563,6 +603,12 @@ static int vrnic_build_send(struct vrnic_qp *qp, const struct ib_send_wr *wr,
 		w->rkey = cpu_to_le32(atomic_wr(wr)->rkey);
 		w->compare_add = cpu_to_le64(atomic_wr(wr)->compare_add);
 		w->swap = cpu_to_le64(atomic_wr(wr)->swap);
+		break;
+	case IB_WR_LOCAL_INV:
+		w->rkey = cpu_to_le32(wr->ex.invalidate_rkey);
+		return 0;
+	case IB_WR_SEND_WITH_INV:
+		w->rkey = cpu_to_le32(wr->ex.invalidate_rkey);
 		break;
 	default:
 		break;

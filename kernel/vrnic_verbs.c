@@ -46,7 +46,9 @@ static int vrnic_query_device(struct ib_device *ibdev,
 	attr->max_qp_init_rd_atom = attr->max_qp_rd_atom;
 	attr->max_res_rd_atom = attr->max_qp * attr->max_qp_rd_atom;
 	attr->atomic_cap = attr->max_qp ? IB_ATOMIC_HCA : IB_ATOMIC_NONE;
-	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN;
+	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
+				 IB_DEVICE_MEM_MGT_EXTENSIONS;
+	attr->max_fast_reg_page_list_len = VRNIC_MAX_FAST_REG_PAGES;
 	attr->max_pkeys = 1;
 	attr->max_ah = INT_MAX;		/* AHs live in host memory only */
 	attr->max_srq = VRNIC_MAX_SRQ - 1;
@@ -315,6 +317,18 @@ static const struct rdma_stat_desc vrnic_hw_stat_descs[] = {
 	{ .name = "eth_rx_drops" }, { .name = "roce_rx_frames" },
 	{ .name = "db_violations" }, { .name = "eq_overflows" },
 	{ .name = "dma_errors" }, { .name = "admin_cmds" },
+	{ .name = "sent_pkts" }, { .name = "rcvd_pkts" },
+	{ .name = "sent_bytes" }, { .name = "rcvd_bytes" },
+	{ .name = "icrc_errors" }, { .name = "malformed_pkts" },
+	{ .name = "bad_qp_pkts" }, { .name = "duplicate_request" },
+	{ .name = "out_of_seq_request" }, { .name = "rcvd_rnr_err" },
+	{ .name = "send_rnr_err" }, { .name = "rcvd_seq_err" },
+	{ .name = "ack_timeouts" }, { .name = "retry_exceeded_err" },
+	{ .name = "retry_rnr_exceeded_err" }, { .name = "remote_access_err" },
+	{ .name = "cq_overflows" }, { .name = "qkey_violations" },
+	{ .name = "ud_no_recv" }, { .name = "uc_dropped" },
+	{ .name = "srq_limit_events" }, { .name = "fast_reg" },
+	{ .name = "local_inv" }, { .name = "remote_inv" },
 };
 
 static struct rdma_hw_stats *vrnic_alloc_hw_port_stats(struct ib_device *ibdev,
@@ -350,6 +364,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	.uverbs_abi_ver = VRNIC_UVERBS_ABI_VERSION,
 
 	.alloc_hw_port_stats = vrnic_alloc_hw_port_stats,
+	.alloc_mr = vrnic_alloc_mr,
 	.alloc_pd = vrnic_alloc_pd,
 	.alloc_ucontext = vrnic_alloc_ucontext,
 	.create_ah = vrnic_create_ah,
@@ -369,6 +384,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	.get_hw_stats = vrnic_get_hw_stats,
 	.get_link_layer = vrnic_get_link_layer,
 	.get_port_immutable = vrnic_get_port_immutable,
+	.map_mr_sg = vrnic_map_mr_sg,
 	.mmap = vrnic_mmap,
 	.mmap_free = vrnic_mmap_free,
 	.modify_qp = vrnic_modify_qp,

@@ -208,6 +208,7 @@ static const enum ibv_wc_opcode vrnic_wc_opcode[] = {
 	[VRNIC_WC_RDMA_READ] = IBV_WC_RDMA_READ,
 	[VRNIC_WC_CMP_SWP] = IBV_WC_COMP_SWAP,
 	[VRNIC_WC_FETCH_ADD] = IBV_WC_FETCH_ADD,
+	[VRNIC_WC_LOCAL_INV] = IBV_WC_LOCAL_INV,
 };
 
 /* Read the next CQE into w; ENOENT when there is none.  Lock held. */
@@ -238,6 +239,10 @@ static int vrnic_poll_one(struct vrnic_context *ctx, struct vrnic_cq *cq,
 	if (cqe->wc_flags & VRNIC_CQE_WITH_IMM) {
 		w->wc_flags |= IBV_WC_WITH_IMM;
 		w->imm_data = (__be32)cqe->imm_data;
+	}
+	if (cqe->wc_flags & VRNIC_CQE_WITH_INV) {
+		w->wc_flags |= IBV_WC_WITH_INV;
+		w->invalidated_rkey = le32toh(cqe->imm_data);
 	}
 	if (cqe->wc_flags & VRNIC_CQE_GRH)
 		w->wc_flags |= IBV_WC_GRH;
@@ -336,7 +341,12 @@ static uint32_t vrnic_cqx_read_byte_len(struct ibv_cq_ex *cqx)
 
 static __be32 vrnic_cqx_read_imm_data(struct ibv_cq_ex *cqx)
 {
-	return cqx_to_vcq(cqx)->cur.imm_data;
+	struct vrnic_cq *cq = cqx_to_vcq(cqx);
+
+	/* ibv_wc_read_invalidated_rkey() byte-swaps what this returns. */
+	if (cq->cur.wc_flags & IBV_WC_WITH_INV)
+		return htobe32(cq->cur.invalidated_rkey);
+	return cq->cur.imm_data;
 }
 
 static uint32_t vrnic_cqx_read_qp_num(struct ibv_cq_ex *cqx)
@@ -748,6 +758,24 @@ static void vrnic_wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm)
 		w->imm_data = (__le32)imm;
 }
 
+static void vrnic_wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	struct vrnic_send_wqe *w = vrnic_wr_new(qpx_to_vqp(qpx),
+						VRNIC_WR_SEND_INV);
+
+	if (w)
+		w->rkey = htole32(invalidate_rkey);
+}
+
+static void vrnic_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	struct vrnic_send_wqe *w = vrnic_wr_new(qpx_to_vqp(qpx),
+						VRNIC_WR_LOCAL_INV);
+
+	if (w)
+		w->rkey = htole32(invalidate_rkey);
+}
+
 static void vrnic_wr_rdma(struct ibv_qp_ex *qpx, uint8_t op, uint32_t rkey,
 			  uint64_t raddr)
 {
@@ -908,7 +936,9 @@ static void vrnic_wr_abort(struct ibv_qp_ex *qpx)
 			IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
 			IBV_QP_EX_WITH_RDMA_READ | \
 			IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
-			IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+			IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | \
+			IBV_QP_EX_WITH_SEND_WITH_INV | \
+			IBV_QP_EX_WITH_LOCAL_INV)
 
 struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 				  struct ibv_qp_init_attr_ex *attr)
@@ -942,6 +972,8 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 		qpx->wr_abort = vrnic_wr_abort;
 		qpx->wr_send = vrnic_wr_send;
 		qpx->wr_send_imm = vrnic_wr_send_imm;
+		qpx->wr_send_inv = vrnic_wr_send_inv;
+		qpx->wr_local_inv = vrnic_wr_local_inv;
 		qpx->wr_rdma_write = vrnic_wr_rdma_write;
 		qpx->wr_rdma_write_imm = vrnic_wr_rdma_write_imm;
 		qpx->wr_rdma_read = vrnic_wr_rdma_read;
@@ -1008,6 +1040,10 @@ static int vrnic_wr_opcode(enum ibv_wr_opcode op)
 		return VRNIC_WR_ATOMIC_CMP_SWP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return VRNIC_WR_ATOMIC_FETCH_ADD;
+	case IBV_WR_SEND_WITH_INV:
+		return VRNIC_WR_SEND_INV;
+	case IBV_WR_LOCAL_INV:
+		return VRNIC_WR_LOCAL_INV;
 	default:
 		return -1;
 	}
@@ -1057,6 +1093,12 @@ static int vrnic_build_send(struct vrnic_qp *qp, struct ibv_send_wr *wr,
 		w->rkey = htole32(wr->wr.atomic.rkey);
 		w->compare_add = htole64(wr->wr.atomic.compare_add);
 		w->swap = htole64(wr->wr.atomic.swap);
+		break;
+	case IBV_WR_LOCAL_INV:
+		w->rkey = htole32(wr->invalidate_rkey);
+		return 0;
+	case IBV_WR_SEND_WITH_INV:
+		w->rkey = htole32(wr->invalidate_rkey);
 		break;
 	default:
 		break;

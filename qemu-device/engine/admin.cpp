@@ -255,6 +255,31 @@ vrnic_stats Device::stats() const
 	s.eq_overflows = le(cnt_.eq_overflows);
 	s.dma_errors = le(cnt_.dma_errors);
 	s.admin_cmds = le(cnt_.admin_cmds);
+	const RdmaCounters &r = rdma_.counters();
+	s.sent_pkts = le(r.sent_pkts);
+	s.rcvd_pkts = le(r.rcvd_pkts);
+	s.sent_bytes = le(r.sent_bytes);
+	s.rcvd_bytes = le(r.rcvd_bytes);
+	s.icrc_errors = le(r.icrc_errors);
+	s.malformed_pkts = le(r.malformed);
+	s.bad_qp_pkts = le(r.bad_qp);
+	s.duplicate_request = le(r.duplicate_request);
+	s.out_of_seq_request = le(r.out_of_seq_request);
+	s.rcvd_rnr_err = le(r.rcvd_rnr_err);
+	s.send_rnr_err = le(r.send_rnr_err);
+	s.rcvd_seq_err = le(r.rcvd_seq_err);
+	s.ack_timeouts = le(r.retry_timeouts);
+	s.retry_exceeded_err = le(r.retry_exceeded_err);
+	s.retry_rnr_exceeded_err = le(r.retry_rnr_exceeded_err);
+	s.remote_access_err = le(r.remote_access_err);
+	s.cq_overflows = le(r.cq_overflows);
+	s.qkey_violations = le(r.qkey_violations);
+	s.ud_no_recv = le(r.ud_no_recv);
+	s.uc_dropped = le(r.uc_dropped);
+	s.srq_limit_events = le(r.srq_limit_events);
+	s.fast_reg = le(r.fast_reg);
+	s.local_inv = le(r.local_inv);
+	s.remote_inv = le(r.remote_inv);
 	return s;
 }
 

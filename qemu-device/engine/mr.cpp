@@ -39,6 +39,18 @@ uint8_t MrTable::create(const Platform &plat, const vrnic_admin_create_mr &c,
 	const uint32_t npages = le(c.npages);
 	Mr m;
 
+	if (c.pbl_mode == VRNIC_PBL_FAST) {
+		// Invalid until a REG_MR; only its capacity is known now.
+		if (!kernel || iova || length || access || shift ||
+		    npages == 0 || npages > VRNIC_MAX_FAST_REG_PAGES)
+			return VRNIC_ADMIN_ST_BAD_PARAM;
+		m.pdn = le(c.pdn);
+		m.fast = true;
+		m.live = false;
+		m.capacity = npages;
+		m.pages.reserve(npages);
+		return insert(std::move(m), key);
+	}
 	if ((access & ~VRNIC_ACCESS_ALL) || length == 0 || iova + length < iova)
 		return VRNIC_ADMIN_ST_BAD_PARAM;
 	// Remote write or atomic needs local write, as in the IB spec.
@@ -105,7 +117,11 @@ uint8_t MrTable::create(const Platform &plat, const vrnic_admin_create_mr &c,
 				return VRNIC_ADMIN_ST_BAD_PARAM;
 		}
 	}
+	return insert(std::move(m), key);
+}
 
+uint8_t MrTable::insert(Mr &&m, uint32_t &key)
+{
 	for (uint32_t n = 0; n < mrs_.size(); n++) {
 		const uint32_t idx = (next_ + n) % uint32_t(mrs_.size());
 		if (mrs_[idx].valid)
@@ -124,8 +140,10 @@ uint8_t MrTable::destroy(uint32_t key)
 {
 	const uint32_t idx = key >> VRNIC_MR_KEY_BITS;
 
+	// A fast-register MR's key byte is the consumer's to change with
+	// each REG_MR, so its index alone names it here.
 	if (idx >= mrs_.size() || !mrs_[idx].valid ||
-	    mrs_[idx].key != uint8_t(key))
+	    (!mrs_[idx].fast && mrs_[idx].key != uint8_t(key)))
 		return VRNIC_ADMIN_ST_NOT_FOUND;
 	const uint8_t k = mrs_[idx].key;
 	mrs_[idx] = Mr();
@@ -133,12 +151,70 @@ uint8_t MrTable::destroy(uint32_t key)
 	return VRNIC_ADMIN_ST_OK;
 }
 
+bool MrTable::fast_register(const Platform &plat, const vrnic_reg_mr_wqe &w,
+			    uint32_t pdn)
+{
+	const uint32_t key = le(w.key), idx = key >> VRNIC_MR_KEY_BITS;
+	const uint64_t iova = le(w.iova), length = le(w.length);
+	const uint32_t access = le(w.access), npages = le(w.npages);
+	const unsigned int shift = w.page_shift;
+
+	if (idx >= mrs_.size())
+		return false;
+	Mr &m = mrs_[idx];
+	// Only an invalid fast-register MR of the QP's PD, and only the low
+	// 8 bits of its key may change (IBA 10.7.2.2; rxe does the same).
+	if (!m.valid || !m.fast || m.live || m.pdn != pdn)
+		return false;
+	if ((access & ~VRNIC_ACCESS_ALL) || length == 0 || iova + length < iova ||
+	    shift < kMinPageShift || shift > kMaxPageShift)
+		return false;
+	if ((access & (VRNIC_ACCESS_REMOTE_WRITE | VRNIC_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & VRNIC_ACCESS_LOCAL_WRITE))
+		return false;
+	const uint64_t psz = 1ull << shift;
+	const uint64_t first = iova & ~(psz - 1);
+	const uint64_t need = (iova + length - first + psz - 1) >> shift;
+	if (need > npages || npages > m.capacity)
+		return false;
+	// Within the capacity reserved at creation: no allocation here.
+	m.pages.resize(need);
+	if (!plat.dma_read(le(w.pbl), m.pages.data(),
+			   size_t(need) * sizeof(uint64_t)))
+		return false;
+	for (auto &p : m.pages) {
+		p = le(p);
+		if (p & (psz - 1) || p + psz < p)
+			return false;
+	}
+	m.iova = iova;
+	m.length = length;
+	m.access = access;
+	m.page_shift = shift;
+	m.key = uint8_t(key);
+	m.live = true;
+	return true;
+}
+
+bool MrTable::invalidate(uint32_t key, uint32_t pdn)
+{
+	const uint32_t idx = key >> VRNIC_MR_KEY_BITS;
+
+	if (idx >= mrs_.size())
+		return false;
+	Mr &m = mrs_[idx];
+	if (!m.valid || !m.fast || m.key != uint8_t(key) || m.pdn != pdn)
+		return false;
+	m.live = false;
+	return true;
+}
+
 MrCheck MrTable::check(uint32_t key, uint32_t pdn, uint64_t addr,
 		       uint64_t len, uint32_t access, const Mr **out) const
 {
 	const uint32_t idx = key >> VRNIC_MR_KEY_BITS;
 
-	if (idx >= mrs_.size() || !mrs_[idx].valid ||
+	if (idx >= mrs_.size() || !mrs_[idx].valid || !mrs_[idx].live ||
 	    mrs_[idx].key != uint8_t(key))
 		return MrCheck::BadKey;
 	const Mr &m = mrs_[idx];

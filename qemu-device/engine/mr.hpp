@@ -20,6 +20,9 @@ struct Mr {
 	uint64_t length = 0;
 	unsigned int page_shift = 12;
 	bool phys = false;		// iova is the bus address (kernel only)
+	bool fast = false;		// fast-register MR (REG_MR / LOCAL_INV)
+	bool live = true;		// fast: registered, keys usable
+	uint32_t capacity = 0;		// fast: most pages a REG_MR may give
 	std::vector<uint64_t> pages;	// bus address of each page
 };
 
@@ -34,6 +37,14 @@ public:
 	uint8_t create(const Platform &plat, const vrnic_admin_create_mr &c,
 		       bool kernel, uint32_t &key);
 	uint8_t destroy(uint32_t key);
+	// REG_MR: make an invalid fast-register MR of PD pdn valid with the
+	// WQE's key, rights and page list (read from guest memory now).
+	// False if refused; the MR is then left invalid.
+	bool fast_register(const Platform &plat, const vrnic_reg_mr_wqe &w,
+			   uint32_t pdn);
+	// LOCAL_INV and SEND_WITH_INV: invalidate the fast-register MR with
+	// this key in PD pdn.  False if there is none.
+	bool invalidate(uint32_t key, uint32_t pdn);
 	void reset();
 	// Is any MR of this PD alive?
 	[[nodiscard]] bool pd_in_use(uint32_t pdn) const;
@@ -50,6 +61,7 @@ public:
 			  const void *buf, size_t len);
 
 private:
+	uint8_t insert(Mr &&m, uint32_t &key);
 	// Call f(bus_addr, offset_in_buffer, n) for each page-sized piece.
 	template <typename F>
 	static bool for_each_piece(const Mr &mr, uint64_t addr, size_t len, F f);

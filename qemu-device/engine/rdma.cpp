@@ -569,8 +569,9 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 		qp.rnr_left = qp.attr.rnr_retry;
 	}
 	qp.attr.state = next;
+	// The consumer's own move to ERR flushes, but is no error event.
 	if (next == VRNIC_QPS_ERR && cur != VRNIC_QPS_ERR)
-		qp_error(qp);
+		qp_error(qp, false);
 	if (next == VRNIC_QPS_RTS)
 		qp.sq_kick = true;
 	plat_.schedule();
@@ -683,7 +684,8 @@ void Rdma::complete_send(Qp &qp, const SendWqe &w, uint8_t status)
 	static constexpr uint8_t kWcOp[] = {
 		VRNIC_WC_SEND, VRNIC_WC_SEND, VRNIC_WC_RDMA_WRITE,
 		VRNIC_WC_RDMA_WRITE, VRNIC_WC_RDMA_READ, VRNIC_WC_CMP_SWP,
-		VRNIC_WC_FETCH_ADD,
+		VRNIC_WC_FETCH_ADD, VRNIC_WC_SEND, VRNIC_WC_LOCAL_INV,
+		VRNIC_WC_REG_MR,
 	};
 	if (status == VRNIC_WC_ST_SUCCESS && !(w.flags & VRNIC_WQE_SIGNALED))
 		return;
@@ -694,7 +696,8 @@ void Rdma::complete_send(Qp &qp, const SendWqe &w, uint8_t status)
 	cqe.opcode = w.opcode < sizeof(kWcOp) ? kWcOp[w.opcode] : uint8_t(VRNIC_WC_SEND);
 	cqe.status = status;
 	cqe.byte_len = le(w.opcode == VRNIC_WR_RDMA_READ ||
-			  w.opcode >= VRNIC_WR_ATOMIC_CMP_SWP ? w.length : 0u);
+			  w.opcode == VRNIC_WR_ATOMIC_CMP_SWP ||
+			  w.opcode == VRNIC_WR_ATOMIC_FETCH_ADD ? w.length : 0u);
 	cq_post(qp.send_cqn, cqe, false);
 }
 
@@ -718,13 +721,14 @@ void Rdma::complete_recv(Qp &qp, uint8_t status, uint8_t opcode, uint32_t len,
 	cq_post(qp.recv_cqn, cqe, solicited);
 }
 
-void Rdma::qp_error(Qp &qp)
+void Rdma::qp_error(Qp &qp, bool event)
 {
 	qp.attr.state = VRNIC_QPS_ERR;
 	qp.ack_deadline = qp.rnr_deadline = 0;
 	qp.flush_pending = true;
 	qp.resources.clear();
-	eqs_[0].post(plat_, dcnt_, VRNIC_EQE_QP_FATAL, qp.qpn);
+	if (event)
+		eqs_[0].post(plat_, dcnt_, VRNIC_EQE_QP_FATAL, qp.qpn);
 	plat_.schedule();
 }
 

@@ -43,6 +43,9 @@ struct RdmaCounters {
 	uint64_t ud_no_recv = 0;	// UD: no receive WQE, dropped
 	uint64_t uc_dropped = 0;	// UC: messages dropped whole
 	uint64_t srq_limit_events = 0;
+	uint64_t fast_reg = 0;		// REG_MR executed
+	uint64_t local_inv = 0;		// LOCAL_INV executed
+	uint64_t remote_inv = 0;	// keys invalidated by SEND_WITH_INV
 };
 
 // Queue memory as the device sees it: contiguous, or a copied page list.
@@ -109,6 +112,7 @@ struct SendWqe {
 	uint64_t swap = 0;
 	uint32_t length = 0;		// total message length
 	vrnic_ud_av av{};		// UD and GSI: the destination
+	vrnic_reg_mr_wqe reg{};		// REG_MR: the WQE as copied
 	std::vector<vrnic_sge> sges;	// validated local SGEs
 	std::vector<uint8_t> inline_data;
 	// transport
@@ -259,7 +263,9 @@ private:
 	void complete_recv(Qp &qp, uint8_t status, uint8_t opcode,
 			   uint32_t len, uint32_t imm = 0, uint8_t flags = 0,
 			   bool solicited = false, int64_t src_qp = -1);
-	void qp_error(Qp &qp);
+	// The QP enters ERR and flushes; event: post QP_FATAL (an error the
+	// device found, not the consumer's MODIFY_QP).
+	void qp_error(Qp &qp, bool event = true);
 	void flush(Qp &qp, unsigned int &budget);
 
 	// requester
@@ -278,6 +284,7 @@ private:
 	void handle_response(Qp &qp, const roce::Packet &p);
 	void requester_error(Qp &qp, SendWqe &w, uint8_t status);
 	void fail_fetched(Qp &qp, SendWqe &&w, uint8_t status);
+	uint8_t execute_local(Qp &qp, const SendWqe &w);
 
 	// datagrams (datagram.cpp)
 	[[nodiscard]] uint32_t ud_mtu() const;

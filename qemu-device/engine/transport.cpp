@@ -23,11 +23,31 @@ constexpr uint32_t kRnrTimerUs[32] = {
 	40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
 };
 
+bool is_atomic(uint8_t op)
+{
+	return op == VRNIC_WR_ATOMIC_CMP_SWP || op == VRNIC_WR_ATOMIC_FETCH_ADD;
+}
+
+// Requests the device carries out itself, without packets.
+bool is_local(uint8_t op)
+{
+	return op == VRNIC_WR_LOCAL_INV || op == VRNIC_WR_REG_MR;
+}
+
 bool is_read_or_atomic(uint8_t op)
 {
-	return op == VRNIC_WR_RDMA_READ || op == VRNIC_WR_ATOMIC_CMP_SWP ||
-	       op == VRNIC_WR_ATOMIC_FETCH_ADD;
+	return op == VRNIC_WR_RDMA_READ || is_atomic(op);
 }
+
+// Work requests each QP type accepts (bit per enum vrnic_wr_opcode).
+// UC has no READ, atomics or SEND with invalidate (no IETH opcode);
+// UD and GSI only SEND.
+constexpr uint32_t kWrRc = (1u << (VRNIC_WR_REG_MR + 1)) - 1;
+constexpr uint32_t kWrUc = 1u << VRNIC_WR_SEND | 1u << VRNIC_WR_SEND_IMM |
+			   1u << VRNIC_WR_RDMA_WRITE |
+			   1u << VRNIC_WR_RDMA_WRITE_IMM |
+			   1u << VRNIC_WR_LOCAL_INV | 1u << VRNIC_WR_REG_MR;
+constexpr uint32_t kWrUd = 1u << VRNIC_WR_SEND | 1u << VRNIC_WR_SEND_IMM;
 
 uint32_t npkts(uint32_t len, uint32_t mtu)
 {
@@ -117,14 +137,23 @@ bool Rdma::read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status)
 	w.rkey = le(hdr.rkey);
 	w.compare_add = le(hdr.compare_add);
 	w.swap = le(hdr.swap);
-	// Operations each transport has: UD only SENDs, UC no READ/atomics.
-	const uint8_t max_op = qp.datagram() ? VRNIC_WR_SEND_IMM :
-			       qp.type == VRNIC_QPT_UC ? VRNIC_WR_RDMA_WRITE_IMM :
-							 VRNIC_WR_ATOMIC_FETCH_ADD;
-	if (w.opcode > max_op) {
+	const uint32_t ops = qp.datagram() ? kWrUd :
+			     qp.type == VRNIC_QPT_UC ? kWrUc : kWrRc;
+	if (w.opcode >= 32 || !(ops >> w.opcode & 1)) {
 		status = VRNIC_WC_ST_LOC_QP_OP_ERR;
 		return false;
 	}
+	if (w.opcode == VRNIC_WR_REG_MR) {
+		// Page lists are bus addresses: the kernel's alone.
+		if (qp.uctx != 0) {
+			status = VRNIC_WC_ST_LOC_QP_OP_ERR;
+			return false;
+		}
+		std::memcpy(&w.reg, buf.data(), sizeof(w.reg));
+		return true;
+	}
+	if (w.opcode == VRNIC_WR_LOCAL_INV)
+		return true;	// the key is in rkey; nothing else to read
 	// CREATE_QP made sure the stride holds the header (and UD's AV).
 	const uint32_t data = vrnic_send_wqe_data_off(qp.type);
 	if (qp.datagram())
@@ -168,7 +197,7 @@ bool Rdma::read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status)
 		total += len;
 	}
 	if (total > VRNIC_MAX_MSG_SIZE ||
-	    (w.opcode >= VRNIC_WR_ATOMIC_CMP_SWP && total != 8)) {
+	    (is_atomic(w.opcode) && total != 8)) {
 		status = VRNIC_WC_ST_LOC_LEN_ERR;
 		return false;
 	}
@@ -226,6 +255,23 @@ void Rdma::fetch_sq(Qp &qp, unsigned int &budget)
 	}
 	if (qp.sq_head != pi)
 		qp.sq_kick = true;	// come back for the rest
+}
+
+// REG_MR and LOCAL_INV, when the SQ reaches them.
+uint8_t Rdma::execute_local(Qp &qp, const SendWqe &w)
+{
+	if (w.opcode == VRNIC_WR_REG_MR) {
+		if (!mrs_.fast_register(plat_, w.reg, qp.pdn)) {
+			plat_.guest_error("vrnic: REG_MR refused");
+			return VRNIC_WC_ST_MW_BIND_ERR;
+		}
+		cnt_.fast_reg++;
+		return VRNIC_WC_ST_SUCCESS;
+	}
+	if (!mrs_.invalidate(w.rkey, qp.pdn))
+		return VRNIC_WC_ST_MW_BIND_ERR;
+	cnt_.local_inv++;
+	return VRNIC_WC_ST_SUCCESS;
 }
 
 namespace {
@@ -325,6 +371,7 @@ void Rdma::send_request_packet(Qp &qp, SendWqe &w)
 			   w.opcode == VRNIC_WR_RDMA_WRITE_IMM;
 	const bool imm = w.opcode == VRNIC_WR_SEND_IMM ||
 			 w.opcode == VRNIC_WR_RDMA_WRITE_IMM;
+	const bool inv = w.opcode == VRNIC_WR_SEND_INV;
 	if (write) {
 		h.opcode = first && last ? (imm ? WRITE_ONLY_IMM : WRITE_ONLY) :
 			   first ? WRITE_FIRST :
@@ -332,6 +379,10 @@ void Rdma::send_request_packet(Qp &qp, SendWqe &w)
 		h.va = w.remote_addr;
 		h.rkey = w.rkey;
 		h.dma_len = w.length;
+	} else if (inv) {
+		h.opcode = first && last ? SEND_ONLY_INV : first ? SEND_FIRST :
+			   last ? SEND_LAST_INV : SEND_MIDDLE;
+		h.ieth = w.rkey;
 	} else {
 		h.opcode = first && last ? (imm ? SEND_ONLY_IMM : SEND_ONLY) :
 			   first ? SEND_FIRST :
@@ -365,6 +416,7 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 	while (budget > 0 && qp.send_idx < qp.inflight.size()) {
 		SendWqe &w = qp.inflight[qp.send_idx];
 		const bool rd = is_read_or_atomic(w.opcode);
+		const bool local = is_local(w.opcode);
 		if (rd || (w.flags & VRNIC_WQE_FENCE)) {
 			unsigned int outstanding = 0;
 			for (size_t i = 0; i < qp.send_idx; i++)
@@ -384,10 +436,26 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 				     psn_add(w.psn_first, qp.send_off / qp.mtu);
 		if (psn_diff(psn, qp.una_psn) >= int32_t(kWindow))
 			break;
+		if (local) {
+			// Executed in SQ order, once: packets of later requests
+			// see its effect; it completes when all before it have.
+			budget--;
+			w.psn_assigned = true;
+			w.done = true;
+			qp.send_idx++;
+			qp.send_off = 0;
+			const uint8_t st = execute_local(qp, w);
+			if (st != VRNIC_WC_ST_SUCCESS) {
+				requester_error(qp, w, st);
+				return;
+			}
+			retire(qp);
+			continue;
+		}
 		if (!w.psn_assigned) {
 			w.psn_assigned = true;
 			w.psn_first = qp.next_psn;
-			const uint32_t n = w.opcode >= VRNIC_WR_ATOMIC_CMP_SWP ?
+			const uint32_t n = is_atomic(w.opcode) ?
 					   1 : npkts(w.length, qp.mtu);
 			w.psn_last = psn_add(w.psn_first, n - 1);
 			w.resp_psn = w.psn_first;
@@ -458,7 +526,7 @@ void Rdma::retire(Qp &qp)
 		SendWqe &w = qp.inflight.front();
 		if (!w.psn_assigned || qp.send_idx == 0)
 			break;
-		if (is_read_or_atomic(w.opcode)) {
+		if (is_read_or_atomic(w.opcode) || is_local(w.opcode)) {
 			if (!w.done)
 				break;
 		} else if (psn_diff(qp.una_psn, w.psn_last) <= 0) {
@@ -479,6 +547,8 @@ uint32_t Rdma::resume_psn(const Qp &qp)
 {
 	const SendWqe &w = qp.inflight.front();
 
+	if (is_local(w.opcode))
+		return qp.una_psn;
 	if (w.opcode == VRNIC_WR_RDMA_READ)
 		return w.resp_psn;
 	if (is_read_or_atomic(w.opcode))
@@ -493,6 +563,8 @@ void Rdma::rewind(Qp &qp, uint32_t psn)
 		SendWqe &w = qp.inflight[i];
 		if (!w.psn_assigned)
 			break;
+		if (is_local(w.opcode))
+			continue;	// executed once, never again
 		if (psn_diff(psn, w.psn_first) < 0 || psn_diff(psn, w.psn_last) > 0)
 			continue;
 		qp.send_idx = i;
@@ -878,8 +950,8 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 			resp_fail(qp, kAethNakInvReq);
 			return;
 		}
-		if (op == SEND_LAST_INV || op == SEND_ONLY_INV) {
-			resp_fail(qp, kAethNakInvReq);	// no MWs in this spec yet
+		if ((op == SEND_LAST_INV || op == SEND_ONLY_INV) && uc) {
+			resp_fail(qp, kAethNakInvReq);	// an RC-only opcode
 			return;
 		}
 		// Receive WQE for SEND and for WRITE with immediate.
@@ -925,6 +997,18 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 						kAethNakRemOp, true);
 				return;
 			}
+			// SEND with invalidate: the key goes before the
+			// completion (and the ACK) does; a key that names no
+			// fast-register MR of this PD is an invalid request.
+			if (op == SEND_LAST_INV || op == SEND_ONLY_INV) {
+				if (!mrs_.invalidate(h.ieth, qp.pdn)) {
+					complete_recv(qp, VRNIC_WC_ST_REM_INV_REQ_ERR,
+						      VRNIC_WC_RECV, qp.recv_off);
+					nak(qp, kAethNakInvReq, true);
+					return;
+				}
+				cnt_.remote_inv++;
+			}
 		} else {
 			const Mr *mr = nullptr;
 			if (plen > qp.write_left || (last && plen != qp.write_left)) {
@@ -961,10 +1045,13 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 			plat_.schedule();
 		}
 		if (last) {
+			const bool inv = op == SEND_LAST_INV || op == SEND_ONLY_INV;
 			if (is_send)
 				complete_recv(qp, VRNIC_WC_ST_SUCCESS, VRNIC_WC_RECV,
-					      qp.recv_off, h.imm,
-					      imm ? VRNIC_CQE_WITH_IMM : 0,
+					      qp.recv_off,
+					      inv ? le(h.ieth) : h.imm,
+					      imm ? VRNIC_CQE_WITH_IMM :
+					      inv ? VRNIC_CQE_WITH_INV : 0,
 					      h.solicited);
 			else if (imm)
 				complete_recv(qp, VRNIC_WC_ST_SUCCESS,

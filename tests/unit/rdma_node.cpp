@@ -321,3 +321,14 @@ bool Wire::run(Node &a, Node &b, const std::function<bool()> &pred,
 	}
 	return pred();
 }
+
+void Node::post_raw(const void *wqe)
+{
+	const uint64_t a = ring_addr(kSq, uint64_t(sq_pi & ((1u << kSqLog) - 1)) << kSqShift,
+				     1ull << (kSqLog + kSqShift));
+	std::memset(p.ptr(a), 0, 1u << kSqShift);
+	std::memcpy(p.ptr(a), wqe, sizeof(vrnic_send_wqe));
+	sq_pi++;
+	p.store<uint32_t>(kQpDb, sq_pi);
+	p.db(0, VRNIC_DB_SQ, qp);
+}

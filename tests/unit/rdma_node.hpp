@@ -51,6 +51,8 @@ struct Node {
 	void post_send(const vrnic_send_wqe &w, const std::vector<vrnic_sge> &sges,
 		       const std::vector<uint8_t> &inline_data = {},
 		       const vrnic_ud_av *av = nullptr);
+	// A 64-byte WQE exactly as given (REG_MR, LOCAL_INV).
+	void post_raw(const void *wqe);
 	void post_recv(uint64_t wr_id, const std::vector<vrnic_sge> &sges);
 	bool poll_cq(vrnic_cqe &out);
 	vrnic_sge sge(uint64_t off, uint32_t len, uint32_t key = 0) const

@@ -47,6 +47,8 @@ CHECK_OFF(vrnic_device_attr, max_mtu, 76);
 CHECK_OFF(vrnic_device_attr, mac, 80);
 CHECK_OFF(vrnic_port_attr, speed_mbps, 12);
 CHECK_OFF(vrnic_stats, admin_cmds, 72);
+CHECK_OFF(vrnic_stats, sent_pkts, 80);
+CHECK_OFF(vrnic_stats, remote_inv, 264);
 CHECK_OFF(vrnic_admin_create_mr, pbl, 16);
 CHECK_OFF(vrnic_admin_create_mr, page_shift, 36);
 CHECK_OFF(vrnic_admin_create_mr, inline_pages, 40);
@@ -61,6 +63,14 @@ CHECK_OFF(vrnic_qp_attr, flow_label, 72);
 CHECK_OFF(vrnic_send_wqe, imm_data, 12);
 CHECK_OFF(vrnic_send_wqe, remote_addr, 16);
 CHECK_OFF(vrnic_send_wqe, compare_add, 32);
+CHECK_OFF(vrnic_reg_mr_wqe, opcode, 8);
+CHECK_OFF(vrnic_reg_mr_wqe, page_shift, 10);
+CHECK_OFF(vrnic_reg_mr_wqe, access, 12);
+CHECK_OFF(vrnic_reg_mr_wqe, iova, 16);
+CHECK_OFF(vrnic_reg_mr_wqe, key, 24);
+CHECK_OFF(vrnic_reg_mr_wqe, npages, 28);
+CHECK_OFF(vrnic_reg_mr_wqe, length, 32);
+CHECK_OFF(vrnic_reg_mr_wqe, pbl, 40);
 CHECK_OFF(vrnic_sge, lkey, 12);
 CHECK_OFF(vrnic_cqe, wqe_idx, 24);
 CHECK_OFF(vrnic_cqe, owner, 31);
@@ -74,7 +84,7 @@ TEST(Layout, SizesMatchSpec)
 	EXPECT_EQ(sizeof(vrnic_eth_desc), 16u);
 	EXPECT_EQ(sizeof(vrnic_device_attr), 96u);
 	EXPECT_EQ(sizeof(vrnic_port_attr), 16u);
-	EXPECT_EQ(sizeof(vrnic_stats), 80u);
+	EXPECT_EQ(sizeof(vrnic_stats), 272u);
 }
 
 TEST(Layout, RegisterMapIsAlignedAndInsideBar0)

@@ -545,3 +545,204 @@ TEST(CompletionQueues, OverflowIsAnAsyncErrorNotACorruption)
 	}
 	EXPECT_TRUE(seen);
 }
+
+// ------------------------------------------------ fast registration
+
+namespace {
+
+// A fast-register MR on n with room for `pages` pages: invalid until a
+// REG_MR.  Returns its key.
+uint32_t alloc_fast_mr(Node &n, uint32_t pages)
+{
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_MR;
+	c.create_mr.pdn = n.pd;
+	c.create_mr.npages = pages;
+	c.create_mr.pbl_mode = VRNIC_PBL_FAST;
+	return n.admin_ok(c);
+}
+
+constexpr uint64_t kFastPbl = 0xfe0000;	// page lists, in n's data area
+
+// REG_MR of len bytes at iova with `key` (index and new key byte), its
+// first page at data(off): iova's byte is data(off + iova % 4096).  The
+// page list is written where the device will read it.
+void post_reg_mr(Node &n, uint64_t wr_id, uint32_t key, uint64_t iova,
+		 uint64_t off, uint32_t len, uint32_t access,
+		 uint32_t extra_pages = 0)
+{
+	const uint64_t first = iova & ~0xfffull;
+	const uint32_t npages =
+		uint32_t((iova + len - first + 0xfff) >> 12) + extra_pages;
+	const uint64_t bus0 = Node::kData + off;
+	for (uint32_t i = 0; i < npages; i++)
+		n.p.store<uint64_t>(Node::kData + kFastPbl + i * 8,
+				    bus0 + uint64_t(i) * 4096);
+	vrnic_reg_mr_wqe r{};
+	r.wr_id = wr_id;
+	r.opcode = VRNIC_WR_REG_MR;
+	r.flags = VRNIC_WQE_SIGNALED;
+	r.page_shift = 12;
+	r.access = access;
+	r.iova = iova;
+	r.key = key;
+	r.npages = npages;
+	r.length = len;
+	r.pbl = Node::kData + kFastPbl;
+	n.post_raw(&r);
+}
+
+constexpr uint32_t kRemoteRw = VRNIC_ACCESS_LOCAL_WRITE |
+			       VRNIC_ACCESS_REMOTE_WRITE |
+			       VRNIC_ACCESS_REMOTE_READ;
+
+const vrnic::RdmaCounters &cnt(Node &n)
+{
+	return n.p.eng->dev.rdma().counters();
+}
+
+} // namespace
+
+TEST_F(Pair, FastRegisterWriteLocalInvalidateCycle)
+{
+	connect(3);
+	const uint32_t key = (alloc_fast_mr(b, 16) & ~0xffu) | 0x42;	// the consumer's key byte
+	const uint64_t iova = 0x50000123;
+
+	post_reg_mr(b, 10, key, iova, 0x200000, 3 * 4096 + 100, kRemoteRw);
+	auto rc = wait(b, 1);
+	ASSERT_EQ(rc.size(), 1u);
+	EXPECT_EQ(rc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(rc[0].opcode, VRNIC_WC_REG_MR);
+	EXPECT_EQ(rc[0].wr_id, 10u);
+
+	// Spanning all four pages, from the unaligned first byte.
+	a.post_send(wqe(VRNIC_WR_RDMA_WRITE, 2, iova, key), {a.sge(0, 3 * 4096 + 100)});
+	auto sc = wait(a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_TRUE(same(b, 0x200123, a, 0, 3 * 4096 + 100));
+
+	vrnic_send_wqe inv = wqe(VRNIC_WR_LOCAL_INV, 11, 0, key);
+	b.post_send(inv, {});
+	rc = wait(b, 1);
+	ASSERT_EQ(rc.size(), 1u);
+	EXPECT_EQ(rc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(rc[0].opcode, VRNIC_WC_LOCAL_INV);
+	std::vector<uint8_t> before(b.data(0x200123), b.data(0x200123) + 4096);
+	a.post_send(wqe(VRNIC_WR_RDMA_WRITE, 4, iova, key), {a.sge(0x20000, 4096)});
+	sc = wait(a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_REM_ACCESS_ERR);
+	EXPECT_EQ(std::memcmp(before.data(), b.data(0x200123), 4096), 0);
+	EXPECT_EQ(cnt(b).fast_reg, 1u);
+	EXPECT_EQ(cnt(b).local_inv, 1u);
+}
+
+TEST_F(Pair, SendWithInvalidateReportsTheKeyAndRevokesIt)
+{
+	connect(3);
+	const uint32_t key = (alloc_fast_mr(b, 4) & ~0xffu) | 7;
+	post_reg_mr(b, 1, key, 0x60000000, 0x300000, 8192, kRemoteRw);
+	ASSERT_EQ(wait(b, 1).at(0).status, VRNIC_WC_ST_SUCCESS);
+
+	// A READ through it, then a 3-packet SEND that invalidates it, as an
+	// NVMe-oF target answers a host: data first, then the invalidation,
+	// fenced: without the fence a SEND may overtake a READ.
+	b.post_recv(5, {b.sge(0x400000, 4096)});
+	a.post_send(wqe(VRNIC_WR_RDMA_READ, 1, 0x60000000, key), {a.sge(0x50000, 8192)});
+	vrnic_send_wqe si = wqe(VRNIC_WR_SEND_INV, 2, 0, key);
+	si.flags |= VRNIC_WQE_FENCE;
+	a.post_send(si, {a.sge(0, 2500)});
+	auto sc = wait(a, 2);
+	ASSERT_EQ(sc.size(), 2u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(sc[1].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(sc[1].opcode, VRNIC_WC_SEND);
+	EXPECT_TRUE(same(a, 0x50000, b, 0x300000, 8192));
+	auto rc = wait(b, 1);
+	ASSERT_EQ(rc.size(), 1u);
+	EXPECT_EQ(rc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(rc[0].opcode, VRNIC_WC_RECV);
+	EXPECT_EQ(rc[0].wc_flags, VRNIC_CQE_WITH_INV);
+	EXPECT_EQ(rc[0].imm_data, key);
+	EXPECT_EQ(rc[0].byte_len, 2500u);
+	EXPECT_TRUE(same(b, 0x400000, a, 0, 2500));
+	EXPECT_EQ(cnt(b).remote_inv, 1u);
+
+	// Invalid now, so it can be registered again with the next key.
+	post_reg_mr(b, 2, key + 1, 0x60000000, 0x300000, 8192, kRemoteRw);
+	ASSERT_EQ(wait(b, 1).at(0).status, VRNIC_WC_ST_SUCCESS);
+	a.post_send(wqe(VRNIC_WR_RDMA_WRITE, 3, 0x60000000, key), {a.sge(0, 64)});
+	sc = wait(a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_REM_ACCESS_ERR);
+}
+
+TEST_F(Pair, RegisteringAValidMrIsABindErrorThenFlush)
+{
+	connect(3);
+	const uint32_t key = alloc_fast_mr(b, 4);
+	post_reg_mr(b, 1, key, 0x60000000, 0x300000, 4096, kRemoteRw);
+	post_reg_mr(b, 2, key + 1, 0x60000000, 0x300000, 4096, kRemoteRw);
+	b.post_send(wqe(VRNIC_WR_SEND, 3), {b.sge(0, 64)});
+	auto rc = wait(b, 3);
+	ASSERT_EQ(rc.size(), 3u);
+	EXPECT_EQ(rc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(rc[1].status, VRNIC_WC_ST_MW_BIND_ERR);
+	EXPECT_EQ(rc[1].opcode, VRNIC_WC_REG_MR);
+	EXPECT_EQ(rc[2].status, VRNIC_WC_ST_WR_FLUSH_ERR);
+}
+
+TEST_F(Pair, RegMrBeyondItsCapacityOrOnANormalMrIsRefused)
+{
+	connect(3);
+	const uint32_t key = alloc_fast_mr(b, 2);
+	std::vector<uint8_t> before(b.data(0x300000), b.data(0x300000) + 8192);
+	post_reg_mr(b, 1, key, 0x60000000, 0x300000, 3 * 4096, kRemoteRw);
+	auto rc = wait(b, 1);
+	ASSERT_EQ(rc.size(), 1u);
+	EXPECT_EQ(rc[0].status, VRNIC_WC_ST_MW_BIND_ERR);
+	post_reg_mr(a, 2, a.mr, 0x60000000, 0x300000, 4096, kRemoteRw);
+	auto sc = wait(a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_MW_BIND_ERR);
+	EXPECT_EQ(cnt(a).fast_reg + cnt(b).fast_reg, 0u);
+	// Admin: a fast-register MR takes nothing but its capacity.
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_MR;
+	c.create_mr.pdn = b.pd;
+	c.create_mr.npages = VRNIC_MAX_FAST_REG_PAGES + 1;
+	c.create_mr.pbl_mode = VRNIC_PBL_FAST;
+	EXPECT_EQ(b.p.admin(c).status, VRNIC_ADMIN_ST_BAD_PARAM);
+	c.create_mr.npages = 4;
+	c.create_mr.iova = 0x1000;
+	EXPECT_EQ(b.p.admin(c).status, VRNIC_ADMIN_ST_BAD_PARAM);
+}
+
+TEST_F(Pair, AnUnregisteredFastMrRefusesRemoteAccess)
+{
+	connect(3);
+	const uint32_t key = alloc_fast_mr(b, 16);
+	a.post_send(wqe(VRNIC_WR_RDMA_WRITE, 1, 0, key), {a.sge(0, 64)});
+	auto sc = wait(a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_REM_ACCESS_ERR);
+}
+
+TEST_F(Pair, SendWithInvalidateOfANormalMrIsAnInvalidRequest)
+{
+	connect(3);
+	b.post_recv(1, {b.sge(0x400000, 4096)});
+	a.post_send(wqe(VRNIC_WR_SEND_INV, 1, 0, b.mr), {a.sge(0, 100)});
+	auto sc = wait(a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_REM_INV_REQ_ERR);
+	auto rc = wait(b, 1);
+	ASSERT_EQ(rc.size(), 1u);
+	EXPECT_EQ(rc[0].status, VRNIC_WC_ST_REM_INV_REQ_ERR);
+	EXPECT_EQ(cnt(b).remote_inv, 0u);
+	// b's own MR still works for b.
+	b.post_send(wqe(VRNIC_WR_SEND, 2), {b.sge(0, 64)});
+	EXPECT_EQ(wait(b, 1).size(), 1u);	// flushed: b is in ERR
+}
