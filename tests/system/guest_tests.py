@@ -228,6 +228,115 @@ def cm_tests(stage, a, b):
         pair(stage, "cm a->b: " + name, b, a, srv, cli, expect)
 
 
+NQN = "nqn.2026-11.io.vrnic:ramdisk"
+NVMET = "/sys/kernel/config/nvmet"
+
+
+def step(stage, vm, name, command, expect=None, timeout=120):
+    """One shell step of a multi-VM scenario, recorded as one result:
+    pass when it exits 0 (and its output contains `expect`, if given)."""
+    print("---- [%s] %s" % (vm.name, command.splitlines()[0]), flush=True)
+    try:
+        rc, out = vm.run(command, timeout=timeout)
+    except vmlib.VMError as e:
+        stage.record(name, "fail", str(e))
+        return False
+    ok = rc == 0 and (expect is None or expect in out)
+    for line in out.rstrip().splitlines()[-12 if ok else -40:]:
+        print("  | " + line)
+    stage.record(name, "pass" if ok else "fail",
+                 "" if ok else "exit %d: %s" % (rc, out.strip()[-300:]))
+    return ok
+
+
+def counters(stage, vm, name, names, pred):
+    """Read vrnic's port counters (rdma statistic) and record pred(them)."""
+    try:
+        rc, out = vm.run("rdma statistic show link vrnic0/1")
+    except vmlib.VMError as e:
+        stage.record(name, "fail", str(e))
+        return
+    words = out.split()
+    c = {w: int(v) for w, v in zip(words, words[1:]) if v.isdigit()}
+    got = {n: c.get(n, -1) for n in names}
+    print("---- [%s] rdma statistic: %s" % (vm.name, got), flush=True)
+    ok = rc == 0 and all(v >= 0 for v in got.values()) and pred(got)
+    stage.record(name, "pass" if ok else "fail", str(got))
+
+
+def nvmeof_tests(stage, a, b):
+    """NVMe over Fabrics on vrnic: a exports a RAM-backed namespace through
+    nvmet's rdma port, b connects with nvme-rdma (which registers its data
+    buffers with FRWR, and gets them invalidated remotely by the target's
+    SEND_WITH_INV) and runs fio with crc32c verification."""
+    target = """set -e
+modprobe null_blk nr_devices=1 gb=1 bs=4096 memory_backed=1
+modprobe nvmet_rdma
+mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+s=%(nvmet)s/subsystems/%(nqn)s
+mkdir $s
+echo 1 > $s/attr_allow_any_host
+mkdir $s/namespaces/1
+echo /dev/nullb0 > $s/namespaces/1/device_path
+echo 1 > $s/namespaces/1/enable
+p=%(nvmet)s/ports/1
+mkdir $p
+echo rdma > $p/addr_trtype
+echo ipv4 > $p/addr_adrfam
+echo %(ip)s > $p/addr_traddr
+echo 4420 > $p/addr_trsvcid
+ln -s $s $p/subsystems/%(nqn)s
+echo exported""" % {"nvmet": NVMET, "nqn": NQN, "ip": a.ip}
+    if not step(stage, a, "nvmeof a: nvmet rdma port on a null_blk ramdisk",
+                target, "exported"):
+        return
+    hostnqn = "$(nvme gen-hostnqn)"
+    ok = step(stage, b, "nvmeof b: nvme discover -t rdma",
+              "modprobe nvme_rdma && nvme discover -t rdma -a %s -s 4420 "
+              "--hostnqn=%s" % (a.ip, hostnqn), "subnqn:  " + NQN)
+    ok = ok and step(
+        stage, b, "nvmeof b: nvme connect -t rdma",
+        "nvme connect -t rdma -a %s -s 4420 -n %s --hostnqn=%s && "
+        "for i in $(seq 100); do [ -b /dev/nvme0n1 ] && break; sleep 0.2; "
+        "done; nvme list; [ -b /dev/nvme0n1 ]" % (a.ip, NQN, hostnqn),
+        "/dev/nvme0n1", timeout=180)
+    if ok:
+        fio = ("fio --name=%s --filename=/dev/nvme0n1 --direct=1 "
+               "--ioengine=libaio --iodepth=16 --verify=crc32c "
+               "--do_verify=1 --verify_fatal=1 --output-format=terse "
+               "--terse-version=3 --minimal %s && echo fio-ok")
+        step(stage, b, "nvmeof b: fio 4 KiB randwrite, verify=crc32c",
+             fio % ("rand4k", "--rw=randwrite --bs=4k --size=16M"),
+             "fio-ok", timeout=600)
+        step(stage, b, "nvmeof b: fio 128 KiB seqwrite, verify=crc32c",
+             fio % ("seq128k", "--rw=write --bs=128k --offset=64M "
+                    "--size=64M"), "fio-ok", timeout=600)
+        # The host's FRWR MRs are registered by REG_MR and invalidated by
+        # the target's SEND_WITH_INV: both counters moved.
+        counters(stage, b, "nvmeof b: FRWR and remote invalidation counted",
+                 ("fast_reg", "local_inv", "remote_inv"),
+                 lambda c: c["fast_reg"] > 0 and c["remote_inv"] > 0)
+        step(stage, b, "nvmeof b: nvme disconnect",
+             "nvme disconnect -n %s" % NQN, "disconnected 1 controller")
+    teardown = """set -e
+p=%(nvmet)s/ports/1
+s=%(nvmet)s/subsystems/%(nqn)s
+rm -f $p/subsystems/%(nqn)s
+rmdir $p
+echo 0 > $s/namespaces/1/enable
+rmdir $s/namespaces/1
+rmdir $s
+rmmod nvmet_rdma nvmet""" % {"nvmet": NVMET, "nqn": NQN}
+    step(stage, a, "nvmeof a: nvmet torn down", teardown)
+    check = ("rmmod %s vrnic && ! dmesg | grep -E "
+             "'WARNING:|BUG:|Oops|Call Trace|restrack|leak|QP fatal' && "
+             "echo clean; modprobe vrnic")
+    step(stage, b, "nvmeof b: rmmod nvme_rdma vrnic, dmesg clean",
+         check % "nvme_rdma", "clean")
+    step(stage, a, "nvmeof a: rmmod vrnic after nvmet_rdma, dmesg clean",
+         check % "", "clean")
+
+
 def main():
     stage = Stage("guest")
     t0 = time.time()
@@ -251,6 +360,8 @@ def main():
         rc_tests(stage, a, b)
         verbs_tests(stage, a, b)
         cm_tests(stage, a, b)
+        nvmeof_tests(stage, a, b)
+        set_mtu(stage, (a, b), 1500)  # vrnic was reloaded on both
         port_events(stage, a)
         tap(stage, b, "b: module reload", "%svrnic_modload_test 20" % T,
             timeout=600)
