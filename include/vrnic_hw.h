@@ -186,6 +186,8 @@ enum vrnic_admin_opcode {
 	VRNIC_ADMIN_CREATE_SRQ		= 0x1a,
 	VRNIC_ADMIN_MODIFY_SRQ		= 0x1b,
 	VRNIC_ADMIN_DESTROY_SRQ		= 0x1c,
+	VRNIC_ADMIN_ATTACH_MCAST	= 0x1d,
+	VRNIC_ADMIN_DETACH_MCAST	= 0x1e,
 	VRNIC_ADMIN_NUM_OPCODES
 };
 
@@ -382,6 +384,20 @@ struct vrnic_admin_create_srq {
 struct vrnic_admin_modify_srq {
 	__le32 srqn;
 	__le32 limit;
+};
+
+/*
+ * Multicast (UD QPs): attach a QP to a multicast GID (ff00::/8, or an
+ * IPv4-mapped 224.0.0.0/4 address).  A UD packet to that GID with
+ * destination QPN VRNIC_MCAST_QPN goes to every QP attached to it.
+ */
+#define VRNIC_MCAST_QPN			0xffffffu
+#define VRNIC_MAX_MCAST_ATTACH		1024	/* (GID, QP) pairs per device */
+
+struct vrnic_admin_mcast {
+	__u8 gid[16];
+	__le32 qpn;
+	__le32 rsvd;
 };
 
 struct vrnic_srq_dbrec {
@@ -650,6 +666,7 @@ struct vrnic_admin_cmd {
 		struct vrnic_admin_query_qp query_qp;
 		struct vrnic_admin_create_srq create_srq;
 		struct vrnic_admin_modify_srq modify_srq;
+		struct vrnic_admin_mcast mcast;
 		__u8 raw[56];
 	};
 };
@@ -807,6 +824,7 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_cq) == 24, "create_cq");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_qp) == 56, "create_qp");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_srq) == 32, "create_srq");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_modify_qp) == 16, "modify_qp");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_mcast) == 24, "mcast");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_qp_attr) == 128, "qp attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_send_wqe) == 64, "send wqe header");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_reg_mr_wqe) == 64, "reg_mr wqe");

@@ -54,6 +54,9 @@ static int vrnic_query_device(struct ib_device *ibdev,
 	attr->max_srq = VRNIC_MAX_SRQ - 1;
 	attr->max_srq_wr = 1U << VRNIC_MAX_WQ_LOG_DEPTH;
 	attr->max_srq_sge = VRNIC_MAX_SGE;
+	attr->max_mcast_grp = VRNIC_MAX_MCAST_ATTACH;
+	attr->max_mcast_qp_attach = VRNIC_MAX_MCAST_ATTACH;
+	attr->max_total_mcast_qp_attach = VRNIC_MAX_MCAST_ATTACH;
 	attr->local_ca_ack_delay = 15;
 	return 0;
 }
@@ -309,6 +312,34 @@ static int vrnic_destroy_ah(struct ib_ah *ibah, u32 flags)
 	return 0;
 }
 
+/* ------------------------------------------------------- multicast --- */
+
+/*
+ * The device delivers a UD packet for the multicast QPN to every QP
+ * attached to its destination GID.  ib_core already joined the IP group
+ * on the netdev (rdma_cm) and maps the GID to its multicast MAC in AHs.
+ */
+static int vrnic_mcast(struct ib_qp *ibqp, union ib_gid *gid, u8 opcode)
+{
+	struct vrnic_admin_cmd cmd = { .opcode = opcode };
+
+	if (ibqp->qp_type != IB_QPT_UD)
+		return -EINVAL;
+	memcpy(cmd.mcast.gid, gid->raw, sizeof(cmd.mcast.gid));
+	cmd.mcast.qpn = cpu_to_le32(ibqp->qp_num);
+	return vrnic_admin_exec(to_vdev(ibqp->device), &cmd, NULL);
+}
+
+static int vrnic_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	return vrnic_mcast(ibqp, gid, VRNIC_ADMIN_ATTACH_MCAST);
+}
+
+static int vrnic_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	return vrnic_mcast(ibqp, gid, VRNIC_ADMIN_DETACH_MCAST);
+}
+
 /* ------------------------------------------------- hardware counters --- */
 
 static const struct rdma_stat_desc vrnic_hw_stat_descs[] = {
@@ -367,6 +398,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	.alloc_mr = vrnic_alloc_mr,
 	.alloc_pd = vrnic_alloc_pd,
 	.alloc_ucontext = vrnic_alloc_ucontext,
+	.attach_mcast = vrnic_attach_mcast,
 	.create_ah = vrnic_create_ah,
 	.create_cq = vrnic_create_cq,
 	.create_qp = vrnic_create_qp,
@@ -380,6 +412,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	.destroy_cq = vrnic_destroy_cq,
 	.destroy_qp = vrnic_destroy_qp,
 	.destroy_srq = vrnic_destroy_srq,
+	.detach_mcast = vrnic_detach_mcast,
 	.get_dma_mr = vrnic_get_dma_mr,
 	.get_hw_stats = vrnic_get_hw_stats,
 	.get_link_layer = vrnic_get_link_layer,

@@ -79,6 +79,7 @@ static void vrnic_free_context(struct ibv_context *ibctx)
 
 static const struct verbs_context_ops vrnic_ctx_ops = {
 	.alloc_pd = vrnic_alloc_pd,
+	.attach_mcast = ibv_cmd_attach_mcast,
 	.create_ah = vrnic_create_ah,
 	.create_cq = vrnic_create_cq,
 	.create_cq_ex = vrnic_create_cq_ex,
@@ -91,6 +92,7 @@ static const struct verbs_context_ops vrnic_ctx_ops = {
 	.destroy_cq = vrnic_destroy_cq,
 	.destroy_qp = vrnic_destroy_qp,
 	.destroy_srq = vrnic_destroy_srq,
+	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = vrnic_free_context,
 	.modify_qp = vrnic_modify_qp,
 	.modify_srq = vrnic_modify_srq,

@@ -148,4 +148,27 @@ void Rdma::ud_receive(Qp &qp, const Packet &p)
 		      h.solicited, h.src_qp);
 }
 
+// A UD packet to the multicast QPN: a copy for every QP attached to its
+// destination GID (each with its own Q_Key check and receive WQE).
+void Rdma::mcast_receive(const Packet &p)
+{
+	bool any = false;
+
+	if (p.h.transport != UD || !is_multicast(p.path.dgid)) {
+		cnt_.bad_qp++;
+		return;
+	}
+	for (const auto &m : mcast_) {
+		if (m.gid != p.path.dgid)
+			continue;
+		Qp *qp = find_qp(m.qpn);
+		if (!qp || qp->attr.state < VRNIC_QPS_RTR)
+			continue;
+		any = true;
+		ud_receive(*qp, p);
+	}
+	if (!any)
+		cnt_.bad_qp++;
+}
+
 } // namespace vrnic

@@ -57,6 +57,7 @@ void Rdma::reset()
 		q.gen = gen;
 	}
 	mrs_.reset();
+	mcast_.clear();
 	loopback_.clear();
 	cnt_ = RdmaCounters();
 }
@@ -158,6 +159,10 @@ bool Rdma::admin(const vrnic_admin_cmd &cmd, uint8_t &status, uint32_t &result)
 		return true;
 	case VRNIC_ADMIN_DESTROY_SRQ:
 		status = destroy_srq(le(cmd.destroy.id));
+		return true;
+	case VRNIC_ADMIN_ATTACH_MCAST:
+	case VRNIC_ADMIN_DETACH_MCAST:
+		status = mcast(cmd.mcast, cmd.opcode == VRNIC_ADMIN_ATTACH_MCAST);
 		return true;
 	default:
 		return false;
@@ -328,9 +333,39 @@ uint8_t Rdma::destroy_qp(uint32_t qpn)
 		cq->refs--;
 	if (Srq *srq = find_srq(qp->srqn))
 		srq->refs--;
+	// A destroyed QP leaves its multicast groups.
+	std::erase_if(mcast_, [qpn](const McastAttach &m) { return m.qpn == qpn; });
 	const uint16_t gen = qp->gen;
 	*qp = Qp();
 	qp->gen = gen;
+	return VRNIC_ADMIN_ST_OK;
+}
+
+uint8_t Rdma::mcast(const vrnic_admin_mcast &c, bool attach)
+{
+	const uint32_t qpn = le(c.qpn);
+	const Qp *qp = find_qp(qpn);
+	McastAttach m;
+
+	std::copy(std::begin(c.gid), std::end(c.gid), m.gid.begin());
+	m.qpn = qpn;
+	if (!qp || qp->type != VRNIC_QPT_UD || !roce::is_multicast(m.gid))
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	const auto it = std::find_if(mcast_.begin(), mcast_.end(),
+				     [&m](const McastAttach &a) {
+					     return a.qpn == m.qpn && a.gid == m.gid;
+				     });
+	if (!attach) {
+		if (it == mcast_.end())
+			return VRNIC_ADMIN_ST_NOT_FOUND;
+		mcast_.erase(it);
+		return VRNIC_ADMIN_ST_OK;
+	}
+	if (it != mcast_.end())
+		return VRNIC_ADMIN_ST_OK;	// attached already
+	if (mcast_.size() >= VRNIC_MAX_MCAST_ATTACH)
+		return VRNIC_ADMIN_ST_NO_RESOURCE;
+	mcast_.push_back(m);
 	return VRNIC_ADMIN_ST_OK;
 }
 

@@ -99,6 +99,12 @@ struct Srq {
 	unsigned int refs = 0;		// QPs using it
 };
 
+// One QP attached to one multicast GID.
+struct McastAttach {
+	std::array<uint8_t, 16> gid{};
+	uint32_t qpn = 0;
+};
+
 // A send WQE as copied out of the SQ, plus its transport state.
 struct SendWqe {
 	uint32_t index = 0;		// SQ index it came from
@@ -254,6 +260,7 @@ private:
 	uint8_t create_srq(const vrnic_admin_create_srq &c, uint32_t &result);
 	uint8_t modify_srq(const vrnic_admin_modify_srq &c);
 	uint8_t destroy_srq(uint32_t srqn);
+	uint8_t mcast(const vrnic_admin_mcast &c, bool attach);
 	bool fetch_srq(Qp &qp, Srq &srq);
 	uint8_t apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask);
 
@@ -291,6 +298,7 @@ private:
 	void ud_send(Qp &qp, unsigned int &budget);
 	bool ud_transmit(Qp &qp, const SendWqe &w, uint8_t &status);
 	void ud_receive(Qp &qp, const roce::Packet &p);
+	void mcast_receive(const roce::Packet &p);
 
 	// responder
 	void handle_request(Qp &qp, const roce::Packet &p);
@@ -320,6 +328,7 @@ private:
 	std::vector<Cq> cqs_;
 	std::vector<Qp> qps_;
 	std::vector<Srq> srqs_;
+	std::vector<McastAttach> mcast_;	// at most VRNIC_MAX_MCAST_ATTACH
 	MrTable mrs_;
 	RdmaCounters cnt_;
 	std::vector<uint8_t> frame_;	// one outgoing frame, allocated once

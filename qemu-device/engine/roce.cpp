@@ -115,6 +115,11 @@ bool is_ipv4_mapped(const std::array<uint8_t, 16> &gid)
 	return std::memcmp(gid.data(), prefix, sizeof(prefix)) == 0;
 }
 
+bool is_multicast(const std::array<uint8_t, 16> &gid)
+{
+	return is_ipv4_mapped(gid) ? (gid[12] & 0xf0) == 0xe0 : gid[0] == 0xff;
+}
+
 uint32_t icrc(std::span<const uint8_t> frame, bool ipv6)
 {
 	static const uint8_t ones[8] = {0xff, 0xff, 0xff, 0xff,

@@ -127,5 +127,7 @@ constexpr uint32_t psn_add(uint32_t a, uint32_t n)
 }
 
 bool is_ipv4_mapped(const std::array<uint8_t, 16> &gid);
+// ff00::/8, or IPv4-mapped 224.0.0.0/4.
+bool is_multicast(const std::array<uint8_t, 16> &gid);
 
 } // namespace vrnic::roce

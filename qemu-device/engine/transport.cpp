@@ -1227,6 +1227,10 @@ void Rdma::receive(std::span<const uint8_t> frame)
 	}
 	cnt_.rcvd_pkts++;
 	cnt_.rcvd_bytes += frame.size();
+	if (p.h.dqpn == VRNIC_MCAST_QPN) {
+		mcast_receive(p);
+		return;
+	}
 	Qp *qp = find_qp(p.h.dqpn);
 	if (!qp || qp->attr.state < VRNIC_QPS_RTR) {
 		cnt_.bad_qp++;

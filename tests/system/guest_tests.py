@@ -224,7 +224,14 @@ def cm_tests(stage, a, b):
             ("ib_send_lat -R", "ib_send_lat -d vrnic0 -R -n 200 -s 2",
              "ib_send_lat -d vrnic0 -R -n 200 -s 2 %s" % ip, "#bytes"),
             ("ib_write_bw -R", "ib_write_bw -d vrnic0 -R -n 200 -s 65536",
-             "ib_write_bw -d vrnic0 -R -n 200 -s 65536 %s" % ip, "#bytes")):
+             "ib_write_bw -d vrnic0 -R -n 200 -s 65536 %s" % ip, "#bytes"),
+            # b joins 239.255.0.1 and attaches its UD QP; a joins as a
+            # sender and sends 100 datagrams to the group's QPN 0xffffff.
+            # b exits only once it has all 100; a starts after b joined.
+            ("mckey (UD multicast)",
+             "mckey -m 239.255.0.1 -b %s -C 100" % ip,
+             "sh -c 'sleep 3; exec mckey -m 239.255.0.1 -b %s -s -C 100'"
+             % a.ip, "test complete")):
         pair(stage, "cm a->b: " + name, b, a, srv, cli, expect)
 
 

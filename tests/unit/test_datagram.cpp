@@ -404,3 +404,88 @@ TEST(Srq, QpTakesReceivesFromItsSrqAndTheLimitFiresOnce)
 	EXPECT_EQ(b.p.load<uint32_t>(kSrqDb + 4), 6u);
 	EXPECT_EQ(counters(b).srq_limit_events, 1u);
 }
+
+// ------------------------------------------------------------ multicast
+
+namespace {
+
+uint8_t mcast_cmd(Node &n, uint8_t opcode, const std::array<uint8_t, 16> &gid,
+		  uint32_t qpn)
+{
+	vrnic_admin_cmd c{};
+	c.opcode = opcode;
+	std::memcpy(c.mcast.gid, gid.data(), 16);
+	c.mcast.qpn = qpn;
+	return n.p.admin(c).status;
+}
+
+// ::ffff:239.1.2.3, sent to 01:00:5e:01:02:03 with the multicast QPN.
+constexpr std::array<uint8_t, 16> kGroup = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+					    0xff, 0xff, 239, 1, 2, 3};
+
+vrnic_ud_av group_av()
+{
+	vrnic_ud_av av{};
+	av.dest_qpn = VRNIC_MCAST_QPN;
+	av.qkey = kQkey;
+	std::memcpy(av.dgid, kGroup.data(), 16);
+	const uint8_t mac[6] = {0x01, 0x00, 0x5e, 0x01, 0x02, 0x03};
+	std::memcpy(av.dmac, mac, 6);
+	return av;
+}
+
+} // namespace
+
+TEST_F(Ud, MulticastReachesAttachedQpsOnlyUntilDetached)
+{
+	const auto av = group_av();
+	b.post_recv(1, {b.sge(0x1000, 40 + 512)});
+	b.post_recv(2, {b.sge(0x2000, 40 + 512)});
+
+	// Not attached yet: dropped.
+	a.post_send(send_wqe(1), {a.sge(0x8000, 100)}, {}, &av);
+	ASSERT_EQ(drain(a, b, wire, a, 1).size(), 1u);
+	wire.run(a, b, [] { return false; });
+	vrnic_cqe c;
+	EXPECT_FALSE(b.poll_cq(c));
+
+	ASSERT_EQ(mcast_cmd(b, VRNIC_ADMIN_ATTACH_MCAST, kGroup, b.qp),
+		  VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(mcast_cmd(b, VRNIC_ADMIN_ATTACH_MCAST, kGroup, b.qp),
+		  VRNIC_ADMIN_ST_OK);	// twice is once
+	a.post_send(send_wqe(2), {a.sge(0x8000, 300)}, {}, &av);
+	auto got = drain(a, b, wire, b, 1);
+	ASSERT_EQ(got.size(), 1u);
+	EXPECT_EQ(got[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(got[0].byte_len, 40u + 300);
+	EXPECT_EQ(got[0].src_qp, a.qp);
+	EXPECT_EQ(std::memcmp(b.data(0x1000 + 40), a.data(0x8000), 300), 0);
+	// The network header names the group as destination.
+	EXPECT_EQ(std::memcmp(b.data(0x1000 + 20 + 16), kGroup.data() + 12, 4), 0);
+
+	ASSERT_EQ(mcast_cmd(b, VRNIC_ADMIN_DETACH_MCAST, kGroup, b.qp),
+		  VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(mcast_cmd(b, VRNIC_ADMIN_DETACH_MCAST, kGroup, b.qp),
+		  VRNIC_ADMIN_ST_NOT_FOUND);
+	a.post_send(send_wqe(3), {a.sge(0x8000, 100)}, {}, &av);
+	ASSERT_EQ(drain(a, b, wire, a, 2).size(), 2u);
+	wire.run(a, b, [] { return false; });
+	EXPECT_FALSE(b.poll_cq(c));
+}
+
+TEST(Multicast, OnlyUdQpsAndMulticastGids)
+{
+	Node rc{3};
+	Node ud{4, false, Node::kCqLog, VRNIC_QPT_UD};
+	auto unicast = kGroup;
+	unicast[12] = 10;
+	EXPECT_EQ(mcast_cmd(rc, VRNIC_ADMIN_ATTACH_MCAST, kGroup, rc.qp),
+		  VRNIC_ADMIN_ST_BAD_PARAM);
+	EXPECT_EQ(mcast_cmd(ud, VRNIC_ADMIN_ATTACH_MCAST, unicast, ud.qp),
+		  VRNIC_ADMIN_ST_BAD_PARAM);
+	EXPECT_EQ(mcast_cmd(ud, VRNIC_ADMIN_ATTACH_MCAST, kGroup, ud.qp + 1),
+		  VRNIC_ADMIN_ST_BAD_PARAM);
+	std::array<uint8_t, 16> v6{0xff, 0x0e};
+	EXPECT_EQ(mcast_cmd(ud, VRNIC_ADMIN_ATTACH_MCAST, v6, ud.qp),
+		  VRNIC_ADMIN_ST_OK);
+}
