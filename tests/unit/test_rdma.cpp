@@ -44,6 +44,13 @@ struct Pair : ::testing::Test {
 		});
 		return got;
 	}
+	// Post one WQE on a; the status of its completion (0xff: none).
+	uint8_t status_of(const vrnic_send_wqe &w, const std::vector<vrnic_sge> &sges)
+	{
+		a.post_send(w, sges);
+		const auto sc = wait(a, 1);
+		return sc.size() == 1 ? sc[0].status : uint8_t(0xff);
+	}
 	bool same(Node &x, uint64_t xo, Node &y, uint64_t yo, size_t len)
 	{
 		return std::memcmp(x.data(xo), y.data(yo), len) == 0;
@@ -279,10 +286,7 @@ TEST_F(Pair, CorruptedPacketsAreDroppedByTheIcrc)
 	connect(3);
 	const uint32_t len = 256 << 10;
 	b.post_recv(1, {b.sge(0x100000, len)});
-	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, len)});
-	auto sc = wait(a, 1);
-	ASSERT_EQ(sc.size(), 1u);
-	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(status_of(wqe(VRNIC_WR_SEND, 1), {a.sge(0, len)}), VRNIC_WC_ST_SUCCESS);
 	EXPECT_TRUE(same(b, 0x100000, a, 0, len));
 	EXPECT_GT(wire.corrupted, 0u);
 }
@@ -380,10 +384,8 @@ TEST_F(Pair, ReadWithoutRemoteReadRightIsRemoteAccessError)
 	const uint32_t wo = b.create_mr(0x20000000, 0x800000, 8192,
 					VRNIC_ACCESS_LOCAL_WRITE |
 					VRNIC_ACCESS_REMOTE_WRITE);
-	a.post_send(wqe(VRNIC_WR_RDMA_READ, 1, 0x20000000, wo), {a.sge(0, 64)});
-	auto sc = wait(a, 1);
-	ASSERT_EQ(sc.size(), 1u);
-	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_REM_ACCESS_ERR);
+	EXPECT_EQ(status_of(wqe(VRNIC_WR_RDMA_READ, 1, 0x20000000, wo), {a.sge(0, 64)}),
+		  VRNIC_WC_ST_REM_ACCESS_ERR);
 }
 
 TEST_F(Pair, BadLkeyIsLocalProtectionErrorThenFlush)
@@ -397,10 +399,8 @@ TEST_F(Pair, BadLkeyIsLocalProtectionErrorThenFlush)
 	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_LOC_PROT_ERR);
 	EXPECT_EQ(sc[1].status, VRNIC_WC_ST_WR_FLUSH_ERR);
 	// The QP is in ERR: new work is flushed too.
-	a.post_send(wqe(VRNIC_WR_SEND, 3), {a.sge(0, 64)});
-	sc = wait(a, 1);
-	ASSERT_EQ(sc.size(), 1u);
-	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_WR_FLUSH_ERR);
+	EXPECT_EQ(status_of(wqe(VRNIC_WR_SEND, 3), {a.sge(0, 64)}),
+		  VRNIC_WC_ST_WR_FLUSH_ERR);
 }
 
 TEST_F(Pair, RecvTooSmallIsLocalLengthError)
@@ -617,10 +617,8 @@ TEST_F(Pair, FastRegisterWriteLocalInvalidateCycle)
 	EXPECT_EQ(rc[0].wr_id, 10u);
 
 	// Spanning all four pages, from the unaligned first byte.
-	a.post_send(wqe(VRNIC_WR_RDMA_WRITE, 2, iova, key), {a.sge(0, 3 * 4096 + 100)});
-	auto sc = wait(a, 1);
-	ASSERT_EQ(sc.size(), 1u);
-	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(status_of(wqe(VRNIC_WR_RDMA_WRITE, 2, iova, key), {a.sge(0, 3 * 4096 + 100)}),
+		  VRNIC_WC_ST_SUCCESS);
 	EXPECT_TRUE(same(b, 0x200123, a, 0, 3 * 4096 + 100));
 
 	vrnic_send_wqe inv = wqe(VRNIC_WR_LOCAL_INV, 11, 0, key);
@@ -630,10 +628,8 @@ TEST_F(Pair, FastRegisterWriteLocalInvalidateCycle)
 	EXPECT_EQ(rc[0].status, VRNIC_WC_ST_SUCCESS);
 	EXPECT_EQ(rc[0].opcode, VRNIC_WC_LOCAL_INV);
 	std::vector<uint8_t> before(b.data(0x200123), b.data(0x200123) + 4096);
-	a.post_send(wqe(VRNIC_WR_RDMA_WRITE, 4, iova, key), {a.sge(0x20000, 4096)});
-	sc = wait(a, 1);
-	ASSERT_EQ(sc.size(), 1u);
-	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_REM_ACCESS_ERR);
+	EXPECT_EQ(status_of(wqe(VRNIC_WR_RDMA_WRITE, 4, iova, key), {a.sge(0x20000, 4096)}),
+		  VRNIC_WC_ST_REM_ACCESS_ERR);
 	EXPECT_EQ(std::memcmp(before.data(), b.data(0x200123), 4096), 0);
 	EXPECT_EQ(cnt(b).fast_reg, 1u);
 	EXPECT_EQ(cnt(b).local_inv, 1u);
@@ -673,10 +669,8 @@ TEST_F(Pair, SendWithInvalidateReportsTheKeyAndRevokesIt)
 	// Invalid now, so it can be registered again with the next key.
 	post_reg_mr(b, 2, key + 1, 0x60000000, 0x300000, 8192, kRemoteRw);
 	ASSERT_EQ(wait(b, 1).at(0).status, VRNIC_WC_ST_SUCCESS);
-	a.post_send(wqe(VRNIC_WR_RDMA_WRITE, 3, 0x60000000, key), {a.sge(0, 64)});
-	sc = wait(a, 1);
-	ASSERT_EQ(sc.size(), 1u);
-	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_REM_ACCESS_ERR);
+	EXPECT_EQ(status_of(wqe(VRNIC_WR_RDMA_WRITE, 3, 0x60000000, key), {a.sge(0, 64)}),
+		  VRNIC_WC_ST_REM_ACCESS_ERR);
 }
 
 TEST_F(Pair, RegisteringAValidMrIsABindErrorThenFlush)
@@ -724,20 +718,16 @@ TEST_F(Pair, AnUnregisteredFastMrRefusesRemoteAccess)
 {
 	connect(3);
 	const uint32_t key = alloc_fast_mr(b, 16);
-	a.post_send(wqe(VRNIC_WR_RDMA_WRITE, 1, 0, key), {a.sge(0, 64)});
-	auto sc = wait(a, 1);
-	ASSERT_EQ(sc.size(), 1u);
-	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_REM_ACCESS_ERR);
+	EXPECT_EQ(status_of(wqe(VRNIC_WR_RDMA_WRITE, 1, 0, key), {a.sge(0, 64)}),
+		  VRNIC_WC_ST_REM_ACCESS_ERR);
 }
 
 TEST_F(Pair, SendWithInvalidateOfANormalMrIsAnInvalidRequest)
 {
 	connect(3);
 	b.post_recv(1, {b.sge(0x400000, 4096)});
-	a.post_send(wqe(VRNIC_WR_SEND_INV, 1, 0, b.mr), {a.sge(0, 100)});
-	auto sc = wait(a, 1);
-	ASSERT_EQ(sc.size(), 1u);
-	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_REM_INV_REQ_ERR);
+	EXPECT_EQ(status_of(wqe(VRNIC_WR_SEND_INV, 1, 0, b.mr), {a.sge(0, 100)}),
+		  VRNIC_WC_ST_REM_INV_REQ_ERR);
 	auto rc = wait(b, 1);
 	ASSERT_EQ(rc.size(), 1u);
 	EXPECT_EQ(rc[0].status, VRNIC_WC_ST_REM_INV_REQ_ERR);
