@@ -11,6 +11,40 @@ namespace {
 constexpr unsigned int kMinPageShift = 12;
 constexpr unsigned int kMaxPageShift = 30;
 
+// What every MR's range and rights must be: known rights, remote write or
+// atomic only with local write (as in the IB spec), a range that is not
+// empty and does not wrap.
+bool valid_region(uint64_t iova, uint64_t length, uint32_t access)
+{
+	if ((access & ~VRNIC_ACCESS_ALL) || length == 0 || iova + length < iova)
+		return false;
+	return !(access & (VRNIC_ACCESS_REMOTE_WRITE | VRNIC_ACCESS_REMOTE_ATOMIC)) ||
+	       (access & VRNIC_ACCESS_LOCAL_WRITE);
+}
+
+// Pages of 1 << shift bytes that a valid_region() spans; 0 if the page
+// size is not one the device takes.
+uint64_t pages_spanned(uint64_t iova, uint64_t length, unsigned int shift)
+{
+	if (shift < kMinPageShift || shift > kMaxPageShift)
+		return 0;
+	return ((iova + length - 1) >> shift) - (iova >> shift) + 1;
+}
+
+// A page list as read from guest memory: little-endian, each address
+// aligned to the page size and not wrapping.
+bool decode_pages(std::vector<uint64_t> &pages, unsigned int shift)
+{
+	const uint64_t psz = 1ull << shift;
+
+	for (auto &p : pages) {
+		p = le(p);
+		if (p & (psz - 1) || p + psz < p)
+			return false;
+	}
+	return true;
+}
+
 } // namespace
 
 void MrTable::reset()
@@ -51,11 +85,7 @@ uint8_t MrTable::create(const Platform &plat, const vrnic_admin_create_mr &c,
 		m.pages.reserve(npages);
 		return insert(std::move(m), key);
 	}
-	if ((access & ~VRNIC_ACCESS_ALL) || length == 0 || iova + length < iova)
-		return VRNIC_ADMIN_ST_BAD_PARAM;
-	// Remote write or atomic needs local write, as in the IB spec.
-	if ((access & (VRNIC_ACCESS_REMOTE_WRITE | VRNIC_ACCESS_REMOTE_ATOMIC)) &&
-	    !(access & VRNIC_ACCESS_LOCAL_WRITE))
+	if (!valid_region(iova, length, access))
 		return VRNIC_ADMIN_ST_BAD_PARAM;
 	m.iova = iova;
 	m.length = length;
@@ -67,11 +97,7 @@ uint8_t MrTable::create(const Platform &plat, const vrnic_admin_create_mr &c,
 			return VRNIC_ADMIN_ST_BAD_PARAM;
 		m.phys = true;
 	} else {
-		if (shift < kMinPageShift || shift > kMaxPageShift)
-			return VRNIC_ADMIN_ST_BAD_PARAM;
-		const uint64_t psz = 1ull << shift;
-		const uint64_t first = iova & ~(psz - 1);
-		const uint64_t need = (iova + length - first + psz - 1) >> shift;
+		const uint64_t need = pages_spanned(iova, length, shift);
 		if (npages == 0 || npages != need || npages > VRNIC_MAX_MR_PAGES)
 			return VRNIC_ADMIN_ST_BAD_PARAM;
 		m.page_shift = shift;
@@ -111,11 +137,8 @@ uint8_t MrTable::create(const Platform &plat, const vrnic_admin_create_mr &c,
 		default:
 			return VRNIC_ADMIN_ST_BAD_PARAM;
 		}
-		for (auto &p : m.pages) {
-			p = le(p);
-			if (p & (psz - 1) || p + psz < p)
-				return VRNIC_ADMIN_ST_BAD_PARAM;
-		}
+		if (!decode_pages(m.pages, shift))
+			return VRNIC_ADMIN_ST_BAD_PARAM;
 	}
 	return insert(std::move(m), key);
 }
@@ -166,27 +189,17 @@ bool MrTable::fast_register(const Platform &plat, const vrnic_reg_mr_wqe &w,
 	// 8 bits of its key may change (IBA 10.7.2.2; rxe does the same).
 	if (!m.valid || !m.fast || m.live || m.pdn != pdn)
 		return false;
-	if ((access & ~VRNIC_ACCESS_ALL) || length == 0 || iova + length < iova ||
-	    shift < kMinPageShift || shift > kMaxPageShift)
+	if (!valid_region(iova, length, access))
 		return false;
-	if ((access & (VRNIC_ACCESS_REMOTE_WRITE | VRNIC_ACCESS_REMOTE_ATOMIC)) &&
-	    !(access & VRNIC_ACCESS_LOCAL_WRITE))
-		return false;
-	const uint64_t psz = 1ull << shift;
-	const uint64_t first = iova & ~(psz - 1);
-	const uint64_t need = (iova + length - first + psz - 1) >> shift;
-	if (need > npages || npages > m.capacity)
+	const uint64_t need = pages_spanned(iova, length, shift);
+	if (need == 0 || need > npages || npages > m.capacity)
 		return false;
 	// Within the capacity reserved at creation: no allocation here.
 	m.pages.resize(need);
 	if (!plat.dma_read(le(w.pbl), m.pages.data(),
-			   size_t(need) * sizeof(uint64_t)))
+			   size_t(need) * sizeof(uint64_t)) ||
+	    !decode_pages(m.pages, shift))
 		return false;
-	for (auto &p : m.pages) {
-		p = le(p);
-		if (p & (psz - 1) || p + psz < p)
-			return false;
-	}
 	m.iova = iova;
 	m.length = length;
 	m.access = access;

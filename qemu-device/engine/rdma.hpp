@@ -117,8 +117,10 @@ struct SendWqe {
 	uint64_t compare_add = 0;
 	uint64_t swap = 0;
 	uint32_t length = 0;		// total message length
-	vrnic_ud_av av{};		// UD and GSI: the destination
-	vrnic_reg_mr_wqe reg{};		// REG_MR: the WQE as copied
+	union {
+		vrnic_ud_av av{};	// UD and GSI: the destination
+		vrnic_reg_mr_wqe reg;	// REG_MR (RC and UC): the WQE as copied
+	};
 	std::vector<vrnic_sge> sges;	// validated local SGEs
 	std::vector<uint8_t> inline_data;
 	// transport

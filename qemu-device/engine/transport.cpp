@@ -937,6 +937,7 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 	const bool is_write = op >= WRITE_FIRST && op <= WRITE_ONLY_IMM;
 	const bool imm = op == SEND_LAST_IMM || op == SEND_ONLY_IMM ||
 			 op == WRITE_LAST_IMM || op == WRITE_ONLY_IMM;
+	const bool inv = op == SEND_LAST_INV || op == SEND_ONLY_INV;
 
 	if (is_send || is_write) {
 		// Opcode sequence: a FIRST/ONLY starts a message only when idle,
@@ -948,10 +949,6 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 		}
 		if ((!last && plen != qp.mtu) || (last && plen > qp.mtu)) {
 			resp_fail(qp, kAethNakInvReq);
-			return;
-		}
-		if ((op == SEND_LAST_INV || op == SEND_ONLY_INV) && uc) {
-			resp_fail(qp, kAethNakInvReq);	// an RC-only opcode
 			return;
 		}
 		// Receive WQE for SEND and for WRITE with immediate.
@@ -1000,7 +997,7 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 			// SEND with invalidate: the key goes before the
 			// completion (and the ACK) does; a key that names no
 			// fast-register MR of this PD is an invalid request.
-			if (op == SEND_LAST_INV || op == SEND_ONLY_INV) {
+			if (inv) {
 				if (!mrs_.invalidate(h.ieth, qp.pdn)) {
 					complete_recv(qp, VRNIC_WC_ST_REM_INV_REQ_ERR,
 						      VRNIC_WC_RECV, qp.recv_off);
@@ -1045,7 +1042,6 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 			plat_.schedule();
 		}
 		if (last) {
-			const bool inv = op == SEND_LAST_INV || op == SEND_ONLY_INV;
 			if (is_send)
 				complete_recv(qp, VRNIC_WC_ST_SUCCESS, VRNIC_WC_RECV,
 					      qp.recv_off,

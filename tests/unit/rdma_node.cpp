@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "rdma_node.hpp"
 
+#include "engine_internal.hpp"
+
 #include <stdexcept>
 #include <string>
 
@@ -190,11 +192,9 @@ void Node::post_send(const vrnic_send_wqe &w, const std::vector<vrnic_sge> &sges
 		     const std::vector<uint8_t> &inline_data,
 		     const vrnic_ud_av *ud)
 {
-	const uint64_t a = ring_addr(kSq, uint64_t(sq_pi & ((1u << kSqLog) - 1)) << kSqShift,
-				     1ull << (kSqLog + kSqShift));
+	const uint64_t a = next_sq_slot();
 	vrnic_send_wqe h = w;
 	uint64_t d = a + sizeof(h);
-	std::memset(p.ptr(a), 0, 1u << kSqShift);
 	if (ud) {
 		vrnic_ud_av v = *ud;
 		const auto g = gid();
@@ -212,9 +212,7 @@ void Node::post_send(const vrnic_send_wqe &w, const std::vector<vrnic_sge> &sges
 			p.store(d + i * sizeof(vrnic_sge), sges[i]);
 	}
 	p.store(a, h);
-	sq_pi++;
-	p.store<uint32_t>(kQpDb, sq_pi);
-	p.db(0, VRNIC_DB_SQ, qp);
+	ring_sq();
 }
 
 void Node::post_recv(uint64_t wr_id, const std::vector<vrnic_sge> &sges)
@@ -322,13 +320,42 @@ bool Wire::run(Node &a, Node &b, const std::function<bool()> &pred,
 	return pred();
 }
 
-void Node::post_raw(const void *wqe)
+uint64_t Node::next_sq_slot()
 {
 	const uint64_t a = ring_addr(kSq, uint64_t(sq_pi & ((1u << kSqLog) - 1)) << kSqShift,
 				     1ull << (kSqLog + kSqShift));
 	std::memset(p.ptr(a), 0, 1u << kSqShift);
-	std::memcpy(p.ptr(a), wqe, sizeof(vrnic_send_wqe));
+	return a;
+}
+
+// Publish the WQE at sq_pi: producer index, then the doorbell.
+void Node::ring_sq()
+{
 	sq_pi++;
 	p.store<uint32_t>(kQpDb, sq_pi);
 	p.db(0, VRNIC_DB_SQ, qp);
+}
+
+void Node::post_raw(const void *wqe)
+{
+	std::memcpy(p.ptr(next_sq_slot()), wqe, sizeof(vrnic_send_wqe));
+	ring_sq();
+}
+
+const vrnic::RdmaCounters &Node::counters() const
+{
+	return p.eng->dev.rdma().counters();
+}
+
+std::vector<vrnic_cqe> Wire::completions(Node &a, Node &b, Node &n,
+					 size_t count)
+{
+	std::vector<vrnic_cqe> got;
+	run(a, b, [&] {
+		vrnic_cqe c;
+		while (got.size() < count && n.poll_cq(c))
+			got.push_back(c);
+		return got.size() >= count;
+	});
+	return got;
 }

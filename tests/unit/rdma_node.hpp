@@ -11,6 +11,10 @@
 
 #include "fake_platform.hpp"
 
+namespace vrnic {
+struct RdmaCounters;
+}
+
 struct Node {
 	static constexpr uint64_t B = FakePlatform::kMemBase;
 	static constexpr uint64_t kEq = B + 0x10000;
@@ -53,6 +57,9 @@ struct Node {
 		       const vrnic_ud_av *av = nullptr);
 	// A 64-byte WQE exactly as given (REG_MR, LOCAL_INV).
 	void post_raw(const void *wqe);
+	// Address of the next SQ slot, cleared; ring_sq() publishes it.
+	uint64_t next_sq_slot();
+	void ring_sq();
 	void post_recv(uint64_t wr_id, const std::vector<vrnic_sge> &sges);
 	bool poll_cq(vrnic_cqe &out);
 	vrnic_sge sge(uint64_t off, uint32_t len, uint32_t key = 0) const
@@ -60,6 +67,7 @@ struct Node {
 		return {kIova + off, len, key ? key : mr};
 	}
 	uint8_t *data(uint64_t off) { return p.ptr(kData + off); }
+	[[nodiscard]] const vrnic::RdmaCounters &counters() const;
 
 	FakePlatform p;
 	uint8_t id;
@@ -81,4 +89,8 @@ struct Wire {
 	bool run(Node &a, Node &b, const std::function<bool()> &pred,
 		 unsigned max_rounds = 200000);
 	void deliver(Node &from, Node &to);
+	// Run until n has `count` completions (or the wire is idle); they
+	// come back in CQ order.
+	std::vector<vrnic_cqe> completions(Node &a, Node &b, Node &n,
+					   size_t count);
 };

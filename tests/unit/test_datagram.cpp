@@ -18,23 +18,6 @@ vrnic_send_wqe send_wqe(uint64_t wr_id, uint8_t op = VRNIC_WR_SEND)
 	return w;
 }
 
-std::vector<vrnic_cqe> drain(Node &a, Node &b, Wire &wire, Node &n,
-			     size_t count)
-{
-	std::vector<vrnic_cqe> got;
-	wire.run(a, b, [&] {
-		vrnic_cqe c;
-		while (got.size() < count && n.poll_cq(c))
-			got.push_back(c);
-		return got.size() >= count;
-	});
-	return got;
-}
-
-const vrnic::RdmaCounters &counters(Node &n)
-{
-	return n.p.eng->dev.rdma().counters();
-}
 
 struct Ud : ::testing::Test {
 	Node a{1, false, Node::kCqLog, VRNIC_QPT_UD};
@@ -60,11 +43,11 @@ TEST_F(Ud, DeliversWithTheNetworkHeaderFirst)
 	w.imm_data = 0xdeadbeef;
 	a.post_send(w, {}, {'h', 'e', 'l', 'l', 'o'}, &av);
 
-	const auto sent = drain(a, b, wire, a, 2);
+	const auto sent = wire.completions(a, b, a, 2);
 	ASSERT_EQ(sent.size(), 2u);
 	EXPECT_EQ(sent[0].status, VRNIC_WC_ST_SUCCESS);
 	EXPECT_EQ(sent[1].wr_id, 8u);
-	const auto got = drain(a, b, wire, b, 2);
+	const auto got = wire.completions(a, b, b, 2);
 	ASSERT_EQ(got.size(), 2u);
 	EXPECT_EQ(got[0].status, VRNIC_WC_ST_SUCCESS);
 	EXPECT_EQ(got[0].byte_len, 40u + 1024);
@@ -92,18 +75,18 @@ TEST_F(Ud, WrongQkeyIsDroppedAndControlledQkeyMeansTheQps)
 	b.post_recv(1, {b.sge(0x1000, 200)});
 	auto bad = b.av(kQkey + 1);
 	a.post_send(send_wqe(1), {a.sge(0, 10)}, {}, &bad);
-	ASSERT_EQ(drain(a, b, wire, a, 1).size(), 1u);	// sent, and lost
-	EXPECT_EQ(counters(b).qkey_violations, 1u);
+	ASSERT_EQ(wire.completions(a, b, a, 1).size(), 1u);	// sent, and lost
+	EXPECT_EQ(b.counters().qkey_violations, 1u);
 	vrnic_cqe c;
 	EXPECT_FALSE(b.poll_cq(c));
 
 	// A controlled Q_Key in the WQE: the sender's QP Q_Key is used.
 	auto ctl = b.av(VRNIC_QKEY_PRIVILEGED | 0x1234);
 	a.post_send(send_wqe(2), {a.sge(0, 10)}, {}, &ctl);
-	const auto got = drain(a, b, wire, b, 1);
+	const auto got = wire.completions(a, b, b, 1);
 	ASSERT_EQ(got.size(), 1u);
 	EXPECT_EQ(got[0].status, VRNIC_WC_ST_SUCCESS);
-	EXPECT_EQ(counters(b).qkey_violations, 1u);
+	EXPECT_EQ(b.counters().qkey_violations, 1u);
 }
 
 TEST_F(Ud, MessageLargerThanTheMtuFailsLocally)
@@ -112,11 +95,11 @@ TEST_F(Ud, MessageLargerThanTheMtuFailsLocally)
 	// Port MTU 1500: the UD MTU is 1024.
 	a.post_send(send_wqe(1), {a.sge(0, 1025)}, {}, &av);
 	a.post_send(send_wqe(2), {a.sge(0, 10)}, {}, &av);
-	const auto got = drain(a, b, wire, a, 2);
+	const auto got = wire.completions(a, b, a, 2);
 	ASSERT_EQ(got.size(), 2u);
 	EXPECT_EQ(got[0].status, VRNIC_WC_ST_LOC_LEN_ERR);
 	EXPECT_EQ(got[1].status, VRNIC_WC_ST_WR_FLUSH_ERR);
-	EXPECT_EQ(counters(a).sent_pkts, 0u);
+	EXPECT_EQ(a.counters().sent_pkts, 0u);
 }
 
 TEST_F(Ud, ShortReceiveBufferCompletesInErrorAndTheQpGoesOn)
@@ -126,7 +109,7 @@ TEST_F(Ud, ShortReceiveBufferCompletesInErrorAndTheQpGoesOn)
 	b.post_recv(2, {b.sge(0x2000, 40 + 100)});
 	a.post_send(send_wqe(1), {a.sge(0, 100)}, {}, &av);
 	a.post_send(send_wqe(2), {a.sge(0, 100)}, {}, &av);
-	const auto got = drain(a, b, wire, b, 2);
+	const auto got = wire.completions(a, b, b, 2);
 	ASSERT_EQ(got.size(), 2u);
 	EXPECT_EQ(got[0].status, VRNIC_WC_ST_LOC_LEN_ERR);
 	EXPECT_EQ(got[1].status, VRNIC_WC_ST_SUCCESS);
@@ -138,11 +121,11 @@ TEST_F(Ud, NoReceiveWqeDropsWithoutStallingTheSender)
 	const auto av = b.av(kQkey);
 	for (int i = 0; i < 4; i++)
 		a.post_send(send_wqe(uint64_t(i)), {a.sge(0, 64)}, {}, &av);
-	const auto sent = drain(a, b, wire, a, 4);
+	const auto sent = wire.completions(a, b, a, 4);
 	ASSERT_EQ(sent.size(), 4u);
 	for (const auto &c : sent)
 		EXPECT_EQ(c.status, VRNIC_WC_ST_SUCCESS);
-	EXPECT_EQ(counters(b).ud_no_recv, 4u);
+	EXPECT_EQ(b.counters().ud_no_recv, 4u);
 }
 
 TEST_F(Ud, RcOpcodesAreNotForUdQps)
@@ -150,7 +133,7 @@ TEST_F(Ud, RcOpcodesAreNotForUdQps)
 	const auto av = b.av(kQkey);
 	auto w = send_wqe(1, VRNIC_WR_RDMA_WRITE);
 	a.post_send(w, {a.sge(0, 8)}, {}, &av);
-	const auto got = drain(a, b, wire, a, 1);
+	const auto got = wire.completions(a, b, a, 1);
 	ASSERT_EQ(got.size(), 1u);
 	EXPECT_EQ(got[0].status, VRNIC_WC_ST_LOC_QP_OP_ERR);
 }
@@ -169,11 +152,11 @@ TEST(Gsi, IsQp1AndTakesTheGsiQkeyOnly)
 	a.post_send(send_wqe(1), {a.sge(0, 256)}, {}, &av);
 	av = g.av(VRNIC_GSI_QKEY);
 	a.post_send(send_wqe(2), {a.sge(0, 256)}, {}, &av);
-	const auto got = drain(a, g, wire, g, 1);
+	const auto got = wire.completions(a, g, g, 1);
 	ASSERT_EQ(got.size(), 1u);
 	EXPECT_EQ(got[0].byte_len, 296u);
 	EXPECT_EQ(got[0].src_qp, uint32_t(VRNIC_GSI_QPN));
-	EXPECT_EQ(counters(g).qkey_violations, 1u);
+	EXPECT_EQ(g.counters().qkey_violations, 1u);
 
 	// A second GSI QP does not exist.
 	vrnic_admin_cmd c{};
@@ -269,22 +252,22 @@ TEST_F(Uc, SendAndWriteWithoutAcknowledgements)
 	w.imm_data = 77;
 	b.post_recv(2, {});
 	a.post_send(w, {a.sge(0x3000, 3000)});
-	const auto sent = drain(a, b, wire, a, 2);
+	const auto sent = wire.completions(a, b, a, 2);
 	ASSERT_EQ(sent.size(), 2u);
 	EXPECT_EQ(sent[1].status, VRNIC_WC_ST_SUCCESS);
-	const auto got = drain(a, b, wire, b, 2);
+	const auto got = wire.completions(a, b, b, 2);
 	ASSERT_EQ(got.size(), 2u);
 	EXPECT_EQ(got[0].byte_len, 1000u);
 	EXPECT_EQ(got[1].opcode, VRNIC_WC_RECV_RDMA_WITH_IMM);
 	EXPECT_EQ(std::memcmp(b.data(0x10000), a.data(0), 1000), 0);
 	EXPECT_EQ(std::memcmp(b.data(0x20000), a.data(0x3000), 3000), 0);
 	// Nothing came back: no ACKs on UC.
-	EXPECT_EQ(counters(a).rcvd_pkts, 0u);
+	EXPECT_EQ(a.counters().rcvd_pkts, 0u);
 
 	// READ is not a UC operation.
 	auto r = send_wqe(3, VRNIC_WR_RDMA_READ);
 	a.post_send(r, {a.sge(0, 8)});
-	const auto err = drain(a, b, wire, a, 1);
+	const auto err = wire.completions(a, b, a, 1);
 	ASSERT_EQ(err.size(), 1u);
 	EXPECT_EQ(err[0].status, VRNIC_WC_ST_LOC_QP_OP_ERR);
 }
@@ -299,7 +282,7 @@ TEST_F(Uc, LossDropsWholeMessagesAndNeverCorruptsOne)
 		b.post_recv(uint64_t(i), {b.sge(0x10000 + uint64_t(i) * 4096, kLen)});
 	for (int i = 0; i < kMsgs; i++) {
 		a.post_send(send_wqe(uint64_t(i)), {a.sge(uint64_t(i) * 64, kLen)});
-		ASSERT_EQ(drain(a, b, wire, a, 1).size(), 1u) << i;
+		ASSERT_EQ(wire.completions(a, b, a, 1).size(), 1u) << i;
 	}
 	std::vector<vrnic_cqe> got;
 	vrnic_cqe c;
@@ -308,7 +291,7 @@ TEST_F(Uc, LossDropsWholeMessagesAndNeverCorruptsOne)
 		got.push_back(c);
 	EXPECT_GT(got.size(), size_t(kMsgs) / 2);
 	EXPECT_LT(got.size(), size_t(kMsgs));
-	EXPECT_GT(counters(b).uc_dropped + counters(b).out_of_seq_request, 0u);
+	EXPECT_GT(b.counters().uc_dropped + b.counters().out_of_seq_request, 0u);
 	// Receive WQEs are consumed in order, each holding one whole message
 	// (the one sent as message k, for some k at or after it).
 	for (size_t i = 0; i < got.size(); i++) {
@@ -402,7 +385,7 @@ TEST(Srq, QpTakesReceivesFromItsSrqAndTheLimitFiresOnce)
 	}
 	// The device's consumer index, and one limit event (at 3 left).
 	EXPECT_EQ(b.p.load<uint32_t>(kSrqDb + 4), 6u);
-	EXPECT_EQ(counters(b).srq_limit_events, 1u);
+	EXPECT_EQ(b.counters().srq_limit_events, 1u);
 }
 
 // ------------------------------------------------------------ multicast
@@ -444,7 +427,7 @@ TEST_F(Ud, MulticastReachesAttachedQpsOnlyUntilDetached)
 
 	// Not attached yet: dropped.
 	a.post_send(send_wqe(1), {a.sge(0x8000, 100)}, {}, &av);
-	ASSERT_EQ(drain(a, b, wire, a, 1).size(), 1u);
+	ASSERT_EQ(wire.completions(a, b, a, 1).size(), 1u);
 	wire.run(a, b, [] { return false; });
 	vrnic_cqe c;
 	EXPECT_FALSE(b.poll_cq(c));
@@ -454,7 +437,7 @@ TEST_F(Ud, MulticastReachesAttachedQpsOnlyUntilDetached)
 	EXPECT_EQ(mcast_cmd(b, VRNIC_ADMIN_ATTACH_MCAST, kGroup, b.qp),
 		  VRNIC_ADMIN_ST_OK);	// twice is once
 	a.post_send(send_wqe(2), {a.sge(0x8000, 300)}, {}, &av);
-	auto got = drain(a, b, wire, b, 1);
+	auto got = wire.completions(a, b, b, 1);
 	ASSERT_EQ(got.size(), 1u);
 	EXPECT_EQ(got[0].status, VRNIC_WC_ST_SUCCESS);
 	EXPECT_EQ(got[0].byte_len, 40u + 300);
@@ -468,7 +451,7 @@ TEST_F(Ud, MulticastReachesAttachedQpsOnlyUntilDetached)
 	EXPECT_EQ(mcast_cmd(b, VRNIC_ADMIN_DETACH_MCAST, kGroup, b.qp),
 		  VRNIC_ADMIN_ST_NOT_FOUND);
 	a.post_send(send_wqe(3), {a.sge(0x8000, 100)}, {}, &av);
-	ASSERT_EQ(drain(a, b, wire, a, 2).size(), 2u);
+	ASSERT_EQ(wire.completions(a, b, a, 2).size(), 2u);
 	wire.run(a, b, [] { return false; });
 	EXPECT_FALSE(b.poll_cq(c));
 }

@@ -35,14 +35,7 @@ struct Pair : ::testing::Test {
 	// Wait for n completions on node; returns them in order.
 	std::vector<vrnic_cqe> wait(Node &n, size_t count)
 	{
-		std::vector<vrnic_cqe> got;
-		wire.run(a, b, [&] {
-			vrnic_cqe c;
-			while (got.size() < count && n.poll_cq(c))
-				got.push_back(c);
-			return got.size() >= count;
-		});
-		return got;
+		return wire.completions(a, b, n, count);
 	}
 	// Post one WQE on a; the status of its completion (0xff: none).
 	uint8_t status_of(const vrnic_send_wqe &w, const std::vector<vrnic_sge> &sges)
@@ -310,7 +303,7 @@ TEST_F(Pair, MessagesLongerThanTheAckTimeoutComplete)
 	EXPECT_TRUE(same(b, 0x400000, a, 0, len));
 	EXPECT_TRUE(same(a, 0xc00000, b, 0x800000, len));
 	EXPECT_GT(a.p.now, 5 * (4096ull << 14));
-	EXPECT_EQ(a.p.eng->dev.rdma().counters().retry_timeouts, 0u);
+	EXPECT_EQ(a.counters().retry_timeouts, 0u);
 }
 
 // ------------------------------------------------------ error statuses
@@ -536,7 +529,7 @@ TEST(CompletionQueues, OverflowIsAnAsyncErrorNotACorruption)
 	for (unsigned i = 0; i < 4; i++)
 		EXPECT_EQ(got[i].wr_id, i);
 	// The fifth found the CQ full: CQ_ERROR on the async EQ, counted.
-	EXPECT_EQ(b.p.eng->dev.rdma().counters().cq_overflows, 1u);
+	EXPECT_EQ(b.counters().cq_overflows, 1u);
 	bool seen = false;
 	for (unsigned i = 0; i < 16; i++) {
 		const auto eqe = b.p.load<vrnic_eqe>(FakePlatform::kAeq + i * 16);
@@ -596,10 +589,6 @@ constexpr uint32_t kRemoteRw = VRNIC_ACCESS_LOCAL_WRITE |
 			       VRNIC_ACCESS_REMOTE_WRITE |
 			       VRNIC_ACCESS_REMOTE_READ;
 
-const vrnic::RdmaCounters &cnt(Node &n)
-{
-	return n.p.eng->dev.rdma().counters();
-}
 
 } // namespace
 
@@ -631,8 +620,8 @@ TEST_F(Pair, FastRegisterWriteLocalInvalidateCycle)
 	EXPECT_EQ(status_of(wqe(VRNIC_WR_RDMA_WRITE, 4, iova, key), {a.sge(0x20000, 4096)}),
 		  VRNIC_WC_ST_REM_ACCESS_ERR);
 	EXPECT_EQ(std::memcmp(before.data(), b.data(0x200123), 4096), 0);
-	EXPECT_EQ(cnt(b).fast_reg, 1u);
-	EXPECT_EQ(cnt(b).local_inv, 1u);
+	EXPECT_EQ(b.counters().fast_reg, 1u);
+	EXPECT_EQ(b.counters().local_inv, 1u);
 }
 
 TEST_F(Pair, SendWithInvalidateReportsTheKeyAndRevokesIt)
@@ -664,7 +653,7 @@ TEST_F(Pair, SendWithInvalidateReportsTheKeyAndRevokesIt)
 	EXPECT_EQ(rc[0].imm_data, key);
 	EXPECT_EQ(rc[0].byte_len, 2500u);
 	EXPECT_TRUE(same(b, 0x400000, a, 0, 2500));
-	EXPECT_EQ(cnt(b).remote_inv, 1u);
+	EXPECT_EQ(b.counters().remote_inv, 1u);
 
 	// Invalid now, so it can be registered again with the next key.
 	post_reg_mr(b, 2, key + 1, 0x60000000, 0x300000, 8192, kRemoteRw);
@@ -701,7 +690,7 @@ TEST_F(Pair, RegMrBeyondItsCapacityOrOnANormalMrIsRefused)
 	auto sc = wait(a, 1);
 	ASSERT_EQ(sc.size(), 1u);
 	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_MW_BIND_ERR);
-	EXPECT_EQ(cnt(a).fast_reg + cnt(b).fast_reg, 0u);
+	EXPECT_EQ(a.counters().fast_reg + b.counters().fast_reg, 0u);
 	// Admin: a fast-register MR takes nothing but its capacity.
 	vrnic_admin_cmd c{};
 	c.opcode = VRNIC_ADMIN_CREATE_MR;
@@ -731,7 +720,7 @@ TEST_F(Pair, SendWithInvalidateOfANormalMrIsAnInvalidRequest)
 	auto rc = wait(b, 1);
 	ASSERT_EQ(rc.size(), 1u);
 	EXPECT_EQ(rc[0].status, VRNIC_WC_ST_REM_INV_REQ_ERR);
-	EXPECT_EQ(cnt(b).remote_inv, 0u);
+	EXPECT_EQ(b.counters().remote_inv, 0u);
 	// b's own MR still works for b.
 	b.post_send(wqe(VRNIC_WR_SEND, 2), {b.sge(0, 64)});
 	EXPECT_EQ(wait(b, 1).size(), 1u);	// flushed: b is in ERR
