@@ -34,7 +34,7 @@
 #define VRNIC_PCI_CLASS			0x0200	/* Ethernet controller */
 
 #define VRNIC_SPEC_VERSION_MAJOR	0
-#define VRNIC_SPEC_VERSION_MINOR	4
+#define VRNIC_SPEC_VERSION_MINOR	5
 #define VRNIC_SPEC_VERSION \
 	((VRNIC_SPEC_VERSION_MAJOR << 16) | VRNIC_SPEC_VERSION_MINOR)
 
@@ -269,7 +269,14 @@ struct vrnic_admin_create_eth_ring {
 #define VRNIC_ACCESS_REMOTE_WRITE	(1u << 1)
 #define VRNIC_ACCESS_REMOTE_READ	(1u << 2)
 #define VRNIC_ACCESS_REMOTE_ATOMIC	(1u << 3)
-#define VRNIC_ACCESS_ALL		0xfu
+#define VRNIC_ACCESS_FLUSH_GLOBAL	(1u << 4)	/* FLUSH, global visibility */
+#define VRNIC_ACCESS_ALL		0x1fu		/* what an MR can grant */
+/*
+ * QP only: FLUSH to persistence may be asked for.  No MR can grant it (the
+ * device has no persistent memory domain), so such a FLUSH is NAKed with
+ * a remote access error, as on any RNIC without persistent memory.
+ */
+#define VRNIC_ACCESS_FLUSH_PERSISTENT	(1u << 5)
 
 enum vrnic_pbl_mode {
 	VRNIC_PBL_INLINE	= 0,	/* npages <= 3: pbl, inline_pages[0..1] */
@@ -498,7 +505,25 @@ enum vrnic_wr_opcode {
 	VRNIC_WR_SEND_INV		= 0x07,	/* rkey: the key to invalidate */
 	VRNIC_WR_LOCAL_INV		= 0x08,	/* rkey: the key to invalidate */
 	VRNIC_WR_REG_MR			= 0x09,	/* struct vrnic_reg_mr_wqe */
+	VRNIC_WR_ATOMIC_WRITE		= 0x0a,	/* compare_add: the 8 bytes */
+	VRNIC_WR_FLUSH			= 0x0b,	/* compare_add: length; swap: FETH */
 };
+
+/*
+ * ATOMIC_WRITE (RC) writes the 8 bytes held in compare_add, in memory
+ * order, to an 8-byte aligned remote_addr as one unit; no SGEs.  FLUSH
+ * (RC) makes earlier writes to [remote_addr, + compare_add) of the rkey's
+ * MR, or to the whole MR, visible at a placement type; no SGEs.  The low
+ * byte of swap is the FLUSH extended transport header's: type in bits
+ * 0-3, level in bits 4-5.  Both are answered like a zero-length READ and
+ * count against max_rd_atomic.
+ */
+#define VRNIC_FLUSH_GLOBAL		(1u << 0)	/* placement types */
+#define VRNIC_FLUSH_PERSISTENT		(1u << 1)
+#define VRNIC_FLUSH_TYPE_MASK		0x0fu
+#define VRNIC_FLUSH_RANGE		0u		/* levels */
+#define VRNIC_FLUSH_MR			1u
+#define VRNIC_FLUSH_LEVEL_SHIFT		4
 
 #define VRNIC_WQE_SIGNALED		(1u << 0)
 #define VRNIC_WQE_SOLICITED		(1u << 1)
@@ -596,6 +621,8 @@ enum vrnic_wc_opcode {
 	VRNIC_WC_FETCH_ADD		= 0x04,
 	VRNIC_WC_LOCAL_INV		= 0x05,
 	VRNIC_WC_REG_MR			= 0x06,
+	VRNIC_WC_ATOMIC_WRITE		= 0x07,
+	VRNIC_WC_FLUSH			= 0x08,
 	VRNIC_WC_RECV			= 0x80,
 	VRNIC_WC_RECV_RDMA_WITH_IMM	= 0x81,
 };

@@ -298,6 +298,7 @@ int vrnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 int vrnic_umem_page_list(struct vrnic_dev *vdev, struct ib_umem *umem,
 			 __le64 **list, dma_addr_t *list_dma, size_t *list_size);
 u32 vrnic_ib_access(int ib_access);
+int vrnic_to_ib_access(u32 access);
 
 /* vrnic_cq.c */
 int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,

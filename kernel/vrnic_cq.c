@@ -195,6 +195,8 @@ static const enum ib_wc_opcode vrnic_wc_opcode[] = {
 	[VRNIC_WC_FETCH_ADD] = IB_WC_FETCH_ADD,
 	[VRNIC_WC_LOCAL_INV] = IB_WC_LOCAL_INV,
 	[VRNIC_WC_REG_MR] = IB_WC_REG_MR,
+	[VRNIC_WC_ATOMIC_WRITE] = IB_WC_ATOMIC_WRITE,
+	[VRNIC_WC_FLUSH] = IB_WC_FLUSH,
 };
 
 int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)

@@ -20,7 +20,34 @@ u32 vrnic_ib_access(int ib_access)
 		a |= VRNIC_ACCESS_REMOTE_READ;
 	if (ib_access & IB_ACCESS_REMOTE_ATOMIC)
 		a |= VRNIC_ACCESS_REMOTE_ATOMIC;
+	if (ib_access & IB_ACCESS_FLUSH_GLOBAL)
+		a |= VRNIC_ACCESS_FLUSH_GLOBAL;
+	/* QPs only: ib_core refuses it for MRs (no IB_DEVICE_FLUSH_PERSISTENT) */
+	if (ib_access & IB_ACCESS_FLUSH_PERSISTENT)
+		a |= VRNIC_ACCESS_FLUSH_PERSISTENT;
 	return a;
+}
+
+int vrnic_to_ib_access(u32 access)
+{
+	static const struct {
+		u32 vrnic;
+		int ib;
+	} map[] = {
+		{ VRNIC_ACCESS_LOCAL_WRITE, IB_ACCESS_LOCAL_WRITE },
+		{ VRNIC_ACCESS_REMOTE_WRITE, IB_ACCESS_REMOTE_WRITE },
+		{ VRNIC_ACCESS_REMOTE_READ, IB_ACCESS_REMOTE_READ },
+		{ VRNIC_ACCESS_REMOTE_ATOMIC, IB_ACCESS_REMOTE_ATOMIC },
+		{ VRNIC_ACCESS_FLUSH_GLOBAL, IB_ACCESS_FLUSH_GLOBAL },
+		{ VRNIC_ACCESS_FLUSH_PERSISTENT, IB_ACCESS_FLUSH_PERSISTENT },
+	};
+	int ib = 0;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(map); i++)
+		if (access & map[i].vrnic)
+			ib |= map[i].ib;
+	return ib;
 }
 
 static int vrnic_create_mr_cmd(struct vrnic_dev *vdev,
@@ -102,7 +129,8 @@ struct ib_mr *vrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	/* Optional flags (relaxed ordering) may be ignored, the rest not. */
 	access &= ~IB_ACCESS_OPTIONAL;
 	if (access & ~(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
-		       IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC))
+		       IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC |
+		       IB_ACCESS_FLUSH_GLOBAL))
 		return ERR_PTR(-EOPNOTSUPP);
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)

@@ -462,13 +462,7 @@ int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->cur_qp_state = a->state;
 	attr->path_mtu = a->path_mtu ? a->path_mtu : IB_MTU_1024;
 	attr->path_mig_state = IB_MIG_MIGRATED;
-	attr->qp_access_flags =
-		(le32_to_cpu(a->access) & VRNIC_ACCESS_REMOTE_WRITE ?
-		 IB_ACCESS_REMOTE_WRITE : 0) |
-		(le32_to_cpu(a->access) & VRNIC_ACCESS_REMOTE_READ ?
-		 IB_ACCESS_REMOTE_READ : 0) |
-		(le32_to_cpu(a->access) & VRNIC_ACCESS_REMOTE_ATOMIC ?
-		 IB_ACCESS_REMOTE_ATOMIC : 0);
+	attr->qp_access_flags = vrnic_to_ib_access(le32_to_cpu(a->access));
 	attr->timeout = a->timeout;
 	attr->retry_cnt = a->retry_cnt;
 	attr->rnr_retry = a->rnr_retry;
@@ -519,6 +513,10 @@ static int vrnic_wr_opcode(enum ib_wr_opcode op)
 	case IB_WR_REG_MR:
 		return VRNIC_WR_REG_MR;
 	default:
+		/*
+		 * Also IB_WR_ATOMIC_WRITE and IB_WR_FLUSH: no kernel work
+		 * request carries their operands; user space posts them.
+		 */
 		return -EINVAL;
 	}
 }

@@ -46,8 +46,11 @@ static int vrnic_query_device(struct ib_device *ibdev,
 	attr->max_qp_init_rd_atom = attr->max_qp_rd_atom;
 	attr->max_res_rd_atom = attr->max_qp * attr->max_qp_rd_atom;
 	attr->atomic_cap = attr->max_qp ? IB_ATOMIC_HCA : IB_ATOMIC_NONE;
+	/* No FLUSH_PERSISTENT: the device has no persistent memory domain. */
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
-				 IB_DEVICE_MEM_MGT_EXTENSIONS;
+				 IB_DEVICE_MEM_MGT_EXTENSIONS |
+				 IB_DEVICE_FLUSH_GLOBAL |
+				 IB_DEVICE_ATOMIC_WRITE;
 	attr->max_fast_reg_page_list_len = VRNIC_MAX_FAST_REG_PAGES;
 	attr->max_pkeys = 1;
 	attr->max_ah = INT_MAX;		/* AHs live in host memory only */

@@ -209,6 +209,8 @@ static const enum ibv_wc_opcode vrnic_wc_opcode[] = {
 	[VRNIC_WC_CMP_SWP] = IBV_WC_COMP_SWAP,
 	[VRNIC_WC_FETCH_ADD] = IBV_WC_FETCH_ADD,
 	[VRNIC_WC_LOCAL_INV] = IBV_WC_LOCAL_INV,
+	[VRNIC_WC_ATOMIC_WRITE] = IBV_WC_ATOMIC_WRITE,
+	[VRNIC_WC_FLUSH] = IBV_WC_FLUSH,
 };
 
 /* Read the next CQE into w; ENOENT when there is none.  Lock held. */
@@ -832,6 +834,31 @@ static void vrnic_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
 		qp->wr_cur->compare_add = htole64(add);
 }
 
+/* The 8 bytes travel in the WQE, in memory order; no SGE follows. */
+static void vrnic_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+				  uint64_t raddr, const void *atomic_wr)
+{
+	struct vrnic_qp *qp = qpx_to_vqp(qpx);
+
+	vrnic_wr_rdma(qpx, VRNIC_WR_ATOMIC_WRITE, rkey, raddr);
+	if (qp->wr_cur)
+		memcpy(&qp->wr_cur->compare_add, atomic_wr, 8);
+}
+
+static void vrnic_wr_flush(struct ibv_qp_ex *qpx, uint32_t rkey,
+			   uint64_t raddr, size_t len, uint8_t type,
+			   uint8_t level)
+{
+	struct vrnic_qp *qp = qpx_to_vqp(qpx);
+
+	vrnic_wr_rdma(qpx, VRNIC_WR_FLUSH, rkey, raddr);
+	if (qp->wr_cur) {
+		qp->wr_cur->compare_add = htole64(len);
+		qp->wr_cur->swap = htole64(type |
+					   (uint64_t)level << VRNIC_FLUSH_LEVEL_SHIFT);
+	}
+}
+
 static void vrnic_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
 				  const struct ibv_sge *sg)
 {
@@ -895,11 +922,26 @@ static void vrnic_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
 	vrnic_wr_set_inline_data_list(qpx, 1, &buf);
 }
 
+/*
+ * IBA C10-97.2.1 and C10-49: the send queue takes work from RTS on (and is
+ * flushed in ERR), the receive queue from INIT on.  Posting earlier is an
+ * immediate error, as on every RNIC; ibv_modify_qp() keeps qp->state.
+ */
+static bool vrnic_sq_postable(struct ibv_qp *qp)
+{
+	return qp->state != IBV_QPS_RESET && qp->state != IBV_QPS_INIT &&
+	       qp->state != IBV_QPS_RTR;
+}
+
 static int vrnic_wr_complete(struct ibv_qp_ex *qpx)
 {
 	struct vrnic_qp *qp = qpx_to_vqp(qpx);
 	struct vrnic_context *ctx = to_vctx(qpx->qp_base.context);
 	int err = qp->wr_err;
+
+	if (!err && qp->sq_head != qp->wr_start_head &&
+	    !vrnic_sq_postable(&qpx->qp_base))
+		err = EINVAL;
 
 	if (err)
 		qp->sq_head = qp->wr_start_head;	/* post nothing */
@@ -938,7 +980,12 @@ static void vrnic_wr_abort(struct ibv_qp_ex *qpx)
 			IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
 			IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | \
 			IBV_QP_EX_WITH_SEND_WITH_INV | \
-			IBV_QP_EX_WITH_LOCAL_INV)
+			IBV_QP_EX_WITH_LOCAL_INV | \
+			IBV_QP_EX_WITH_ATOMIC_WRITE | \
+			IBV_QP_EX_WITH_FLUSH)
+/* Only RC has ATOMIC_WRITE and FLUSH (IBA annex A19). */
+#define VRNIC_SEND_OPS_RC_ONLY (IBV_QP_EX_WITH_ATOMIC_WRITE | \
+				IBV_QP_EX_WITH_FLUSH)
 
 struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 				  struct ibv_qp_init_attr_ex *attr)
@@ -951,7 +998,9 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 	if ((attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD |
 				 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
-	     (attr->send_ops_flags & ~VRNIC_SEND_OPS))) {
+	     ((attr->send_ops_flags & ~VRNIC_SEND_OPS) ||
+	      (attr->qp_type != IBV_QPT_RC &&
+	       (attr->send_ops_flags & VRNIC_SEND_OPS_RC_ONLY))))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -979,6 +1028,8 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 		qpx->wr_rdma_read = vrnic_wr_rdma_read;
 		qpx->wr_atomic_cmp_swp = vrnic_wr_atomic_cmp_swp;
 		qpx->wr_atomic_fetch_add = vrnic_wr_atomic_fetch_add;
+		qpx->wr_atomic_write = vrnic_wr_atomic_write;
+		qpx->wr_flush = vrnic_wr_flush;
 		qpx->wr_set_sge = vrnic_wr_set_sge;
 		qpx->wr_set_sge_list = vrnic_wr_set_sge_list;
 		qpx->wr_set_inline_data = vrnic_wr_set_inline_data;
@@ -1045,6 +1096,10 @@ static int vrnic_wr_opcode(enum ibv_wr_opcode op)
 	case IBV_WR_LOCAL_INV:
 		return VRNIC_WR_LOCAL_INV;
 	default:
+		/* ATOMIC_WRITE, FLUSH: ibv_send_wr has no room for their
+		 * operands; they are posted with ibv_wr_atomic_write() and
+		 * ibv_wr_flush().
+		 */
 		return -1;
 	}
 }
@@ -1137,6 +1192,10 @@ int vrnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	uint32_t start;
 	int ret = 0;
 
+	if (!vrnic_sq_postable(ibqp)) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	pthread_spin_lock(&qp->sq_lock);
 	start = qp->sq_head;
 	for (; wr; wr = wr->next) {
@@ -1169,7 +1228,7 @@ int vrnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	uint32_t start;
 	int ret = 0;
 
-	if (!qp->rq) {		/* receives come from its SRQ */
+	if (!qp->rq || ibqp->state == IBV_QPS_RESET) {	/* or its SRQ's */
 		*bad_wr = wr;
 		return EINVAL;
 	}

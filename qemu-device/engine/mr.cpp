@@ -222,8 +222,8 @@ bool MrTable::invalidate(uint32_t key, uint32_t pdn)
 	return true;
 }
 
-MrCheck MrTable::check(uint32_t key, uint32_t pdn, uint64_t addr,
-		       uint64_t len, uint32_t access, const Mr **out) const
+MrCheck MrTable::check_key(uint32_t key, uint32_t pdn, uint32_t access,
+			   const Mr **out) const
 {
 	const uint32_t idx = key >> VRNIC_MR_KEY_BITS;
 
@@ -235,9 +235,22 @@ MrCheck MrTable::check(uint32_t key, uint32_t pdn, uint64_t addr,
 		return MrCheck::BadPd;
 	if ((m.access & access) != access)
 		return MrCheck::Access;
-	if (addr < m.iova || addr + len < addr || addr + len > m.iova + m.length)
-		return MrCheck::Bounds;
 	*out = &m;
+	return MrCheck::Ok;
+}
+
+MrCheck MrTable::check(uint32_t key, uint32_t pdn, uint64_t addr,
+		       uint64_t len, uint32_t access, const Mr **out) const
+{
+	const Mr *m = nullptr;
+	const MrCheck r = check_key(key, pdn, access, &m);
+
+	if (r != MrCheck::Ok)
+		return r;
+	if (addr < m->iova || addr + len < addr ||
+	    addr + len > m->iova + m->length)
+		return MrCheck::Bounds;
+	*out = m;
 	return MrCheck::Ok;
 }
 

@@ -49,6 +49,9 @@ public:
 	// Is any MR of this PD alive?
 	[[nodiscard]] bool pd_in_use(uint32_t pdn) const;
 
+	// Look up key and check PD and access (the whole MR).
+	MrCheck check_key(uint32_t key, uint32_t pdn, uint32_t access,
+			  const Mr **out) const;
 	// Look up key and check PD, access and [addr, addr + len).
 	MrCheck check(uint32_t key, uint32_t pdn, uint64_t addr, uint64_t len,
 		      uint32_t access, const Mr **out) const;

@@ -526,7 +526,9 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 	    ((attrs & VRNIC_QP_ATTR_DEST_QPN) && le(a.dest_qpn) > roce::kPsnMask) ||
 	    ((attrs & VRNIC_QP_ATTR_ACCESS) &&
 	     (le(a.access) & ~(VRNIC_ACCESS_REMOTE_WRITE | VRNIC_ACCESS_REMOTE_READ |
-			       VRNIC_ACCESS_REMOTE_ATOMIC))))
+			       VRNIC_ACCESS_REMOTE_ATOMIC |
+			       VRNIC_ACCESS_FLUSH_GLOBAL |
+			       VRNIC_ACCESS_FLUSH_PERSISTENT))))
 		return VRNIC_ADMIN_ST_BAD_PARAM;
 	if (attrs & VRNIC_QP_ATTR_AV) {
 		roce::Path p;
@@ -720,7 +722,7 @@ void Rdma::complete_send(Qp &qp, const SendWqe &w, uint8_t status)
 		VRNIC_WC_SEND, VRNIC_WC_SEND, VRNIC_WC_RDMA_WRITE,
 		VRNIC_WC_RDMA_WRITE, VRNIC_WC_RDMA_READ, VRNIC_WC_CMP_SWP,
 		VRNIC_WC_FETCH_ADD, VRNIC_WC_SEND, VRNIC_WC_LOCAL_INV,
-		VRNIC_WC_REG_MR,
+		VRNIC_WC_REG_MR, VRNIC_WC_ATOMIC_WRITE, VRNIC_WC_FLUSH,
 	};
 	if (status == VRNIC_WC_ST_SUCCESS && !(w.flags & VRNIC_WQE_SIGNALED))
 		return;

@@ -304,6 +304,7 @@ private:
 
 	// responder
 	void handle_request(Qp &qp, const roce::Packet &p);
+	bool write_or_flush(Qp &qp, const roce::Packet &p);
 	void resp_fail(Qp &qp, uint8_t syndrome);
 	void handle_duplicate(Qp &qp, const roce::Packet &p);
 	bool fetch_recv(Qp &qp);

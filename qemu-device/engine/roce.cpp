@@ -46,6 +46,7 @@ size_t ext_len(uint16_t f)
 	if (f & H_IMM) n += kImmLen;
 	if (f & H_IETH) n += kIethLen;
 	if (f & H_DETH) n += kDethLen;
+	if (f & H_FETH) n += kFethLen;
 	return n;
 }
 
@@ -84,6 +85,10 @@ uint16_t rc_headers(uint8_t op)
 		return H_VALID | H_AETH | H_ATOMIC_ACK;
 	case CMP_SWAP: case FETCH_ADD:
 		return H_VALID | H_ATOMIC;
+	case FLUSH:
+		return H_VALID | H_FETH | H_RETH;
+	case ATOMIC_WRITE:
+		return H_VALID | H_RETH | H_PAYLOAD;
 	default:
 		return 0;
 	}
@@ -198,11 +203,15 @@ size_t build_headers(uint8_t *b, const Path &p, const Headers &h)
 	put24(q + 9, h.psn & kPsnMask);
 	q += kBthLen;
 
-	// Extended headers in IBA order: DETH, RETH/AtomicETH, AETH, ...
+	// Extended headers in IBA order: DETH, FETH, RETH/AtomicETH, AETH, ...
 	if (f & H_DETH) {
 		put32(q, h.qkey);
 		put32(q + 4, h.src_qp & kPsnMask);	// byte 4 reserved
 		q += kDethLen;
+	}
+	if (f & H_FETH) {
+		put32(q, h.feth & 0x3f);
+		q += kFethLen;
 	}
 	if (f & H_RETH) {
 		put64(q, h.va);
@@ -345,6 +354,10 @@ ParseResult parse(std::span<const uint8_t> f, Packet &out)
 		h.qkey = get32(b + q);
 		h.src_qp = get24(b + q + 5);
 		q += kDethLen;
+	}
+	if (flags & H_FETH) {
+		h.feth = get32(b + q) & 0x3f;	// the rest is reserved
+		q += kFethLen;
 	}
 	if (flags & H_RETH) {
 		h.va = get64(b + q);

@@ -25,13 +25,15 @@ enum Opcode : uint8_t {
 	READ_RESP_LAST = 0x0f, READ_RESP_ONLY = 0x10, ACK = 0x11,
 	ATOMIC_ACK = 0x12, CMP_SWAP = 0x13, FETCH_ADD = 0x14,
 	SEND_LAST_INV = 0x16, SEND_ONLY_INV = 0x17,
+	FLUSH = 0x1c, ATOMIC_WRITE = 0x1d,	// IBA annex A19, as rxe
 };
 
 // Which extended headers follow the BTH for an opcode.
 enum HdrFlags : uint16_t {
 	H_RETH = 1 << 0, H_AETH = 1 << 1, H_ATOMIC = 1 << 2,
 	H_ATOMIC_ACK = 1 << 3, H_IMM = 1 << 4, H_IETH = 1 << 5,
-	H_PAYLOAD = 1 << 6, H_DETH = 1 << 7, H_VALID = 1 << 15,
+	H_PAYLOAD = 1 << 6, H_DETH = 1 << 7, H_FETH = 1 << 8,
+	H_VALID = 1 << 15,
 };
 // For a full opcode byte (transport | operation); 0 if invalid.
 uint16_t opcode_headers(uint8_t opcode);
@@ -39,7 +41,7 @@ uint16_t opcode_headers(uint8_t opcode);
 constexpr size_t kEthLen = 14, kIp4Len = 20, kIp6Len = 40, kUdpLen = 8;
 constexpr size_t kBthLen = 12, kRethLen = 16, kAethLen = 4, kAtomicLen = 28;
 constexpr size_t kAtomicAckLen = 8, kImmLen = 4, kIethLen = 4, kIcrcLen = 4;
-constexpr size_t kDethLen = 8;
+constexpr size_t kDethLen = 8, kFethLen = 4;
 constexpr uint32_t kPsnMask = 0xffffff;
 
 // AETH syndromes.
@@ -83,6 +85,8 @@ struct Headers {
 	// ImmDt / IETH (kept in wire byte order as a 32-bit value)
 	uint32_t imm = 0;
 	uint32_t ieth = 0;
+	// FETH (FLUSH): placement type in bits 0-3, level in bits 4-5
+	uint32_t feth = 0;
 	// DETH
 	uint32_t qkey = 0;
 	uint32_t src_qp = 0;

@@ -3,6 +3,7 @@
 // completer (ACK/NAK, READ and atomic responses) and responder (PSN
 // checks, duplicates, RNR, RDMA WRITE/READ, atomics), over roce.hpp.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "device.hpp"
@@ -34,15 +35,31 @@ bool is_local(uint8_t op)
 	return op == VRNIC_WR_LOCAL_INV || op == VRNIC_WR_REG_MR;
 }
 
-bool is_read_or_atomic(uint8_t op)
+// Requests answered by a response rather than an ACK, each holding one
+// of the responder's READ/atomic resources (max_rd_atomic).  All but READ
+// are one packet.
+bool is_rd_atomic(uint8_t op)
 {
-	return op == VRNIC_WR_RDMA_READ || is_atomic(op);
+	return op == VRNIC_WR_RDMA_READ || is_atomic(op) ||
+	       op == VRNIC_WR_ATOMIC_WRITE || op == VRNIC_WR_FLUSH;
+}
+
+// A FLUSH's extended transport header: one placement type or both, at
+// one of the two levels, nothing else.
+bool valid_feth(uint64_t feth)
+{
+	const uint64_t type = feth & VRNIC_FLUSH_TYPE_MASK;
+	const uint64_t level = feth >> VRNIC_FLUSH_LEVEL_SHIFT;
+
+	return type != 0 &&
+	       !(type & ~uint64_t(VRNIC_FLUSH_GLOBAL | VRNIC_FLUSH_PERSISTENT)) &&
+	       level <= VRNIC_FLUSH_MR;
 }
 
 // Work requests each QP type accepts (bit per enum vrnic_wr_opcode).
-// UC has no READ, atomics or SEND with invalidate (no IETH opcode);
+// UC has no READ, atomics, FLUSH or SEND with invalidate (no IETH opcode);
 // UD and GSI only SEND.
-constexpr uint32_t kWrRc = (1u << (VRNIC_WR_REG_MR + 1)) - 1;
+constexpr uint32_t kWrRc = (1u << (VRNIC_WR_FLUSH + 1)) - 1;
 constexpr uint32_t kWrUc = 1u << VRNIC_WR_SEND | 1u << VRNIC_WR_SEND_IMM |
 			   1u << VRNIC_WR_RDMA_WRITE |
 			   1u << VRNIC_WR_RDMA_WRITE_IMM |
@@ -154,13 +171,33 @@ bool Rdma::read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status)
 	}
 	if (w.opcode == VRNIC_WR_LOCAL_INV)
 		return true;	// the key is in rkey; nothing else to read
+	if (w.opcode == VRNIC_WR_ATOMIC_WRITE) {
+		// The 8 bytes travel in the WQE: sent as inline data.
+		w.flags |= VRNIC_WQE_INLINE;
+		w.inline_data.assign(8, 0);
+		std::memcpy(w.inline_data.data(), &hdr.compare_add, 8);
+		w.length = 8;
+		return true;
+	}
+	if (w.opcode == VRNIC_WR_FLUSH) {
+		if (!valid_feth(w.swap)) {
+			status = VRNIC_WC_ST_LOC_QP_OP_ERR;
+			return false;
+		}
+		if ((w.swap >> VRNIC_FLUSH_LEVEL_SHIFT) == VRNIC_FLUSH_RANGE &&
+		    w.compare_add > VRNIC_MAX_MSG_SIZE) {
+			status = VRNIC_WC_ST_LOC_LEN_ERR;
+			return false;
+		}
+		return true;	// no data: length stays 0
+	}
 	// CREATE_QP made sure the stride holds the header (and UD's AV).
 	const uint32_t data = vrnic_send_wqe_data_off(qp.type);
 	if (qp.datagram())
 		std::memcpy(&w.av, buf.data() + sizeof(hdr), sizeof(w.av));
 	if (w.flags & VRNIC_WQE_INLINE) {
 		const uint32_t len = le(hdr.inline_len);
-		if (is_read_or_atomic(w.opcode)) {
+		if (is_rd_atomic(w.opcode)) {
 			status = VRNIC_WC_ST_LOC_QP_OP_ERR;
 			return false;
 		}
@@ -178,7 +215,7 @@ bool Rdma::read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status)
 		status = VRNIC_WC_ST_LOC_LEN_ERR;
 		return false;
 	}
-	const uint32_t access = is_read_or_atomic(w.opcode) ?
+	const uint32_t access = is_rd_atomic(w.opcode) ?
 				VRNIC_ACCESS_LOCAL_WRITE : 0;
 	uint64_t total = 0;
 	for (unsigned int i = 0; i < hdr.num_sge; i++) {
@@ -349,6 +386,29 @@ void Rdma::send_request_packet(Qp &qp, SendWqe &w)
 		xmit(qp, h, {});
 		return;
 	}
+	if (w.opcode == VRNIC_WR_FLUSH) {
+		const bool range = (w.swap >> VRNIC_FLUSH_LEVEL_SHIFT) ==
+				   VRNIC_FLUSH_RANGE;
+		h.opcode = FLUSH;
+		h.psn = w.psn_first;
+		h.va = range ? w.remote_addr : 0;
+		h.rkey = w.rkey;
+		h.dma_len = range ? uint32_t(w.compare_add) : 0;
+		h.feth = uint32_t(w.swap);
+		h.ackreq = true;
+		xmit(qp, h, {});
+		return;
+	}
+	if (w.opcode == VRNIC_WR_ATOMIC_WRITE) {
+		h.opcode = ATOMIC_WRITE;
+		h.psn = w.psn_first;
+		h.va = w.remote_addr;
+		h.rkey = w.rkey;
+		h.dma_len = 8;
+		h.ackreq = true;
+		xmit(qp, h, w.inline_data);
+		return;
+	}
 	if (w.opcode == VRNIC_WR_ATOMIC_CMP_SWP ||
 	    w.opcode == VRNIC_WR_ATOMIC_FETCH_ADD) {
 		h.opcode = w.opcode == VRNIC_WR_ATOMIC_CMP_SWP ? CMP_SWAP : FETCH_ADD;
@@ -415,12 +475,12 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 		return;
 	while (budget > 0 && qp.send_idx < qp.inflight.size()) {
 		SendWqe &w = qp.inflight[qp.send_idx];
-		const bool rd = is_read_or_atomic(w.opcode);
+		const bool rd = is_rd_atomic(w.opcode);
 		const bool local = is_local(w.opcode);
 		if (rd || (w.flags & VRNIC_WQE_FENCE)) {
 			unsigned int outstanding = 0;
 			for (size_t i = 0; i < qp.send_idx; i++)
-				if (is_read_or_atomic(qp.inflight[i].opcode) &&
+				if (is_rd_atomic(qp.inflight[i].opcode) &&
 				    !qp.inflight[i].done)
 					outstanding++;
 			if (rd && outstanding >= std::max<unsigned int>(
@@ -511,7 +571,7 @@ void Rdma::progress(Qp &qp)
 	qp.ack_deadline = 0;
 	bool waiting = qp.una_psn != qp.next_psn;
 	for (size_t i = 0; !waiting && i < qp.send_idx && i < qp.inflight.size(); i++)
-		waiting = is_read_or_atomic(qp.inflight[i].opcode) &&
+		waiting = is_rd_atomic(qp.inflight[i].opcode) &&
 			  !qp.inflight[i].done;
 	if (waiting)
 		arm_ack_timer(qp);
@@ -526,7 +586,7 @@ void Rdma::retire(Qp &qp)
 		SendWqe &w = qp.inflight.front();
 		if (!w.psn_assigned || qp.send_idx == 0)
 			break;
-		if (is_read_or_atomic(w.opcode) || is_local(w.opcode)) {
+		if (is_rd_atomic(w.opcode) || is_local(w.opcode)) {
 			if (!w.done)
 				break;
 		} else if (psn_diff(qp.una_psn, w.psn_last) <= 0) {
@@ -551,7 +611,7 @@ uint32_t Rdma::resume_psn(const Qp &qp)
 		return qp.una_psn;
 	if (w.opcode == VRNIC_WR_RDMA_READ)
 		return w.resp_psn;
-	if (is_read_or_atomic(w.opcode))
+	if (is_rd_atomic(w.opcode))
 		return w.psn_first;
 	return qp.una_psn;
 }
@@ -570,7 +630,7 @@ void Rdma::rewind(Qp &qp, uint32_t psn)
 		qp.send_idx = i;
 		qp.send_off = 0;
 		// A READ resumes at its first missing response (resp_psn).
-		if (!is_read_or_atomic(w.opcode))
+		if (!is_rd_atomic(w.opcode))
 			qp.send_off = ((psn - w.psn_first) & kPsnMask) * qp.mtu;
 		plat_.schedule();
 		return;
@@ -615,7 +675,7 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 			// An ACK past a READ or atomic still unanswered means its
 			// response was lost (implied NAK): ask again now.
 			if (!qp.inflight.empty() && qp.send_idx > 0 &&
-			    is_read_or_atomic(qp.inflight.front().opcode) &&
+			    is_rd_atomic(qp.inflight.front().opcode) &&
 			    psn_diff(qp.una_psn, qp.inflight.front().psn_last) > 0)
 				rewind(qp, resume_psn(qp));
 			return;
@@ -665,7 +725,7 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 	// READ/atomic still waiting.
 	SendWqe *w = nullptr;
 	for (size_t i = 0; i < qp.send_idx && i < qp.inflight.size(); i++) {
-		if (is_read_or_atomic(qp.inflight[i].opcode) &&
+		if (is_rd_atomic(qp.inflight[i].opcode) &&
 		    !qp.inflight[i].done) {
 			w = &qp.inflight[i];
 			break;
@@ -674,7 +734,7 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 	if (!w)
 		return;		// duplicate or stray response
 	if (h.opcode == ATOMIC_ACK) {
-		if (w->opcode == VRNIC_WR_RDMA_READ || h.psn != w->psn_first)
+		if (!is_atomic(w->opcode) || h.psn != w->psn_first)
 			return;
 		ack_upto(w->psn_first);
 		uint8_t orig[8];
@@ -682,6 +742,20 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 			orig[i] = uint8_t(h.orig >> (8 * i));
 		if (!scatter_sges(plat_, mrs_, qp.pdn, w->sges, 0, orig, 8)) {
 			requester_error(qp, *w, VRNIC_WC_ST_LOC_PROT_ERR);
+			return;
+		}
+		w->done = true;
+		ack_upto(psn_add(w->psn_first, 1));
+		progress(qp);
+		retire(qp);
+		return;
+	}
+	if (w->opcode == VRNIC_WR_ATOMIC_WRITE || w->opcode == VRNIC_WR_FLUSH) {
+		// Answered by an empty READ response that carries the ACK.
+		if (h.opcode != READ_RESP_ONLY || h.psn != w->psn_first)
+			return;
+		if (!p.payload.empty()) {
+			requester_error(qp, *w, VRNIC_WC_ST_BAD_RESP_ERR);
 			return;
 		}
 		w->done = true;
@@ -846,13 +920,15 @@ void Rdma::handle_duplicate(Qp &qp, const Packet &p)
 
 	cnt_.duplicate_request++;
 	if (h.opcode == READ_REQUEST || h.opcode == CMP_SWAP ||
-	    h.opcode == FETCH_ADD) {
+	    h.opcode == FETCH_ADD || h.opcode == ATOMIC_WRITE ||
+	    h.opcode == FLUSH) {
 		for (auto &r : qp.resources) {
 			if (psn_diff(h.psn, r.psn_first) < 0 ||
 			    psn_diff(h.psn, r.psn_last) > 0)
 				continue;
 			// Atomics are never executed twice: the saved result
-			// is sent again.  READs replay from the PSN asked for.
+			// is sent again.  READs replay from the PSN asked for
+			// (ATOMIC_WRITE and FLUSH: their empty response).
 			if (!r.atomic)
 				r.sent = (h.psn - r.psn_first) & kPsnMask;
 			r.pending = true;
@@ -1135,7 +1211,80 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 		plat_.schedule();
 		return;
 	}
+	if (op == ATOMIC_WRITE || op == FLUSH) {
+		if (!write_or_flush(qp, p))
+			return;
+		// Answered with an empty READ response, replayed (never
+		// executed again) for a duplicate.
+		RdResource r;
+		r.psn_first = r.psn_last = h.psn;
+		r.rkey = h.rkey;
+		r.pending = true;
+		if (qp.resources.size() >= max_res) {
+			if (qp.resources.front().pending) {
+				nak(qp, kAethNakInvReq, true);
+				return;
+			}
+			qp.resources.pop_front();
+		}
+		qp.resources.push_back(r);
+		qp.epsn = psn_add(h.psn, 1);
+		qp.msn++;
+		plat_.schedule();
+		return;
+	}
 	nak(qp, kAethNakInvReq, true);
+}
+
+// Carry out an ATOMIC_WRITE or a FLUSH; false (and a NAK sent) if refused.
+bool Rdma::write_or_flush(Qp &qp, const Packet &p)
+{
+	const Headers &h = p.h;
+	const uint32_t qp_access = le(qp.attr.access);
+	const Mr *mr = nullptr;
+
+	if (h.opcode == ATOMIC_WRITE) {
+		if (p.payload.size() != 8 || h.dma_len != 8 || h.va % 8) {
+			nak(qp, kAethNakInvReq, true);	// IBA oA19-28
+			return false;
+		}
+		if (!(qp_access & VRNIC_ACCESS_REMOTE_WRITE) ||
+		    mrs_.check(h.rkey, qp.pdn, h.va, 8, VRNIC_ACCESS_REMOTE_WRITE,
+			       &mr) != MrCheck::Ok) {
+			nak(qp, kAethNakRemAccess, true);
+			return false;
+		}
+		// One 8-byte store: no other request of this device sees half.
+		if (!MrTable::write(plat_, *mr, h.va, p.payload.data(), 8)) {
+			nak(qp, kAethNakRemOp, true);
+			return false;
+		}
+		return true;
+	}
+	// FLUSH: the QP must allow each placement type asked for, and the
+	// MR grant it: only global visibility exists here.
+	const uint32_t type = h.feth & VRNIC_FLUSH_TYPE_MASK;
+	const bool range = (h.feth >> VRNIC_FLUSH_LEVEL_SHIFT) == VRNIC_FLUSH_RANGE;
+	if (!valid_feth(h.feth) ||
+	    ((type & VRNIC_FLUSH_GLOBAL) &&
+	     !(qp_access & VRNIC_ACCESS_FLUSH_GLOBAL)) ||
+	    ((type & VRNIC_FLUSH_PERSISTENT) &&
+	     !(qp_access & VRNIC_ACCESS_FLUSH_PERSISTENT))) {
+		nak(qp, kAethNakInvReq, true);
+		return false;
+	}
+	if ((type & VRNIC_FLUSH_PERSISTENT) ||
+	    (range ? mrs_.check(h.rkey, qp.pdn, h.va, h.dma_len,
+				VRNIC_ACCESS_FLUSH_GLOBAL, &mr) :
+		     mrs_.check_key(h.rkey, qp.pdn, VRNIC_ACCESS_FLUSH_GLOBAL,
+				    &mr)) != MrCheck::Ok) {
+		nak(qp, kAethNakRemAccess, true);
+		return false;
+	}
+	// Every write before it went to guest memory when it arrived; the
+	// fence orders them before the response for any other observer.
+	std::atomic_thread_fence(std::memory_order_seq_cst);
+	return true;
 }
 
 void Rdma::send_read_response(Qp &qp, RdResource &r, unsigned int &budget)

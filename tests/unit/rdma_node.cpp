@@ -158,7 +158,7 @@ void Node::connect(const Node &peer, uint32_t path_mtu, uint32_t sq_psn,
 	vrnic_qp_attr a{};
 	a.state = VRNIC_QPS_INIT;
 	a.access = VRNIC_ACCESS_REMOTE_WRITE | VRNIC_ACCESS_REMOTE_READ |
-		   VRNIC_ACCESS_REMOTE_ATOMIC;
+		   VRNIC_ACCESS_REMOTE_ATOMIC | VRNIC_ACCESS_FLUSH_GLOBAL;
 	if (modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_ACCESS, a))
 		throw std::runtime_error("to INIT");
 	a.state = VRNIC_QPS_RTR;

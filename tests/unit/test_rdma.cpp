@@ -21,6 +21,24 @@ vrnic_send_wqe wqe(uint8_t opcode, uint64_t wr_id, uint64_t raddr = 0,
 	return w;
 }
 
+vrnic_send_wqe atomic_write(uint64_t wr_id, uint64_t raddr, uint64_t value,
+			    uint32_t rkey = 0)
+{
+	vrnic_send_wqe w = wqe(VRNIC_WR_ATOMIC_WRITE, wr_id, raddr, rkey);
+	w.compare_add = value;	// little-endian host: the bytes in memory
+	return w;
+}
+
+vrnic_send_wqe flush(uint64_t wr_id, uint64_t raddr, uint64_t len,
+		     uint8_t type, uint8_t level = VRNIC_FLUSH_RANGE,
+		     uint32_t rkey = 0)
+{
+	vrnic_send_wqe w = wqe(VRNIC_WR_FLUSH, wr_id, raddr, rkey);
+	w.compare_add = len;
+	w.swap = type | level << VRNIC_FLUSH_LEVEL_SHIFT;
+	return w;
+}
+
 struct Pair : ::testing::Test {
 	Node a{1}, b{2};
 	Wire wire;
@@ -263,6 +281,44 @@ TEST_P(Lossy, DataIntactInOrderAndAtomicsOnce)
 	std::sort(seen.begin(), seen.end());
 	for (size_t k = 0; k < seen.size(); k++)
 		EXPECT_EQ(seen[k], k) << "fetch-add results are not 0..n-1";
+	if (rate > 0) {
+		EXPECT_GT(wire.dropped, 0u);
+	}
+}
+
+// ATOMIC_WRITE and FLUSH under loss, duplication and reordering: each
+// write lands once and in order (a late duplicate of an older one never
+// overwrites a newer value), each FLUSH is answered once.
+TEST_P(Lossy, AtomicWritesLandInOrderAndFlushesComplete)
+{
+	const double rate = GetParam();
+	wire.drop = rate;
+	wire.reorder = rate;
+	wire.dup = rate;
+	connect(3);
+	const uint64_t word = 0x700000;
+	const unsigned n = 60;
+	for (unsigned i = 0; i < n; i++) {
+		if (i % 3 == 2) {
+			a.post_send(flush(i, Node::kIova + word, 8,
+					  VRNIC_FLUSH_GLOBAL, VRNIC_FLUSH_RANGE,
+					  b.mr), {});
+			continue;
+		}
+		a.post_send(atomic_write(i, Node::kIova + word, 1000 + i, b.mr),
+			    {});
+	}
+	auto sc = wait(a, n);
+	ASSERT_EQ(sc.size(), n) << "dropped " << wire.dropped;
+	for (unsigned i = 0; i < n; i++) {
+		EXPECT_EQ(sc[i].wr_id, i);
+		EXPECT_EQ(sc[i].status, VRNIC_WC_ST_SUCCESS) << i;
+		EXPECT_EQ(sc[i].opcode, i % 3 == 2 ? VRNIC_WC_FLUSH :
+			  VRNIC_WC_ATOMIC_WRITE);
+	}
+	uint64_t v;
+	std::memcpy(&v, b.data(word), 8);
+	EXPECT_EQ(v, 1000u + n - 2);
 	if (rate > 0) {
 		EXPECT_GT(wire.dropped, 0u);
 	}
@@ -725,3 +781,110 @@ TEST_F(Pair, SendWithInvalidateOfANormalMrIsAnInvalidRequest)
 	b.post_send(wqe(VRNIC_WR_SEND, 2), {b.sge(0, 64)});
 	EXPECT_EQ(wait(b, 1).size(), 1u);	// flushed: b is in ERR
 }
+
+// ---------------------------------------------- ATOMIC_WRITE and FLUSH
+
+TEST_F(Pair, AtomicWriteAndFlushAfterWrites)
+{
+	connect(3);
+	for (uint32_t i = 0; i < 8192; i++)
+		*a.data(i) = uint8_t(i * 7);
+	a.post_send(wqe(VRNIC_WR_RDMA_WRITE, 1, Node::kIova + 0x200000, b.mr),
+		    {a.sge(0, 8192)});
+	a.post_send(atomic_write(2, Node::kIova + 0x300008,
+				 0x0123456789abcdefull, b.mr), {});
+	a.post_send(flush(3, Node::kIova + 0x200000, 8192, VRNIC_FLUSH_GLOBAL,
+			  VRNIC_FLUSH_RANGE, b.mr), {});
+	// Level MR: address and length are not looked at.
+	a.post_send(flush(4, 0, 123456789, VRNIC_FLUSH_GLOBAL, VRNIC_FLUSH_MR,
+			  b.mr), {});
+	auto sc = wait(a, 4);
+	ASSERT_EQ(sc.size(), 4u);
+	const uint8_t ops[] = {VRNIC_WC_RDMA_WRITE, VRNIC_WC_ATOMIC_WRITE,
+			       VRNIC_WC_FLUSH, VRNIC_WC_FLUSH};
+	for (unsigned i = 0; i < 4; i++) {
+		EXPECT_EQ(sc[i].wr_id, i + 1);
+		EXPECT_EQ(sc[i].status, VRNIC_WC_ST_SUCCESS) << i;
+		EXPECT_EQ(sc[i].opcode, ops[i]) << i;
+		EXPECT_EQ(sc[i].byte_len, 0u) << i;
+	}
+	EXPECT_TRUE(same(a, 0, b, 0x200000, 8192));
+	uint64_t v;
+	std::memcpy(&v, b.data(0x300008), 8);
+	EXPECT_EQ(v, 0x0123456789abcdefull);
+}
+
+TEST_F(Pair, MisalignedAtomicWriteIsAnInvalidRequest)
+{
+	connect(3);
+	std::vector<uint8_t> before(b.data(0x300000), b.data(0x300000) + 32);
+	EXPECT_EQ(status_of(atomic_write(1, Node::kIova + 0x300004, ~0ull, b.mr), {}),
+		  VRNIC_WC_ST_REM_INV_REQ_ERR);
+	EXPECT_EQ(std::memcmp(before.data(), b.data(0x300000), 32), 0);
+}
+
+TEST_F(Pair, AtomicWriteNeedsRemoteWrite)
+{
+	connect(3);
+	const uint32_t ro = b.create_mr(0x20000000, 0x800000, 8192,
+					VRNIC_ACCESS_REMOTE_READ);
+	std::memset(b.data(0x800000), 0x5a, 16);
+	EXPECT_EQ(status_of(atomic_write(1, 0x20000000, 0, ro), {}),
+		  VRNIC_WC_ST_REM_ACCESS_ERR);
+	EXPECT_EQ(*b.data(0x800000), 0x5a);
+}
+
+TEST_F(Pair, FlushNeedsTheMrsRightAndStaysInBounds)
+{
+	connect(3);
+	const uint32_t plain = b.create_mr(0x20000000, 0x800000, 8192,
+					   VRNIC_ACCESS_LOCAL_WRITE |
+					   VRNIC_ACCESS_REMOTE_WRITE);
+	EXPECT_EQ(status_of(flush(1, 0x20000000, 64, VRNIC_FLUSH_GLOBAL,
+				  VRNIC_FLUSH_RANGE, plain), {}),
+		  VRNIC_WC_ST_REM_ACCESS_ERR);
+}
+
+TEST_F(Pair, FlushOutOfBoundsIsARemoteAccessError)
+{
+	connect(3);
+	EXPECT_EQ(status_of(flush(1, Node::kIova + Node::kDataLen - 8, 64,
+				  VRNIC_FLUSH_GLOBAL, VRNIC_FLUSH_RANGE, b.mr), {}),
+		  VRNIC_WC_ST_REM_ACCESS_ERR);
+}
+
+TEST_F(Pair, PersistentFlushIsRefusedWithoutPersistentMemory)
+{
+	// The QP may ask for it; no MR of this device can grant it.
+	connect(3);
+	vrnic_qp_attr at{};
+	at.access = VRNIC_ACCESS_REMOTE_WRITE | VRNIC_ACCESS_FLUSH_GLOBAL |
+		    VRNIC_ACCESS_FLUSH_PERSISTENT;
+	ASSERT_EQ(b.modify(VRNIC_QP_ATTR_ACCESS, at), 0);
+	EXPECT_EQ(status_of(flush(1, Node::kIova, 64, VRNIC_FLUSH_PERSISTENT,
+				  VRNIC_FLUSH_RANGE, b.mr), {}),
+		  VRNIC_WC_ST_REM_ACCESS_ERR);
+}
+
+TEST_F(Pair, FlushTheQpDoesNotAllowIsAnInvalidRequest)
+{
+	connect(3);
+	EXPECT_EQ(status_of(flush(1, Node::kIova, 64, VRNIC_FLUSH_PERSISTENT,
+				  VRNIC_FLUSH_RANGE, b.mr), {}),
+		  VRNIC_WC_ST_REM_INV_REQ_ERR);
+}
+
+// No placement type, an unknown one, an unknown level: refused before
+// anything is sent.
+struct BadFeth : Pair, ::testing::WithParamInterface<uint64_t> {};
+
+TEST_P(BadFeth, MalformedFlushIsRefusedAtFetch)
+{
+	connect(3);
+	vrnic_send_wqe w = flush(1, Node::kIova, 64, 0, 0, b.mr);
+	w.swap = GetParam();
+	EXPECT_EQ(status_of(w, {}), VRNIC_WC_ST_LOC_QP_OP_ERR);
+	EXPECT_EQ(a.counters().sent_pkts, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Feth, BadFeth, ::testing::Values(0x00ull, 0x04ull, 0x21ull));
