@@ -188,6 +188,8 @@ enum vrnic_admin_opcode {
 	VRNIC_ADMIN_DESTROY_SRQ		= 0x1c,
 	VRNIC_ADMIN_ATTACH_MCAST	= 0x1d,
 	VRNIC_ADMIN_DETACH_MCAST	= 0x1e,
+	VRNIC_ADMIN_ALLOC_MW		= 0x1f,
+	VRNIC_ADMIN_DEALLOC_MW		= 0x20,
 	VRNIC_ADMIN_NUM_OPCODES
 };
 
@@ -270,7 +272,12 @@ struct vrnic_admin_create_eth_ring {
 #define VRNIC_ACCESS_REMOTE_READ	(1u << 2)
 #define VRNIC_ACCESS_REMOTE_ATOMIC	(1u << 3)
 #define VRNIC_ACCESS_FLUSH_GLOBAL	(1u << 4)	/* FLUSH, global visibility */
-#define VRNIC_ACCESS_ALL		0x1fu		/* what an MR can grant */
+#define VRNIC_ACCESS_MW_BIND		(1u << 6)	/* MR: windows may bind */
+#define VRNIC_ACCESS_ALL		0x5fu		/* what an MR can grant */
+/* What a memory window can grant. */
+#define VRNIC_ACCESS_MW_RIGHTS		(VRNIC_ACCESS_REMOTE_WRITE | \
+					 VRNIC_ACCESS_REMOTE_READ | \
+					 VRNIC_ACCESS_REMOTE_ATOMIC)
 /*
  * QP only: FLUSH to persistence may be asked for.  No MR can grant it (the
  * device has no persistent memory domain), so such a FLUSH is NAKed with
@@ -299,6 +306,22 @@ enum vrnic_pbl_mode {
 struct vrnic_admin_create_pd {
 	__le32 uctx;
 	__le32 rsvd;
+};
+
+/*
+ * Memory windows (spec 0.5) share the MR table and key space: ALLOC_MW
+ * returns index << 8 | key like CREATE_MR.  A window starts unbound; a
+ * BIND_MW work request binds it to a range of an MR that has MW_BIND, on
+ * a QP of the window's PD.  DEALLOC_MW names it by index (the key byte is
+ * the consumer's); a bound window keeps its MR from being destroyed.
+ */
+#define VRNIC_MW_TYPE_1			1	/* bound with ibv_bind_mw */
+#define VRNIC_MW_TYPE_2			2	/* type 2B: bound to one QP */
+
+struct vrnic_admin_alloc_mw {
+	__le32 pdn;
+	__u8 type;			/* VRNIC_MW_TYPE_* */
+	__u8 rsvd[3];
 };
 
 struct vrnic_admin_create_mr {
@@ -507,6 +530,7 @@ enum vrnic_wr_opcode {
 	VRNIC_WR_REG_MR			= 0x09,	/* struct vrnic_reg_mr_wqe */
 	VRNIC_WR_ATOMIC_WRITE		= 0x0a,	/* compare_add: the 8 bytes */
 	VRNIC_WR_FLUSH			= 0x0b,	/* compare_add: length; swap: FETH */
+	VRNIC_WR_BIND_MW		= 0x0c,	/* struct vrnic_bind_mw_wqe */
 };
 
 /*
@@ -577,6 +601,27 @@ struct vrnic_reg_mr_wqe {
 };
 
 /*
+ * BIND_MW (RC and UC QPs): the 64-byte header read as below; no SGEs.
+ * Binds window mw_key (its current key) to [addr, addr + length) of MR
+ * mr_key with VRNIC_ACCESS_MW_RIGHTS and gives it the key byte new_key.
+ * A type 1 window bound with length 0 is unbound.  Executed in SQ order,
+ * like REG_MR.
+ */
+struct vrnic_bind_mw_wqe {
+	__le64 wr_id;
+	__u8 opcode;			/* VRNIC_WR_BIND_MW */
+	__u8 flags;			/* VRNIC_WQE_* */
+	__u8 mw_type;			/* must be the window's */
+	__u8 new_key;			/* the window's next 8-bit key */
+	__le32 access;			/* VRNIC_ACCESS_MW_RIGHTS bits */
+	__le64 addr;
+	__le32 mw_key;
+	__le32 mr_key;			/* ignored for a type 1 unbind */
+	__le64 length;
+	__le32 rsvd1[6];
+};
+
+/*
  * The destination of one UD send, carried in the WQE: address handles are
  * not device objects.  The source MAC is always the device's own.
  */
@@ -623,6 +668,7 @@ enum vrnic_wc_opcode {
 	VRNIC_WC_REG_MR			= 0x06,
 	VRNIC_WC_ATOMIC_WRITE		= 0x07,
 	VRNIC_WC_FLUSH			= 0x08,
+	VRNIC_WC_BIND_MW		= 0x09,
 	VRNIC_WC_RECV			= 0x80,
 	VRNIC_WC_RECV_RDMA_WITH_IMM	= 0x81,
 };
@@ -694,6 +740,7 @@ struct vrnic_admin_cmd {
 		struct vrnic_admin_create_srq create_srq;
 		struct vrnic_admin_modify_srq modify_srq;
 		struct vrnic_admin_mcast mcast;
+		struct vrnic_admin_alloc_mw alloc_mw;
 		__u8 raw[56];
 	};
 };
@@ -778,6 +825,7 @@ struct vrnic_stats {
 	__le64 fast_reg;		/* REG_MR executed */
 	__le64 local_inv;		/* LOCAL_INV executed */
 	__le64 remote_inv;		/* keys invalidated by SEND_WITH_INV */
+	__le64 mw_binds;		/* BIND_MW executed (spec 0.5) */
 };
 
 /* ----------------------------------------------------- event queues --- */
@@ -844,7 +892,7 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_eqe) == 16, "eqe is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_eth_desc) == 16, "eth desc is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_device_attr) == 96, "device attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_port_attr) == 16, "port attr");
-VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 272, "stats");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 280, "stats");
 VRNIC_HW_ASSERT(VRNIC_DB_BAR_SIZE == 1024 * 1024, "doorbell BAR is 1 MiB");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_mr) == 56, "create_mr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_cq) == 24, "create_cq");
@@ -855,6 +903,7 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_mcast) == 24, "mcast");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_qp_attr) == 128, "qp attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_send_wqe) == 64, "send wqe header");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_reg_mr_wqe) == 64, "reg_mr wqe");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_bind_mw_wqe) == 64, "bind_mw wqe");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_recv_wqe) == 16, "recv wqe header");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_sge) == 16, "sge");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_ud_av) == 64, "ud av");

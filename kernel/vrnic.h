@@ -126,6 +126,11 @@ struct vrnic_pd {
 	u32 pdn;
 };
 
+/* A memory window: its rkey (ib_mw.rkey) names it to the device. */
+struct vrnic_mw {
+	struct ib_mw ibmw;
+};
+
 /* An address handle is the UD address vector the WQEs carry. */
 struct vrnic_ah {
 	struct ib_ah ibah;
@@ -291,6 +296,8 @@ struct ib_mr *vrnic_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *vrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 virt, int access, struct ib_udata *udata);
 int vrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+int vrnic_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int vrnic_dealloc_mw(struct ib_mw *ibmw);
 struct ib_mr *vrnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 			     u32 max_num_sg);
 int vrnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,

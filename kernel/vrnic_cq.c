@@ -197,6 +197,7 @@ static const enum ib_wc_opcode vrnic_wc_opcode[] = {
 	[VRNIC_WC_REG_MR] = IB_WC_REG_MR,
 	[VRNIC_WC_ATOMIC_WRITE] = IB_WC_ATOMIC_WRITE,
 	[VRNIC_WC_FLUSH] = IB_WC_FLUSH,
+	[VRNIC_WC_BIND_MW] = IB_WC_BIND_MW,
 };
 
 int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)

@@ -22,6 +22,8 @@ u32 vrnic_ib_access(int ib_access)
 		a |= VRNIC_ACCESS_REMOTE_ATOMIC;
 	if (ib_access & IB_ACCESS_FLUSH_GLOBAL)
 		a |= VRNIC_ACCESS_FLUSH_GLOBAL;
+	if (ib_access & IB_ACCESS_MW_BIND)
+		a |= VRNIC_ACCESS_MW_BIND;
 	/* QPs only: ib_core refuses it for MRs (no IB_DEVICE_FLUSH_PERSISTENT) */
 	if (ib_access & IB_ACCESS_FLUSH_PERSISTENT)
 		a |= VRNIC_ACCESS_FLUSH_PERSISTENT;
@@ -40,6 +42,7 @@ int vrnic_to_ib_access(u32 access)
 		{ VRNIC_ACCESS_REMOTE_ATOMIC, IB_ACCESS_REMOTE_ATOMIC },
 		{ VRNIC_ACCESS_FLUSH_GLOBAL, IB_ACCESS_FLUSH_GLOBAL },
 		{ VRNIC_ACCESS_FLUSH_PERSISTENT, IB_ACCESS_FLUSH_PERSISTENT },
+		{ VRNIC_ACCESS_MW_BIND, IB_ACCESS_MW_BIND },
 	};
 	int ib = 0;
 	int i;
@@ -130,7 +133,7 @@ struct ib_mr *vrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	access &= ~IB_ACCESS_OPTIONAL;
 	if (access & ~(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
 		       IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC |
-		       IB_ACCESS_FLUSH_GLOBAL))
+		       IB_ACCESS_FLUSH_GLOBAL | IB_ACCESS_MW_BIND))
 		return ERR_PTR(-EOPNOTSUPP);
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
@@ -286,4 +289,36 @@ int vrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	ib_umem_release(mr->umem);
 	kfree(mr);
 	return 0;
+}
+
+/*
+ * Memory windows live in the device's MR table.  Binding is a work
+ * request (user space posts it), so the kernel only allocates and frees.
+ */
+int vrnic_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
+{
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_ALLOC_MW };
+	u32 key;
+	int ret;
+
+	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2)
+		return -EINVAL;
+	cmd.alloc_mw.pdn = cpu_to_le32(to_vpd(ibmw->pd)->pdn);
+	cmd.alloc_mw.type = ibmw->type == IB_MW_TYPE_1 ? VRNIC_MW_TYPE_1 :
+							 VRNIC_MW_TYPE_2;
+	ret = vrnic_admin_exec(to_vdev(ibmw->device), &cmd, &key);
+	if (ret)
+		return ret;
+	ibmw->rkey = key;
+	return 0;
+}
+
+int vrnic_dealloc_mw(struct ib_mw *ibmw)
+{
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DEALLOC_MW };
+	int ret;
+
+	cmd.destroy.id = cpu_to_le32(ibmw->rkey);
+	ret = vrnic_admin_exec(to_vdev(ibmw->device), &cmd, NULL);
+	return ret == -ENODEV ? 0 : ret;
 }

@@ -514,8 +514,9 @@ static int vrnic_wr_opcode(enum ib_wr_opcode op)
 		return VRNIC_WR_REG_MR;
 	default:
 		/*
-		 * Also IB_WR_ATOMIC_WRITE and IB_WR_FLUSH: no kernel work
-		 * request carries their operands; user space posts them.
+		 * Also IB_WR_ATOMIC_WRITE, IB_WR_FLUSH and IB_WR_BIND_MW: no
+		 * kernel work request carries their operands; user space
+		 * posts them.
 		 */
 		return -EINVAL;
 	}

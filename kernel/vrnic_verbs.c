@@ -41,6 +41,7 @@ static int vrnic_query_device(struct ib_device *ibdev,
 	attr->max_cq = le32_to_cpu(a->max_cq);
 	attr->max_cqe = le32_to_cpu(a->max_cqe);
 	attr->max_mr = le32_to_cpu(a->max_mr);
+	attr->max_mw = attr->max_mr;	/* one table for both */
 	attr->max_pd = le32_to_cpu(a->max_pd);
 	attr->max_qp_rd_atom = le32_to_cpu(a->max_qp_rd_atom);
 	attr->max_qp_init_rd_atom = attr->max_qp_rd_atom;
@@ -50,7 +51,9 @@ static int vrnic_query_device(struct ib_device *ibdev,
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
 				 IB_DEVICE_MEM_MGT_EXTENSIONS |
 				 IB_DEVICE_FLUSH_GLOBAL |
-				 IB_DEVICE_ATOMIC_WRITE;
+				 IB_DEVICE_ATOMIC_WRITE |
+				 IB_DEVICE_MEM_WINDOW |
+				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
 	attr->max_fast_reg_page_list_len = VRNIC_MAX_FAST_REG_PAGES;
 	attr->max_pkeys = 1;
 	attr->max_ah = INT_MAX;		/* AHs live in host memory only */
@@ -363,6 +366,7 @@ static const struct rdma_stat_desc vrnic_hw_stat_descs[] = {
 	{ .name = "ud_no_recv" }, { .name = "uc_dropped" },
 	{ .name = "srq_limit_events" }, { .name = "fast_reg" },
 	{ .name = "local_inv" }, { .name = "remote_inv" },
+	{ .name = "mw_binds" },
 };
 
 static struct rdma_hw_stats *vrnic_alloc_hw_port_stats(struct ib_device *ibdev,
@@ -399,6 +403,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 
 	.alloc_hw_port_stats = vrnic_alloc_hw_port_stats,
 	.alloc_mr = vrnic_alloc_mr,
+	.alloc_mw = vrnic_alloc_mw,
 	.alloc_pd = vrnic_alloc_pd,
 	.alloc_ucontext = vrnic_alloc_ucontext,
 	.attach_mcast = vrnic_attach_mcast,
@@ -409,6 +414,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	.create_user_ah = vrnic_create_ah,
 	.dealloc_pd = vrnic_dealloc_pd,
 	.dealloc_ucontext = vrnic_dealloc_ucontext,
+	.dealloc_mw = vrnic_dealloc_mw,
 	.dereg_mr = vrnic_dereg_mr,
 	.destroy_ah = vrnic_destroy_ah,
 	.query_ah = vrnic_query_ah,
@@ -439,6 +445,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, vrnic_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, vrnic_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, vrnic_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, vrnic_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, vrnic_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, vrnic_srq, ibsrq),

@@ -99,6 +99,33 @@ int vrnic_dereg_mr(struct verbs_mr *vmr)
 	return 0;
 }
 
+struct ibv_mw *vrnic_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp = {};
+	struct ibv_alloc_mw cmd = {};
+	struct ibv_mw *mw;
+
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return NULL;
+	if (ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp,
+			     sizeof(resp))) {
+		free(mw);
+		return NULL;
+	}
+	return mw;
+}
+
+int vrnic_dealloc_mw(struct ibv_mw *mw)
+{
+	int ret = ibv_cmd_dealloc_mw(mw);
+
+	if (ret)
+		return ret;
+	free(mw);
+	return 0;
+}
+
 /* ------------------------------------------------------------------ AH */
 
 /*
@@ -211,6 +238,7 @@ static const enum ibv_wc_opcode vrnic_wc_opcode[] = {
 	[VRNIC_WC_LOCAL_INV] = IBV_WC_LOCAL_INV,
 	[VRNIC_WC_ATOMIC_WRITE] = IBV_WC_ATOMIC_WRITE,
 	[VRNIC_WC_FLUSH] = IBV_WC_FLUSH,
+	[VRNIC_WC_BIND_MW] = IBV_WC_BIND_MW,
 };
 
 /* Read the next CQE into w; ENOENT when there is none.  Lock held. */
@@ -859,6 +887,59 @@ static void vrnic_wr_flush(struct ibv_qp_ex *qpx, uint32_t rkey,
 	}
 }
 
+/*
+ * Fill the BIND_MW part of a WQE whose wr_id, opcode and flags are set:
+ * window mw gets rkey (same index, the consumer's new key byte) over
+ * info's range.  The device checks the rest against its own tables.
+ */
+static int vrnic_fill_bind(struct vrnic_send_wqe *w, struct ibv_mw *mw,
+			   uint32_t rkey, const struct ibv_mw_bind_info *info)
+{
+	struct vrnic_bind_mw_wqe *b = (struct vrnic_bind_mw_wqe *)w;
+	uint32_t access = 0;
+
+	if ((rkey ^ mw->rkey) & ~0xffu)
+		return EINVAL;
+	if (!info->mr && (info->addr || info->length))
+		return EINVAL;
+	if (info->mw_access_flags & ~(IBV_ACCESS_LOCAL_WRITE |
+				      IBV_ACCESS_REMOTE_WRITE |
+				      IBV_ACCESS_REMOTE_READ |
+				      IBV_ACCESS_REMOTE_ATOMIC))
+		return EINVAL;	/* zero-based windows among them */
+	if (info->mw_access_flags & IBV_ACCESS_REMOTE_WRITE)
+		access |= VRNIC_ACCESS_REMOTE_WRITE;
+	if (info->mw_access_flags & IBV_ACCESS_REMOTE_READ)
+		access |= VRNIC_ACCESS_REMOTE_READ;
+	if (info->mw_access_flags & IBV_ACCESS_REMOTE_ATOMIC)
+		access |= VRNIC_ACCESS_REMOTE_ATOMIC;
+	b->mw_type = mw->type == IBV_MW_TYPE_1 ? VRNIC_MW_TYPE_1 :
+						 VRNIC_MW_TYPE_2;
+	b->new_key = rkey & 0xff;
+	b->access = htole32(access);
+	b->addr = htole64(info->addr);
+	b->mw_key = htole32(mw->rkey);
+	b->mr_key = htole32(info->mr ? info->mr->lkey : 0);
+	b->length = htole64(info->length);
+	return 0;
+}
+
+/* ibv_wr_bind_mw() and IBV_WR_BIND_MW bind type 2 windows only. */
+static void vrnic_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw,
+			     uint32_t rkey,
+			     const struct ibv_mw_bind_info *bind_info)
+{
+	struct vrnic_qp *qp = qpx_to_vqp(qpx);
+	struct vrnic_send_wqe *w = vrnic_wr_new(qp, VRNIC_WR_BIND_MW);
+
+	if (!w)
+		return;
+	if (mw->type != IBV_MW_TYPE_2)
+		qp->wr_err = EINVAL;
+	else
+		qp->wr_err = vrnic_fill_bind(w, mw, rkey, bind_info);
+}
+
 static void vrnic_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
 				  const struct ibv_sge *sg)
 {
@@ -982,7 +1063,8 @@ static void vrnic_wr_abort(struct ibv_qp_ex *qpx)
 			IBV_QP_EX_WITH_SEND_WITH_INV | \
 			IBV_QP_EX_WITH_LOCAL_INV | \
 			IBV_QP_EX_WITH_ATOMIC_WRITE | \
-			IBV_QP_EX_WITH_FLUSH)
+			IBV_QP_EX_WITH_FLUSH | \
+			IBV_QP_EX_WITH_BIND_MW)
 /* Only RC has ATOMIC_WRITE and FLUSH (IBA annex A19). */
 #define VRNIC_SEND_OPS_RC_ONLY (IBV_QP_EX_WITH_ATOMIC_WRITE | \
 				IBV_QP_EX_WITH_FLUSH)
@@ -1030,6 +1112,7 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 		qpx->wr_atomic_fetch_add = vrnic_wr_atomic_fetch_add;
 		qpx->wr_atomic_write = vrnic_wr_atomic_write;
 		qpx->wr_flush = vrnic_wr_flush;
+		qpx->wr_bind_mw = vrnic_wr_bind_mw;
 		qpx->wr_set_sge = vrnic_wr_set_sge;
 		qpx->wr_set_sge_list = vrnic_wr_set_sge_list;
 		qpx->wr_set_inline_data = vrnic_wr_set_inline_data;
@@ -1095,6 +1178,8 @@ static int vrnic_wr_opcode(enum ibv_wr_opcode op)
 		return VRNIC_WR_SEND_INV;
 	case IBV_WR_LOCAL_INV:
 		return VRNIC_WR_LOCAL_INV;
+	case IBV_WR_BIND_MW:
+		return VRNIC_WR_BIND_MW;
 	default:
 		/* ATOMIC_WRITE, FLUSH: ibv_send_wr has no room for their
 		 * operands; they are posted with ibv_wr_atomic_write() and
@@ -1155,6 +1240,11 @@ static int vrnic_build_send(struct vrnic_qp *qp, struct ibv_send_wr *wr,
 	case IBV_WR_SEND_WITH_INV:
 		w->rkey = htole32(wr->invalidate_rkey);
 		break;
+	case IBV_WR_BIND_MW:
+		if (wr->bind_mw.mw->type != IBV_MW_TYPE_2)
+			return EINVAL;
+		return vrnic_fill_bind(w, wr->bind_mw.mw, wr->bind_mw.rkey,
+				       &wr->bind_mw.bind_info);
 	default:
 		break;
 	}
@@ -1257,5 +1347,44 @@ int vrnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 				htole32(qp->qpn));
 	}
 	pthread_spin_unlock(&qp->rq_lock);
+	return ret;
+}
+
+/* ibv_bind_mw(): a type 1 window, bound through the QP's send queue. */
+int vrnic_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
+		  struct ibv_mw_bind *mw_bind)
+{
+	struct vrnic_context *ctx = to_vctx(ibqp->context);
+	struct vrnic_qp *qp = to_vqp(ibqp);
+	uint32_t rkey = ibv_inc_rkey(mw->rkey);
+	struct vrnic_send_wqe *w;
+	int ret;
+
+	if (mw->type != IBV_MW_TYPE_1 || mw->pd != ibqp->pd)
+		return EINVAL;
+	if (!vrnic_sq_postable(ibqp))
+		return EINVAL;
+	pthread_spin_lock(&qp->sq_lock);
+	if (qp->sq_head - qp->sq_tail >= (1u << qp->sq_log)) {
+		pthread_spin_unlock(&qp->sq_lock);
+		return ENOMEM;
+	}
+	w = (struct vrnic_send_wqe *)(qp->sq +
+		((size_t)(qp->sq_head & ((1u << qp->sq_log) - 1)) << qp->sq_shift));
+	memset(w, 0, sizeof(*w));
+	w->wr_id = htole64(mw_bind->wr_id);
+	w->opcode = VRNIC_WR_BIND_MW;
+	if ((mw_bind->send_flags & IBV_SEND_SIGNALED) || qp->sig_all)
+		w->flags |= VRNIC_WQE_SIGNALED;
+	if (mw_bind->send_flags & IBV_SEND_FENCE)
+		w->flags |= VRNIC_WQE_FENCE;
+	ret = vrnic_fill_bind(w, mw, rkey, &mw_bind->bind_info);
+	if (!ret) {
+		qp->sq_head++;
+		vrnic_ring_sq(ctx, qp);
+		/* The consumer undoes this if the bind completes in error. */
+		mw->rkey = rkey;
+	}
+	pthread_spin_unlock(&qp->sq_lock);
 	return ret;
 }

@@ -78,7 +78,9 @@ static void vrnic_free_context(struct ibv_context *ibctx)
 }
 
 static const struct verbs_context_ops vrnic_ctx_ops = {
+	.alloc_mw = vrnic_alloc_mw,
 	.alloc_pd = vrnic_alloc_pd,
+	.bind_mw = vrnic_bind_mw,
 	.attach_mcast = ibv_cmd_attach_mcast,
 	.create_ah = vrnic_create_ah,
 	.create_cq = vrnic_create_cq,
@@ -86,6 +88,7 @@ static const struct verbs_context_ops vrnic_ctx_ops = {
 	.create_qp = vrnic_create_qp,
 	.create_qp_ex = vrnic_create_qp_ex,
 	.create_srq = vrnic_create_srq,
+	.dealloc_mw = vrnic_dealloc_mw,
 	.dealloc_pd = vrnic_dealloc_pd,
 	.dereg_mr = vrnic_dereg_mr,
 	.destroy_ah = vrnic_destroy_ah,

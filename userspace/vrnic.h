@@ -111,6 +111,10 @@ static inline struct vrnic_qp *to_vqp(struct ibv_qp *ibqp)
 struct ibv_mr *vrnic_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 			    uint64_t hca_va, int access);
 int vrnic_dereg_mr(struct verbs_mr *vmr);
+struct ibv_mw *vrnic_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int vrnic_dealloc_mw(struct ibv_mw *mw);
+int vrnic_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		  struct ibv_mw_bind *mw_bind);
 struct ibv_ah *vrnic_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int vrnic_destroy_ah(struct ibv_ah *ah);
 struct ibv_srq *vrnic_create_srq(struct ibv_pd *pd,

@@ -280,6 +280,7 @@ vrnic_stats Device::stats() const
 	s.fast_reg = le(r.fast_reg);
 	s.local_inv = le(r.local_inv);
 	s.remote_inv = le(r.remote_inv);
+	s.mw_binds = le(r.mw_binds);
 	return s;
 }
 

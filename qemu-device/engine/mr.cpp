@@ -159,15 +159,20 @@ uint8_t MrTable::insert(Mr &&m, uint32_t &key)
 	return VRNIC_ADMIN_ST_NO_RESOURCE;
 }
 
-uint8_t MrTable::destroy(uint32_t key)
+uint8_t MrTable::destroy(uint32_t key, bool window)
 {
 	const uint32_t idx = key >> VRNIC_MR_KEY_BITS;
 
-	// A fast-register MR's key byte is the consumer's to change with
-	// each REG_MR, so its index alone names it here.
+	// A fast-register MR's and a window's key byte is the consumer's to
+	// change with each REG_MR or bind, so the index alone names them.
 	if (idx >= mrs_.size() || !mrs_[idx].valid ||
-	    (!mrs_[idx].fast && mrs_[idx].key != uint8_t(key)))
+	    window != (mrs_[idx].mw_type != 0) ||
+	    (!mrs_[idx].fast && !window && mrs_[idx].key != uint8_t(key)))
 		return VRNIC_ADMIN_ST_NOT_FOUND;
+	if (mrs_[idx].windows)
+		return VRNIC_ADMIN_ST_BUSY;	// windows are bound to it
+	if (mrs_[idx].mw_type)
+		unbind(mrs_[idx]);
 	const uint8_t k = mrs_[idx].key;
 	mrs_[idx] = Mr();
 	mrs_[idx].key = k;
@@ -209,16 +214,95 @@ bool MrTable::fast_register(const Platform &plat, const vrnic_reg_mr_wqe &w,
 	return true;
 }
 
-bool MrTable::invalidate(uint32_t key, uint32_t pdn)
+bool MrTable::invalidate(uint32_t key, uint32_t pdn, uint32_t remote_qpn)
 {
 	const uint32_t idx = key >> VRNIC_MR_KEY_BITS;
 
 	if (idx >= mrs_.size())
 		return false;
 	Mr &m = mrs_[idx];
-	if (!m.valid || !m.fast || m.key != uint8_t(key) || m.pdn != pdn)
+	if (!m.valid || m.key != uint8_t(key) || m.pdn != pdn)
+		return false;
+	if (m.mw_type) {
+		// Only a bound type 2 window (IBA o10-37.2.26), and remotely
+		// only through the QP it is bound to.
+		if (m.mw_type != VRNIC_MW_TYPE_2 || !m.live ||
+		    (remote_qpn && m.qpn != remote_qpn))
+			return false;
+		unbind(m);
+		return true;
+	}
+	if (!m.fast)
 		return false;
 	m.live = false;
+	return true;
+}
+
+uint8_t MrTable::alloc_mw(uint32_t pdn, uint8_t type, uint32_t &key)
+{
+	if (type != VRNIC_MW_TYPE_1 && type != VRNIC_MW_TYPE_2)
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	Mr w;
+	w.pdn = pdn;
+	w.mw_type = type;
+	w.live = false;		// unbound
+	return insert(std::move(w), key);
+}
+
+void MrTable::unbind(Mr &w)
+{
+	if (w.live && w.length && w.region < mrs_.size() &&
+	    mrs_[w.region].windows)
+		mrs_[w.region].windows--;
+	w.live = false;
+	w.iova = w.length = 0;
+	w.access = 0;
+	w.qpn = 0;
+}
+
+// IBA 10.6.7.2 and the checks rxe makes (rxe_check_bind_mw).
+bool MrTable::bind_mw(const vrnic_bind_mw_wqe &b, uint32_t pdn, uint32_t qpn)
+{
+	const uint32_t key = le(b.mw_key), idx = key >> VRNIC_MR_KEY_BITS;
+	const uint64_t addr = le(b.addr), length = le(b.length);
+	const uint32_t access = le(b.access) & ~uint32_t(VRNIC_ACCESS_LOCAL_WRITE);
+
+	if (idx >= mrs_.size())
+		return false;
+	Mr &w = mrs_[idx];
+	if (!w.valid || !w.mw_type || w.mw_type != b.mw_type ||
+	    w.key != uint8_t(key) || w.pdn != pdn ||
+	    (access & ~uint32_t(VRNIC_ACCESS_MW_RIGHTS)))
+		return false;
+	// A type 2 window is bound once, until invalidated.
+	if (w.mw_type == VRNIC_MW_TYPE_2 && w.live)
+		return false;
+	uint32_t region = 0;
+	if (length || w.mw_type == VRNIC_MW_TYPE_2) {
+		const Mr *mr = nullptr;
+		const uint32_t mr_key = le(b.mr_key);
+		// The region: this PD's, MW_BIND, and local write under
+		// remote write or atomic rights (C10-74, C10-75, C10-76).
+		if (check(mr_key, pdn, addr, length, VRNIC_ACCESS_MW_BIND, &mr) !=
+			    MrCheck::Ok ||
+		    ((access & (VRNIC_ACCESS_REMOTE_WRITE |
+				VRNIC_ACCESS_REMOTE_ATOMIC)) &&
+		     !(mr->access & VRNIC_ACCESS_LOCAL_WRITE)))
+			return false;
+		region = mr_key >> VRNIC_MR_KEY_BITS;
+	}
+	unbind(w);		// a type 1 window may be bound again
+	w.key = b.new_key;
+	if (length == 0 && w.mw_type == VRNIC_MW_TYPE_1)
+		return true;	// bound to nothing: unbound
+	w.iova = addr;
+	w.length = length;
+	w.access = access;
+	w.region = region;
+	w.qpn = w.mw_type == VRNIC_MW_TYPE_2 ? qpn : 0;
+	w.live = true;
+	if (length)
+		mrs_[region].windows++;
 	return true;
 }
 
@@ -228,7 +312,7 @@ MrCheck MrTable::check_key(uint32_t key, uint32_t pdn, uint32_t access,
 	const uint32_t idx = key >> VRNIC_MR_KEY_BITS;
 
 	if (idx >= mrs_.size() || !mrs_[idx].valid || !mrs_[idx].live ||
-	    mrs_[idx].key != uint8_t(key))
+	    mrs_[idx].key != uint8_t(key) || mrs_[idx].mw_type)
 		return MrCheck::BadKey;
 	const Mr &m = mrs_[idx];
 	if (m.pdn != pdn)
@@ -251,6 +335,33 @@ MrCheck MrTable::check(uint32_t key, uint32_t pdn, uint64_t addr,
 	    addr + len > m->iova + m->length)
 		return MrCheck::Bounds;
 	*out = m;
+	return MrCheck::Ok;
+}
+
+MrCheck MrTable::check_remote(uint32_t key, uint32_t pdn, uint32_t qpn,
+			      uint64_t addr, uint64_t len, uint32_t access,
+			      const Mr **out) const
+{
+	const uint32_t idx = key >> VRNIC_MR_KEY_BITS;
+
+	if (idx >= mrs_.size() || !mrs_[idx].mw_type)
+		return check(key, pdn, addr, len, access, out);
+	const Mr &w = mrs_[idx];
+	if (!w.valid || !w.live || w.key != uint8_t(key) || w.length == 0)
+		return MrCheck::BadKey;
+	if (w.pdn != pdn || (w.mw_type == VRNIC_MW_TYPE_2 && w.qpn != qpn))
+		return MrCheck::BadPd;
+	if ((w.access & access) != access)
+		return MrCheck::Access;
+	if (addr < w.iova || addr + len < addr || addr + len > w.iova + w.length)
+		return MrCheck::Bounds;
+	// The bind kept the window inside its region, and a region with
+	// windows cannot be destroyed; a fast-register one can be
+	// invalidated under it, which ends the window's use too.
+	const Mr &m = mrs_[w.region];
+	if (!m.valid || !m.live)
+		return MrCheck::BadKey;
+	*out = &m;
 	return MrCheck::Ok;
 }
 

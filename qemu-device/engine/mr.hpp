@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Memory regions: the device's own copy of each MR's page list, and the
-// checks (key, PD, access, bounds) every DMA through an MR goes through.
+// Memory regions and memory windows: the device's own copy of each MR's
+// page list, the windows bound to MR ranges, and the checks (key, PD,
+// access, bounds) every DMA through an MR or a window goes through.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,13 @@ struct Mr {
 	bool live = true;		// fast: registered, keys usable
 	uint32_t capacity = 0;		// fast: most pages a REG_MR may give
 	std::vector<uint64_t> pages;	// bus address of each page
+	uint32_t windows = 0;		// region: windows bound to it
+	// A memory window (type 1 or 2; 0: this is a region).  live means
+	// bound; iova, length and access are then the window's own, onto
+	// region index `region` (and, type 2, for QP `qpn` only).
+	uint8_t mw_type = 0;
+	uint32_t region = 0;
+	uint32_t qpn = 0;
 };
 
 enum class MrCheck { Ok, BadKey, BadPd, Access, Bounds };
@@ -36,15 +44,21 @@ public:
 	// kernel: the caller is the kernel driver (PHYS mode allowed).
 	uint8_t create(const Platform &plat, const vrnic_admin_create_mr &c,
 		       bool kernel, uint32_t &key);
-	uint8_t destroy(uint32_t key);
+	// DESTROY_MR (window false) or DEALLOC_MW (window true).
+	uint8_t destroy(uint32_t key, bool window = false);
 	// REG_MR: make an invalid fast-register MR of PD pdn valid with the
 	// WQE's key, rights and page list (read from guest memory now).
 	// False if refused; the MR is then left invalid.
 	bool fast_register(const Platform &plat, const vrnic_reg_mr_wqe &w,
 			   uint32_t pdn);
-	// LOCAL_INV and SEND_WITH_INV: invalidate the fast-register MR with
-	// this key in PD pdn.  False if there is none.
-	bool invalidate(uint32_t key, uint32_t pdn);
+	// LOCAL_INV and SEND_WITH_INV: invalidate the fast-register MR or
+	// the bound type 2 window with this key in PD pdn; remote_qpn (the
+	// QP a SEND_WITH_INV arrived on, 0 for LOCAL_INV) must be the one a
+	// window is bound to.  False if there is none.
+	bool invalidate(uint32_t key, uint32_t pdn, uint32_t remote_qpn = 0);
+	// Memory windows: ALLOC_MW, and BIND_MW from a QP of PD pdn.
+	uint8_t alloc_mw(uint32_t pdn, uint8_t type, uint32_t &key);
+	bool bind_mw(const vrnic_bind_mw_wqe &w, uint32_t pdn, uint32_t qpn);
 	void reset();
 	// Is any MR of this PD alive?
 	[[nodiscard]] bool pd_in_use(uint32_t pdn) const;
@@ -52,9 +66,15 @@ public:
 	// Look up key and check PD and access (the whole MR).
 	MrCheck check_key(uint32_t key, uint32_t pdn, uint32_t access,
 			  const Mr **out) const;
-	// Look up key and check PD, access and [addr, addr + len).
+	// Look up key and check PD, access and [addr, addr + len).  Local
+	// keys: a window's key is refused.
 	MrCheck check(uint32_t key, uint32_t pdn, uint64_t addr, uint64_t len,
 		      uint32_t access, const Mr **out) const;
+	// The same for an rkey on QP qpn, which may also name a bound window:
+	// its range and rights are checked, *out is the region under it.
+	MrCheck check_remote(uint32_t key, uint32_t pdn, uint32_t qpn,
+			     uint64_t addr, uint64_t len, uint32_t access,
+			     const Mr **out) const;
 
 	// DMA between a local buffer and [addr, addr + len) of a checked MR,
 	// page by page.  False if a transfer failed.
@@ -65,6 +85,7 @@ public:
 
 private:
 	uint8_t insert(Mr &&m, uint32_t &key);
+	void unbind(Mr &window);
 	// Call f(bus_addr, offset_in_buffer, n) for each page-sized piece.
 	template <typename F>
 	static bool for_each_piece(const Mr &mr, uint64_t addr, size_t len, F f);

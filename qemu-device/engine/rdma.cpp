@@ -131,8 +131,17 @@ bool Rdma::admin(const vrnic_admin_cmd &cmd, uint8_t &status, uint32_t &result)
 		return true;
 	}
 	case VRNIC_ADMIN_DESTROY_MR:
-		status = mrs_.destroy(le(cmd.destroy.id));
+	case VRNIC_ADMIN_DEALLOC_MW:
+		status = mrs_.destroy(le(cmd.destroy.id), cmd.opcode ==
+				      VRNIC_ADMIN_DEALLOC_MW);
 		return true;
+	case VRNIC_ADMIN_ALLOC_MW: {
+		const Pd *pd = lookup(pds_, le(cmd.alloc_mw.pdn));
+		status = pd ? mrs_.alloc_mw(le(cmd.alloc_mw.pdn), cmd.alloc_mw.type,
+					    result) :
+			      uint8_t(VRNIC_ADMIN_ST_BAD_PARAM);
+		return true;
+	}
 	case VRNIC_ADMIN_CREATE_CQ:
 		status = create_cq(cmd.create_cq, result);
 		return true;
@@ -723,6 +732,7 @@ void Rdma::complete_send(Qp &qp, const SendWqe &w, uint8_t status)
 		VRNIC_WC_RDMA_WRITE, VRNIC_WC_RDMA_READ, VRNIC_WC_CMP_SWP,
 		VRNIC_WC_FETCH_ADD, VRNIC_WC_SEND, VRNIC_WC_LOCAL_INV,
 		VRNIC_WC_REG_MR, VRNIC_WC_ATOMIC_WRITE, VRNIC_WC_FLUSH,
+		VRNIC_WC_BIND_MW,
 	};
 	if (status == VRNIC_WC_ST_SUCCESS && !(w.flags & VRNIC_WQE_SIGNALED))
 		return;

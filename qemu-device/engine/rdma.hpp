@@ -46,6 +46,7 @@ struct RdmaCounters {
 	uint64_t fast_reg = 0;		// REG_MR executed
 	uint64_t local_inv = 0;		// LOCAL_INV executed
 	uint64_t remote_inv = 0;	// keys invalidated by SEND_WITH_INV
+	uint64_t mw_binds = 0;		// BIND_MW executed
 };
 
 // Queue memory as the device sees it: contiguous, or a copied page list.
@@ -120,6 +121,7 @@ struct SendWqe {
 	union {
 		vrnic_ud_av av{};	// UD and GSI: the destination
 		vrnic_reg_mr_wqe reg;	// REG_MR (RC and UC): the WQE as copied
+		vrnic_bind_mw_wqe bind;	// BIND_MW (RC and UC): the WQE as copied
 	};
 	std::vector<vrnic_sge> sges;	// validated local SGEs
 	std::vector<uint8_t> inline_data;

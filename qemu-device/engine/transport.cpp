@@ -32,7 +32,8 @@ bool is_atomic(uint8_t op)
 // Requests the device carries out itself, without packets.
 bool is_local(uint8_t op)
 {
-	return op == VRNIC_WR_LOCAL_INV || op == VRNIC_WR_REG_MR;
+	return op == VRNIC_WR_LOCAL_INV || op == VRNIC_WR_REG_MR ||
+	       op == VRNIC_WR_BIND_MW;
 }
 
 // Requests answered by a response rather than an ACK, each holding one
@@ -59,11 +60,12 @@ bool valid_feth(uint64_t feth)
 // Work requests each QP type accepts (bit per enum vrnic_wr_opcode).
 // UC has no READ, atomics, FLUSH or SEND with invalidate (no IETH opcode);
 // UD and GSI only SEND.
-constexpr uint32_t kWrRc = (1u << (VRNIC_WR_FLUSH + 1)) - 1;
+constexpr uint32_t kWrRc = (1u << (VRNIC_WR_BIND_MW + 1)) - 1;
 constexpr uint32_t kWrUc = 1u << VRNIC_WR_SEND | 1u << VRNIC_WR_SEND_IMM |
 			   1u << VRNIC_WR_RDMA_WRITE |
 			   1u << VRNIC_WR_RDMA_WRITE_IMM |
-			   1u << VRNIC_WR_LOCAL_INV | 1u << VRNIC_WR_REG_MR;
+			   1u << VRNIC_WR_LOCAL_INV | 1u << VRNIC_WR_REG_MR |
+			   1u << VRNIC_WR_BIND_MW;
 constexpr uint32_t kWrUd = 1u << VRNIC_WR_SEND | 1u << VRNIC_WR_SEND_IMM;
 
 uint32_t npkts(uint32_t len, uint32_t mtu)
@@ -167,6 +169,10 @@ bool Rdma::read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status)
 			return false;
 		}
 		std::memcpy(&w.reg, buf.data(), sizeof(w.reg));
+		return true;
+	}
+	if (w.opcode == VRNIC_WR_BIND_MW) {
+		std::memcpy(&w.bind, buf.data(), sizeof(w.bind));
 		return true;
 	}
 	if (w.opcode == VRNIC_WR_LOCAL_INV)
@@ -303,6 +309,14 @@ uint8_t Rdma::execute_local(Qp &qp, const SendWqe &w)
 			return VRNIC_WC_ST_MW_BIND_ERR;
 		}
 		cnt_.fast_reg++;
+		return VRNIC_WC_ST_SUCCESS;
+	}
+	if (w.opcode == VRNIC_WR_BIND_MW) {
+		if (!mrs_.bind_mw(w.bind, qp.pdn, qp.qpn)) {
+			plat_.guest_error("vrnic: BIND_MW refused");
+			return VRNIC_WC_ST_MW_BIND_ERR;
+		}
+		cnt_.mw_binds++;
 		return VRNIC_WC_ST_SUCCESS;
 	}
 	if (!mrs_.invalidate(w.rkey, qp.pdn))
@@ -1044,7 +1058,7 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 			const Mr *mr = nullptr;
 			if (!(le(qp.attr.access) & VRNIC_ACCESS_REMOTE_WRITE) ||
 			    h.dma_len > VRNIC_MAX_MSG_SIZE ||
-			    (h.dma_len && mrs_.check(h.rkey, qp.pdn, h.va, h.dma_len,
+			    (h.dma_len && mrs_.check_remote(h.rkey, qp.pdn, qp.qpn, h.va, h.dma_len,
 						     VRNIC_ACCESS_REMOTE_WRITE,
 						     &mr) != MrCheck::Ok)) {
 				resp_fail(qp, kAethNakRemAccess);
@@ -1074,7 +1088,7 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 			// completion (and the ACK) does; a key that names no
 			// fast-register MR of this PD is an invalid request.
 			if (inv) {
-				if (!mrs_.invalidate(h.ieth, qp.pdn)) {
+				if (!mrs_.invalidate(h.ieth, qp.pdn, qp.qpn)) {
 					complete_recv(qp, VRNIC_WC_ST_REM_INV_REQ_ERR,
 						      VRNIC_WC_RECV, qp.recv_off);
 					nak(qp, kAethNakInvReq, true);
@@ -1088,7 +1102,7 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 				resp_fail(qp, kAethNakInvReq);
 				return;
 			}
-			if (plen && (mrs_.check(qp.write_rkey, qp.pdn, qp.write_va, plen,
+			if (plen && (mrs_.check_remote(qp.write_rkey, qp.pdn, qp.qpn, qp.write_va, plen,
 						VRNIC_ACCESS_REMOTE_WRITE, &mr) !=
 					     MrCheck::Ok ||
 				     !MrTable::write(plat_, *mr, qp.write_va,
@@ -1143,7 +1157,7 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 		const Mr *mr = nullptr;
 		if (!(le(qp.attr.access) & VRNIC_ACCESS_REMOTE_READ) ||
 		    h.dma_len > VRNIC_MAX_MSG_SIZE ||
-		    (h.dma_len && mrs_.check(h.rkey, qp.pdn, h.va, h.dma_len,
+		    (h.dma_len && mrs_.check_remote(h.rkey, qp.pdn, qp.qpn, h.va, h.dma_len,
 					     VRNIC_ACCESS_REMOTE_READ, &mr) !=
 					  MrCheck::Ok)) {
 			nak(qp, kAethNakRemAccess, true);
@@ -1176,7 +1190,7 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 			return;
 		}
 		if (!(le(qp.attr.access) & VRNIC_ACCESS_REMOTE_ATOMIC) ||
-		    mrs_.check(h.rkey, qp.pdn, h.va, 8, VRNIC_ACCESS_REMOTE_ATOMIC,
+		    mrs_.check_remote(h.rkey, qp.pdn, qp.qpn, h.va, 8, VRNIC_ACCESS_REMOTE_ATOMIC,
 			       &mr) != MrCheck::Ok) {
 			nak(qp, kAethNakRemAccess, true);
 			return;
@@ -1249,7 +1263,7 @@ bool Rdma::write_or_flush(Qp &qp, const Packet &p)
 			return false;
 		}
 		if (!(qp_access & VRNIC_ACCESS_REMOTE_WRITE) ||
-		    mrs_.check(h.rkey, qp.pdn, h.va, 8, VRNIC_ACCESS_REMOTE_WRITE,
+		    mrs_.check_remote(h.rkey, qp.pdn, qp.qpn, h.va, 8, VRNIC_ACCESS_REMOTE_WRITE,
 			       &mr) != MrCheck::Ok) {
 			nak(qp, kAethNakRemAccess, true);
 			return false;
@@ -1274,7 +1288,7 @@ bool Rdma::write_or_flush(Qp &qp, const Packet &p)
 		return false;
 	}
 	if ((type & VRNIC_FLUSH_PERSISTENT) ||
-	    (range ? mrs_.check(h.rkey, qp.pdn, h.va, h.dma_len,
+	    (range ? mrs_.check_remote(h.rkey, qp.pdn, qp.qpn, h.va, h.dma_len,
 				VRNIC_ACCESS_FLUSH_GLOBAL, &mr) :
 		     mrs_.check_key(h.rkey, qp.pdn, VRNIC_ACCESS_FLUSH_GLOBAL,
 				    &mr)) != MrCheck::Ok) {
@@ -1308,7 +1322,7 @@ void Rdma::send_read_response(Qp &qp, RdResource &r, unsigned int &budget)
 		h.msn = qp.msn & kPsnMask;
 		const size_t hl = build_headers(frame_.data(), qp.path, h);
 		const Mr *mr = nullptr;
-		if (n && (mrs_.check(r.rkey, qp.pdn, r.va + off, n,
+		if (n && (mrs_.check_remote(r.rkey, qp.pdn, qp.qpn, r.va + off, n,
 				     VRNIC_ACCESS_REMOTE_READ, &mr) != MrCheck::Ok ||
 			  !MrTable::read(plat_, *mr, r.va + off, frame_.data() + hl,
 					 n))) {

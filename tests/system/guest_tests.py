@@ -173,11 +173,16 @@ def verbs_tests(stage, a, b):
     # rdma-core's own tests for what vrnic added here; a skip must be one
     # the suite explains (here: SRQ resize, which vrnic does not claim).
     suite(stage, a, "test_srq", allowed_skips=("SRQ resize is not supported",))
-    # The extended QP API, ATOMIC_WRITE and FLUSH among it.  Skips allowed:
-    # XRC and memory-window binds, which vrnic does not claim (yet).
+    # The extended QP API (ATOMIC_WRITE, FLUSH, BIND_MW among it) and MRs
+    # with memory windows of both types.  Skips allowed: what vrnic does
+    # not claim (XRC, device memory, MR re-registration) or this guest
+    # lacks (a DRM render node for dma-buf).
     suite(stage, a, "test_qpex",
-          allowed_skips=("Create XRCD is not supported",
-                         "additional access flags 18 is not supported"))
+          allowed_skips=("Create XRCD is not supported",))
+    suite(stage, a, "test_mr",
+          allowed_skips=("Device memory is not supported",
+                         "Device /dev/dri/renderD128 is not present",
+                         "Rereg MR is not supported"))
 
 
 def suite(stage, vm, module, allowed_skips=()):

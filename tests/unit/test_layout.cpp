@@ -71,6 +71,14 @@ CHECK_OFF(vrnic_reg_mr_wqe, key, 24);
 CHECK_OFF(vrnic_reg_mr_wqe, npages, 28);
 CHECK_OFF(vrnic_reg_mr_wqe, length, 32);
 CHECK_OFF(vrnic_reg_mr_wqe, pbl, 40);
+CHECK_OFF(vrnic_bind_mw_wqe, opcode, 8);
+CHECK_OFF(vrnic_bind_mw_wqe, mw_type, 10);
+CHECK_OFF(vrnic_bind_mw_wqe, new_key, 11);
+CHECK_OFF(vrnic_bind_mw_wqe, access, 12);
+CHECK_OFF(vrnic_bind_mw_wqe, addr, 16);
+CHECK_OFF(vrnic_bind_mw_wqe, mw_key, 24);
+CHECK_OFF(vrnic_bind_mw_wqe, mr_key, 28);
+CHECK_OFF(vrnic_bind_mw_wqe, length, 32);
 CHECK_OFF(vrnic_sge, lkey, 12);
 CHECK_OFF(vrnic_cqe, wqe_idx, 24);
 CHECK_OFF(vrnic_cqe, owner, 31);
@@ -84,7 +92,7 @@ TEST(Layout, SizesMatchSpec)
 	EXPECT_EQ(sizeof(vrnic_eth_desc), 16u);
 	EXPECT_EQ(sizeof(vrnic_device_attr), 96u);
 	EXPECT_EQ(sizeof(vrnic_port_attr), 16u);
-	EXPECT_EQ(sizeof(vrnic_stats), 272u);
+	EXPECT_EQ(sizeof(vrnic_stats), 280u);
 }
 
 TEST(Layout, RegisterMapIsAlignedAndInsideBar0)

@@ -888,3 +888,214 @@ TEST_P(BadFeth, MalformedFlushIsRefusedAtFetch)
 }
 
 INSTANTIATE_TEST_SUITE_P(Feth, BadFeth, ::testing::Values(0x00ull, 0x04ull, 0x21ull));
+
+// ----------------------------------------------------- memory windows
+
+namespace {
+
+uint32_t alloc_mw(Node &n, uint8_t type)
+{
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_ALLOC_MW;
+	c.alloc_mw.pdn = n.pd;
+	c.alloc_mw.type = type;
+	return n.admin_ok(c);
+}
+
+uint8_t admin_status(Node &n, uint8_t opcode, uint32_t id)
+{
+	vrnic_admin_cmd c{};
+	c.opcode = opcode;
+	c.destroy.id = id;
+	return n.p.admin(c).status;
+}
+
+// BIND_MW of window `mw` (its current key) onto [addr, + len) of MR
+// `mr_key`; returns the window's new key (same index, key byte + 1).
+uint32_t post_bind(Node &n, uint64_t wr_id, uint8_t type, uint32_t mw,
+		   uint32_t mr_key, uint64_t addr, uint64_t len, uint32_t access)
+{
+	vrnic_bind_mw_wqe w{};
+	w.wr_id = wr_id;
+	w.opcode = VRNIC_WR_BIND_MW;
+	w.flags = VRNIC_WQE_SIGNALED;
+	w.mw_type = type;
+	w.new_key = uint8_t(mw + 1);
+	w.access = access;
+	w.addr = addr;
+	w.mw_key = mw;
+	w.mr_key = mr_key;
+	w.length = len;
+	n.post_raw(&w);
+	return (mw & ~0xffu) | uint8_t(mw + 1);
+}
+
+struct Windows : Pair {
+	uint32_t region = 0;	// on b: MW_BIND, local write, no remote right
+	void SetUp() override
+	{
+		connect(3);
+		region = b.create_mr(0x30000000, 0x800000, 64 * 1024,
+				     VRNIC_ACCESS_LOCAL_WRITE |
+				     VRNIC_ACCESS_MW_BIND);
+	}
+	// b binds; the completion's status.
+	uint8_t bind(uint8_t type, uint32_t mw, uint32_t &key, uint64_t addr,
+		     uint64_t len, uint32_t access, uint32_t mr = 0)
+	{
+		key = post_bind(b, 50, type, mw, mr ? mr : region, addr, len,
+				access);
+		const auto c = wait(b, 1);
+		return c.size() == 1 ? c[0].status : uint8_t(0xff);
+	}
+	uint8_t write_via(uint32_t key, uint64_t addr, uint32_t len)
+	{
+		return status_of(wqe(VRNIC_WR_RDMA_WRITE, 1, addr, key),
+				 {a.sge(0, len)});
+	}
+};
+
+} // namespace
+
+TEST_F(Windows, Type1BindGrantsOnlyItsRangeThenUnbindRevokes)
+{
+	for (uint32_t i = 0; i < 4096; i++)
+		*a.data(i) = uint8_t(i ^ 0x5a);
+	uint32_t key;
+	const uint32_t mw = alloc_mw(b, VRNIC_MW_TYPE_1);
+	ASSERT_EQ(bind(VRNIC_MW_TYPE_1, mw, key, 0x30001000, 8192,
+		       VRNIC_ACCESS_REMOTE_WRITE | VRNIC_ACCESS_REMOTE_READ),
+		  VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(b.counters().mw_binds, 1u);
+	EXPECT_EQ(write_via(key, 0x30001000, 4096), VRNIC_WC_ST_SUCCESS);
+	EXPECT_TRUE(same(a, 0, b, 0x801000, 4096));
+	// The MR under it grants nothing remotely by itself; the window
+	// ends at 0x30003000; the old key byte is dead.
+	EXPECT_EQ(write_via(region, 0x30001000, 64), VRNIC_WC_ST_REM_ACCESS_ERR);
+}
+
+TEST_F(Windows, Type1OutOfWindowAndStaleKeyAreRefused)
+{
+	uint32_t key;
+	const uint32_t mw = alloc_mw(b, VRNIC_MW_TYPE_1);
+	ASSERT_EQ(bind(VRNIC_MW_TYPE_1, mw, key, 0x30001000, 8192,
+		       VRNIC_ACCESS_REMOTE_WRITE), VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(write_via(key, 0x30002f00, 512), VRNIC_WC_ST_REM_ACCESS_ERR);
+}
+
+TEST_F(Windows, Type1RebindWithLengthZeroUnbinds)
+{
+	uint32_t key, key2;
+	const uint32_t mw = alloc_mw(b, VRNIC_MW_TYPE_1);
+	ASSERT_EQ(bind(VRNIC_MW_TYPE_1, mw, key, 0x30000000, 4096,
+		       VRNIC_ACCESS_REMOTE_WRITE), VRNIC_WC_ST_SUCCESS);
+	ASSERT_EQ(bind(VRNIC_MW_TYPE_1, key, key2, 0, 0, 0), VRNIC_WC_ST_SUCCESS);
+	// Unbound, the MR can go; a write through either key is refused.
+	EXPECT_EQ(admin_status(b, VRNIC_ADMIN_DESTROY_MR, region),
+		  VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(write_via(key2, 0x30000000, 64), VRNIC_WC_ST_REM_ACCESS_ERR);
+}
+
+TEST_F(Windows, ABoundWindowKeepsItsMrAndDeallocRevokes)
+{
+	uint32_t key;
+	const uint32_t mw = alloc_mw(b, VRNIC_MW_TYPE_2);
+	ASSERT_EQ(bind(VRNIC_MW_TYPE_2, mw, key, 0x30000000, 4096,
+		       VRNIC_ACCESS_REMOTE_READ), VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(admin_status(b, VRNIC_ADMIN_DESTROY_MR, region),
+		  VRNIC_ADMIN_ST_BUSY);
+	EXPECT_EQ(admin_status(b, VRNIC_ADMIN_DEALLOC_MW, key), VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(admin_status(b, VRNIC_ADMIN_DESTROY_MR, region),
+		  VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(status_of(wqe(VRNIC_WR_RDMA_READ, 1, 0x30000000, key),
+			    {a.sge(0, 64)}), VRNIC_WC_ST_REM_ACCESS_ERR);
+}
+
+TEST_F(Windows, Type2LocalInvalidateRevokesAndAllowsANewBind)
+{
+	uint32_t key, key2;
+	const uint32_t mw = alloc_mw(b, VRNIC_MW_TYPE_2);
+	ASSERT_EQ(bind(VRNIC_MW_TYPE_2, mw, key, 0x30000000, 4096,
+		       VRNIC_ACCESS_REMOTE_WRITE), VRNIC_WC_ST_SUCCESS);
+	b.post_send(wqe(VRNIC_WR_LOCAL_INV, 2, 0, key), {});
+	auto c = wait(b, 1);
+	ASSERT_EQ(c.size(), 1u);
+	EXPECT_EQ(c[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(c[0].opcode, VRNIC_WC_LOCAL_INV);
+	// Unbound again: it may be bound anew, and only the new key works.
+	ASSERT_EQ(bind(VRNIC_MW_TYPE_2, key, key2, 0x30000000, 4096,
+		       VRNIC_ACCESS_REMOTE_WRITE), VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(write_via(key2, 0x30000000, 64), VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(write_via(key, 0x30000000, 64), VRNIC_WC_ST_REM_ACCESS_ERR);
+}
+
+TEST_F(Windows, Type2BoundTwiceIsABindError)
+{
+	uint32_t key, key2;
+	const uint32_t mw = alloc_mw(b, VRNIC_MW_TYPE_2);
+	ASSERT_EQ(bind(VRNIC_MW_TYPE_2, mw, key, 0x30000000, 4096,
+		       VRNIC_ACCESS_REMOTE_WRITE), VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(bind(VRNIC_MW_TYPE_2, key, key2, 0x30000000, 4096,
+		       VRNIC_ACCESS_REMOTE_WRITE), VRNIC_WC_ST_MW_BIND_ERR);
+}
+
+TEST_F(Windows, Type2RemoteInvalidateBySendWithInvalidate)
+{
+	uint32_t key;
+	const uint32_t mw = alloc_mw(b, VRNIC_MW_TYPE_2);
+	ASSERT_EQ(bind(VRNIC_MW_TYPE_2, mw, key, 0x30000000, 4096,
+		       VRNIC_ACCESS_REMOTE_WRITE), VRNIC_WC_ST_SUCCESS);
+	b.post_recv(7, {b.sge(0x400000, 4096)});
+	EXPECT_EQ(status_of(wqe(VRNIC_WR_SEND_INV, 1, 0, key), {a.sge(0, 32)}),
+		  VRNIC_WC_ST_SUCCESS);
+	auto rc = wait(b, 1);
+	ASSERT_EQ(rc.size(), 1u);
+	EXPECT_EQ(rc[0].wc_flags & VRNIC_CQE_WITH_INV, VRNIC_CQE_WITH_INV);
+	EXPECT_EQ(rc[0].imm_data, key);
+	EXPECT_EQ(write_via(key, 0x30000000, 64), VRNIC_WC_ST_REM_ACCESS_ERR);
+}
+
+struct BindCase {
+	const char *what;
+	uint8_t type;
+	uint32_t mr_access;	// 0: the fixture's region
+	uint64_t addr, len;
+	uint32_t access;
+};
+
+struct BindRefusal : Windows, ::testing::WithParamInterface<BindCase> {};
+
+TEST_P(BindRefusal, IsABindError)
+{
+	const BindCase &c = GetParam();
+	const uint32_t mr = c.mr_access ?
+		b.create_mr(0x40000000, 0x900000, 4096, c.mr_access) : 0;
+	uint32_t key;
+	const uint32_t mw = alloc_mw(b, VRNIC_MW_TYPE_1);
+	EXPECT_EQ(bind(c.type, mw, key, c.addr, c.len, c.access, mr),
+		  VRNIC_WC_ST_MW_BIND_ERR) << c.what;
+}
+
+INSTANTIATE_TEST_SUITE_P(Windows, BindRefusal, ::testing::Values(
+	BindCase{"MR without MW_BIND", 1, VRNIC_ACCESS_LOCAL_WRITE,
+		 0x40000000, 64, VRNIC_ACCESS_REMOTE_READ},
+	BindCase{"write right over an MR without local write", 1,
+		 VRNIC_ACCESS_MW_BIND, 0x40000000, 64, VRNIC_ACCESS_REMOTE_WRITE},
+	BindCase{"range beyond the MR", 1, 0, 0x3000f000, 8192,
+		 VRNIC_ACCESS_REMOTE_READ},
+	BindCase{"a right a window cannot grant", 1, 0, 0x30000000, 64,
+		 VRNIC_ACCESS_MW_BIND},
+	BindCase{"wrong window type", 2, 0, 0x30000000, 64,
+		 VRNIC_ACCESS_REMOTE_READ}));
+
+TEST_F(Windows, AWindowKeyIsNeverALocalKey)
+{
+	uint32_t key;
+	const uint32_t mw = alloc_mw(b, VRNIC_MW_TYPE_1);
+	ASSERT_EQ(bind(VRNIC_MW_TYPE_1, mw, key, 0x30000000, 4096,
+		       VRNIC_ACCESS_REMOTE_READ), VRNIC_WC_ST_SUCCESS);
+	b.post_send(wqe(VRNIC_WR_SEND, 3), {b.sge(0, 64, key)});
+	auto c = wait(b, 1);
+	ASSERT_EQ(c.size(), 1u);
+	EXPECT_EQ(c[0].status, VRNIC_WC_ST_LOC_PROT_ERR);
+}
