@@ -190,6 +190,8 @@ enum vrnic_admin_opcode {
 	VRNIC_ADMIN_DETACH_MCAST	= 0x1e,
 	VRNIC_ADMIN_ALLOC_MW		= 0x1f,
 	VRNIC_ADMIN_DEALLOC_MW		= 0x20,
+	VRNIC_ADMIN_ALLOC_XRCD		= 0x21,
+	VRNIC_ADMIN_DEALLOC_XRCD	= 0x22,
 	VRNIC_ADMIN_NUM_OPCODES
 };
 
@@ -362,7 +364,19 @@ enum vrnic_qp_type {
 	VRNIC_QPT_UC			= 1,	/* unreliable connected */
 	VRNIC_QPT_UD			= 2,	/* unreliable datagram */
 	VRNIC_QPT_GSI			= 3,	/* UD, QPN 1, kernel only */
+	VRNIC_QPT_XRC_INI		= 4,	/* XRC send side: SQ only */
+	VRNIC_QPT_XRC_TGT		= 5,	/* XRC receive side, kernel only */
 };
+
+/*
+ * XRC (spec 0.5).  An XRC domain (ALLOC_XRCD, kernel only: domains are
+ * shared between processes) groups XRC SRQs and XRC target QPs.  An
+ * XRC_INI QP is an RC requester whose every request names an XRC SRQ of
+ * the target's domain (XRCETH).  An XRC_TGT QP has no rings, CQs or PD:
+ * each request takes its PD (for rkeys and lkeys), receive WQEs and CQ
+ * from the XRC SRQ it names, which must be in the QP's domain.
+ */
+#define VRNIC_MAX_XRCD			256
 
 /* The GSI QP (QP1) and its well-known Q_Key. */
 #define VRNIC_GSI_QPN			1
@@ -387,7 +401,7 @@ struct vrnic_admin_create_qp {
 	__u8 rq_flags;			/* VRNIC_RING_PAGED */
 	__u8 rsvd;
 	__le32 srqn;			/* 0: own RQ; else receives come from it */
-	__le32 rsvd2;
+	__le32 xrcdn;			/* XRC_TGT: its domain; else 0 */
 };
 
 /*
@@ -404,7 +418,15 @@ struct vrnic_admin_create_srq {
 	__u8 log_depth;			/* 0..VRNIC_MAX_WQ_LOG_DEPTH */
 	__u8 wqe_shift;			/* 5..9 */
 	__u8 ring_flags;		/* VRNIC_RING_PAGED */
-	__u8 rsvd[5];
+	__u8 srq_type;			/* enum vrnic_srq_type */
+	__le32 cqn;			/* XRC: receive completions go here */
+	__le32 xrcdn;			/* XRC: its domain */
+	__le32 rsvd;
+};
+
+enum vrnic_srq_type {
+	VRNIC_SRQT_BASIC		= 0,
+	VRNIC_SRQT_XRC			= 1,
 };
 
 /*
@@ -576,7 +598,8 @@ struct vrnic_send_wqe {
 	__le32 inline_len;
 	__le64 compare_add;
 	__le64 swap;
-	__le32 rsvd1[4];
+	__le32 xrc_srqn;		/* XRC_INI: the target's XRC SRQ */
+	__le32 rsvd1[3];
 };
 
 /*
@@ -897,7 +920,7 @@ VRNIC_HW_ASSERT(VRNIC_DB_BAR_SIZE == 1024 * 1024, "doorbell BAR is 1 MiB");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_mr) == 56, "create_mr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_cq) == 24, "create_cq");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_qp) == 56, "create_qp");
-VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_srq) == 32, "create_srq");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_srq) == 40, "create_srq");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_modify_qp) == 16, "modify_qp");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_mcast) == 24, "mcast");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_qp_attr) == 128, "qp attr");

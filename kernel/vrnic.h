@@ -126,6 +126,17 @@ struct vrnic_pd {
 	u32 pdn;
 };
 
+/* An XRC domain: one device object however many processes open it. */
+struct vrnic_xrcd {
+	struct ib_xrcd ibxrcd;
+	u32 xrcdn;
+};
+
+static inline struct vrnic_xrcd *to_vxrcd(struct ib_xrcd *ibxrcd)
+{
+	return container_of(ibxrcd, struct vrnic_xrcd, ibxrcd);
+}
+
 /* A memory window: its rkey (ib_mw.rkey) names it to the device. */
 struct vrnic_mw {
 	struct ib_mw ibmw;
@@ -187,7 +198,7 @@ struct vrnic_qp {
 	u32 qpn;
 	u8 type;		/* enum vrnic_qp_type */
 	u8 state;		/* enum ib_qp_state */
-	bool srq;		/* receives come from an SRQ */
+	bool no_rq;		/* receives come from an SRQ, or none (XRC) */
 	u32 sq_log, rq_log, sq_shift, rq_shift;
 	u32 max_send_sge, max_recv_sge, max_inline;
 	bool sig_all;
@@ -297,6 +308,8 @@ struct ib_mr *vrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 virt, int access, struct ib_udata *udata);
 int vrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 int vrnic_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int vrnic_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
+int vrnic_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
 int vrnic_dealloc_mw(struct ib_mw *ibmw);
 struct ib_mr *vrnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 			     u32 max_num_sg);

@@ -65,6 +65,41 @@ static void vrnic_qp_free_mem(struct vrnic_dev *vdev, struct vrnic_qp *qp)
 	ib_umem_release(qp->dbrec_umem);
 }
 
+/*
+ * An XRC target QP is the kernel's (ib_core creates it without udata and
+ * shares it between processes): no rings, CQs or PD; each request takes
+ * those of the XRC SRQ it names.
+ */
+static int vrnic_create_xrc_tgt(struct vrnic_dev *vdev, struct vrnic_qp *qp,
+				struct ib_qp_init_attr *init)
+{
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_CREATE_QP };
+	u32 qpn;
+	int ret;
+
+	if (init->create_flags || !init->xrcd)
+		return -EINVAL;
+	qp->type = VRNIC_QPT_XRC_TGT;
+	qp->no_rq = true;
+	cmd.create_qp.type = VRNIC_QPT_XRC_TGT;
+	cmd.create_qp.xrcdn = cpu_to_le32(to_vxrcd(init->xrcd)->xrcdn);
+	ret = vrnic_admin_exec(vdev, &cmd, &qpn);
+	if (ret)
+		return ret;
+	qp->qpn = qpn;
+	qp->ibqp.qp_num = qpn;
+	qp->state = IB_QPS_RESET;
+	memset(&init->cap, 0, sizeof(init->cap));
+	ret = xa_insert_irq(&vdev->qp_xa, qpn, qp, GFP_KERNEL);
+	if (ret) {
+		memset(&cmd, 0, sizeof(cmd));
+		cmd.opcode = VRNIC_ADMIN_DESTROY_QP;
+		cmd.destroy.id = cpu_to_le32(qpn);
+		vrnic_admin_exec(vdev, &cmd, NULL);
+	}
+	return ret;
+}
+
 int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata)
 {
@@ -94,13 +129,24 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			return -EINVAL;
 		qp->type = VRNIC_QPT_GSI;
 		break;
+	case IB_QPT_XRC_INI:
+		/* No kernel work request names a remote XRC SRQ. */
+		if (!udata)
+			return -EOPNOTSUPP;
+		qp->type = VRNIC_QPT_XRC_INI;
+		qp->no_rq = true;
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+		break;
+	case IB_QPT_XRC_TGT:
+		return vrnic_create_xrc_tgt(vdev, qp, init);
 	default:
 		return -EOPNOTSUPP;
 	}
 	if (init->create_flags || (init->srq && qp->type == VRNIC_QPT_GSI))
 		return -EOPNOTSUPP;
 	if (init->srq) {
-		qp->srq = true;
+		qp->no_rq = true;
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
 		cmd.create_qp.srqn = cpu_to_le32(to_vsrq(init->srq)->srqn);
@@ -124,7 +170,8 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	cmd.create_qp.uctx = cpu_to_le32(vrnic_uctx_of(udata));
 	cmd.create_qp.pdn = cpu_to_le32(to_vpd(ibqp->pd)->pdn);
 	cmd.create_qp.send_cqn = cpu_to_le32(to_vcq(init->send_cq)->cqn);
-	cmd.create_qp.recv_cqn = cpu_to_le32(to_vcq(init->recv_cq)->cqn);
+	if (init->recv_cq)
+		cmd.create_qp.recv_cqn = cpu_to_le32(to_vcq(init->recv_cq)->cqn);
 	cmd.create_qp.type = qp->type;
 
 	if (udata) {
@@ -154,7 +201,7 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 				     &sq_list_size);
 		if (ret)
 			goto err_mem;
-		if (!qp->srq) {
+		if (!qp->no_rq) {
 			ret = vrnic_ring_pin(vdev, ucmd.rq_addr,
 					     1UL << (qp->rq_log + qp->rq_shift),
 					     &qp->rq_umem, &rq_list, &rq_list_dma,
@@ -181,12 +228,12 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	} else {
 		qp->sq = dma_alloc_coherent(dev, 1UL << (qp->sq_log + qp->sq_shift),
 					    &qp->sq_dma, GFP_KERNEL);
-		if (!qp->srq)
+		if (!qp->no_rq)
 			qp->rq = dma_alloc_coherent(dev, 1UL << (qp->rq_log + qp->rq_shift),
 						    &qp->rq_dma, GFP_KERNEL);
 		qp->dbrec = dma_alloc_coherent(dev, sizeof(*qp->dbrec),
 					       &qp->dbrec_dma, GFP_KERNEL);
-		if (!qp->sq || (!qp->rq && !qp->srq) || !qp->dbrec) {
+		if (!qp->sq || (!qp->rq && !qp->no_rq) || !qp->dbrec) {
 			ret = -ENOMEM;
 			goto err_mem;
 		}
@@ -220,10 +267,10 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->max_inline = min_t(u32, BIT(qp->sq_shift) -
 			       vrnic_send_wqe_data_off(qp->type),
 			       VRNIC_MAX_INLINE);
-	if (qp->srq)
+	if (qp->no_rq)
 		qp->max_recv_sge = 0;
 	cap->max_send_wr = BIT(qp->sq_log);
-	cap->max_recv_wr = qp->srq ? 0 : BIT(qp->rq_log);
+	cap->max_recv_wr = qp->no_rq ? 0 : BIT(qp->rq_log);
 	cap->max_send_sge = qp->max_send_sge;
 	cap->max_recv_sge = qp->max_recv_sge;
 	cap->max_inline_data = qp->max_inline;
@@ -475,7 +522,7 @@ int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->qkey = le32_to_cpu(a->qkey);
 	attr->port_num = 1;
 	attr->cap.max_send_wr = BIT(qp->sq_log);
-	attr->cap.max_recv_wr = qp->srq ? 0 : BIT(qp->rq_log);
+	attr->cap.max_recv_wr = qp->no_rq ? 0 : BIT(qp->rq_log);
 	attr->cap.max_send_sge = qp->max_send_sge;
 	attr->cap.max_recv_sge = qp->max_recv_sge;
 	attr->cap.max_inline_data = qp->max_inline;

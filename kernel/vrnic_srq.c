@@ -54,7 +54,7 @@ int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	u32 srqn;
 	int ret;
 
-	if (init->srq_type != IB_SRQT_BASIC)
+	if (init->srq_type != IB_SRQT_BASIC && init->srq_type != IB_SRQT_XRC)
 		return -EOPNOTSUPP;
 	if (attr->max_wr < 1 || attr->max_wr > (1U << VRNIC_MAX_WQ_LOG_DEPTH) ||
 	    attr->max_sge > VRNIC_MAX_SGE || attr->srq_limit > attr->max_wr)
@@ -66,6 +66,13 @@ int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	spin_lock_init(&srq->lock);
 	cmd.create_srq.uctx = cpu_to_le32(vrnic_uctx_of(udata));
 	cmd.create_srq.pdn = cpu_to_le32(to_vpd(ibsrq->pd)->pdn);
+	if (init->srq_type == IB_SRQT_XRC) {
+		/* Its receives complete on its own CQ, whatever QP they came by. */
+		cmd.create_srq.srq_type = VRNIC_SRQT_XRC;
+		cmd.create_srq.cqn = cpu_to_le32(to_vcq(init->ext.cq)->cqn);
+		cmd.create_srq.xrcdn =
+			cpu_to_le32(to_vxrcd(init->ext.xrc.xrcd)->xrcdn);
+	}
 
 	if (udata) {
 		struct vrnic_create_srq_cmd ucmd = {};
@@ -111,6 +118,8 @@ int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (ret)
 		goto err_mem;
 	srq->srqn = srqn;
+	if (init->srq_type == IB_SRQT_XRC)
+		ibsrq->ext.xrc.srq_num = srqn;	/* what XRCETHs name */
 	srq->max_sge = min_t(u32, (BIT(srq->shift) - sizeof(struct vrnic_recv_wqe)) /
 			     sizeof(struct vrnic_sge), VRNIC_MAX_SGE);
 	attr->max_wr = BIT(srq->log);

@@ -53,7 +53,8 @@ static int vrnic_query_device(struct ib_device *ibdev,
 				 IB_DEVICE_FLUSH_GLOBAL |
 				 IB_DEVICE_ATOMIC_WRITE |
 				 IB_DEVICE_MEM_WINDOW |
-				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
+				 IB_DEVICE_MEM_WINDOW_TYPE_2B |
+				 IB_DEVICE_XRC;
 	attr->max_fast_reg_page_list_len = VRNIC_MAX_FAST_REG_PAGES;
 	attr->max_pkeys = 1;
 	attr->max_ah = INT_MAX;		/* AHs live in host memory only */
@@ -246,6 +247,24 @@ static int vrnic_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 				&to_vpd(ibpd)->pdn);
 }
 
+int vrnic_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_ALLOC_XRCD };
+
+	return vrnic_admin_exec(to_vdev(ibxrcd->device), &cmd,
+				&to_vxrcd(ibxrcd)->xrcdn);
+}
+
+int vrnic_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DEALLOC_XRCD };
+	int ret;
+
+	cmd.destroy.id = cpu_to_le32(to_vxrcd(ibxrcd)->xrcdn);
+	ret = vrnic_admin_exec(to_vdev(ibxrcd->device), &cmd, NULL);
+	return ret == -ENODEV ? 0 : ret;
+}
+
 static int vrnic_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DESTROY_PD };
@@ -405,6 +424,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	.alloc_mr = vrnic_alloc_mr,
 	.alloc_mw = vrnic_alloc_mw,
 	.alloc_pd = vrnic_alloc_pd,
+	.alloc_xrcd = vrnic_alloc_xrcd,
 	.alloc_ucontext = vrnic_alloc_ucontext,
 	.attach_mcast = vrnic_attach_mcast,
 	.create_ah = vrnic_create_ah,
@@ -415,6 +435,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	.dealloc_pd = vrnic_dealloc_pd,
 	.dealloc_ucontext = vrnic_dealloc_ucontext,
 	.dealloc_mw = vrnic_dealloc_mw,
+	.dealloc_xrcd = vrnic_dealloc_xrcd,
 	.dereg_mr = vrnic_dereg_mr,
 	.destroy_ah = vrnic_destroy_ah,
 	.query_ah = vrnic_query_ah,
@@ -450,6 +471,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_qp, vrnic_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, vrnic_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, vrnic_ucontext, ibucontext),
+	INIT_RDMA_OBJ_SIZE(ib_xrcd, vrnic_xrcd, ibxrcd),
 };
 
 int vrnic_ib_register(struct vrnic_dev *vdev)

@@ -34,6 +34,8 @@ DECLARE_DRV_CMD(uvrnic_create_ah, IB_USER_VERBS_CMD_CREATE_AH,
 		empty, vrnic_create_ah_resp);
 DECLARE_DRV_CMD(uvrnic_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,
 		vrnic_create_srq_cmd, vrnic_create_srq_resp);
+DECLARE_DRV_CMD(uvrnic_create_xsrq, IB_USER_VERBS_CMD_CREATE_XSRQ,
+		vrnic_create_srq_cmd, vrnic_create_srq_resp);
 
 #define VRNIC_PAGE	4096
 
@@ -491,6 +493,38 @@ static void vrnic_srq_free(struct vrnic_srq *srq)
 	free(srq);
 }
 
+/* The SRQ's ring and doorbell record, and what the kernel is told of them. */
+static struct vrnic_srq *vrnic_srq_alloc(struct ibv_srq_attr *attr,
+					 struct vrnic_create_srq_cmd *cmd)
+{
+	struct vrnic_srq *srq;
+
+	if (attr->max_wr < 1 || attr->max_wr > (1u << VRNIC_MAX_WQ_LOG_DEPTH) ||
+	    attr->max_sge > VRNIC_MAX_SGE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+	srq->log = vrnic_log2(attr->max_wr);
+	srq->shift = vrnic_rq_shift(attr->max_sge ? attr->max_sge : 1);
+	srq->ring_size = (size_t)1 << (srq->log + srq->shift);
+	srq->ring = vrnic_alloc_queue(srq->ring_size);
+	srq->dbrec = vrnic_alloc_queue(VRNIC_PAGE);
+	if (!srq->ring || !srq->dbrec) {
+		vrnic_srq_free(srq);
+		return NULL;
+	}
+	cmd->buf_addr = (uintptr_t)srq->ring;
+	cmd->dbrec_addr = (uintptr_t)srq->dbrec;
+	cmd->log_depth = srq->log;
+	cmd->wqe_shift = srq->shift;
+	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	srq->max_sge = attr->max_sge;
+	return srq;
+}
+
 struct ibv_srq *vrnic_create_srq(struct ibv_pd *pd,
 				 struct ibv_srq_init_attr *attr)
 {
@@ -498,37 +532,100 @@ struct ibv_srq *vrnic_create_srq(struct ibv_pd *pd,
 	struct uvrnic_create_srq cmd = {};
 	struct vrnic_srq *srq;
 
-	if (attr->attr.max_wr < 1 ||
-	    attr->attr.max_wr > (1u << VRNIC_MAX_WQ_LOG_DEPTH) ||
-	    attr->attr.max_sge > VRNIC_MAX_SGE) {
-		errno = EINVAL;
-		return NULL;
-	}
-	srq = calloc(1, sizeof(*srq));
+	srq = vrnic_srq_alloc(&attr->attr, &cmd.drv_payload);
 	if (!srq)
 		return NULL;
-	srq->log = vrnic_log2(attr->attr.max_wr);
-	srq->shift = vrnic_rq_shift(attr->attr.max_sge ? attr->attr.max_sge : 1);
-	srq->ring_size = (size_t)1 << (srq->log + srq->shift);
-	srq->ring = vrnic_alloc_queue(srq->ring_size);
-	srq->dbrec = vrnic_alloc_queue(VRNIC_PAGE);
-	if (!srq->ring || !srq->dbrec)
-		goto err_free;
-	cmd.drv_payload.buf_addr = (uintptr_t)srq->ring;
-	cmd.drv_payload.dbrec_addr = (uintptr_t)srq->dbrec;
-	cmd.drv_payload.log_depth = srq->log;
-	cmd.drv_payload.wqe_shift = srq->shift;
-	if (ibv_cmd_create_srq(pd, &srq->ibv_srq, attr, &cmd.ibv_cmd,
-			       sizeof(cmd), &resp.ibv_resp, sizeof(resp)))
-		goto err_free;
-	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	if (ibv_cmd_create_srq(pd, &srq->vsrq.srq, attr, &cmd.ibv_cmd,
+			       sizeof(cmd), &resp.ibv_resp, sizeof(resp))) {
+		pthread_spin_destroy(&srq->lock);
+		vrnic_srq_free(srq);
+		return NULL;
+	}
 	srq->srqn = resp.srqn;
-	srq->max_sge = attr->attr.max_sge;
-	return &srq->ibv_srq;
+	return &srq->vsrq.srq;
+}
 
-err_free:
-	vrnic_srq_free(srq);
-	return NULL;
+/* Basic SRQs, and XRC SRQs: in an XRC domain, completing on their CQ. */
+struct ibv_srq *vrnic_create_srq_ex(struct ibv_context *ctx,
+				    struct ibv_srq_init_attr_ex *attr)
+{
+	const uint32_t need = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			      IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	struct uvrnic_create_xsrq_resp resp = {};
+	struct uvrnic_create_xsrq cmd = {};
+	struct vrnic_srq *srq;
+
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ||
+	    attr->srq_type == IBV_SRQT_BASIC) {
+		struct ibv_srq_init_attr basic = {
+			.srq_context = attr->srq_context,
+			.attr = attr->attr,
+		};
+		struct ibv_srq *s;
+
+		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) ||
+		    (attr->comp_mask & ~(IBV_SRQ_INIT_ATTR_TYPE |
+					 IBV_SRQ_INIT_ATTR_PD))) {
+			errno = EOPNOTSUPP;
+			return NULL;
+		}
+		s = vrnic_create_srq(attr->pd, &basic);
+		if (s)
+			attr->attr = basic.attr;
+		return s;
+	}
+	if (attr->srq_type != IBV_SRQT_XRC ||
+	    (attr->comp_mask & need) != need ||
+	    (attr->comp_mask & ~need)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	srq = vrnic_srq_alloc(&attr->attr, &cmd.drv_payload);
+	if (!srq)
+		return NULL;
+	if (ibv_cmd_create_srq_ex(ctx, &srq->vsrq, attr, &cmd.ibv_cmd,
+				  sizeof(cmd), &resp.ibv_resp, sizeof(resp))) {
+		pthread_spin_destroy(&srq->lock);
+		vrnic_srq_free(srq);
+		return NULL;
+	}
+	srq->srqn = resp.srqn;
+	return &srq->vsrq.srq;
+}
+
+int vrnic_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)
+{
+	*srq_num = to_vsrq(srq)->vsrq.srq_num;
+	return 0;
+}
+
+struct ibv_xrcd *vrnic_open_xrcd(struct ibv_context *ctx,
+				 struct ibv_xrcd_init_attr *attr)
+{
+	struct ib_uverbs_open_xrcd_resp resp = {};
+	struct ibv_open_xrcd cmd = {};
+	struct verbs_xrcd *xrcd;
+
+	xrcd = calloc(1, sizeof(*xrcd));
+	if (!xrcd)
+		return NULL;
+	if (ibv_cmd_open_xrcd(ctx, xrcd, sizeof(*xrcd), attr, &cmd, sizeof(cmd),
+			      &resp, sizeof(resp))) {
+		free(xrcd);
+		return NULL;
+	}
+	return &xrcd->xrcd;
+}
+
+int vrnic_close_xrcd(struct ibv_xrcd *ibxrcd)
+{
+	struct verbs_xrcd *xrcd = container_of(ibxrcd, struct verbs_xrcd, xrcd);
+	int ret = ibv_cmd_close_xrcd(xrcd);
+
+	if (ret)
+		return ret;
+	free(xrcd);
+	return 0;
 }
 
 int vrnic_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
@@ -631,10 +728,17 @@ static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *sr
 {
 	struct vrnic_qp *qp;
 	uint8_t hw_type;
+	bool no_rq = srq;
 
 	switch (type) {
 	case IBV_QPT_RC:
 		hw_type = VRNIC_QPT_RC;
+		break;
+	case IBV_QPT_XRC_SEND:	/* an RC requester without a receive side */
+		hw_type = VRNIC_QPT_XRC_INI;
+		no_rq = true;
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
 		break;
 	case IBV_QPT_UC:
 		hw_type = VRNIC_QPT_UC;
@@ -666,11 +770,11 @@ static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *sr
 				      cap->max_inline_data);
 	qp->rq_shift = vrnic_rq_shift(cap->max_recv_sge);
 	qp->sq_size = (size_t)1 << (qp->sq_log + qp->sq_shift);
-	qp->rq_size = srq ? 0 : (size_t)1 << (qp->rq_log + qp->rq_shift);
+	qp->rq_size = no_rq ? 0 : (size_t)1 << (qp->rq_log + qp->rq_shift);
 	qp->sq = vrnic_alloc_queue(qp->sq_size);
-	qp->rq = srq ? NULL : vrnic_alloc_queue(qp->rq_size);
+	qp->rq = no_rq ? NULL : vrnic_alloc_queue(qp->rq_size);
 	qp->dbrec = vrnic_alloc_queue(VRNIC_PAGE);
-	if (!qp->sq || (!qp->rq && !srq) || !qp->dbrec) {
+	if (!qp->sq || (!qp->rq && !no_rq) || !qp->dbrec) {
 		vrnic_qp_free(qp);
 		return NULL;
 	}
@@ -1032,6 +1136,14 @@ static int vrnic_wr_complete(struct ibv_qp_ex *qpx)
 	return err;
 }
 
+static void vrnic_wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
+{
+	struct vrnic_qp *qp = qpx_to_vqp(qpx);
+
+	if (qp->wr_cur && qp->type == VRNIC_QPT_XRC_INI)
+		qp->wr_cur->xrc_srqn = htole32(remote_srqn);
+}
+
 static void vrnic_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
 				 uint32_t remote_qpn, uint32_t remote_qkey)
 {
@@ -1069,6 +1181,65 @@ static void vrnic_wr_abort(struct ibv_qp_ex *qpx)
 #define VRNIC_SEND_OPS_RC_ONLY (IBV_QP_EX_WITH_ATOMIC_WRITE | \
 				IBV_QP_EX_WITH_FLUSH)
 
+/*
+ * The receive side of XRC is a kernel QP with nothing in this process:
+ * no rings, no doorbells.  This struct is only the handle.
+ */
+static struct vrnic_qp *vrnic_xrc_recv_alloc(void)
+{
+	struct vrnic_qp *qp = calloc(1, sizeof(*qp));
+
+	if (!qp)
+		return NULL;
+	qp->type = VRNIC_QPT_XRC_TGT;
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	return qp;
+}
+
+static struct ibv_qp *vrnic_create_xrc_recv(struct ibv_context *ctx,
+					    struct ibv_qp_init_attr_ex *attr)
+{
+	struct ib_uverbs_create_qp_resp resp = {};
+	struct ibv_create_qp cmd = {};
+	struct vrnic_qp *qp;
+
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) ||
+	    (attr->comp_mask & ~(IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_PD))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	qp = vrnic_xrc_recv_alloc();
+	if (!qp)
+		return NULL;
+	if (ibv_cmd_create_qp_ex(ctx, &qp->vqp, attr, &cmd, sizeof(cmd), &resp,
+				 sizeof(resp))) {
+		vrnic_qp_free(qp);
+		return NULL;
+	}
+	qp->qpn = resp.qpn;
+	return &qp->vqp.qp;
+}
+
+struct ibv_qp *vrnic_open_qp(struct ibv_context *ctx,
+			     struct ibv_qp_open_attr *attr)
+{
+	struct ib_uverbs_create_qp_resp resp = {};
+	struct ibv_open_qp cmd = {};
+	struct vrnic_qp *qp;
+
+	qp = vrnic_xrc_recv_alloc();
+	if (!qp)
+		return NULL;
+	if (ibv_cmd_open_qp(ctx, &qp->vqp, sizeof(qp->vqp), attr, &cmd,
+			    sizeof(cmd), &resp, sizeof(resp))) {
+		vrnic_qp_free(qp);
+		return NULL;
+	}
+	qp->qpn = resp.qpn;
+	return &qp->vqp.qp;
+}
+
 struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 				  struct ibv_qp_init_attr_ex *attr)
 {
@@ -1077,6 +1248,8 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 	struct ibv_qp_ex *qpx;
 	struct vrnic_qp *qp;
 
+	if (attr->qp_type == IBV_QPT_XRC_RECV)
+		return vrnic_create_xrc_recv(ctx, attr);
 	if ((attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD |
 				 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
@@ -1118,6 +1291,7 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 		qpx->wr_set_inline_data = vrnic_wr_set_inline_data;
 		qpx->wr_set_inline_data_list = vrnic_wr_set_inline_data_list;
 		qpx->wr_set_ud_addr = vrnic_wr_set_ud_addr;
+		qpx->wr_set_xrc_srqn = vrnic_wr_set_xrc_srqn;
 		qp->vqp.comp_mask |= VERBS_QP_EX;
 	}
 	return &qp->vqp.qp;
@@ -1211,6 +1385,8 @@ static int vrnic_build_send(struct vrnic_qp *qp, struct ibv_send_wr *wr,
 	memset(w, 0, sizeof(*w));
 	w->wr_id = htole64(wr->wr_id);
 	w->opcode = op;
+	if (qp->type == VRNIC_QPT_XRC_INI)
+		w->xrc_srqn = htole32(wr->qp_type.xrc.remote_srqn);
 	if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sig_all)
 		w->flags |= VRNIC_WQE_SIGNALED;
 	if (wr->send_flags & IBV_SEND_SOLICITED)

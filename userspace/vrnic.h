@@ -45,7 +45,7 @@ struct vrnic_cq {
 };
 
 struct vrnic_srq {
-	struct ibv_srq ibv_srq;
+	struct verbs_srq vsrq;		/* srq_num: what XRC senders name */
 	uint32_t srqn;
 	pthread_spinlock_t lock;
 	uint8_t *ring;
@@ -95,7 +95,7 @@ static inline struct vrnic_cq *to_vcq(struct ibv_cq *ibcq)
 
 static inline struct vrnic_srq *to_vsrq(struct ibv_srq *ibsrq)
 {
-	return container_of(ibsrq, struct vrnic_srq, ibv_srq);
+	return container_of(ibsrq, struct vrnic_srq, vsrq.srq);
 }
 
 static inline struct vrnic_ah *to_vah(struct ibv_ah *ibah)
@@ -123,6 +123,14 @@ int vrnic_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
 		     int attr_mask);
 int vrnic_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 int vrnic_destroy_srq(struct ibv_srq *srq);
+struct ibv_srq *vrnic_create_srq_ex(struct ibv_context *ctx,
+				    struct ibv_srq_init_attr_ex *attr);
+int vrnic_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+struct ibv_xrcd *vrnic_open_xrcd(struct ibv_context *ctx,
+				 struct ibv_xrcd_init_attr *attr);
+int vrnic_close_xrcd(struct ibv_xrcd *xrcd);
+struct ibv_qp *vrnic_open_qp(struct ibv_context *ctx,
+			     struct ibv_qp_open_attr *attr);
 int vrnic_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			struct ibv_recv_wr **bad_wr);
 struct ibv_cq *vrnic_create_cq(struct ibv_context *ctx, int cqe,

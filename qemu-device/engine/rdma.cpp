@@ -28,7 +28,7 @@ Rdma::Rdma(const Platform &plat, DeviceCounters &dcnt,
 	   const std::array<uint8_t, 6> &mac, const uint32_t &port_mtu)
 	: plat_(plat), dcnt_(dcnt), eqs_(eqs), uctx_used_(uctx_used), mac_(mac),
 	  port_mtu_(port_mtu), pds_(VRNIC_MAX_PD), cqs_(VRNIC_MAX_CQ), qps_(VRNIC_MAX_QP),
-	  srqs_(VRNIC_MAX_SRQ),
+	  srqs_(VRNIC_MAX_SRQ), xrcds_(VRNIC_MAX_XRCD),
 	  frame_(VRNIC_ETH_MAX_FRAME), scratch_(VRNIC_ETH_MAX_FRAME)
 {
 }
@@ -56,6 +56,8 @@ void Rdma::reset()
 		q = Srq();
 		q.gen = gen;
 	}
+	for (auto &x : xrcds_)
+		x.valid = false;
 	mrs_.reset();
 	mcast_.clear();
 	loopback_.clear();
@@ -135,6 +137,12 @@ bool Rdma::admin(const vrnic_admin_cmd &cmd, uint8_t &status, uint32_t &result)
 		status = mrs_.destroy(le(cmd.destroy.id), cmd.opcode ==
 				      VRNIC_ADMIN_DEALLOC_MW);
 		return true;
+	case VRNIC_ADMIN_ALLOC_XRCD:
+		status = alloc_xrcd(result);
+		return true;
+	case VRNIC_ADMIN_DEALLOC_XRCD:
+		status = dealloc_xrcd(le(cmd.destroy.id));
+		return true;
 	case VRNIC_ADMIN_ALLOC_MW: {
 		const Pd *pd = lookup(pds_, le(cmd.alloc_mw.pdn));
 		status = pd ? mrs_.alloc_mw(le(cmd.alloc_mw.pdn), cmd.alloc_mw.type,
@@ -204,7 +212,7 @@ uint8_t Rdma::destroy_pd(uint32_t pdn)
 		return VRNIC_ADMIN_ST_NOT_FOUND;
 	if (mrs_.pd_in_use(pdn) ||
 	    std::any_of(qps_.begin(), qps_.end(), [pdn](const Qp &q) {
-		    return q.valid && q.pdn == pdn;
+		    return q.valid && q.type != VRNIC_QPT_XRC_TGT && q.pdn == pdn;
 	    }) ||
 	    std::any_of(srqs_.begin(), srqs_.end(), [pdn](const Srq &q) {
 		    return q.valid && q.pdn == pdn;
@@ -260,14 +268,19 @@ uint8_t Rdma::destroy_cq(uint32_t cqn)
 
 uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 {
+	if (c.type == VRNIC_QPT_XRC_TGT)
+		return create_xrc_tgt(c, result);
 	const uint32_t uctx = le(c.uctx);
 	const Pd *pd = lookup(pds_, le(c.pdn));
 	Cq *scq = find_cq(le(c.send_cqn));
-	Cq *rcq = find_cq(le(c.recv_cqn));
+	// An XRC_INI QP receives nothing: no RQ, no receive CQ.
+	const bool ini = c.type == VRNIC_QPT_XRC_INI;
+	Cq *rcq = ini ? scq : find_cq(le(c.recv_cqn));
 
 	if (uctx >= uctx_used_.size() || !uctx_used_[uctx] || !pd ||
 	    pd->uctx != uctx || !scq || scq->uctx != uctx || !rcq ||
-	    rcq->uctx != uctx || c.type > VRNIC_QPT_GSI ||
+	    rcq->uctx != uctx || c.type > VRNIC_QPT_XRC_INI ||
+	    (ini && (le(c.srqn) || le(c.recv_cqn))) ||
 	    (c.type == VRNIC_QPT_GSI && uctx != 0) ||
 	    c.sq_log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
 	    c.rq_log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
@@ -287,7 +300,7 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 	RingMem sq, rq;
 	if (!sq.load(plat_, le(c.sq_base), c.sq_flags,
 		     uint64_t(1) << (c.sq_log_depth + c.sq_wqe_shift)) ||
-	    (!srq && !rq.load(plat_, le(c.rq_base), c.rq_flags,
+	    (!srq && !ini && !rq.load(plat_, le(c.rq_base), c.rq_flags,
 			      uint64_t(1) << (c.rq_log_depth + c.rq_wqe_shift))))
 		return VRNIC_ADMIN_ST_BAD_PARAM;
 	// The GSI QP is QP1, always: index 1, generation 0.  Others start at 2.
@@ -306,7 +319,7 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 		qp.uctx = uctx;
 		qp.pdn = le(c.pdn);
 		qp.send_cqn = le(c.send_cqn);
-		qp.recv_cqn = le(c.recv_cqn);
+		qp.recv_cqn = ini ? 0 : le(c.recv_cqn);
 		qp.srqn = le(c.srqn);
 		if (srq)
 			srq->refs++;
@@ -319,11 +332,67 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 		qp.rq_shift = c.rq_wqe_shift;
 		qp.attr.state = VRNIC_QPS_RESET;
 		scq->refs++;
-		rcq->refs++;
+		if (!ini)
+			rcq->refs++;
 		result = qp.qpn;
 		return VRNIC_ADMIN_ST_OK;
 	}
 	return VRNIC_ADMIN_ST_NO_RESOURCE;
+}
+
+// An XRC target: the kernel's, in a domain, with nothing of its own to
+// send from or receive into.
+uint8_t Rdma::create_xrc_tgt(const vrnic_admin_create_qp &c, uint32_t &result)
+{
+	if (le(c.uctx) != 0 || !lookup(xrcds_, le(c.xrcdn)) || le(c.srqn) ||
+	    le(c.pdn) || le(c.send_cqn) || le(c.recv_cqn))
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	for (uint32_t i = 2; i < qps_.size(); i++) {
+		if (qps_[i].valid)
+			continue;
+		Qp &qp = qps_[i];
+		const auto gen = uint16_t(qp.gen + 1);
+		qp = Qp();
+		qp.valid = true;
+		qp.gen = gen;
+		qp.type = VRNIC_QPT_XRC_TGT;
+		qp.qpn = handle(i, gen);
+		qp.xrcdn = le(c.xrcdn);
+		qp.attr.state = VRNIC_QPS_RESET;
+		result = qp.qpn;
+		return VRNIC_ADMIN_ST_OK;
+	}
+	return VRNIC_ADMIN_ST_NO_RESOURCE;
+}
+
+uint8_t Rdma::alloc_xrcd(uint32_t &result)
+{
+	for (uint32_t i = 1; i < xrcds_.size(); i++) {
+		if (xrcds_[i].valid)
+			continue;
+		xrcds_[i].valid = true;
+		xrcds_[i].gen++;
+		result = handle(i, xrcds_[i].gen);
+		return VRNIC_ADMIN_ST_OK;
+	}
+	return VRNIC_ADMIN_ST_NO_RESOURCE;
+}
+
+uint8_t Rdma::dealloc_xrcd(uint32_t xrcdn)
+{
+	Xrcd *x = lookup(xrcds_, xrcdn);
+
+	if (!x)
+		return VRNIC_ADMIN_ST_NOT_FOUND;
+	if (std::any_of(qps_.begin(), qps_.end(), [xrcdn](const Qp &q) {
+		    return q.valid && q.type == VRNIC_QPT_XRC_TGT && q.xrcdn == xrcdn;
+	    }) ||
+	    std::any_of(srqs_.begin(), srqs_.end(), [xrcdn](const Srq &q) {
+		    return q.valid && q.type == VRNIC_SRQT_XRC && q.xrcdn == xrcdn;
+	    }))
+		return VRNIC_ADMIN_ST_BUSY;
+	x->valid = false;
+	return VRNIC_ADMIN_ST_OK;
 }
 
 uint8_t Rdma::destroy_qp(uint32_t qpn)
@@ -336,12 +405,14 @@ uint8_t Rdma::destroy_qp(uint32_t qpn)
 	if (qp->ack_pending && qp->attr.state >= VRNIC_QPS_RTR &&
 	    qp->attr.state != VRNIC_QPS_ERR)
 		send_ack(*qp, qp->ack_syndrome, qp->ack_psn);
-	if (Cq *cq = find_cq(qp->send_cqn))
-		cq->refs--;
-	if (Cq *cq = find_cq(qp->recv_cqn))
-		cq->refs--;
-	if (Srq *srq = find_srq(qp->srqn))
-		srq->refs--;
+	if (qp->type != VRNIC_QPT_XRC_TGT) {
+		if (Cq *cq = find_cq(qp->send_cqn))
+			cq->refs--;
+		if (Cq *cq = find_cq(qp->recv_cqn))
+			cq->refs--;
+		if (Srq *srq = find_srq(qp->srqn))
+			srq->refs--;
+	}
 	// A destroyed QP leaves its multicast groups.
 	std::erase_if(mcast_, [qpn](const McastAttach &m) { return m.qpn == qpn; });
 	const uint16_t gen = qp->gen;
@@ -382,8 +453,14 @@ uint8_t Rdma::create_srq(const vrnic_admin_create_srq &c, uint32_t &result)
 {
 	const uint32_t uctx = le(c.uctx);
 	const Pd *pd = lookup(pds_, le(c.pdn));
+	const bool xrc = c.srq_type == VRNIC_SRQT_XRC;
+	Cq *cq = xrc ? find_cq(le(c.cqn)) : nullptr;
 	RingMem ring;
 
+	if (c.srq_type > VRNIC_SRQT_XRC ||
+	    (xrc && (!cq || cq->uctx != uctx || !lookup(xrcds_, le(c.xrcdn)))) ||
+	    (!xrc && (le(c.cqn) || le(c.xrcdn))))
+		return VRNIC_ADMIN_ST_BAD_PARAM;
 	if (uctx >= uctx_used_.size() || !uctx_used_[uctx] || !pd ||
 	    pd->uctx != uctx || c.log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
 	    c.wqe_shift < 5 || c.wqe_shift > 9 || !aligned(le(c.dbrec), 8) ||
@@ -405,6 +482,12 @@ uint8_t Rdma::create_srq(const vrnic_admin_create_srq &c, uint32_t &result)
 		srq.log_depth = c.log_depth;
 		srq.shift = c.wqe_shift;
 		srq.srqn = handle(i, gen);
+		srq.type = c.srq_type;
+		if (xrc) {
+			srq.cqn = le(c.cqn);
+			srq.xrcdn = le(c.xrcdn);
+			cq->refs++;
+		}
 		result = srq.srqn;
 		return VRNIC_ADMIN_ST_OK;
 	}
@@ -431,6 +514,8 @@ uint8_t Rdma::destroy_srq(uint32_t srqn)
 		return VRNIC_ADMIN_ST_NOT_FOUND;
 	if (srq->refs)
 		return VRNIC_ADMIN_ST_BUSY;
+	if (Cq *cq = srq->type == VRNIC_SRQT_XRC ? find_cq(srq->cqn) : nullptr)
+		cq->refs--;
 	srq->valid = false;
 	return VRNIC_ADMIN_ST_OK;
 }
@@ -490,6 +575,17 @@ bool transition_attrs(uint8_t type, uint8_t from, uint8_t to,
 	case VRNIC_QPT_UC:
 		required = t->required & ~kRcOnly;
 		allowed = (t->required | t->optional) & ~kRcOnly;
+		break;
+	case VRNIC_QPT_XRC_INI:		// RC, less what only a responder uses
+		required = t->required & ~(VRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC |
+					   VRNIC_QP_ATTR_MIN_RNR_TIMER);
+		allowed = t->required | t->optional;
+		break;
+	case VRNIC_QPT_XRC_TGT:		// RC, less what only a requester uses
+		required = t->required & ~(VRNIC_QP_ATTR_RETRY_CNT |
+					   VRNIC_QP_ATTR_RNR_RETRY |
+					   VRNIC_QP_ATTR_MAX_RD_ATOMIC);
+		allowed = t->required | t->optional;
 		break;
 	default:	// UD, GSI
 		required = from == VRNIC_QPS_RESET ? VRNIC_QP_ATTR_QKEY :
@@ -784,6 +880,14 @@ void Rdma::flush(Qp &qp, unsigned int &budget)
 {
 	vrnic_qp_dbrec rec{};
 
+	if (qp.type == VRNIC_QPT_XRC_TGT) {
+		// No queues of its own: only a receive in progress, on the
+		// SRQ it came from.
+		if (qp.recv_active)
+			complete_recv(qp, VRNIC_WC_ST_WR_FLUSH_ERR, VRNIC_WC_RECV, 0);
+		qp.flush_pending = false;
+		return;
+	}
 	while (!qp.inflight.empty() && budget > 0) {
 		SendWqe &w = qp.inflight.front();
 		complete_send(qp, w, w.status != VRNIC_WC_ST_SUCCESS ?
@@ -820,7 +924,8 @@ void Rdma::flush(Qp &qp, unsigned int &budget)
 		complete_recv(qp, VRNIC_WC_ST_WR_FLUSH_ERR, VRNIC_WC_RECV, 0);
 		budget = budget ? budget - 1 : 0;
 	}
-	while (!qp.srqn && qp.rq_head != rq_pi && budget > 0 &&
+	while (!qp.srqn && qp.type != VRNIC_QPT_XRC_INI &&
+	       qp.rq_head != rq_pi && budget > 0 &&
 	       rq_pi - qp.rq_head <= (1u << qp.rq_log)) {
 		vrnic_recv_wqe hdr;
 		const uint64_t a = qp.rq.addr(

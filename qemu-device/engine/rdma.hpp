@@ -71,6 +71,12 @@ struct Pd {
 	uint32_t uctx = 0;
 };
 
+// An XRC domain: kernel-owned, shared by the processes that open it.
+struct Xrcd {
+	bool valid = false;
+	uint16_t gen = 0;
+};
+
 struct Cq {
 	bool valid = false;
 	uint16_t gen = 0;
@@ -98,6 +104,9 @@ struct Srq {
 	uint32_t head = 0;		// next WQE to take
 	uint32_t limit = 0;		// armed limit, 0 = off
 	unsigned int refs = 0;		// QPs using it
+	uint8_t type = VRNIC_SRQT_BASIC;
+	uint32_t cqn = 0;		// XRC: where its receives complete
+	uint32_t xrcdn = 0;		// XRC: its domain
 };
 
 // One QP attached to one multicast GID.
@@ -118,6 +127,7 @@ struct SendWqe {
 	uint64_t compare_add = 0;
 	uint64_t swap = 0;
 	uint32_t length = 0;		// total message length
+	uint32_t xrc_srqn = 0;		// XRC_INI: the target's XRC SRQ
 	union {
 		vrnic_ud_av av{};	// UD and GSI: the destination
 		vrnic_reg_mr_wqe reg;	// REG_MR (RC and UC): the WQE as copied
@@ -149,6 +159,7 @@ struct RdResource {
 	uint32_t psn_last = 0;
 	uint64_t va = 0;
 	uint32_t rkey = 0;
+	uint32_t pdn = 0;		// the PD its rkey is checked in
 	uint32_t length = 0;
 	uint64_t orig = 0;		// atomic result
 	// READ response generation
@@ -182,6 +193,7 @@ struct Qp {
 	unsigned int retry_left = 0;
 	unsigned int rnr_left = 0;
 	uint32_t srqn = 0;		// responder: 0, or receives from this SRQ
+	uint32_t xrcdn = 0;		// XRC_TGT: its domain
 	uint64_t ack_deadline = 0;	// 0: not armed
 	uint64_t rnr_deadline = 0;	// 0: not waiting
 	bool sq_kick = false;
@@ -210,6 +222,21 @@ struct Qp {
 	[[nodiscard]] bool datagram() const
 	{
 		return vrnic_qpt_is_datagram(type) != 0;
+	}
+	[[nodiscard]] bool xrc() const
+	{
+		return type == VRNIC_QPT_XRC_INI || type == VRNIC_QPT_XRC_TGT;
+	}
+	// Acknowledged, retransmitted: RC, and XRC on either side.
+	[[nodiscard]] bool reliable() const
+	{
+		return type == VRNIC_QPT_RC || xrc();
+	}
+	// The transport bits its packets carry.
+	[[nodiscard]] uint8_t wire_transport() const
+	{
+		return datagram() ? roce::UD : type == VRNIC_QPT_UC ? roce::UC :
+		       xrc() ? roce::XRC : roce::RC;
 	}
 };
 
@@ -264,6 +291,11 @@ private:
 	uint8_t create_srq(const vrnic_admin_create_srq &c, uint32_t &result);
 	uint8_t modify_srq(const vrnic_admin_modify_srq &c);
 	uint8_t destroy_srq(uint32_t srqn);
+	uint8_t alloc_xrcd(uint32_t &result);
+	uint8_t create_xrc_tgt(const vrnic_admin_create_qp &c, uint32_t &result);
+	uint8_t dealloc_xrcd(uint32_t xrcdn);
+	// XRC_TGT: take PD, SRQ and CQ from the XRC SRQ a request names.
+	bool xrc_target(Qp &qp, uint32_t srqn);
 	uint8_t mcast(const vrnic_admin_mcast &c, bool attach);
 	bool fetch_srq(Qp &qp, Srq &srq);
 	uint8_t apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask);
@@ -333,6 +365,7 @@ private:
 	std::vector<Cq> cqs_;
 	std::vector<Qp> qps_;
 	std::vector<Srq> srqs_;
+	std::vector<Xrcd> xrcds_;
 	std::vector<McastAttach> mcast_;	// at most VRNIC_MAX_MCAST_ATTACH
 	MrTable mrs_;
 	RdmaCounters cnt_;

@@ -47,6 +47,7 @@ size_t ext_len(uint16_t f)
 	if (f & H_IETH) n += kIethLen;
 	if (f & H_DETH) n += kDethLen;
 	if (f & H_FETH) n += kFethLen;
+	if (f & H_XRCETH) n += kXrcethLen;
 	return n;
 }
 
@@ -108,6 +109,13 @@ uint16_t opcode_headers(uint8_t full)
 	case UD:
 		return op == SEND_ONLY || op == SEND_ONLY_IMM ?
 		       uint16_t(rc_headers(op) | H_DETH) : 0;
+	case XRC:
+		// The RC operations up to SEND with invalidate; requests
+		// (not responses) name the target's XRC SRQ.
+		if (op > SEND_ONLY_INV)
+			return 0;
+		return op >= READ_RESP_FIRST && op <= ATOMIC_ACK ?
+		       rc_headers(op) : uint16_t(rc_headers(op) | H_XRCETH);
 	default:
 		return 0;
 	}
@@ -203,7 +211,12 @@ size_t build_headers(uint8_t *b, const Path &p, const Headers &h)
 	put24(q + 9, h.psn & kPsnMask);
 	q += kBthLen;
 
-	// Extended headers in IBA order: DETH, FETH, RETH/AtomicETH, AETH, ...
+	// Extended headers in IBA order: XRCETH, DETH, FETH, RETH/AtomicETH,
+	// AETH, ...
+	if (f & H_XRCETH) {
+		put32(q, h.xrc_srqn & kPsnMask);	// byte 0 reserved
+		q += kXrcethLen;
+	}
 	if (f & H_DETH) {
 		put32(q, h.qkey);
 		put32(q + 4, h.src_qp & kPsnMask);	// byte 4 reserved
@@ -350,6 +363,10 @@ ParseResult parse(std::span<const uint8_t> f, Packet &out)
 	const size_t hdrs_end = q + ext_len(flags);
 	if (hdrs_end + h.pad + kIcrcLen > end)
 		return ParseResult::Malformed;
+	if (flags & H_XRCETH) {
+		h.xrc_srqn = get24(b + q + 1);
+		q += kXrcethLen;
+	}
 	if (flags & H_DETH) {
 		h.qkey = get32(b + q);
 		h.src_qp = get24(b + q + 5);

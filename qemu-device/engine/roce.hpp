@@ -11,7 +11,7 @@
 namespace vrnic::roce {
 
 // Transport bases (the opcode's top three bits).
-enum Transport : uint8_t { RC = 0x00, UC = 0x20, UD = 0x60 };
+enum Transport : uint8_t { RC = 0x00, UC = 0x20, UD = 0x60, XRC = 0xa0 };
 constexpr uint8_t kTransportMask = 0xe0;
 
 // Operations, as the RC opcodes (transport base 0x00); UC uses the SEND
@@ -33,7 +33,7 @@ enum HdrFlags : uint16_t {
 	H_RETH = 1 << 0, H_AETH = 1 << 1, H_ATOMIC = 1 << 2,
 	H_ATOMIC_ACK = 1 << 3, H_IMM = 1 << 4, H_IETH = 1 << 5,
 	H_PAYLOAD = 1 << 6, H_DETH = 1 << 7, H_FETH = 1 << 8,
-	H_VALID = 1 << 15,
+	H_XRCETH = 1 << 9, H_VALID = 1 << 15,
 };
 // For a full opcode byte (transport | operation); 0 if invalid.
 uint16_t opcode_headers(uint8_t opcode);
@@ -41,7 +41,7 @@ uint16_t opcode_headers(uint8_t opcode);
 constexpr size_t kEthLen = 14, kIp4Len = 20, kIp6Len = 40, kUdpLen = 8;
 constexpr size_t kBthLen = 12, kRethLen = 16, kAethLen = 4, kAtomicLen = 28;
 constexpr size_t kAtomicAckLen = 8, kImmLen = 4, kIethLen = 4, kIcrcLen = 4;
-constexpr size_t kDethLen = 8, kFethLen = 4;
+constexpr size_t kDethLen = 8, kFethLen = 4, kXrcethLen = 4;
 constexpr uint32_t kPsnMask = 0xffffff;
 
 // AETH syndromes.
@@ -87,6 +87,8 @@ struct Headers {
 	uint32_t ieth = 0;
 	// FETH (FLUSH): placement type in bits 0-3, level in bits 4-5
 	uint32_t feth = 0;
+	// XRCETH (XRC requests): the XRC SRQ at the target
+	uint32_t xrc_srqn = 0;
 	// DETH
 	uint32_t qkey = 0;
 	uint32_t src_qp = 0;

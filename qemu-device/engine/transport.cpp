@@ -67,6 +67,9 @@ constexpr uint32_t kWrUc = 1u << VRNIC_WR_SEND | 1u << VRNIC_WR_SEND_IMM |
 			   1u << VRNIC_WR_LOCAL_INV | 1u << VRNIC_WR_REG_MR |
 			   1u << VRNIC_WR_BIND_MW;
 constexpr uint32_t kWrUd = 1u << VRNIC_WR_SEND | 1u << VRNIC_WR_SEND_IMM;
+// XRC: the RC operations, without the annex A19 ones.
+constexpr uint32_t kWrXrc = kWrRc & ~(1u << VRNIC_WR_ATOMIC_WRITE |
+				      1u << VRNIC_WR_FLUSH);
 
 uint32_t npkts(uint32_t len, uint32_t mtu)
 {
@@ -113,6 +116,7 @@ void Rdma::xmit(const Qp &qp, const Headers &h, std::span<const uint8_t> payload
 void Rdma::send_ack(Qp &qp, uint8_t syndrome, uint32_t psn)
 {
 	Headers h;
+	h.transport = qp.wire_transport();
 	h.opcode = ACK;
 	h.dqpn = le(qp.attr.dest_qpn);
 	h.psn = psn;
@@ -157,7 +161,9 @@ bool Rdma::read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status)
 	w.compare_add = le(hdr.compare_add);
 	w.swap = le(hdr.swap);
 	const uint32_t ops = qp.datagram() ? kWrUd :
-			     qp.type == VRNIC_QPT_UC ? kWrUc : kWrRc;
+			     qp.type == VRNIC_QPT_UC ? kWrUc :
+			     qp.xrc() ? kWrXrc : kWrRc;
+	w.xrc_srqn = le(hdr.xrc_srqn) & kPsnMask;
 	if (w.opcode >= 32 || !(ops >> w.opcode & 1)) {
 		status = VRNIC_WC_ST_LOC_QP_OP_ERR;
 		return false;
@@ -386,7 +392,9 @@ bool Rdma::gather(Qp &qp, const SendWqe &w, uint32_t off, uint8_t *dst,
 void Rdma::send_request_packet(Qp &qp, SendWqe &w)
 {
 	Headers h;
+	h.transport = qp.wire_transport();
 	h.dqpn = le(qp.attr.dest_qpn);
+	h.xrc_srqn = w.xrc_srqn;
 
 	if (w.opcode == VRNIC_WR_RDMA_READ) {
 		const uint32_t done = (w.resp_psn - w.psn_first) & kPsnMask;
@@ -467,9 +475,7 @@ void Rdma::send_request_packet(Qp &qp, SendWqe &w)
 	h.solicited = last && (w.flags & VRNIC_WQE_SOLICITED);
 	// Ask for an ACK at the end of a message and every 32 packets; UC
 	// has no acknowledgements.
-	if (qp.type == VRNIC_QPT_UC)
-		h.transport = UC;
-	else
+	if (qp.reliable())
 		h.ackreq = last || idx % 32 == 31;
 
 	const size_t hl = build_headers(frame_.data(), qp.path, h);
@@ -548,7 +554,7 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 				retire(qp);
 			}
 		}
-		if (qp.type == VRNIC_QPT_RC)
+		if (qp.reliable())
 			arm_ack_timer(qp);
 	}
 }
@@ -973,6 +979,22 @@ void Rdma::resp_fail(Qp &qp, uint8_t syndrome)
 	qp.epsn = psn_add(qp.epsn, 1);
 }
 
+// An XRC target takes the PD, receive WQEs and CQ of the XRC SRQ a request
+// names, which must be of its domain; every packet of a message names the
+// same one.
+bool Rdma::xrc_target(Qp &qp, uint32_t srqn)
+{
+	const Srq *srq = find_srq(srqn);
+
+	if (!srq || srq->type != VRNIC_SRQT_XRC || srq->xrcdn != qp.xrcdn ||
+	    (qp.resp_state != 0 && srqn != qp.srqn))
+		return false;
+	qp.srqn = srqn;
+	qp.pdn = srq->pdn;
+	qp.recv_cqn = srq->cqn;
+	return true;
+}
+
 void Rdma::handle_request(Qp &qp, const Packet &p)
 {
 	const Headers &h = p.h;
@@ -1013,6 +1035,10 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 		return;
 	}
 	qp.nak_sent = false;
+	if (qp.type == VRNIC_QPT_XRC_TGT && !xrc_target(qp, h.xrc_srqn)) {
+		nak(qp, kAethNakInvReq, true);
+		return;
+	}
 
 	const uint8_t op = h.opcode;
 	const size_t plen = p.payload.size();
@@ -1168,6 +1194,7 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 		r.psn_last = psn_add(h.psn, npkts(h.dma_len, qp.mtu) - 1);
 		r.va = h.va;
 		r.rkey = h.rkey;
+		r.pdn = qp.pdn;
 		r.length = h.dma_len;
 		r.pending = true;
 		if (qp.resources.size() >= max_res) {
@@ -1233,6 +1260,7 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 		RdResource r;
 		r.psn_first = r.psn_last = h.psn;
 		r.rkey = h.rkey;
+		r.pdn = qp.pdn;
 		r.pending = true;
 		if (qp.resources.size() >= max_res) {
 			if (qp.resources.front().pending) {
@@ -1313,6 +1341,7 @@ void Rdma::send_read_response(Qp &qp, RdResource &r, unsigned int &budget)
 		const uint32_t off = r.sent * qp.mtu;
 		const uint32_t n = std::min(qp.mtu, r.length - off);
 		Headers h;
+		h.transport = qp.wire_transport();
 		h.opcode = n_total == 1 ? READ_RESP_ONLY :
 			   r.sent == 0 ? READ_RESP_FIRST :
 			   r.sent == n_total - 1 ? READ_RESP_LAST : READ_RESP_MIDDLE;
@@ -1322,7 +1351,7 @@ void Rdma::send_read_response(Qp &qp, RdResource &r, unsigned int &budget)
 		h.msn = qp.msn & kPsnMask;
 		const size_t hl = build_headers(frame_.data(), qp.path, h);
 		const Mr *mr = nullptr;
-		if (n && (mrs_.check_remote(r.rkey, qp.pdn, qp.qpn, r.va + off, n,
+		if (n && (mrs_.check_remote(r.rkey, r.pdn, qp.qpn, r.va + off, n,
 				     VRNIC_ACCESS_REMOTE_READ, &mr) != MrCheck::Ok ||
 			  !MrTable::read(plat_, *mr, r.va + off, frame_.data() + hl,
 					 n))) {
@@ -1351,6 +1380,7 @@ void Rdma::respond(Qp &qp, unsigned int &budget)
 			continue;
 		}
 		Headers a;
+		a.transport = qp.wire_transport();
 		a.opcode = ATOMIC_ACK;
 		a.dqpn = le(qp.attr.dest_qpn);
 		a.psn = r.psn_first;
@@ -1396,9 +1426,7 @@ void Rdma::receive(std::span<const uint8_t> frame)
 		return;
 	}
 	// The opcode's transport must be the QP's.
-	const uint8_t want = qp->datagram() ? UD :
-			     qp->type == VRNIC_QPT_UC ? UC : RC;
-	if (p.h.transport != want) {
+	if (p.h.transport != qp->wire_transport()) {
 		cnt_.bad_qp++;
 		return;
 	}
@@ -1412,14 +1440,17 @@ void Rdma::receive(std::span<const uint8_t> frame)
 		cnt_.bad_qp++;
 		return;
 	}
-	if (is_response(p.h.opcode)) {
-		if (qp->type == VRNIC_QPT_RC)
-			handle_response(*qp, p);
-		else
-			cnt_.bad_qp++;
+	// Requesters take responses, responders requests; XRC splits them.
+	const bool response = is_response(p.h.opcode);
+	if (response ? qp->type == VRNIC_QPT_UC || qp->type == VRNIC_QPT_XRC_TGT :
+		       qp->type == VRNIC_QPT_XRC_INI) {
+		cnt_.bad_qp++;
 		return;
 	}
-	handle_request(*qp, p);
+	if (response)
+		handle_response(*qp, p);
+	else
+		handle_request(*qp, p);
 }
 
 bool Rdma::poll()
@@ -1450,6 +1481,8 @@ bool Rdma::poll()
 			continue;
 		}
 		respond(qp, budget);
+		if (qp.type == VRNIC_QPT_XRC_TGT)
+			continue;	// a responder only
 		if (qp.sq_kick) {
 			qp.sq_kick = false;
 			fetch_sq(qp, budget);

@@ -170,15 +170,26 @@ def verbs_tests(stage, a, b):
     args = "ibv_srq_pingpong -d vrnic0 -g 1 -c -s 4096 -n 100"
     pair(stage, "srq a->b: %s" % args, b, a, args, "%s %s" % (args, b.ip),
          "bytes in")
+    # XRC: b's XRC SRQ and receive QP in an XRC domain, a's send QP naming
+    # the SRQ; then one server serving two client processes (-c 2 is the
+    # client count here; ibv_xsrq_pingpong has no payload check).
+    xsrq = "ibv_xsrq_pingpong -d vrnic0 -g 1 -n 50 -s 8192"
+    pair(stage, "xrc a->b: %s" % xsrq, b, a, xsrq, "%s %s" % (xsrq, b.ip),
+         "success")
+    pair(stage, "xrc a->b: %s -c 2 (two clients)" % xsrq, b, a, xsrq + " -c 2",
+         "sh -c '{0} {1} > /tmp/c1 2>&1 & p=$!; sleep 1; {0} {1} > /tmp/c2 "
+         "2>&1; r2=$?; wait $p; r1=$?; cat /tmp/c1 /tmp/c2; "
+         "[ $r1 = 0 ] && [ $r2 = 0 ]'".format(xsrq, b.ip), "success")
     # rdma-core's own tests for what vrnic added here; a skip must be one
     # the suite explains (here: SRQ resize, which vrnic does not claim).
     suite(stage, a, "test_srq", allowed_skips=("SRQ resize is not supported",))
-    # The extended QP API (ATOMIC_WRITE, FLUSH, BIND_MW among it) and MRs
-    # with memory windows of both types.  Skips allowed: what vrnic does
-    # not claim (XRC, device memory, MR re-registration) or this guest
+    suite(stage, a, "test_atomic")		# RC and XRC atomics
+    suite(stage, a, "test_cqex")		# RC, UD and XRC traffic
+    # The extended QP API (ATOMIC_WRITE, FLUSH, BIND_MW, XRC among it) and
+    # MRs with memory windows of both types.  Skips allowed: what vrnic
+    # does not claim (device memory, MR re-registration) or this guest
     # lacks (a DRM render node for dma-buf).
-    suite(stage, a, "test_qpex",
-          allowed_skips=("Create XRCD is not supported",))
+    suite(stage, a, "test_qpex")
     suite(stage, a, "test_mr",
           allowed_skips=("Device memory is not supported",
                          "Device /dev/dri/renderD128 is not present",

@@ -51,7 +51,8 @@ Node::Node(uint8_t node_id, bool paged_rings, unsigned cq_log_depth,
 	c.create_qp.dbrec = kQpDb;
 	c.create_qp.pdn = pd;
 	c.create_qp.send_cqn = cq;
-	c.create_qp.recv_cqn = cq;
+	// An XRC initiator has no receive side.
+	c.create_qp.recv_cqn = qp_type == VRNIC_QPT_XRC_INI ? 0 : cq;
 	c.create_qp.sq_log_depth = kSqLog;
 	c.create_qp.rq_log_depth = kRqLog;
 	c.create_qp.sq_wqe_shift = kSqShift;

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// XRC: an initiator QP on one engine, a target QP and XRC SRQs in an XRC
+// domain on the other.
+#include <gtest/gtest.h>
+
+#include "rdma_node.hpp"
+
+namespace {
+
+constexpr uint64_t kSrqRing = Node::B + 0x44000;	// 16 x 256 B each
+constexpr uint64_t kSrqDb = Node::B + 0x40200;		// 8 B each
+
+struct Xrc : ::testing::Test {
+	Node a{1, false, Node::kCqLog, VRNIC_QPT_XRC_INI};
+	Node b{2};
+	Wire wire;
+	uint32_t xrcd = 0, tgt = 0;
+
+	void SetUp() override
+	{
+		vrnic_admin_cmd c{};
+		c.opcode = VRNIC_ADMIN_ALLOC_XRCD;
+		xrcd = b.admin_ok(c);
+		c = {};
+		c.opcode = VRNIC_ADMIN_CREATE_QP;
+		c.create_qp.type = VRNIC_QPT_XRC_TGT;
+		c.create_qp.xrcdn = xrcd;
+		tgt = b.admin_ok(c);
+		b.qp = tgt;	// b's side of the connection
+		a.connect(b, 3, 100, 900);
+		b.connect(a, 3, 900, 100);
+	}
+	// An XRC SRQ on b (ring slot n) in domain x, completing on b's CQ,
+	// with `posted` receive WQEs of 4 KiB at data(0x10000 + n * 0x40000).
+	uint32_t xrc_srq(unsigned n, uint32_t x, uint32_t posted)
+	{
+		const uint64_t ring = kSrqRing + n * 0x1000, db = kSrqDb + n * 8;
+		vrnic_admin_cmd c{};
+		c.opcode = VRNIC_ADMIN_CREATE_SRQ;
+		c.create_srq.base = ring;
+		c.create_srq.dbrec = db;
+		c.create_srq.pdn = b.pd;
+		c.create_srq.log_depth = 4;
+		c.create_srq.wqe_shift = 8;
+		c.create_srq.srq_type = VRNIC_SRQT_XRC;
+		c.create_srq.cqn = b.cq;
+		c.create_srq.xrcdn = x;
+		const uint32_t srqn = b.admin_ok(c);
+		for (uint32_t i = 0; i < posted; i++) {
+			vrnic_recv_wqe h{};
+			h.wr_id = n * 100 + i;
+			h.num_sge = 1;
+			b.p.store(ring + i * 256, h);
+			b.p.store(ring + i * 256 + sizeof(h),
+				  b.sge(0x10000 + n * 0x40000 + i * 0x1000, 4096));
+		}
+		b.p.store<uint32_t>(db, posted);
+		return srqn;
+	}
+	vrnic_send_wqe wqe(uint8_t op, uint64_t wr_id, uint32_t srqn,
+			   uint64_t raddr = 0)
+	{
+		vrnic_send_wqe w{};
+		w.wr_id = wr_id;
+		w.opcode = op;
+		w.flags = VRNIC_WQE_SIGNALED;
+		w.xrc_srqn = srqn;
+		w.remote_addr = raddr;
+		w.rkey = b.mr;
+		return w;
+	}
+	uint8_t admin_status(vrnic_admin_cmd c) { return b.p.admin(c).status; }
+};
+
+} // namespace
+
+TEST_F(Xrc, SendsLandInTheNamedSrqAndCompleteOnItsCq)
+{
+	const uint32_t s0 = xrc_srq(0, xrcd, 4), s1 = xrc_srq(1, xrcd, 4);
+	// Alternate between the two SRQs through one QP pair.
+	for (uint32_t i = 0; i < 6; i++)
+		a.post_send(wqe(VRNIC_WR_SEND, i, i % 2 ? s1 : s0),
+			    {a.sge(i * 0x2000, 3000 + i)});
+	const auto sc = wire.completions(a, b, a, 6);
+	ASSERT_EQ(sc.size(), 6u);
+	const auto rc = wire.completions(a, b, b, 6);
+	ASSERT_EQ(rc.size(), 6u);
+	for (uint32_t i = 0; i < 6; i++) {
+		EXPECT_EQ(sc[i].status, VRNIC_WC_ST_SUCCESS);
+		const uint32_t n = i % 2, k = i / 2;
+		EXPECT_EQ(rc[i].wr_id, n * 100 + k);
+		EXPECT_EQ(rc[i].qpn, tgt);
+		EXPECT_EQ(rc[i].byte_len, 3000 + i);
+		EXPECT_EQ(std::memcmp(b.data(0x10000 + n * 0x40000 + k * 0x1000),
+				      a.data(i * 0x2000), 3000 + i), 0);
+	}
+	// Each SRQ's consumer index moved by its own three.
+	EXPECT_EQ(b.p.load<uint32_t>(kSrqDb + 4), 3u);
+	EXPECT_EQ(b.p.load<uint32_t>(kSrqDb + 8 + 4), 3u);
+}
+
+TEST_F(Xrc, RdmaAndAtomicsUseTheSrqsPd)
+{
+	const uint32_t s0 = xrc_srq(0, xrcd, 1);
+	a.post_send(wqe(VRNIC_WR_RDMA_WRITE, 1, s0, Node::kIova + 0x300000),
+		    {a.sge(0, 20000)});
+	a.post_send(wqe(VRNIC_WR_RDMA_READ, 2, s0, Node::kIova + 0x500000),
+		    {a.sge(0x100000, 9000)});
+	auto fa = wqe(VRNIC_WR_ATOMIC_FETCH_ADD, 3, s0, Node::kIova + 0x600000);
+	fa.compare_add = 7;
+	std::memset(b.data(0x600000), 0, 8);
+	a.post_send(fa, {a.sge(0x200000, 8)});
+	const auto sc = wire.completions(a, b, a, 3);
+	ASSERT_EQ(sc.size(), 3u);
+	for (const auto &c : sc)
+		EXPECT_EQ(c.status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(std::memcmp(b.data(0x300000), a.data(0), 20000), 0);
+	EXPECT_EQ(std::memcmp(a.data(0x100000), b.data(0x500000), 9000), 0);
+	EXPECT_EQ(b.p.load<uint64_t>(Node::kData + 0x600000), 7u);
+}
+
+TEST_F(Xrc, AnSrqOfAnotherDomainOrKindIsAnInvalidRequest)
+{
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_ALLOC_XRCD;
+	const uint32_t other = b.admin_ok(c);
+	const uint32_t foreign = xrc_srq(0, other, 4);
+	a.post_send(wqe(VRNIC_WR_SEND, 1, foreign), {a.sge(0, 64)});
+	const auto sc = wire.completions(a, b, a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_REM_INV_REQ_ERR);
+	EXPECT_EQ(b.p.load<uint32_t>(kSrqDb + 4), 0u) << "a WQE was taken";
+}
+
+TEST_F(Xrc, DomainsAndTargetsAreCheckedByAdmin)
+{
+	const uint32_t s0 = xrc_srq(0, xrcd, 0);
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_DEALLOC_XRCD;
+	c.destroy.id = xrcd;
+	EXPECT_EQ(admin_status(c), VRNIC_ADMIN_ST_BUSY);	// SRQ and QP in it
+	// A target needs a domain and has no CQs, PD or SRQ of its own.
+	c = {};
+	c.opcode = VRNIC_ADMIN_CREATE_QP;
+	c.create_qp.type = VRNIC_QPT_XRC_TGT;
+	c.create_qp.xrcdn = xrcd + 1;
+	EXPECT_EQ(admin_status(c), VRNIC_ADMIN_ST_BAD_PARAM);
+	c.create_qp.xrcdn = xrcd;
+	c.create_qp.recv_cqn = b.cq;
+	EXPECT_EQ(admin_status(c), VRNIC_ADMIN_ST_BAD_PARAM);
+	// An XRC SRQ needs a domain and a CQ; its CQ stays in use.
+	c = {};
+	c.opcode = VRNIC_ADMIN_DESTROY_CQ;
+	c.destroy.id = b.cq;
+	EXPECT_EQ(admin_status(c), VRNIC_ADMIN_ST_BUSY);
+	c = {};
+	c.opcode = VRNIC_ADMIN_DESTROY_SRQ;
+	c.destroy.id = s0;
+	EXPECT_EQ(admin_status(c), VRNIC_ADMIN_ST_OK);
+	c = {};
+	c.opcode = VRNIC_ADMIN_DESTROY_QP;
+	c.destroy.id = tgt;
+	EXPECT_EQ(admin_status(c), VRNIC_ADMIN_ST_OK);
+	c = {};
+	c.opcode = VRNIC_ADMIN_DEALLOC_XRCD;
+	c.destroy.id = xrcd;
+	EXPECT_EQ(admin_status(c), VRNIC_ADMIN_ST_OK);
+}
+
+TEST_F(Xrc, AnInitiatorReceivesNothing)
+{
+	// a's QP has no RQ: a SEND from b's side cannot even be expressed
+	// (b's QP is a target), and posting a receive doorbell does nothing.
+	a.post_recv(1, {a.sge(0, 64)});
+	vrnic_cqe e;
+	wire.run(a, b, [] { return false; }, 1000);
+	EXPECT_FALSE(a.poll_cq(e));
+}
