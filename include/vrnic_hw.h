@@ -864,6 +864,7 @@ enum vrnic_eqe_type {
 	VRNIC_EQE_CQ_ERROR		= 0x31,	/* CQ <id> overflowed */
 	VRNIC_EQE_QP_FATAL		= 0x32,	/* QP <id> entered ERR */
 	VRNIC_EQE_SRQ_LIMIT		= 0x33,	/* SRQ <id> fell below its limit */
+	VRNIC_EQE_QP_LAST_WQE		= 0x34,	/* SRQ QP <id>: no more WQEs taken */
 };
 
 #define VRNIC_EQE_PHASE			(1u << 0)

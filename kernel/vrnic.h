@@ -357,7 +357,7 @@ int vrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 int vrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr);
 void vrnic_fill_recv_wqe(void *slot, const struct ib_recv_wr *wr);
-void vrnic_qp_fatal(struct vrnic_dev *vdev, u32 qpn);
+void vrnic_qp_event(struct vrnic_dev *vdev, u32 qpn, enum ib_event_type type);
 void vrnic_qp_completed(struct vrnic_qp *qp, bool send, u32 idx);
 
 /* vrnic_verbs.c */

@@ -90,7 +90,12 @@ static irqreturn_t vrnic_aeq_irq(int irq, void *data)
 			vrnic_cq_event(vdev, le32_to_cpu(eqe->id), true);
 			break;
 		case VRNIC_EQE_QP_FATAL:
-			vrnic_qp_fatal(vdev, le32_to_cpu(eqe->id));
+			vrnic_qp_event(vdev, le32_to_cpu(eqe->id),
+				       IB_EVENT_QP_FATAL);
+			break;
+		case VRNIC_EQE_QP_LAST_WQE:
+			vrnic_qp_event(vdev, le32_to_cpu(eqe->id),
+				       IB_EVENT_QP_LAST_WQE_REACHED);
 			break;
 		case VRNIC_EQE_SRQ_LIMIT:
 			vrnic_srq_event(vdev, le32_to_cpu(eqe->id));

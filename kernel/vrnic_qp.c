@@ -324,7 +324,8 @@ void vrnic_qp_completed(struct vrnic_qp *qp, bool send, u32 idx)
 		WRITE_ONCE(qp->rq_tail, idx + 1);
 }
 
-void vrnic_qp_fatal(struct vrnic_dev *vdev, u32 qpn)
+/* An async event for a QP: QP_FATAL, or LAST_WQE_REACHED (SRQ QPs). */
+void vrnic_qp_event(struct vrnic_dev *vdev, u32 qpn, enum ib_event_type type)
 {
 	struct vrnic_qp *qp;
 
@@ -334,7 +335,7 @@ void vrnic_qp_fatal(struct vrnic_dev *vdev, u32 qpn)
 		struct ib_event ev = {
 			.device = qp->ibqp.device,
 			.element.qp = &qp->ibqp,
-			.event = IB_EVENT_QP_FATAL,
+			.event = type,
 		};
 
 		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);

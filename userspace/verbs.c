@@ -1247,11 +1247,17 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 	struct uvrnic_create_qp cmd = {};
 	struct ibv_qp_ex *qpx;
 	struct vrnic_qp *qp;
+	uint32_t mask;
+	int ret;
 
 	if (attr->qp_type == IBV_QPT_XRC_RECV)
 		return vrnic_create_xrc_recv(ctx, attr);
+	/* No creation flag is supported; asking for none is fine. */
 	if ((attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD |
-				 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) ||
+				 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+				 IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	     attr->create_flags) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	     ((attr->send_ops_flags & ~VRNIC_SEND_OPS) ||
 	      (attr->qp_type != IBV_QPT_RC &&
@@ -1263,8 +1269,13 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 			    attr->sq_sig_all, &cmd.drv_payload);
 	if (!qp)
 		return NULL;
-	if (ibv_cmd_create_qp_ex(ctx, &qp->vqp, attr, &cmd.ibv_cmd, sizeof(cmd),
-				 &resp.ibv_resp, sizeof(resp))) {
+	/* The legacy command has no room for (zero) creation flags. */
+	mask = attr->comp_mask;
+	attr->comp_mask &= ~IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	ret = ibv_cmd_create_qp_ex(ctx, &qp->vqp, attr, &cmd.ibv_cmd, sizeof(cmd),
+				   &resp.ibv_resp, sizeof(resp));
+	attr->comp_mask = mask;
+	if (ret) {
 		vrnic_qp_free(qp);
 		return NULL;
 	}

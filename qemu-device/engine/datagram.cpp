@@ -2,6 +2,7 @@
 // Unreliable datagrams: UD QPs and the GSI QP1.  A send is one packet,
 // complete once it has left; a receive takes one WQE, with the network
 // header in its first 40 bytes.  No PSN checks, no acknowledgements.
+#include <algorithm>
 #include <cstring>
 
 #include "device.hpp"
@@ -72,7 +73,18 @@ bool Rdma::ud_transmit(Qp &qp, const SendWqe &w, uint8_t &status)
 		return false;
 	}
 	qp.next_psn = psn_add(qp.next_psn, 1);
-	xmit_frame(finish(frame_.data(), path, hl, w.length));
+	const size_t len = finish(frame_.data(), path, hl, w.length);
+	xmit_frame(len);
+	// Multicast also reaches this device's own QPs in the group (the
+	// sender's among them), as on other RoCE NICs: a switch never sends
+	// a frame back out of the port it came in by.
+	if (h.dqpn == VRNIC_MCAST_QPN && is_multicast(path.dgid) &&
+	    std::any_of(mcast_.begin(), mcast_.end(), [&path](const McastAttach &m) {
+		    return m.gid == path.dgid;
+	    })) {
+		loopback_.emplace_back(frame_.begin(), frame_.begin() + long(len));
+		plat_.schedule();
+	}
 	return true;
 }
 

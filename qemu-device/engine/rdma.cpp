@@ -702,6 +702,9 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 		fresh.rq_log = qp.rq_log;
 		fresh.sq_shift = qp.sq_shift;
 		fresh.rq_shift = qp.rq_shift;
+		fresh.xrcdn = qp.xrcdn;
+		if (qp.type == VRNIC_QPT_XRC_TGT)
+			fresh.srqn = fresh.pdn = fresh.recv_cqn = 0;	// per request
 		qp = std::move(fresh);
 		qp.attr.state = VRNIC_QPS_RESET;
 		return VRNIC_ADMIN_ST_OK;
@@ -923,6 +926,12 @@ void Rdma::flush(Qp &qp, unsigned int &budget)
 	if (qp.recv_active) {
 		complete_recv(qp, VRNIC_WC_ST_WR_FLUSH_ERR, VRNIC_WC_RECV, 0);
 		budget = budget ? budget - 1 : 0;
+	}
+	// An SRQ QP takes no more WQEs from its SRQ and the one it held is
+	// flushed: IBA's Last WQE Reached, once per entry into ERR.
+	if (qp.srqn && !qp.last_wqe_posted) {
+		qp.last_wqe_posted = true;
+		eqs_[0].post(plat_, dcnt_, VRNIC_EQE_QP_LAST_WQE, qp.qpn);
 	}
 	while (!qp.srqn && qp.type != VRNIC_QPT_XRC_INI &&
 	       qp.rq_head != rq_pi && budget > 0 &&

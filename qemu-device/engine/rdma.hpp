@@ -194,6 +194,7 @@ struct Qp {
 	unsigned int rnr_left = 0;
 	uint32_t srqn = 0;		// responder: 0, or receives from this SRQ
 	uint32_t xrcdn = 0;		// XRC_TGT: its domain
+	bool last_wqe_posted = false;	// SRQ QP in ERR: event sent
 	uint64_t ack_deadline = 0;	// 0: not armed
 	uint64_t rnr_deadline = 0;	// 0: not waiting
 	bool sq_kick = false;

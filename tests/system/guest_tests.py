@@ -183,6 +183,11 @@ def verbs_tests(stage, a, b):
     # rdma-core's own tests for what vrnic added here; a skip must be one
     # the suite explains (here: SRQ resize, which vrnic does not claim).
     suite(stage, a, "test_srq", allowed_skips=("SRQ resize is not supported",))
+    # An SRQ QP moved to ERR reports IBV_EVENT_QP_LAST_WQE_REACHED.
+    step(stage, a, "srq a: QP to ERR gives IBV_EVENT_QP_LAST_WQE_REACHED",
+         shipped("srq_last_wqe.py") + "timeout 30 python3 /tmp/srq_last_wqe.py",
+         expect="ok: IBV_EVENT_QP_LAST_WQE_REACHED")
+    suite(stage, a, "test_qp", allowed_skips=("Raw Packet QP",))
     suite(stage, a, "test_atomic")		# RC and XRC atomics
     suite(stage, a, "test_cqex")		# RC, UD and XRC traffic
     # The extended QP API (ATOMIC_WRITE, FLUSH, BIND_MW, XRC among it) and
@@ -194,6 +199,14 @@ def verbs_tests(stage, a, b):
           allowed_skips=("Device memory is not supported",
                          "Device /dev/dri/renderD128 is not present",
                          "Rereg MR is not supported"))
+
+
+def shipped(script):
+    """Shell text that writes tests/system/<script> to /tmp in a guest."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           script)) as f:
+        body = f.read()
+    return "cat > /tmp/%s <<'VRNIC_EOF'\n%sVRNIC_EOF\n" % (script, body)
 
 
 def suite(stage, vm, module, allowed_skips=()):
@@ -254,6 +267,12 @@ def cm_tests(stage, a, b):
              "sh -c 'sleep 3; exec mckey -m 239.255.0.1 -b %s -s -C 100'"
              % a.ip, "test complete")):
         pair(stage, "cm a->b: " + name, b, a, srv, cli, expect)
+    # Multicast between two processes of one VM: the device loops the
+    # group's traffic back to its own members.
+    pair(stage, "cm loopback a: mckey (multicast to the same device)", a, a,
+         "mckey -m 239.255.0.2 -b %s -C 50" % a.ip,
+         "sh -c 'sleep 3; exec mckey -m 239.255.0.2 -b %s -s -C 50'" % a.ip,
+         "test complete")
 
 
 NQN = "nqn.2026-11.io.vrnic:ramdisk"

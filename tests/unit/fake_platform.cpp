@@ -98,3 +98,21 @@ vrnic_admin_cqe FakePlatform::admin(vrnic_admin_cmd cmd)
 	run();
 	return load<vrnic_admin_cqe>(kAcq + (idx & mask) * sizeof(vrnic_admin_cqe));
 }
+
+std::vector<vrnic_eqe> FakePlatform::drain_aeq()
+{
+	std::vector<vrnic_eqe> out;
+	const uint32_t depth = 1u << kAeqLog;
+
+	for (;;) {
+		const auto e = load<vrnic_eqe>(kAeq + (aeq_ci & (depth - 1)) *
+						   sizeof(vrnic_eqe));
+		const uint8_t phase = ((aeq_ci >> kAeqLog) & 1) ? 0 : VRNIC_EQE_PHASE;
+		if ((e.flags & VRNIC_EQE_PHASE) != phase)
+			break;
+		out.push_back(e);
+		aeq_ci++;
+	}
+	wr(VRNIC_REG_AEQ_DB, aeq_ci | VRNIC_EQ_DB_ARM);
+	return out;
+}

@@ -48,6 +48,9 @@ struct FakePlatform {
 	void enable();
 	// Submit one admin command and run it; returns the completion.
 	vrnic_admin_cqe admin(vrnic_admin_cmd cmd);
+	// Consume the async EQ as a driver does: every new entry, then the
+	// doorbell (consumer index, re-armed).
+	std::vector<vrnic_eqe> drain_aeq();
 
 	static constexpr uint64_t kAq = kMemBase;
 	static constexpr uint64_t kAcq = kMemBase + 0x1000;
@@ -55,6 +58,7 @@ struct FakePlatform {
 	static constexpr unsigned kAqLog = 3;
 	static constexpr unsigned kAeqLog = 4;
 	uint16_t aq_pi = 0;
+	uint16_t aeq_ci = 0;
 
 	std::vector<uint8_t> mem;
 	std::vector<std::vector<uint8_t>> frames;

@@ -388,6 +388,66 @@ TEST(Srq, QpTakesReceivesFromItsSrqAndTheLimitFiresOnce)
 	EXPECT_EQ(b.counters().srq_limit_events, 1u);
 }
 
+TEST(Srq, AnSrqQpInErrorReportsLastWqeReachedOnce)
+{
+	Node a{1}, b{2};
+	Wire wire;
+	constexpr uint64_t kSrqRing = Node::B + 0x44000, kSrqDb = Node::B + 0x40200;
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_SRQ;
+	c.create_srq.base = kSrqRing;
+	c.create_srq.dbrec = kSrqDb;
+	c.create_srq.pdn = b.pd;
+	c.create_srq.log_depth = 4;
+	c.create_srq.wqe_shift = 8;
+	const uint32_t srqn = b.admin_ok(c);
+	c = {};
+	c.opcode = VRNIC_ADMIN_CREATE_QP;
+	c.create_qp.sq_base = Node::kSq;
+	c.create_qp.dbrec = Node::kQpDb + 0x20;
+	c.create_qp.pdn = b.pd;
+	c.create_qp.send_cqn = c.create_qp.recv_cqn = b.cq;
+	c.create_qp.sq_log_depth = Node::kSqLog;
+	c.create_qp.sq_wqe_shift = Node::kSqShift;
+	c.create_qp.rq_wqe_shift = 5;
+	c.create_qp.srqn = srqn;
+	b.qp = b.admin_ok(c);
+	a.connect(b, 3, 10, 20);
+	b.connect(a, 3, 20, 10);
+	for (uint32_t i = 0; i < 2; i++) {
+		vrnic_recv_wqe h{};
+		h.wr_id = 100 + i;
+		h.num_sge = 1;
+		b.p.store(kSrqRing + i * 256, h);
+		b.p.store(kSrqRing + i * 256 + sizeof(h), b.sge(0x10000 + i * 0x1000, 4096));
+	}
+	b.p.store<uint32_t>(kSrqDb, 2);
+	vrnic_send_wqe w{};
+	w.opcode = VRNIC_WR_SEND;
+	w.flags = VRNIC_WQE_SIGNALED;
+	a.post_send(w, {a.sge(0, 100)});
+	ASSERT_EQ(wire.completions(a, b, b, 1).size(), 1u);
+	b.p.drain_aeq();
+
+	vrnic_qp_attr at{};
+	at.state = VRNIC_QPS_ERR;
+	ASSERT_EQ(b.modify(VRNIC_QP_ATTR_STATE, at), 0);
+	b.p.run();
+	auto count = [&b] {
+		unsigned n = 0;
+		for (const auto &e : b.p.drain_aeq())
+			if (e.type == VRNIC_EQE_QP_LAST_WQE && e.id == b.qp)
+				n++;
+		return n;
+	};
+	EXPECT_EQ(count(), 1u);
+	// Nothing more is taken from the SRQ, and the event is not repeated.
+	a.post_send(w, {a.sge(0, 100)});
+	wire.run(a, b, [] { return false; }, 2000);
+	EXPECT_EQ(count(), 0u);
+	EXPECT_EQ(b.p.load<uint32_t>(kSrqDb + 4), 1u);
+}
+
 // ------------------------------------------------------------ multicast
 
 namespace {
@@ -453,6 +513,27 @@ TEST_F(Ud, MulticastReachesAttachedQpsOnlyUntilDetached)
 	a.post_send(send_wqe(3), {a.sge(0x8000, 100)}, {}, &av);
 	ASSERT_EQ(wire.completions(a, b, a, 2).size(), 2u);
 	wire.run(a, b, [] { return false; });
+	EXPECT_FALSE(b.poll_cq(c));
+}
+
+TEST_F(Ud, MulticastLoopsBackToThisDevicesOwnMembers)
+{
+	const auto av = group_av();
+	a.post_recv(1, {a.sge(0x1000, 40 + 512)});
+	ASSERT_EQ(mcast_cmd(a, VRNIC_ADMIN_ATTACH_MCAST, kGroup, a.qp),
+		  VRNIC_ADMIN_ST_OK);
+	a.post_send(send_wqe(7), {a.sge(0x8000, 200)}, {}, &av);
+	// One send completion and one receive, both on a's CQ; b is not in
+	// the group and gets nothing.
+	auto got = wire.completions(a, b, a, 2);
+	ASSERT_EQ(got.size(), 2u);
+	const auto &rc = got[0].opcode == VRNIC_WC_RECV ? got[0] : got[1];
+	EXPECT_EQ(rc.opcode, VRNIC_WC_RECV);
+	EXPECT_EQ(rc.status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(rc.byte_len, 40u + 200);
+	EXPECT_EQ(rc.src_qp, a.qp);
+	EXPECT_EQ(std::memcmp(a.data(0x1000 + 40), a.data(0x8000), 200), 0);
+	vrnic_cqe c;
 	EXPECT_FALSE(b.poll_cq(c));
 }
 
