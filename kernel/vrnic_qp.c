@@ -397,10 +397,9 @@ int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if ((mask & IB_QP_PATH_MTU) &&
 	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
 		return -EINVAL;
-	if (((mask & IB_QP_MAX_QP_RD_ATOMIC) &&
-	     attr->max_rd_atomic > VRNIC_MAX_RD_ATOMIC) ||
-	    ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
-	     attr->max_dest_rd_atomic > VRNIC_MAX_RD_ATOMIC))
+	/* The responder depth is a promise of resources: no more than exist. */
+	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr->max_dest_rd_atomic > VRNIC_MAX_RD_ATOMIC)
 		return -EINVAL;
 
 	a = dma_alloc_coherent(&vdev->pdev->dev, sizeof(*a), &a_dma, GFP_KERNEL);
@@ -443,7 +442,14 @@ int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		vmask |= VRNIC_QP_ATTR_MIN_RNR_TIMER;
 	}
 	if (mask & IB_QP_MAX_QP_RD_ATOMIC) {
-		a->max_rd_atomic = attr->max_rd_atomic;
+		/*
+		 * The initiator depth is only an upper bound on what this side
+		 * keeps outstanding: a deeper peer's value (perftest passes
+		 * the remote's, rxe's is 128) is clamped, as bnxt_re does,
+		 * and query_qp reports what is used.
+		 */
+		a->max_rd_atomic = min_t(u32, attr->max_rd_atomic,
+					 VRNIC_MAX_RD_ATOMIC);
 		vmask |= VRNIC_QP_ATTR_MAX_RD_ATOMIC;
 	}
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {

@@ -62,6 +62,8 @@ class VM:
         self.index = index
         self.ip = "%s.%d" % (SUBNET, index + 1)
         self.mac = "52:54:00:76:72:%02x" % (index + 1)
+        # The NIC on the wire: the vrnic, or (a Linux rxe peer) virtio-net.
+        self.nic = "vrnic"
         self.dir = os.path.join(BUILD, "vm", name)
         self.peers = peers
         self.capture = capture
@@ -115,7 +117,11 @@ class VM:
         if self.capture:
             cmd += ["-object", "filter-dump,id=dump,netdev=wire,file=%s"
                     % self.capture]
-        cmd += ["-device", "vrnic,netdev=wire,mac=%s" % self.mac]
+        if self.nic == "virtio":
+            cmd += ["-device", "virtio-net-pci,netdev=wire,mac=%s,romfile="
+                    % self.mac]
+        else:
+            cmd += ["-device", "vrnic,netdev=wire,mac=%s" % self.mac]
         return cmd
 
     def start(self):
@@ -242,6 +248,21 @@ def boot_pair(capture=None, load=True):
     a.wait_ready()
     b.wait_ready()
     return a, b
+
+
+def boot_interop():
+    """Boot VM a (vrnic) and VM rxe, whose only NIC is a virtio-net on
+    the same wire, for Linux soft-RoCE (rdma_rxe) to run on."""
+    a = VM("a", 0)
+    r = VM("rxe", 1, load=False)
+    r.nic = "virtio"
+    a.peers = (r,)
+    r.peers = (a,)
+    a.start()
+    r.start()
+    a.wait_ready()
+    r.wait_ready()
+    return a, r
 
 
 def cmd_run(args):

@@ -22,6 +22,7 @@ struct DeviceCounters {
 	uint64_t eth_rx_frames = 0;
 	uint64_t eth_rx_bytes = 0;
 	uint64_t eth_rx_drops = 0;
+	uint64_t eth_rx_filtered = 0;	// unicast for another station
 	uint64_t roce_rx_frames = 0;
 	uint64_t db_violations = 0;
 	uint64_t eq_overflows = 0;

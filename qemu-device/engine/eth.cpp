@@ -207,6 +207,13 @@ size_t Device::receive(std::span<const uint8_t> f)
 		rx_drop(RxDrop::Runt, len);
 		return len;
 	}
+	// A NIC on a shared segment: unicast frames for other stations are
+	// not ours (neither for the RoCE engine nor for the netdev).
+	// Broadcast and multicast (the group bit) are taken.
+	if (!(f[0] & 1) && std::memcmp(f.data(), mac_.data(), 6) != 0) {
+		cnt_.eth_rx_filtered++;
+		return len;
+	}
 	if (is_roce(f)) {
 		cnt_.roce_rx_frames++;
 		plat_.trace(VRNIC_TRACE_ROCE_RX, len);

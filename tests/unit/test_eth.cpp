@@ -53,11 +53,15 @@ struct EthFixture : ::testing::Test {
 		d.len = len;
 		p.store(kRx + (idx % 64) * sizeof(d), d);
 	}
+	// The device's own address (FakePlatform's default).
+	static constexpr uint8_t kMac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
+
 	static std::vector<uint8_t> frame(size_t len, uint16_t ethertype = 0x0800)
 	{
 		std::vector<uint8_t> f(len);
 		for (size_t i = 0; i < len; i++)
 			f[i] = uint8_t(i * 7);
+		std::memcpy(f.data(), kMac, 6);
 		f[12] = uint8_t(ethertype >> 8);
 		f[13] = uint8_t(ethertype);
 		return f;
@@ -65,6 +69,7 @@ struct EthFixture : ::testing::Test {
 	static std::vector<uint8_t> udp4(uint16_t dport, size_t payload = 32)
 	{
 		std::vector<uint8_t> f(14 + 20 + 8 + payload);
+		std::memcpy(f.data(), kMac, 6);
 		f[12] = 0x08;
 		f[14] = 0x45;
 		f[14 + 9] = 17;
@@ -184,6 +189,35 @@ TEST_F(EthFixture, RxFrameLargerThanBufferIsDropped)
 	EXPECT_EQ(p.load<vrnic_eth_desc>(kRx).wb_status, 0) << "buffer consumed";
 }
 
+TEST_F(EthFixture, UnicastForOtherStationsIsFilteredBroadcastIsNot)
+{
+	post_rx(0, 2048);
+	post_rx(1, 2048);
+	p.db(0, VRNIC_DB_ETH_RX, 2);
+	// A shared segment: RoCE and plain frames for another MAC are not
+	// this NIC's, neither the engine's nor the netdev's.
+	auto other = udp4(VRNIC_ROCE_UDP_PORT);
+	other[5] ^= 1;
+	EXPECT_EQ(vrnic_engine_receive(p.eng, other.data(), other.size()), other.size());
+	EXPECT_EQ(p.rd(VRNIC_REG_CNT_ROCE_RX), 0u);
+	auto plain = frame(100);
+	plain[5] ^= 1;
+	EXPECT_EQ(vrnic_engine_receive(p.eng, plain.data(), plain.size()), plain.size());
+	EXPECT_EQ(p.load<vrnic_eth_desc>(kRx).wb_status, 0);
+	EXPECT_EQ(p.rd(VRNIC_REG_CNT_RX_DROPS), 0u) << "filtering is not a drop";
+	// Broadcast (ARP) and multicast reach the RX ring.
+	auto bcast = frame(60, 0x0806);
+	std::memset(bcast.data(), 0xff, 6);
+	vrnic_engine_receive(p.eng, bcast.data(), bcast.size());
+	EXPECT_EQ(p.load<vrnic_eth_desc>(kRx).wb_status, VRNIC_ETH_WB_DONE);
+	auto mcast = frame(60);
+	const uint8_t group[6] = {0x01, 0x00, 0x5e, 0x00, 0x00, 0x01};
+	std::memcpy(mcast.data(), group, 6);
+	vrnic_engine_receive(p.eng, mcast.data(), mcast.size());
+	EXPECT_EQ(p.load<vrnic_eth_desc>(kRx + sizeof(vrnic_eth_desc)).wb_status,
+		  VRNIC_ETH_WB_DONE);
+}
+
 TEST_F(EthFixture, RoceFramesAreSteeredToTheEngine)
 {
 	post_rx(0, 2048);
@@ -200,6 +234,7 @@ TEST_F(EthFixture, RoceFramesAreSteeredToTheEngine)
 
 	// IPv6 RoCE and a truncated frame.
 	std::vector<uint8_t> v6(14 + 40 + 8 + 16);
+	std::memcpy(v6.data(), kMac, 6);
 	v6[12] = 0x86; v6[13] = 0xdd; v6[14] = 0x60; v6[14 + 6] = 17;
 	v6[54 + 2] = 0x12; v6[54 + 3] = 0xb7;
 	vrnic_engine_receive(p.eng, v6.data(), v6.size());
