@@ -498,10 +498,12 @@ def interop_loss(stage, a, r):
         pair(stage, "interop loss %s: %s" % (way, pp), svm, cvm,
              "%s -d %s" % (pp, sdev), "%s -d %s %s" % (pp, cdev, svm.ip),
              "bytes in", timeout=300)
-        bw = "ib_write_bw -x 1 -n 200 -s 65536"
-        pair(stage, "interop loss %s: %s" % (way, bw), svm, cvm,
-             "%s -d %s" % (bw, sdev), "%s -d %s %s" % (bw, cdev, svm.ip),
-             "#bytes", timeout=300)
+        # WRITE: lost data or ACKs; READ: lost requests or responses.
+        for bw in ("ib_write_bw -x 1 -n 200 -s 65536",
+                   "ib_read_bw -x 1 -n 100 -s 65536"):
+            pair(stage, "interop loss %s: %s" % (way, bw), svm, cvm,
+                 "%s -d %s" % (bw, sdev), "%s -d %s %s" % (bw, cdev, svm.ip),
+                 "#bytes", timeout=300)
     after = read_counters(a)[1]
     moved = {k: after.get(k, 0) - before.get(k, 0) for k in
              ("rcvd_seq_err", "ack_timeouts", "duplicate_request",
