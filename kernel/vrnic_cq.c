@@ -187,6 +187,24 @@ void vrnic_cq_event(struct vrnic_dev *vdev, u32 cqn, bool error)
 	xa_unlock(&vdev->cq_xa);
 }
 
+/* rdma res show cq -dd: the device's CQ number, depth and event queue. */
+int vrnic_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq)
+{
+	struct vrnic_cq *cq = to_vcq(ibcq);
+	struct nlattr *table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
+
+	if (!table)
+		return -EMSGSIZE;
+	if (rdma_nl_put_driver_u32_hex(msg, "hw_cqn", cq->cqn) ||
+	    rdma_nl_put_driver_u32(msg, "depth", BIT(cq->log_depth)) ||
+	    rdma_nl_put_driver_u32(msg, "eqn", cq->eqn)) {
+		nla_nest_cancel(msg, table);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(msg, table);
+	return 0;
+}
+
 static const enum ib_wc_opcode vrnic_wc_opcode[] = {
 	[VRNIC_WC_SEND] = IB_WC_SEND,
 	[VRNIC_WC_RDMA_WRITE] = IB_WC_RDMA_WRITE,

@@ -493,24 +493,95 @@ out:
 	return ret;
 }
 
+/* The device's view of a QP: state, current PSNs, attributes. */
+struct vrnic_qp_hw {
+	struct vrnic_qp_attr *a;
+	dma_addr_t dma;
+};
+
+static int vrnic_qp_hw_query(struct vrnic_dev *vdev, u32 qpn,
+			     struct vrnic_qp_hw *hw)
+{
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_QUERY_QP };
+	int ret;
+
+	hw->a = dma_alloc_coherent(&vdev->pdev->dev, sizeof(*hw->a), &hw->dma,
+				   GFP_KERNEL);
+	if (!hw->a)
+		return -ENOMEM;
+	cmd.query_qp.out_addr = cpu_to_le64(hw->dma);
+	cmd.query_qp.qpn = cpu_to_le32(qpn);
+	ret = vrnic_admin_exec(vdev, &cmd, NULL);
+	if (ret)
+		dma_free_coherent(&vdev->pdev->dev, sizeof(*hw->a), hw->a,
+				  hw->dma);
+	return ret;
+}
+
+static void vrnic_qp_hw_put(struct vrnic_dev *vdev, struct vrnic_qp_hw *hw)
+{
+	dma_free_coherent(&vdev->pdev->dev, sizeof(*hw->a), hw->a, hw->dma);
+}
+
+static const char *const vrnic_qp_state_name[] = {
+	"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR",
+};
+
+/* rdma res show qp -dd: what the device holds for the QP. */
+int vrnic_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
+{
+	struct vrnic_dev *vdev = to_vdev(ibqp->device);
+	struct vrnic_qp *qp = to_vqp(ibqp);
+	struct nlattr *table;
+	struct vrnic_qp_hw hw;
+	struct vrnic_qp_attr *a;
+	int ret;
+
+	ret = vrnic_qp_hw_query(vdev, qp->qpn, &hw);
+	if (ret)
+		return ret;
+	a = hw.a;
+	table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
+	if (!table ||
+	    rdma_nl_put_driver_string(msg, "hw_state",
+				      a->state < ARRAY_SIZE(vrnic_qp_state_name) ?
+				      vrnic_qp_state_name[a->state] : "?") ||
+	    rdma_nl_put_driver_u32_hex(msg, "next_send_psn",
+				       le32_to_cpu(a->sq_psn)) ||
+	    rdma_nl_put_driver_u32_hex(msg, "expected_psn",
+				       le32_to_cpu(a->rq_psn)) ||
+	    rdma_nl_put_driver_u32(msg, "sq_depth", BIT(qp->sq_log)) ||
+	    rdma_nl_put_driver_u32(msg, "sq_wqe_size", BIT(qp->sq_shift)) ||
+	    rdma_nl_put_driver_u32(msg, "rq_depth",
+				   qp->no_rq ? 0 : BIT(qp->rq_log)) ||
+	    rdma_nl_put_driver_u32(msg, "rq_wqe_size",
+				   qp->no_rq ? 0 : BIT(qp->rq_shift)) ||
+	    rdma_nl_put_driver_u32(msg, "max_rd_atomic", a->max_rd_atomic) ||
+	    rdma_nl_put_driver_u32(msg, "max_dest_rd_atomic",
+				   a->max_dest_rd_atomic)) {
+		if (table)
+			nla_nest_cancel(msg, table);
+		ret = -EMSGSIZE;
+	} else {
+		nla_nest_end(msg, table);
+	}
+	vrnic_qp_hw_put(vdev, &hw);
+	return ret;
+}
+
 int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_qp_init_attr *init_attr)
 {
 	struct vrnic_dev *vdev = to_vdev(ibqp->device);
 	struct vrnic_qp *qp = to_vqp(ibqp);
-	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_QUERY_QP };
+	struct vrnic_qp_hw hw;
 	struct vrnic_qp_attr *a;
-	dma_addr_t a_dma;
 	int ret;
 
-	a = dma_alloc_coherent(&vdev->pdev->dev, sizeof(*a), &a_dma, GFP_KERNEL);
-	if (!a)
-		return -ENOMEM;
-	cmd.query_qp.out_addr = cpu_to_le64(a_dma);
-	cmd.query_qp.qpn = cpu_to_le32(qp->qpn);
-	ret = vrnic_admin_exec(vdev, &cmd, NULL);
+	ret = vrnic_qp_hw_query(vdev, qp->qpn, &hw);
 	if (ret)
-		goto out;
+		return ret;
+	a = hw.a;
 	memset(attr, 0, sizeof(*attr));
 	attr->qp_state = a->state;
 	attr->cur_qp_state = a->state;
@@ -536,9 +607,8 @@ int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	init_attr->cap = attr->cap;
 	init_attr->qp_type = ibqp->qp_type;
 	init_attr->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
-out:
-	dma_free_coherent(&vdev->pdev->dev, sizeof(*a), a, a_dma);
-	return ret;
+	vrnic_qp_hw_put(vdev, &hw);
+	return 0;
 }
 
 /* ----------------------------------------------- kernel QP data path */

@@ -181,6 +181,18 @@ def verbs_tests(stage, a, b):
          "sh -c '{0} {1} > /tmp/c1 2>&1 & p=$!; sleep 1; {0} {1} > /tmp/c2 "
          "2>&1; r2=$?; wait $p; r1=$?; cat /tmp/c1 /tmp/c2; "
          "[ $r1 = 0 ] && [ $r2 = 0 ]'".format(xsrq, b.ip), "success")
+    # restrack: a process's QP, CQ, MR and PD are listed, and -dd adds what
+    # the device holds for them (hardware state, PSNs, ring sizes).
+    step(stage, b, "restrack b: rdma res show qp/cq/mr/pd -dd",
+         "(timeout 30 ibv_rc_pingpong -d vrnic0 -g 1 -s 4096 > /dev/null 2>&1 &)"
+         "; sleep 2; rdma res show qp -dd | grep 'comm ibv_rc_pingpong' | "
+         "grep 'type RC' | grep 'drv_hw_state INIT' | grep 'drv_sq_depth' | "
+         "grep -q 'drv_rq_wqe_size' && rdma res show cq -dd | "
+         "grep 'comm ibv_rc_pingpong' | grep -q 'drv_hw_cqn' && "
+         "rdma res show mr | grep -q 'comm ibv_rc_pingpong' && "
+         "rdma res show pd | grep -q 'comm ibv_rc_pingpong' && "
+         "rdma res show qp -dd | grep ibv_rc_pingpong; "
+         "r=$?; pkill ibv_rc_pingpong; exit $r", expect="drv_hw_state INIT")
     # An SRQ QP moved to ERR reports IBV_EVENT_QP_LAST_WQE_REACHED.
     step(stage, a, "srq a: QP to ERR gives IBV_EVENT_QP_LAST_WQE_REACHED",
          shipped("srq_last_wqe.py") + "timeout 30 python3 /tmp/srq_last_wqe.py",
