@@ -340,6 +340,8 @@ private:
 	// responder
 	void handle_request(Qp &qp, const roce::Packet &p);
 	bool write_or_flush(Qp &qp, const roce::Packet &p);
+	bool resource_free(Qp &qp);
+	void take_resource(Qp &qp, RdResource &r);
 	void resp_fail(Qp &qp, uint8_t syndrome);
 	void handle_duplicate(Qp &qp, const roce::Packet &p);
 	bool fetch_recv(Qp &qp);

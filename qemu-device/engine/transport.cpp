@@ -1178,7 +1178,6 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 		resp_fail(qp, kAethNakInvReq);	// UC has no READ or atomics
 		return;
 	}
-	const size_t max_res = std::max<size_t>(1, qp.attr.max_dest_rd_atomic);
 	if (op == READ_REQUEST) {
 		const Mr *mr = nullptr;
 		if (!(le(qp.attr.access) & VRNIC_ACCESS_REMOTE_READ) ||
@@ -1189,6 +1188,8 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 			nak(qp, kAethNakRemAccess, true);
 			return;
 		}
+		if (!resource_free(qp))
+			return;
 		RdResource r;
 		r.psn_first = h.psn;
 		r.psn_last = psn_add(h.psn, npkts(h.dma_len, qp.mtu) - 1);
@@ -1196,18 +1197,7 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 		r.rkey = h.rkey;
 		r.pdn = qp.pdn;
 		r.length = h.dma_len;
-		r.pending = true;
-		if (qp.resources.size() >= max_res) {
-			if (qp.resources.front().pending) {
-				nak(qp, kAethNakInvReq, true);	// too many READs
-				return;
-			}
-			qp.resources.pop_front();
-		}
-		qp.resources.push_back(r);
-		qp.epsn = psn_add(r.psn_last, 1);
-		qp.msn++;
-		plat_.schedule();
+		take_resource(qp, r);
 		return;
 	}
 	if (op == CMP_SWAP || op == FETCH_ADD) {
@@ -1222,10 +1212,8 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 			nak(qp, kAethNakRemAccess, true);
 			return;
 		}
-		if (qp.resources.size() >= max_res && qp.resources.front().pending) {
-			nak(qp, kAethNakInvReq, true);	// too many outstanding
+		if (!resource_free(qp))
 			return;
-		}
 		uint64_t val = 0;
 		if (!MrTable::read(plat_, *mr, h.va, &val, 8)) {
 			nak(qp, kAethNakRemOp, true);
@@ -1243,17 +1231,11 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 		r.atomic = true;
 		r.psn_first = r.psn_last = h.psn;
 		r.orig = orig;
-		if (qp.resources.size() >= max_res)
-			qp.resources.pop_front();
-		r.pending = true;
-		qp.resources.push_back(r);
-		qp.epsn = psn_add(h.psn, 1);
-		qp.msn++;
-		plat_.schedule();
+		take_resource(qp, r);
 		return;
 	}
 	if (op == ATOMIC_WRITE || op == FLUSH) {
-		if (!write_or_flush(qp, p))
+		if (!resource_free(qp) || !write_or_flush(qp, p))
 			return;
 		// Answered with an empty READ response, replayed (never
 		// executed again) for a duplicate.
@@ -1261,21 +1243,39 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 		r.psn_first = r.psn_last = h.psn;
 		r.rkey = h.rkey;
 		r.pdn = qp.pdn;
-		r.pending = true;
-		if (qp.resources.size() >= max_res) {
-			if (qp.resources.front().pending) {
-				nak(qp, kAethNakInvReq, true);
-				return;
-			}
-			qp.resources.pop_front();
-		}
-		qp.resources.push_back(r);
-		qp.epsn = psn_add(h.psn, 1);
-		qp.msn++;
-		plat_.schedule();
+		take_resource(qp, r);
 		return;
 	}
 	nak(qp, kAethNakInvReq, true);
+}
+
+// A READ, atomic, ATOMIC_WRITE or FLUSH needs one of max_dest_rd_atomic
+// responder resources; the oldest may be reused once its response has
+// gone.  A requester that asks for more is in error (invalid request).
+bool Rdma::resource_free(Qp &qp)
+{
+	const size_t max_res = std::max<size_t>(1, qp.attr.max_dest_rd_atomic);
+
+	if (qp.resources.size() >= max_res && qp.resources.front().pending) {
+		nak(qp, kAethNakInvReq, true);
+		return false;
+	}
+	return true;
+}
+
+// Remember an accepted request (for its response and any duplicate) and
+// move past it.
+void Rdma::take_resource(Qp &qp, RdResource &r)
+{
+	const size_t max_res = std::max<size_t>(1, qp.attr.max_dest_rd_atomic);
+
+	if (qp.resources.size() >= max_res)
+		qp.resources.pop_front();
+	r.pending = true;
+	qp.resources.push_back(r);
+	qp.epsn = psn_add(r.psn_last, 1);
+	qp.msn++;
+	plat_.schedule();
 }
 
 // Carry out an ATOMIC_WRITE or a FLUSH; false (and a NAK sent) if refused.

@@ -360,3 +360,47 @@ std::vector<vrnic_cqe> Wire::completions(Node &a, Node &b, Node &n,
 	});
 	return got;
 }
+
+uint32_t Node::create_srq(uint64_t ring, uint64_t dbrec, uint8_t type,
+			  uint32_t cqn, uint32_t xrcdn)
+{
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_SRQ;
+	c.create_srq.base = ring;
+	c.create_srq.dbrec = dbrec;
+	c.create_srq.pdn = pd;
+	c.create_srq.log_depth = 4;
+	c.create_srq.wqe_shift = 8;
+	c.create_srq.srq_type = type;
+	c.create_srq.cqn = cqn;
+	c.create_srq.xrcdn = xrcdn;
+	return admin_ok(c);
+}
+
+vrnic_admin_cmd Node::srq_qp_cmd(uint32_t srqn) const
+{
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_QP;
+	c.create_qp.sq_base = kSq;
+	c.create_qp.dbrec = kQpDb + 0x20;
+	c.create_qp.pdn = pd;
+	c.create_qp.send_cqn = c.create_qp.recv_cqn = cq;
+	c.create_qp.sq_log_depth = kSqLog;
+	c.create_qp.sq_wqe_shift = kSqShift;
+	c.create_qp.rq_wqe_shift = 5;
+	c.create_qp.srqn = srqn;
+	return c;
+}
+
+void Node::post_srq(uint64_t ring, uint64_t dbrec, uint32_t count,
+		    uint64_t first_wr, uint64_t data_off)
+{
+	for (uint32_t i = 0; i < count; i++) {
+		vrnic_recv_wqe h{};
+		h.wr_id = first_wr + i;
+		h.num_sge = 1;
+		p.store(ring + i * 256, h);
+		p.store(ring + i * 256 + sizeof(h), sge(data_off + i * 0x1000, 4096));
+	}
+	p.store<uint32_t>(dbrec, count);
+}

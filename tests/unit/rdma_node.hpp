@@ -51,6 +51,19 @@ struct Node {
 	vrnic_ud_av av(uint32_t qkey) const;
 	std::array<uint8_t, 16> gid() const;
 
+	// An SRQ (16 WQEs of 256 B) with its ring and doorbell record at
+	// ring/dbrec; XRC SRQs also name a CQ and a domain.
+	uint32_t create_srq(uint64_t ring, uint64_t dbrec,
+			    uint8_t type = VRNIC_SRQT_BASIC, uint32_t cqn = 0,
+			    uint32_t xrcdn = 0);
+	// The admin command for an RC QP of this node that receives from
+	// SRQ srqn (its doorbell record next to the first QP's).
+	vrnic_admin_cmd srq_qp_cmd(uint32_t srqn) const;
+	// Post count receive WQEs of 4 KiB at data(data_off + i * 4 KiB),
+	// wr_id first_wr + i, and publish them.
+	void post_srq(uint64_t ring, uint64_t dbrec, uint32_t count,
+		      uint64_t first_wr, uint64_t data_off);
+
 	// data path
 	void post_send(const vrnic_send_wqe &w, const std::vector<vrnic_sge> &sges,
 		       const std::vector<uint8_t> &inline_data = {},

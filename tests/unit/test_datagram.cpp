@@ -308,46 +308,25 @@ TEST_F(Uc, LossDropsWholeMessagesAndNeverCorruptsOne)
 
 // ------------------------------------------------------------------ SRQ
 
+namespace {
+constexpr uint64_t kSrqRing = Node::B + 0x44000, kSrqDb = Node::B + 0x40200;
+} // namespace
+
 TEST(Srq, QpTakesReceivesFromItsSrqAndTheLimitFiresOnce)
 {
 	Node a{1}, b{2};
 	Wire wire;
-	constexpr uint64_t kSrqRing = Node::B + 0x44000, kSrqDb = Node::B + 0x40200;
-	vrnic_admin_cmd c{};
-	c.opcode = VRNIC_ADMIN_CREATE_SRQ;
-	c.create_srq.base = kSrqRing;
-	c.create_srq.dbrec = kSrqDb;
-	c.create_srq.pdn = b.pd;
-	c.create_srq.log_depth = 4;
-	c.create_srq.wqe_shift = 8;
-	const uint32_t srqn = b.admin_ok(c);
+	const uint32_t srqn = b.create_srq(kSrqRing, kSrqDb);
 
 	// A second RC QP on b, receiving from the SRQ (b's first QP idles).
-	c = {};
-	c.opcode = VRNIC_ADMIN_CREATE_QP;
-	c.create_qp.sq_base = Node::kSq;
-	c.create_qp.dbrec = Node::kQpDb + 0x20;
-	c.create_qp.pdn = b.pd;
-	c.create_qp.send_cqn = c.create_qp.recv_cqn = b.cq;
-	c.create_qp.sq_log_depth = Node::kSqLog;
-	c.create_qp.sq_wqe_shift = Node::kSqShift;
-	c.create_qp.rq_wqe_shift = 5;
-	c.create_qp.srqn = srqn + 1;	// no such SRQ
+	vrnic_admin_cmd c = b.srq_qp_cmd(srqn + 1);	// no such SRQ
 	EXPECT_EQ(b.p.admin(c).status, VRNIC_ADMIN_ST_BAD_PARAM);
-	c.create_qp.srqn = srqn;
-	b.qp = b.admin_ok(c);
+	b.qp = b.admin_ok(b.srq_qp_cmd(srqn));
 	a.connect(b, 3, 10, 20);
 	b.connect(a, 3, 20, 10);
 
 	// 8 WQEs; arm the limit at 4.
-	for (uint32_t i = 0; i < 8; i++) {
-		vrnic_recv_wqe h{};
-		h.wr_id = 100 + i;
-		h.num_sge = 1;
-		b.p.store(kSrqRing + i * 256, h);
-		b.p.store(kSrqRing + i * 256 + sizeof(h), b.sge(0x10000 + i * 0x1000, 4096));
-	}
-	b.p.store<uint32_t>(kSrqDb, 8);
+	b.post_srq(kSrqRing, kSrqDb, 8, 100, 0x10000);
 	c = {};
 	c.opcode = VRNIC_ADMIN_MODIFY_SRQ;
 	c.modify_srq.srqn = srqn;
@@ -392,36 +371,10 @@ TEST(Srq, AnSrqQpInErrorReportsLastWqeReachedOnce)
 {
 	Node a{1}, b{2};
 	Wire wire;
-	constexpr uint64_t kSrqRing = Node::B + 0x44000, kSrqDb = Node::B + 0x40200;
-	vrnic_admin_cmd c{};
-	c.opcode = VRNIC_ADMIN_CREATE_SRQ;
-	c.create_srq.base = kSrqRing;
-	c.create_srq.dbrec = kSrqDb;
-	c.create_srq.pdn = b.pd;
-	c.create_srq.log_depth = 4;
-	c.create_srq.wqe_shift = 8;
-	const uint32_t srqn = b.admin_ok(c);
-	c = {};
-	c.opcode = VRNIC_ADMIN_CREATE_QP;
-	c.create_qp.sq_base = Node::kSq;
-	c.create_qp.dbrec = Node::kQpDb + 0x20;
-	c.create_qp.pdn = b.pd;
-	c.create_qp.send_cqn = c.create_qp.recv_cqn = b.cq;
-	c.create_qp.sq_log_depth = Node::kSqLog;
-	c.create_qp.sq_wqe_shift = Node::kSqShift;
-	c.create_qp.rq_wqe_shift = 5;
-	c.create_qp.srqn = srqn;
-	b.qp = b.admin_ok(c);
+	b.qp = b.admin_ok(b.srq_qp_cmd(b.create_srq(kSrqRing, kSrqDb)));
 	a.connect(b, 3, 10, 20);
 	b.connect(a, 3, 20, 10);
-	for (uint32_t i = 0; i < 2; i++) {
-		vrnic_recv_wqe h{};
-		h.wr_id = 100 + i;
-		h.num_sge = 1;
-		b.p.store(kSrqRing + i * 256, h);
-		b.p.store(kSrqRing + i * 256 + sizeof(h), b.sge(0x10000 + i * 0x1000, 4096));
-	}
-	b.p.store<uint32_t>(kSrqDb, 2);
+	b.post_srq(kSrqRing, kSrqDb, 2, 100, 0x10000);
 	vrnic_send_wqe w{};
 	w.opcode = VRNIC_WR_SEND;
 	w.flags = VRNIC_WQE_SIGNALED;

@@ -35,26 +35,8 @@ struct Xrc : ::testing::Test {
 	uint32_t xrc_srq(unsigned n, uint32_t x, uint32_t posted)
 	{
 		const uint64_t ring = kSrqRing + n * 0x1000, db = kSrqDb + n * 8;
-		vrnic_admin_cmd c{};
-		c.opcode = VRNIC_ADMIN_CREATE_SRQ;
-		c.create_srq.base = ring;
-		c.create_srq.dbrec = db;
-		c.create_srq.pdn = b.pd;
-		c.create_srq.log_depth = 4;
-		c.create_srq.wqe_shift = 8;
-		c.create_srq.srq_type = VRNIC_SRQT_XRC;
-		c.create_srq.cqn = b.cq;
-		c.create_srq.xrcdn = x;
-		const uint32_t srqn = b.admin_ok(c);
-		for (uint32_t i = 0; i < posted; i++) {
-			vrnic_recv_wqe h{};
-			h.wr_id = n * 100 + i;
-			h.num_sge = 1;
-			b.p.store(ring + i * 256, h);
-			b.p.store(ring + i * 256 + sizeof(h),
-				  b.sge(0x10000 + n * 0x40000 + i * 0x1000, 4096));
-		}
-		b.p.store<uint32_t>(db, posted);
+		const uint32_t srqn = b.create_srq(ring, db, VRNIC_SRQT_XRC, b.cq, x);
+		b.post_srq(ring, db, posted, n * 100, 0x10000 + n * 0x40000);
 		return srqn;
 	}
 	vrnic_send_wqe wqe(uint8_t op, uint64_t wr_id, uint32_t srqn,
