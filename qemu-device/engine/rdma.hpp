@@ -341,6 +341,8 @@ private:
 	void handle_request(Qp &qp, const roce::Packet &p);
 	bool write_or_flush(Qp &qp, const roce::Packet &p);
 	bool resource_free(Qp &qp);
+	void ack_upto(Qp &qp, uint32_t psn_after);
+	void answered(Qp &qp, SendWqe &w);
 	void take_resource(Qp &qp, RdResource &r);
 	void resp_fail(Qp &qp, uint8_t syndrome);
 	void handle_duplicate(Qp &qp, const roce::Packet &p);

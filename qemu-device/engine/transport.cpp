@@ -667,6 +667,25 @@ void Rdma::requester_error(Qp &qp, SendWqe &w, uint8_t status)
 	qp_error(qp);
 }
 
+// Everything before psn_after is acknowledged.
+void Rdma::ack_upto(Qp &qp, uint32_t psn_after)
+{
+	if (psn_diff(psn_after, qp.una_psn) > 0) {
+		qp.una_psn = psn_after;
+		progress(qp);
+	}
+}
+
+// A one-packet request (atomic, ATOMIC_WRITE, FLUSH) got its response:
+// it and everything before it are done.
+void Rdma::answered(Qp &qp, SendWqe &w)
+{
+	w.done = true;
+	ack_upto(qp, psn_add(w.psn_first, 1));
+	progress(qp);
+	retire(qp);
+}
+
 void Rdma::handle_response(Qp &qp, const Packet &p)
 {
 	const Headers &h = p.h;
@@ -679,18 +698,11 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 		cnt_.malformed++;
 		return;
 	}
-	auto ack_upto = [this, &qp](uint32_t psn_after) {
-		if (psn_diff(psn_after, qp.una_psn) > 0) {
-			qp.una_psn = psn_after;
-			progress(qp);
-		}
-	};
-
 	if (h.opcode == ACK) {
 		const uint8_t syn = h.syndrome;
 		switch (syn & 0xe0) {
 		case kAethAck:
-			ack_upto(psn_add(h.psn, 1));
+			ack_upto(qp, psn_add(h.psn, 1));
 			retire(qp);
 			// An ACK past a READ or atomic still unanswered means its
 			// response was lost (implied NAK): ask again now.
@@ -701,7 +713,7 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 			return;
 		case kAethRnr: {
 			cnt_.rcvd_rnr_err++;
-			ack_upto(h.psn);
+			ack_upto(qp, h.psn);
 			retire(qp);
 			if (qp.inflight.empty())
 				return;
@@ -720,7 +732,7 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 			return;
 		}
 		case kAethNakSeq & 0xe0: {
-			ack_upto(h.psn);
+			ack_upto(qp, h.psn);
 			retire(qp);
 			if (syn == kAethNakSeq) {
 				cnt_.rcvd_seq_err++;
@@ -756,7 +768,7 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 	if (h.opcode == ATOMIC_ACK) {
 		if (!is_atomic(w->opcode) || h.psn != w->psn_first)
 			return;
-		ack_upto(w->psn_first);
+		ack_upto(qp, w->psn_first);
 		uint8_t orig[8];
 		for (int i = 0; i < 8; i++)
 			orig[i] = uint8_t(h.orig >> (8 * i));
@@ -764,10 +776,7 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 			requester_error(qp, *w, VRNIC_WC_ST_LOC_PROT_ERR);
 			return;
 		}
-		w->done = true;
-		ack_upto(psn_add(w->psn_first, 1));
-		progress(qp);
-		retire(qp);
+		answered(qp, *w);
 		return;
 	}
 	if (w->opcode == VRNIC_WR_ATOMIC_WRITE || w->opcode == VRNIC_WR_FLUSH) {
@@ -778,10 +787,7 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 			requester_error(qp, *w, VRNIC_WC_ST_BAD_RESP_ERR);
 			return;
 		}
-		w->done = true;
-		ack_upto(psn_add(w->psn_first, 1));
-		progress(qp);
-		retire(qp);
+		answered(qp, *w);
 		return;
 	}
 	if (w->opcode != VRNIC_WR_RDMA_READ || h.psn != w->resp_psn)
@@ -796,7 +802,7 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 		return;
 	}
 	// Responses imply an ACK of everything before the READ.
-	ack_upto(w->psn_first);
+	ack_upto(qp, w->psn_first);
 	if (expect && !scatter_sges(plat_, mrs_, qp.pdn, w->sges, off,
 				    p.payload.data(), expect)) {
 		requester_error(qp, *w, VRNIC_WC_ST_LOC_PROT_ERR);
@@ -805,7 +811,7 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 	w->resp_psn = psn_add(w->resp_psn, 1);
 	if (last) {
 		w->done = true;
-		ack_upto(psn_add(w->psn_last, 1));
+		ack_upto(qp, psn_add(w->psn_last, 1));
 	}
 	progress(qp);
 	retire(qp);
