@@ -398,11 +398,14 @@ def counters(stage, vm, name, names, pred):
     stage.record(name, "pass" if ok else "fail", str(got))
 
 
-def nvmeof_tests(stage, a, b):
+def nvmeof_tests(stage, a, b, tag="nvmeof", host_vrnic=True):
     """NVMe over Fabrics on vrnic: a exports a RAM-backed namespace through
     nvmet's rdma port, b connects with nvme-rdma (which registers its data
     buffers with FRWR, and gets them invalidated remotely by the target's
-    SEND_WITH_INV) and runs fio with crc32c verification."""
+    SEND_WITH_INV) and runs fio with crc32c verification.  With host_vrnic
+    false, b is the rxe VM: the same storage stack across two RoCE
+    implementations."""
+    ta, tb = "%s %s:" % (tag, a.name), "%s %s:" % (tag, b.name)
     target = """set -e
 modprobe null_blk nr_devices=1 gb=1 bs=4096 memory_backed=1
 modprobe nvmet_rdma
@@ -421,15 +424,15 @@ echo %(ip)s > $p/addr_traddr
 echo 4420 > $p/addr_trsvcid
 ln -s $s $p/subsystems/%(nqn)s
 echo exported""" % {"nvmet": NVMET, "nqn": NQN, "ip": a.ip}
-    if not step(stage, a, "nvmeof a: nvmet rdma port on a null_blk ramdisk",
+    if not step(stage, a, ta + " nvmet rdma port on a null_blk ramdisk",
                 target, "exported"):
         return
     hostnqn = "$(nvme gen-hostnqn)"
-    ok = step(stage, b, "nvmeof b: nvme discover -t rdma",
+    ok = step(stage, b, tb + " nvme discover -t rdma",
               "modprobe nvme_rdma && nvme discover -t rdma -a %s -s 4420 "
               "--hostnqn=%s" % (a.ip, hostnqn), "subnqn:  " + NQN)
     ok = ok and step(
-        stage, b, "nvmeof b: nvme connect -t rdma",
+        stage, b, tb + " nvme connect -t rdma",
         "nvme connect -t rdma -a %s -s 4420 -n %s --hostnqn=%s && "
         "for i in $(seq 100); do [ -b /dev/nvme0n1 ] && break; sleep 0.2; "
         "done; nvme list; [ -b /dev/nvme0n1 ]" % (a.ip, NQN, hostnqn),
@@ -439,18 +442,19 @@ echo exported""" % {"nvmet": NVMET, "nqn": NQN, "ip": a.ip}
                "--ioengine=libaio --iodepth=16 --verify=crc32c "
                "--do_verify=1 --verify_fatal=1 --output-format=terse "
                "--terse-version=3 --minimal %s && echo fio-ok")
-        step(stage, b, "nvmeof b: fio 4 KiB randwrite, verify=crc32c",
+        step(stage, b, tb + " fio 4 KiB randwrite, verify=crc32c",
              fio % ("rand4k", "--rw=randwrite --bs=4k --size=16M"),
              "fio-ok", timeout=600)
-        step(stage, b, "nvmeof b: fio 128 KiB seqwrite, verify=crc32c",
+        step(stage, b, tb + " fio 128 KiB seqwrite, verify=crc32c",
              fio % ("seq128k", "--rw=write --bs=128k --offset=64M "
                     "--size=64M"), "fio-ok", timeout=600)
         # The host's FRWR MRs are registered by REG_MR and invalidated by
         # the target's SEND_WITH_INV: both counters moved.
-        counters(stage, b, "nvmeof b: FRWR and remote invalidation counted",
-                 ("fast_reg", "local_inv", "remote_inv"),
-                 lambda c: c["fast_reg"] > 0 and c["remote_inv"] > 0)
-        step(stage, b, "nvmeof b: nvme disconnect",
+        if host_vrnic:
+            counters(stage, b, tb + " FRWR and remote invalidation counted",
+                     ("fast_reg", "local_inv", "remote_inv"),
+                     lambda c: c["fast_reg"] > 0 and c["remote_inv"] > 0)
+        step(stage, b, tb + " nvme disconnect",
              "nvme disconnect -n %s" % NQN, "disconnected 1 controller")
     teardown = """set -e
 p=%(nvmet)s/ports/1
@@ -461,14 +465,18 @@ echo 0 > $s/namespaces/1/enable
 rmdir $s/namespaces/1
 rmdir $s
 rmmod nvmet_rdma nvmet""" % {"nvmet": NVMET, "nqn": NQN}
-    step(stage, a, "nvmeof a: nvmet torn down", teardown)
-    check = ("rmmod %s vrnic && ! dmesg | grep -E "
+    step(stage, a, ta + " nvmet torn down", teardown)
+    check = ("rmmod %s && ! dmesg | grep -E "
              "'WARNING:|BUG:|Oops|Call Trace|restrack|leak|QP fatal' && "
-             "echo clean; modprobe vrnic")
-    step(stage, b, "nvmeof b: rmmod nvme_rdma vrnic, dmesg clean",
-         check % "nvme_rdma", "clean")
-    step(stage, a, "nvmeof a: rmmod vrnic after nvmet_rdma, dmesg clean",
-         check % "", "clean")
+             "echo clean; %s")
+    if host_vrnic:
+        step(stage, b, tb + " rmmod nvme_rdma vrnic, dmesg clean",
+             check % ("nvme_rdma vrnic", "modprobe vrnic"), "clean")
+    else:
+        step(stage, b, tb + " rmmod nvme_rdma, dmesg clean",
+             check % ("nvme_rdma", "true"), "clean")
+    step(stage, a, ta + " rmmod vrnic after nvmet_rdma, dmesg clean",
+         check % ("vrnic", "modprobe vrnic"), "clean")
 
 
 def interop_tests(stage):
@@ -515,6 +523,9 @@ def interop_tests(stage):
                      "rping -c -a %s -C 50 -V -v" % svm.ip, "rdma-ping-49")
             if mtu == 1500:
                 interop_loss(stage, a, r)
+        # Storage across the two implementations: nvmet on vrnic, the
+        # nvme-rdma host on rxe (FRWR and SEND_WITH_INV between them).
+        nvmeof_tests(stage, a, r, tag="interop nvmeof", host_vrnic=False)
     except vmlib.VMError as e:
         stage.record("interop: harness", "fail", str(e))
     finally:
