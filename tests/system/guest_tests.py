@@ -116,13 +116,32 @@ def capture_test(stage, a, b):
         stage.record("capture: filter-dump on a's wire", "fail", str(e))
         return
     cmd = "ib_write_bw -d vrnic0 -x 1 -n 20 -s 4096 -m 1024"
+    before = {vm.name: read_counters(vm)[1] for vm in (a, b)}
     pair(stage, "capture: %s" % cmd, b, a, cmd, "%s %s" % (cmd, b.ip),
          "#bytes")
+    after = {vm.name: read_counters(vm)[1] for vm in (a, b)}
     try:
         a.qmp("object-del", id="capture")	# closes the file
     except vmlib.VMError as e:
         stage.record("capture: filter-dump removed", "fail", str(e))
         return
+    # The packet counters must agree with the wire, frame for frame.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import pcap_check  # noqa: E402
+    wire = {"a": 0, "b": 0}
+    for fr, orig in pcap_check.frames(path):
+        if len(fr) == orig and pcap_check.roce(fr):
+            wire["a" if fr[6:12] == bytes.fromhex(a.mac.replace(":", ""))
+                 else "b"] += 1
+    got = {n: (after[n].get("sent_pkts", -1) - before[n].get("sent_pkts", 0),
+               after[n].get("rcvd_pkts", -1) - before[n].get("rcvd_pkts", 0))
+           for n in ("a", "b")}
+    want = {"a": (wire["a"], wire["b"]), "b": (wire["b"], wire["a"])}
+    stage.record("capture: sent_pkts/rcvd_pkts of a and b match the wire",
+                 "pass" if got == want and wire["a"] > 0 else "fail",
+                 "counters (sent, rcvd) %s, wire %s" % (got, want))
+    print("  | RoCE frames on the wire: a sent %d, b sent %d; counters %s"
+          % (wire["a"], wire["b"], got), flush=True)
     check = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                          "pcap_check.py")
     res = subprocess.run([sys.executable, check, path], capture_output=True,
