@@ -8,48 +8,42 @@
 
 #include "vrnic.h"
 
+/*
+ * IB access flags and the device's, both ways.  FLUSH_PERSISTENT is for
+ * QPs only: ib_core refuses it for MRs (no IB_DEVICE_FLUSH_PERSISTENT).
+ */
+static const struct {
+	u32 vrnic;
+	int ib;
+} vrnic_access_map[] = {
+	{ VRNIC_ACCESS_LOCAL_WRITE, IB_ACCESS_LOCAL_WRITE },
+	{ VRNIC_ACCESS_REMOTE_WRITE, IB_ACCESS_REMOTE_WRITE },
+	{ VRNIC_ACCESS_REMOTE_READ, IB_ACCESS_REMOTE_READ },
+	{ VRNIC_ACCESS_REMOTE_ATOMIC, IB_ACCESS_REMOTE_ATOMIC },
+	{ VRNIC_ACCESS_FLUSH_GLOBAL, IB_ACCESS_FLUSH_GLOBAL },
+	{ VRNIC_ACCESS_FLUSH_PERSISTENT, IB_ACCESS_FLUSH_PERSISTENT },
+	{ VRNIC_ACCESS_MW_BIND, IB_ACCESS_MW_BIND },
+};
+
 u32 vrnic_ib_access(int ib_access)
 {
 	u32 a = 0;
+	int i;
 
-	if (ib_access & IB_ACCESS_LOCAL_WRITE)
-		a |= VRNIC_ACCESS_LOCAL_WRITE;
-	if (ib_access & IB_ACCESS_REMOTE_WRITE)
-		a |= VRNIC_ACCESS_REMOTE_WRITE;
-	if (ib_access & IB_ACCESS_REMOTE_READ)
-		a |= VRNIC_ACCESS_REMOTE_READ;
-	if (ib_access & IB_ACCESS_REMOTE_ATOMIC)
-		a |= VRNIC_ACCESS_REMOTE_ATOMIC;
-	if (ib_access & IB_ACCESS_FLUSH_GLOBAL)
-		a |= VRNIC_ACCESS_FLUSH_GLOBAL;
-	if (ib_access & IB_ACCESS_MW_BIND)
-		a |= VRNIC_ACCESS_MW_BIND;
-	/* QPs only: ib_core refuses it for MRs (no IB_DEVICE_FLUSH_PERSISTENT) */
-	if (ib_access & IB_ACCESS_FLUSH_PERSISTENT)
-		a |= VRNIC_ACCESS_FLUSH_PERSISTENT;
+	for (i = 0; i < ARRAY_SIZE(vrnic_access_map); i++)
+		if (ib_access & vrnic_access_map[i].ib)
+			a |= vrnic_access_map[i].vrnic;
 	return a;
 }
 
 int vrnic_to_ib_access(u32 access)
 {
-	static const struct {
-		u32 vrnic;
-		int ib;
-	} map[] = {
-		{ VRNIC_ACCESS_LOCAL_WRITE, IB_ACCESS_LOCAL_WRITE },
-		{ VRNIC_ACCESS_REMOTE_WRITE, IB_ACCESS_REMOTE_WRITE },
-		{ VRNIC_ACCESS_REMOTE_READ, IB_ACCESS_REMOTE_READ },
-		{ VRNIC_ACCESS_REMOTE_ATOMIC, IB_ACCESS_REMOTE_ATOMIC },
-		{ VRNIC_ACCESS_FLUSH_GLOBAL, IB_ACCESS_FLUSH_GLOBAL },
-		{ VRNIC_ACCESS_FLUSH_PERSISTENT, IB_ACCESS_FLUSH_PERSISTENT },
-		{ VRNIC_ACCESS_MW_BIND, IB_ACCESS_MW_BIND },
-	};
 	int ib = 0;
 	int i;
 
-	for (i = 0; i < ARRAY_SIZE(map); i++)
-		if (access & map[i].vrnic)
-			ib |= map[i].ib;
+	for (i = 0; i < ARRAY_SIZE(vrnic_access_map); i++)
+		if (access & vrnic_access_map[i].vrnic)
+			ib |= vrnic_access_map[i].ib;
 	return ib;
 }
 

@@ -232,7 +232,9 @@ bool MrTable::invalidate(uint32_t key, uint32_t pdn, uint32_t remote_qpn)
 		unbind(m);
 		return true;
 	}
-	if (!m.fast)
+	// A region windows are bound to stays valid (rxe's rule too): a new
+	// REG_MR could otherwise move it from under them.
+	if (!m.fast || m.windows)
 		return false;
 	m.live = false;
 	return true;

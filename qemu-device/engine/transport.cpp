@@ -184,11 +184,7 @@ bool Rdma::read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status)
 	if (w.opcode == VRNIC_WR_LOCAL_INV)
 		return true;	// the key is in rkey; nothing else to read
 	if (w.opcode == VRNIC_WR_ATOMIC_WRITE) {
-		// The 8 bytes travel in the WQE: sent as inline data.
-		w.flags |= VRNIC_WQE_INLINE;
-		w.inline_data.assign(8, 0);
-		std::memcpy(w.inline_data.data(), &hdr.compare_add, 8);
-		w.length = 8;
+		w.length = 8;	// the value itself is compare_add
 		return true;
 	}
 	if (w.opcode == VRNIC_WR_FLUSH) {
@@ -428,7 +424,11 @@ void Rdma::send_request_packet(Qp &qp, SendWqe &w)
 		h.rkey = w.rkey;
 		h.dma_len = 8;
 		h.ackreq = true;
-		xmit(qp, h, w.inline_data);
+		// The 8 bytes as they were in the WQE (memory order).
+		const uint64_t raw = le(w.compare_add);
+		std::array<uint8_t, 8> value;
+		std::memcpy(value.data(), &raw, 8);
+		xmit(qp, h, value);
 		return;
 	}
 	if (w.opcode == VRNIC_WR_ATOMIC_CMP_SWP ||

@@ -1099,3 +1099,29 @@ TEST_F(Windows, AWindowKeyIsNeverALocalKey)
 	ASSERT_EQ(c.size(), 1u);
 	EXPECT_EQ(c[0].status, VRNIC_WC_ST_LOC_PROT_ERR);
 }
+
+TEST_F(Pair, AFastMrWithABoundWindowCannotBeInvalidated)
+{
+	// A window bound to a fast-register MR keeps it valid: invalidating
+	// it (and a later REG_MR) would move the pages from under the window.
+	connect(3);
+	const uint32_t key = alloc_fast_mr(b, 4);
+	post_reg_mr(b, 10, key, 0x60000000, 0x200000, 4096,
+		    kRemoteRw | VRNIC_ACCESS_MW_BIND);
+	auto c = wait(b, 1);
+	ASSERT_EQ(c.size(), 1u);
+	ASSERT_EQ(c[0].status, VRNIC_WC_ST_SUCCESS);
+	const uint32_t mw = alloc_mw(b, VRNIC_MW_TYPE_1);
+	const uint32_t wkey = post_bind(b, 11, VRNIC_MW_TYPE_1, mw, key, 0x60000000,
+					4096, VRNIC_ACCESS_REMOTE_WRITE);
+	c = wait(b, 1);
+	ASSERT_EQ(c.size(), 1u);
+	ASSERT_EQ(c[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(status_of(wqe(VRNIC_WR_RDMA_WRITE, 13, 0x60000000, wkey),
+			    {a.sge(0, 64)}), VRNIC_WC_ST_SUCCESS);
+	EXPECT_TRUE(same(a, 0, b, 0x200000, 64));
+	b.post_send(wqe(VRNIC_WR_LOCAL_INV, 12, 0, key), {});
+	c = wait(b, 1);
+	ASSERT_EQ(c.size(), 1u);
+	EXPECT_EQ(c[0].status, VRNIC_WC_ST_MW_BIND_ERR);
+}
