@@ -10,6 +10,7 @@
 #include <linux/errno.h>
 
 #include "vrnic.h"
+#include "vrnic_trace.h"
 
 int vrnic_aq_init(struct vrnic_dev *vdev)
 {
@@ -127,6 +128,7 @@ int vrnic_admin_exec(struct vrnic_dev *vdev, struct vrnic_admin_cmd *cmd,
 {
 	struct vrnic_aq *aq = &vdev->aq;
 	struct vrnic_aq_wait *w;
+	ktime_t start = ktime_get();
 	unsigned long left;
 	u16 token;
 	int ret;
@@ -167,6 +169,9 @@ int vrnic_admin_exec(struct vrnic_dev *vdev, struct vrnic_admin_cmd *cmd,
 		}
 	}
 	ret = vrnic_admin_errno(w->status);
+	trace_vrnic_admin_cmd(dev_name(&vdev->pdev->dev), cmd->opcode, token,
+			      w->status, w->result,
+			      ktime_us_delta(ktime_get(), start));
 	if (ret)
 		dev_dbg(&vdev->pdev->dev, "admin command 0x%x status %u\n",
 			cmd->opcode, w->status);

@@ -10,6 +10,7 @@
 #include <linux/dma-mapping.h>
 
 #include "vrnic.h"
+#include "vrnic_trace.h"
 
 static int vrnic_eq_alloc_ring(struct vrnic_dev *vdev, struct vrnic_eq *eq,
 			       u8 eqn, u32 log_depth, u16 vector)
@@ -69,6 +70,10 @@ static irqreturn_t vrnic_aeq_irq(int irq, void *data)
 		return IRQ_HANDLED;	/* self-test interrupt before setup */
 
 	while ((eqe = vrnic_eq_next(eq))) {
+		if (eqe->type != VRNIC_EQE_ADMIN_DONE)
+			trace_vrnic_async_event(dev_name(&vdev->pdev->dev),
+						eqe->type,
+						le32_to_cpu(eqe->id));
 		switch (eqe->type) {
 		case VRNIC_EQE_ADMIN_DONE:
 			admin = true;

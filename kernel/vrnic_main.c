@@ -12,6 +12,8 @@
 #include <linux/module.h>
 
 #include "vrnic.h"
+#define CREATE_TRACE_POINTS
+#include "vrnic_trace.h"
 
 #define VRNIC_RESET_TIMEOUT_MS	1000
 #define VRNIC_TEST_TIMEOUT_MS	1000

@@ -11,6 +11,7 @@
 
 #include "vrnic.h"
 #include "vrnic-abi.h"
+#include "vrnic_trace.h"
 
 #define VRNIC_SEND_WQE_HDR	sizeof(struct vrnic_send_wqe)
 #define VRNIC_RECV_WQE_HDR	sizeof(struct vrnic_recv_wqe)
@@ -392,8 +393,12 @@ int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (mask & IB_QP_CUR_STATE)
 		cur = attr->cur_qp_state;
 	next = (mask & IB_QP_STATE) ? attr->qp_state : cur;
-	if (!ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask))
+	if (!ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask)) {
+		ibdev_dbg(ibqp->device,
+			  "QP %u: %d -> %d with mask 0x%x is not allowed\n",
+			  qp->qpn, cur, next, mask);
 		return -EINVAL;
+	}
 	if ((mask & IB_QP_PATH_MTU) &&
 	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
 		return -EINVAL;
@@ -476,6 +481,8 @@ int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	cmd.modify_qp.qpn = cpu_to_le32(qp->qpn);
 	cmd.modify_qp.attr_mask = cpu_to_le32(vmask);
 	ret = vrnic_admin_exec(vdev, &cmd, NULL);
+	trace_vrnic_modify_qp(dev_name(&ibqp->device->dev), qp->qpn, cur, next,
+			      vmask, ret);
 	if (!ret) {
 		qp->attr = *a;
 		qp->state = next;

@@ -375,6 +375,53 @@ def cm_tests(stage, a, b):
          "test complete")
 
 
+TRACEFS = "/sys/kernel/tracing"
+
+
+def observability_tests(stage, a, b):
+    """Counters under known workloads (exact deltas, one case each), and
+    the driver's tracepoints on a connection and a port flap."""
+    pre = shipped("counter_workloads.py")
+    tap(stage, a, "counters a: known workloads, exact deltas",
+        pre + "timeout 120 python3 /tmp/counter_workloads.py vrnic0",
+        timeout=150)
+    t = TRACEFS
+    try:
+        a.check("mountpoint -q %s || mount -t tracefs nodev %s; "
+                "echo 0 > %s/tracing_on; echo > %s/trace; "
+                "echo 1 > %s/events/vrnic/enable; echo 1 > %s/tracing_on"
+                % (t, t, t, t, t, t))
+    except vmlib.VMError as e:
+        stage.record("trace a: enable events/vrnic", "fail", str(e))
+        return
+    pp = "ibv_rc_pingpong -d vrnic0 -g 1 -n 10"
+    pair(stage, "trace a: ibv_rc_pingpong with tracepoints on", b, a, pp,
+         "%s %s" % (pp, b.ip), "iters")
+    a.qmp("set_link", name="wire", up=False)
+    a.run("for i in $(seq 60); do rdma link show vrnic0/1 | grep -q DOWN "
+          "&& exit 0; sleep 0.5; done; exit 1", timeout=60)
+    a.qmp("set_link", name="wire", up=True)
+    a.run("for i in $(seq 60); do rdma link show vrnic0/1 | grep -q ACTIVE "
+          "&& exit 0; sleep 0.5; done; exit 1", timeout=60)
+    out = a.run("echo 0 > %s/events/vrnic/enable; cat %s/trace" % (t, t))[1]
+    lines = [ln for ln in out.splitlines() if "vrnic_" in ln]
+    for ln in lines[-8:]:
+        print("  | " + ln.strip())
+    for name, needles in (
+            ("vrnic_admin_cmd: CREATE_QP (0x16) completed, status 0",
+             ("vrnic_admin_cmd:", "opcode=0x16", "status=0 ")),
+            ("vrnic_modify_qp: RESET -> INIT", ("RESET -> INIT", "ret=0")),
+            ("vrnic_modify_qp: INIT -> RTR", ("INIT -> RTR", "ret=0")),
+            ("vrnic_modify_qp: RTR -> RTS", ("RTR -> RTS", "ret=0")),
+            ("vrnic_async_event: PORT_DOWN (0x03) on a link drop",
+             ("vrnic_async_event:", "type=0x03")),
+            ("vrnic_async_event: PORT_UP (0x02) when it returns",
+             ("vrnic_async_event:", "type=0x02"))):
+        ok = any(all(n in ln for n in needles) for ln in lines)
+        stage.record("trace a: " + name, "pass" if ok else "fail",
+                     "" if ok else "%d vrnic trace lines" % len(lines))
+
+
 NQN = "nqn.2026-11.io.vrnic:ramdisk"
 NVMET = "/sys/kernel/config/nvmet"
 
@@ -613,6 +660,7 @@ def main():
         rc_tests(stage, a, b)
         verbs_tests(stage, a, b)
         cm_tests(stage, a, b)
+        observability_tests(stage, a, b)
         nvmeof_tests(stage, a, b)
         set_mtu(stage, (a, b), 1500)  # vrnic was reloaded on both
         port_events(stage, a)
