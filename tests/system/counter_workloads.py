@@ -150,36 +150,38 @@ def case_write_segmented():
     results[-1] = results[-1] and acks >= 1
 
 
-def case_rnr():
-    (qa, ca), (qb, _) = rc_pair(rnr_retry=2, min_rnr_timer=1)
+def failing_send(name, want, status, peer_state=None, **pair_args):
+    """A 64-byte RC SEND that must fail with status, moving the counters
+    by exactly want; the peer QP is first moved to peer_state if given."""
+    (qa, ca), (qb, _) = rc_pair(**pair_args)
     ma = mr()
+    if peer_state is not None:
+        qb.modify(QPAttr(qp_state=peer_state), e.IBV_QP_STATE)
     before = counters()
     qa.post_send(SendWR(opcode=e.IBV_WR_SEND, num_sge=1,
                         sg=[SGE(ma.buf, 64, ma.lkey)]))
     wa = poll(ca)
+    check(name, delta(before), want, wa.status, status)
+
+
+def case_rnr():
     # The SEND and 2 retries each find no receive WQE: 3 RNR NAKs.
-    check("RC SEND without a receive, rnr_retry 2: 3 RNR NAKs, then "
-          "RNR_RETRY_EXC_ERR",
-          delta(before), {"send_rnr_err": 3, "rcvd_rnr_err": 3,
-                          "retry_rnr_exceeded_err": 1, "sent_pkts": 6,
-                          "rcvd_pkts": 6},
-          wa.status, e.IBV_WC_RNR_RETRY_EXC_ERR)
+    failing_send("RC SEND without a receive, rnr_retry 2: 3 RNR NAKs, then "
+                 "RNR_RETRY_EXC_ERR",
+                 {"send_rnr_err": 3, "rcvd_rnr_err": 3,
+                  "retry_rnr_exceeded_err": 1, "sent_pkts": 6,
+                  "rcvd_pkts": 6},
+                 e.IBV_WC_RNR_RETRY_EXC_ERR, rnr_retry=2, min_rnr_timer=1)
 
 
 def case_retry():
-    (qa, ca), (qb, _) = rc_pair(timeout=8, retry_cnt=2)
-    ma = mr()
-    qb.modify(QPAttr(qp_state=e.IBV_QPS_RESET), e.IBV_QP_STATE)
-    before = counters()
-    qa.post_send(SendWR(opcode=e.IBV_WR_SEND, num_sge=1,
-                        sg=[SGE(ma.buf, 64, ma.lkey)]))
-    wa = poll(ca)
     # Nobody answers: the first try and 2 retries time out.
-    check("RC SEND to a QP in RESET, retry_cnt 2: 3 timeouts, then "
-          "RETRY_EXC_ERR",
-          delta(before), {"ack_timeouts": 3, "retry_exceeded_err": 1,
-                          "sent_pkts": 3, "rcvd_pkts": 3, "bad_qp_pkts": 3},
-          wa.status, e.IBV_WC_RETRY_EXC_ERR)
+    failing_send("RC SEND to a QP in RESET, retry_cnt 2: 3 timeouts, then "
+                 "RETRY_EXC_ERR",
+                 {"ack_timeouts": 3, "retry_exceeded_err": 1, "sent_pkts": 3,
+                  "rcvd_pkts": 3, "bad_qp_pkts": 3},
+                 e.IBV_WC_RETRY_EXC_ERR, peer_state=e.IBV_QPS_RESET,
+                 timeout=8, retry_cnt=2)
 
 
 def case_access():
