@@ -18,6 +18,7 @@ pkgs=(
 	seabios qemu-system-data
 	# engine and host tests
 	cmake g++ libgtest-dev libgmock-dev googletest libbenchmark-dev clang-tidy
+	libisal-dev
 	# rdma-core 56.1 with pyverbs
 	libnl-3-dev libnl-route-3-dev libudev-dev libsystemd-dev cython3 python3-dev
 	python3-docutils
@@ -25,6 +26,8 @@ pkgs=(
 	libelf-dev bc sparse perl
 	# guest image and harness
 	mmdebstrap socat busybox-static e2fsprogs tshark
+	# make bench's plot
+	gnuplot-nox
 )
 echo "== host packages (apt)"
 if ! apt-get install -y --no-install-recommends "${pkgs[@]}" >/dev/null 2>&1; then

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // RoCEv2 packet codec: Ethernet / IPv4 or IPv6 / UDP 4791 / BTH and the
 // extended transport headers, with the ICRC computed and checked the way
-// Linux rxe does (zlib CRC-32 over a masked pseudo-header).
+// Linux rxe does (CRC-32 over a masked pseudo-header; ISA-L computes it).
 #pragma once
 
 #include <array>
