@@ -19,7 +19,7 @@ B := $(CURDIR)/build
 VM ?= a
 
 .PHONY: all deps qemu module rdma-core guest-tests image run shell check \
-	lint unit clean distclean
+	lint unit bench clean distclean
 
 all: image
 
@@ -64,8 +64,11 @@ lint: deps qemu module rdma-core
 unit: deps
 	@$(PY) scripts/unit.py
 
+bench: all
+	@$(PY) scripts/bench.py
+
 clean:
-	rm -rf $(B)/host $(B)/results $(B)/image $(B)/guest-tests $(B)/vm
+	rm -rf $(B)/host $(B)/host-release $(B)/bench $(B)/results $(B)/image $(B)/guest-tests $(B)/vm
 	rm -f kernel/*.o kernel/.*.cmd vrnic.o vrnic.ko vrnic.mod* .vrnic*.cmd \
 		Module.symvers modules.order .Module.symvers.cmd .modules.order.cmd
 
