@@ -367,6 +367,13 @@ def cm_tests(stage, a, b):
              "sh -c 'sleep 3; exec mckey -m 239.255.0.1 -b %s -s -C 100'"
              % a.ip, "test complete")):
         pair(stage, "cm a->b: " + name, b, a, srv, cli, expect)
+    # restrack lists rdma_cm IDs on vrnic: a listener bound to b's address.
+    step(stage, b, "cm b: rdma res show cm_id lists a listener on vrnic0",
+         "(timeout 30 rping -s -a %s -C 1 >/dev/null 2>&1 &); "
+         "for i in $(seq 80); do out=$(rdma res show cm_id | grep rping) "
+         "&& break; sleep 0.25; done; echo \"$out\"; pkill -x rping; "
+         "echo \"$out\" | grep 'link vrnic0/1' | grep -q LISTEN" % ip,
+         "LISTEN")
     # Multicast between two processes of one VM: the device loops the
     # group's traffic back to its own members.
     pair(stage, "cm loopback a: mckey (multicast to the same device)", a, a,
