@@ -265,8 +265,12 @@ class VM:
 
 def boot_pair(capture=None, load=True):
     """Boot VMs a and b on one wire; returns them once both agents answer."""
-    a = VM("a", 0, capture=capture, load=load)
-    b = VM("b", 1, load=load)
+    return _boot(VM("a", 0, capture=capture, load=load), VM("b", 1, load=load))
+
+
+def _boot(a, b):
+    """Join a and b by their wire(s), start both, and return them once
+    both agents answer."""
     a.peers = (b,)
     b.peers = (a,)
     a.start()
@@ -279,16 +283,9 @@ def boot_pair(capture=None, load=True):
 def boot_interop():
     """Boot VM a (vrnic) and VM rxe, whose only NIC is a virtio-net on
     the same wire, for Linux soft-RoCE (rdma_rxe) to run on."""
-    a = VM("a", 0)
     r = VM("rxe", 1, load=False)
     r.nic = "virtio"
-    a.peers = (r,)
-    r.peers = (a,)
-    a.start()
-    r.start()
-    a.wait_ready()
-    r.wait_ready()
-    return a, r
+    return _boot(VM("a", 0), r)
 
 
 def boot_bench():
@@ -296,16 +293,9 @@ def boot_bench():
     Each NIC kind has its own point-to-point wire, both the same transport
     (NETDEV): a QEMU hub joining the four would drop the netdev's
     backpressure (measured with dgram: ib_write_bw from ~40 to ~1.5 MB/s)."""
-    a = VM("a", 0)
-    b = VM("b", 1)
-    a.peers = (b,)
-    b.peers = (a,)
-    for vm in (a, b):
-        vm.virtio2 = True
-        vm.start()
-    for vm in (a, b):
-        vm.wait_ready()
-    return a, b
+    a, b = VM("a", 0), VM("b", 1)
+    a.virtio2 = b.virtio2 = True
+    return _boot(a, b)
 
 
 def cmd_run(args):

@@ -99,6 +99,15 @@ def mr(size=4096, access=e.IBV_ACCESS_LOCAL_WRITE |
     return MR(pd, size, access)
 
 
+def rdma_write(qp, cq, src, dst, length):
+    """WRITE length bytes from MR src to MR dst; returns the completion."""
+    wr = SendWR(opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
+                sg=[SGE(src.buf, length, src.lkey)])
+    wr.set_wr_rdma(dst.rkey, dst.buf)
+    qp.post_send(wr)
+    return poll(cq)
+
+
 def check(name, got, want, wc_status=None, want_status=e.IBV_WC_SUCCESS):
     bad = {n: (got.get(n, 0), v) for n, v in want.items()
            if got.get(n, 0) != v}
@@ -132,11 +141,7 @@ def case_write_segmented():
     (qa, ca), (qb, _) = rc_pair()
     ma, mb = mr(8192), mr(8192)
     before = counters()
-    wr = SendWR(opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
-                sg=[SGE(ma.buf, 3000, ma.lkey)])
-    wr.set_wr_rdma(mb.rkey, mb.buf)
-    qa.post_send(wr)
-    wa = poll(ca)
+    wa = rdma_write(qa, ca, ma, mb, 3000)
     time.sleep(0.05)
     # FIRST (RETH) 1024 + MIDDLE 1024 + LAST 952 at path MTU 1024; the
     # responder may coalesce ACKs, so count the requests exactly and
@@ -189,11 +194,7 @@ def case_access():
     ma = mr()
     mb = mr(access=e.IBV_ACCESS_LOCAL_WRITE)     # no remote write
     before = counters()
-    wr = SendWR(opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
-                sg=[SGE(ma.buf, 64, ma.lkey)])
-    wr.set_wr_rdma(mb.rkey, mb.buf)
-    qa.post_send(wr)
-    wa = poll(ca)
+    wa = rdma_write(qa, ca, ma, mb, 64)
     check("RC WRITE to an MR without remote write: NAK, REM_ACCESS_ERR",
           delta(before), {"remote_access_err": 1, "sent_pkts": 2,
                           "rcvd_pkts": 2},
