@@ -33,6 +33,9 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(TOP, "build")
 IMAGE = os.path.join(BUILD, "image")
 QEMU = os.path.join(BUILD, "qemu", "qemu-system-x86_64")
+# Where each VM's sockets and logs go: build/vm/<name>/ unless overridden,
+# so that two harnesses (two developers' test runs) can share one tree.
+VM_DIR = os.environ.get("VRNIC_VM_DIR", os.path.join(BUILD, "vm"))
 
 BOOT_TIMEOUT = float(os.environ.get("VRNIC_BOOT_TIMEOUT", "180"))
 SUBNET = "10.10.0"
@@ -67,7 +70,7 @@ class VM:
         self.mac = "52:54:00:76:72:%02x" % (index + 1)
         # The NIC on the wire: the vrnic, or (a Linux rxe peer) virtio-net.
         self.nic = "vrnic"
-        self.dir = os.path.join(BUILD, "vm", name)
+        self.dir = os.path.join(VM_DIR, name)
         self.peers = peers
         self.capture = capture
         self.load = load
