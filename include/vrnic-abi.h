@@ -62,9 +62,11 @@ struct vrnic_create_srq_resp {
 };
 
 /*
- * ibv_create_ah: the kernel resolves the destination MAC and the source
- * GID and returns the whole address vector (struct vrnic_ud_av of
- * vrnic_hw.h); the provider copies it into each UD WQE.
+ * ibv_create_ah: the kernel resolves the destination MAC and returns the
+ * whole address vector (struct vrnic_ud_av of vrnic_hw.h); the provider
+ * copies it into each UD WQE.  Since spec 0.6 it names its source only
+ * by GID table index: the device takes the source GID, MAC and VLAN from
+ * the table the kernel programs, so a process cannot choose them.
  */
 struct vrnic_create_ah_resp {
 	__u8 av[64];

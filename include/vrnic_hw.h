@@ -34,7 +34,7 @@
 #define VRNIC_PCI_CLASS			0x0200	/* Ethernet controller */
 
 #define VRNIC_SPEC_VERSION_MAJOR	0
-#define VRNIC_SPEC_VERSION_MINOR	5
+#define VRNIC_SPEC_VERSION_MINOR	6
 #define VRNIC_SPEC_VERSION \
 	((VRNIC_SPEC_VERSION_MAJOR << 16) | VRNIC_SPEC_VERSION_MINOR)
 
@@ -192,6 +192,7 @@ enum vrnic_admin_opcode {
 	VRNIC_ADMIN_DEALLOC_MW		= 0x20,
 	VRNIC_ADMIN_ALLOC_XRCD		= 0x21,
 	VRNIC_ADMIN_DEALLOC_XRCD	= 0x22,
+	VRNIC_ADMIN_SET_GID		= 0x23,	/* spec 0.6 */
 	VRNIC_ADMIN_NUM_OPCODES
 };
 
@@ -203,6 +204,7 @@ enum vrnic_admin_status {
 	VRNIC_ADMIN_ST_BUSY		= 0x04,	/* object in use */
 	VRNIC_ADMIN_ST_NOT_FOUND	= 0x05,
 	VRNIC_ADMIN_ST_DMA_ERROR	= 0x06,
+	VRNIC_ADMIN_ST_UNSUPPORTED	= 0x07,	/* valid, not implemented */
 };
 
 struct vrnic_admin_query {		/* QUERY_DEVICE, QUERY_PORT, QUERY_STATS */
@@ -439,6 +441,41 @@ struct vrnic_admin_modify_srq {
 };
 
 /*
+ * The port's GID table (spec 0.6).  The device, not the consumer, owns the
+ * source address of every packet: address vectors name an entry by
+ * sgid_index, and the device takes the source GID (IP address), the source
+ * MAC and the VLAN from it.  Only the kernel programs it (SET_GID); reset
+ * empties it.  An empty or out-of-range index fails a UD send WQE with
+ * LOC_QP_OP_ERR (the QP enters ERR) and a MODIFY_QP with BAD_PARAM.
+ * Clearing or changing an entry moves every connected QP whose address
+ * vector names it (RTR, RTS, SQD, SQE) to ERR with a QP_FATAL event.
+ * VLAN tagging is not implemented yet: an entry with a VLAN ID is refused
+ * with UNSUPPORTED.
+ */
+#define VRNIC_GID_TABLE_LEN		16
+#define VRNIC_VLAN_NONE			0xffffu
+
+enum vrnic_gid_op {
+	VRNIC_GID_OP_CLEAR		= 0,	/* gid, smac, vlan_id, type: 0 */
+	VRNIC_GID_OP_SET		= 1,
+};
+
+enum vrnic_gid_type {
+	VRNIC_GID_TYPE_ROCE_V2_IPV4	= 1,	/* gid: ::ffff:a.b.c.d */
+	VRNIC_GID_TYPE_ROCE_V2_IPV6	= 2,	/* gid: not IPv4-mapped */
+};
+
+struct vrnic_admin_set_gid {
+	__u8 gid[16];
+	__u8 smac[6];			/* unicast, not zero */
+	__le16 vlan_id;			/* VRNIC_VLAN_NONE or 0..4095 */
+	__u8 index;			/* < VRNIC_GID_TABLE_LEN */
+	__u8 op;			/* enum vrnic_gid_op */
+	__u8 type;			/* enum vrnic_gid_type */
+	__u8 rsvd[5];			/* must be 0 */
+};
+
+/*
  * Multicast (UD QPs): attach a QP to a multicast GID (ff00::/8, or an
  * IPv4-mapped 224.0.0.0/4 address).  A UD packet to that GID with
  * destination QPN VRNIC_MCAST_QPN goes to every QP attached to it.
@@ -494,9 +531,10 @@ struct vrnic_qp_attr {
 	__le32 access;			/* VRNIC_ACCESS_REMOTE_* allowed */
 	/* address vector */
 	__u8 dgid[16];			/* IPv4: ::ffff:a.b.c.d */
-	__u8 sgid[16];
+	__u8 sgid_index;		/* GID table entry: source GID, MAC */
+	__u8 rsvd_av[15];		/* 0 (source GID before spec 0.6) */
 	__u8 dmac[6];
-	__u8 smac[6];
+	__u8 rsvd_smac[6];		/* 0 (source MAC before spec 0.6) */
 	__u8 traffic_class;
 	__u8 hop_limit;
 	__le16 udp_sport;		/* rdma_flow_label_to_udp_sport() */
@@ -646,13 +684,15 @@ struct vrnic_bind_mw_wqe {
 
 /*
  * The destination of one UD send, carried in the WQE: address handles are
- * not device objects.  The source MAC is always the device's own.
+ * not device objects.  The source GID, MAC and VLAN come from the GID
+ * table entry sgid_index names, which must be of the family of dgid.
  */
 struct vrnic_ud_av {
 	__le32 dest_qpn;
 	__le32 qkey;			/* VRNIC_QKEY_PRIVILEGED: the QP's */
 	__u8 dgid[16];			/* IPv4: ::ffff:a.b.c.d; or multicast */
-	__u8 sgid[16];
+	__u8 sgid_index;		/* < VRNIC_GID_TABLE_LEN, a valid entry */
+	__u8 rsvd_sgid[15];		/* ignored (source GID before 0.6) */
 	__u8 dmac[6];
 	__u8 traffic_class;
 	__u8 hop_limit;			/* 0: 64 */
@@ -764,6 +804,7 @@ struct vrnic_admin_cmd {
 		struct vrnic_admin_modify_srq modify_srq;
 		struct vrnic_admin_mcast mcast;
 		struct vrnic_admin_alloc_mw alloc_mw;
+		struct vrnic_admin_set_gid set_gid;
 		__u8 raw[56];
 	};
 };
@@ -800,7 +841,8 @@ struct vrnic_device_attr {
 	__le32 max_eth_queues;
 	__le32 max_mtu;
 	__u8 mac[6];
-	__u8 rsvd[10];
+	__le16 gid_tbl_len;		/* spec 0.6: VRNIC_GID_TABLE_LEN */
+	__u8 rsvd[8];
 };
 
 /* Result of QUERY_PORT. */
@@ -849,6 +891,7 @@ struct vrnic_stats {
 	__le64 local_inv;		/* LOCAL_INV executed */
 	__le64 remote_inv;		/* keys invalidated by SEND_WITH_INV */
 	__le64 mw_binds;		/* BIND_MW executed (spec 0.5) */
+	__le64 bad_sgid;		/* UD WQEs naming no usable GID (0.6) */
 };
 
 /* ----------------------------------------------------- event queues --- */
@@ -916,7 +959,7 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_eqe) == 16, "eqe is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_eth_desc) == 16, "eth desc is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_device_attr) == 96, "device attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_port_attr) == 16, "port attr");
-VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 280, "stats");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 288, "stats");
 VRNIC_HW_ASSERT(VRNIC_DB_BAR_SIZE == 1024 * 1024, "doorbell BAR is 1 MiB");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_mr) == 56, "create_mr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_cq) == 24, "create_cq");
@@ -924,6 +967,8 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_qp) == 56, "create_qp");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_srq) == 40, "create_srq");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_modify_qp) == 16, "modify_qp");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_mcast) == 24, "mcast");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_set_gid) == 32, "set_gid");
+VRNIC_HW_ASSERT(VRNIC_GID_TABLE_LEN <= 256, "sgid_index is 8 bits");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_qp_attr) == 128, "qp attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_send_wqe) == 64, "send wqe header");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_reg_mr_wqe) == 64, "reg_mr wqe");

@@ -110,6 +110,8 @@ static int vrnic_admin_errno(u8 status)
 		return -ENOENT;
 	case VRNIC_ADMIN_ST_DMA_ERROR:
 		return -EIO;
+	case VRNIC_ADMIN_ST_UNSUPPORTED:
+		return -EOPNOTSUPP;
 	default:
 		return -EINVAL;
 	}

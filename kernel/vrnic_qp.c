@@ -362,7 +362,7 @@ static int vrnic_qp_av(struct vrnic_qp *qp, struct ib_qp_attr *attr,
 	    sgid_attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
 		return -EINVAL;
 	memcpy(a->dgid, grh->dgid.raw, sizeof(a->dgid));
-	memcpy(a->sgid, sgid_attr->gid.raw, sizeof(a->sgid));
+	a->sgid_index = sgid_attr->index;	/* the device's GID table */
 	memcpy(a->dmac, attr->ah_attr.roce.dmac, ETH_ALEN);
 	a->traffic_class = grh->traffic_class;
 	a->hop_limit = grh->hop_limit;

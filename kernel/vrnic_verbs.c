@@ -14,8 +14,6 @@
 #include "vrnic.h"
 #include "vrnic-abi.h"
 
-#define VRNIC_GID_TABLE_LEN	16
-
 static int vrnic_query_device(struct ib_device *ibdev,
 			      struct ib_device_attr *attr,
 			      struct ib_udata *udata)
@@ -82,7 +80,9 @@ static int vrnic_query_port(struct ib_device *ibdev, u32 port,
 	attr->max_mtu = IB_MTU_4096;
 	/* What fits a frame with the biggest RoCEv2 headers (spec: UD MTU). */
 	attr->active_mtu = iboe_get_mtu(READ_ONCE(ndev->mtu));
-	attr->gid_tbl_len = VRNIC_GID_TABLE_LEN;
+	/* The device's table (spec 0.6), never more than the ABI's index. */
+	attr->gid_tbl_len = min_t(u32, le16_to_cpu(vdev->attr.gid_tbl_len),
+				  VRNIC_GID_TABLE_LEN);
 	attr->port_cap_flags = IB_PORT_CM_SUP;
 	attr->max_msg_sz = VRNIC_MAX_MSG_SIZE;
 	attr->pkey_tbl_len = 1;
@@ -298,7 +298,8 @@ static int vrnic_create_ah(struct ib_ah *ibah,
 		return -EINVAL;
 	memset(av, 0, sizeof(*av));
 	memcpy(av->dgid, grh->dgid.raw, sizeof(av->dgid));
-	memcpy(av->sgid, grh->sgid_attr->gid.raw, sizeof(av->sgid));
+	/* The source: an entry of the device's GID table, by index only. */
+	av->sgid_index = grh->sgid_attr->index;
 	memcpy(av->dmac, ah_attr->roce.dmac, ETH_ALEN);
 	av->traffic_class = grh->traffic_class;
 	av->hop_limit = grh->hop_limit;
@@ -335,6 +336,56 @@ static int vrnic_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr)
 static int vrnic_destroy_ah(struct ib_ah *ibah, u32 flags)
 {
 	return 0;
+}
+
+/* ------------------------------------------------------- GID table --- */
+
+/*
+ * ib_core's RoCE GID cache calls these for every address of the netdev
+ * (and its VLAN uppers); the device takes every packet's source GID, MAC
+ * and VLAN from the entry an address vector names.
+ */
+static int vrnic_set_gid(const struct ib_gid_attr *attr, bool set)
+{
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_SET_GID };
+	struct vrnic_admin_set_gid *g = &cmd.set_gid;
+	u16 vlan_id = VRNIC_VLAN_NONE;
+	int ret;
+
+	if (attr->index >= VRNIC_GID_TABLE_LEN)
+		return -EINVAL;
+	g->index = attr->index;
+	g->op = VRNIC_GID_OP_CLEAR;
+	if (set) {
+		if (attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+			return -EINVAL;
+		ret = rdma_read_gid_l2_fields(attr, &vlan_id, g->smac);
+		if (ret)
+			return ret;
+		memcpy(g->gid, attr->gid.raw, sizeof(g->gid));
+		g->vlan_id = cpu_to_le16(vlan_id);
+		g->op = VRNIC_GID_OP_SET;
+		g->type = ipv6_addr_v4mapped((const struct in6_addr *)attr->gid.raw) ?
+			  VRNIC_GID_TYPE_ROCE_V2_IPV4 : VRNIC_GID_TYPE_ROCE_V2_IPV6;
+	}
+	ret = vrnic_admin_exec(to_vdev(attr->device), &cmd, NULL);
+	if (ret == -EOPNOTSUPP && vlan_id != VRNIC_VLAN_NONE)
+		ibdev_warn_ratelimited(attr->device,
+				       "GID %u: VLAN %u not supported by the device\n",
+				       attr->index, vlan_id);
+	return ret;
+}
+
+static int vrnic_add_gid(const struct ib_gid_attr *attr, void **context)
+{
+	return vrnic_set_gid(attr, true);
+}
+
+static int vrnic_del_gid(const struct ib_gid_attr *attr, void **context)
+{
+	int ret = vrnic_set_gid(attr, false);
+
+	return ret == -ENODEV ? 0 : ret;
 }
 
 /* ------------------------------------------------------- multicast --- */
@@ -385,7 +436,7 @@ static const struct rdma_stat_desc vrnic_hw_stat_descs[] = {
 	{ .name = "ud_no_recv" }, { .name = "uc_dropped" },
 	{ .name = "srq_limit_events" }, { .name = "fast_reg" },
 	{ .name = "local_inv" }, { .name = "remote_inv" },
-	{ .name = "mw_binds" },
+	{ .name = "mw_binds" }, { .name = "bad_sgid" },
 };
 
 static struct rdma_hw_stats *vrnic_alloc_hw_port_stats(struct ib_device *ibdev,
@@ -420,6 +471,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = VRNIC_UVERBS_ABI_VERSION,
 
+	.add_gid = vrnic_add_gid,
 	.alloc_hw_port_stats = vrnic_alloc_hw_port_stats,
 	.alloc_mr = vrnic_alloc_mr,
 	.alloc_mw = vrnic_alloc_mw,
@@ -433,6 +485,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	.create_srq = vrnic_create_srq,
 	.create_user_ah = vrnic_create_ah,
 	.dealloc_pd = vrnic_dealloc_pd,
+	.del_gid = vrnic_del_gid,
 	.dealloc_ucontext = vrnic_dealloc_ucontext,
 	.dealloc_mw = vrnic_dealloc_mw,
 	.dealloc_xrcd = vrnic_dealloc_xrcd,

@@ -131,9 +131,11 @@ int vrnic_dealloc_mw(struct ibv_mw *mw)
 /* ------------------------------------------------------------------ AH */
 
 /*
- * The device has no AH objects; the kernel resolves the destination MAC and
- * the source GID once and hands back the address vector, which post_send
- * copies into every UD WQE.
+ * The device has no AH objects; the kernel resolves the destination MAC once
+ * and hands back the address vector, which post_send copies into every UD
+ * WQE.  The vector names its source by GID table index only: the device
+ * takes the source GID, MAC and VLAN from the table the kernel programs, so
+ * nothing a process writes can choose its source address.
  */
 struct ibv_ah *vrnic_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {

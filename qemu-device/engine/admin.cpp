@@ -238,6 +238,7 @@ vrnic_device_attr Device::device_attr() const
 	a.max_eth_queues = le(uint32_t(VRNIC_MAX_ETH_QUEUES));
 	a.max_mtu = le(uint32_t(VRNIC_ETH_MAX_MTU));
 	std::memcpy(a.mac, cfg_.mac, sizeof(a.mac));
+	a.gid_tbl_len = le(uint16_t(VRNIC_GID_TABLE_LEN));
 	return a;
 }
 
@@ -281,6 +282,7 @@ vrnic_stats Device::stats() const
 	s.local_inv = le(r.local_inv);
 	s.remote_inv = le(r.remote_inv);
 	s.mw_binds = le(r.mw_binds);
+	s.bad_sgid = le(r.bad_sgid);
 	return s;
 }
 

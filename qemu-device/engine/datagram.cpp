@@ -42,15 +42,17 @@ bool Rdma::ud_transmit(Qp &qp, const SendWqe &w, uint8_t &status)
 		return false;
 	}
 	std::memcpy(path.dgid.data(), av.dgid, 16);
-	std::memcpy(path.sgid.data(), av.sgid, 16);
-	path.ipv6 = !is_ipv4_mapped(path.dgid);
-	if (path.ipv6 == is_ipv4_mapped(path.sgid) ||
-	    le(av.dest_qpn) > kPsnMask) {
+	// The source GID and MAC are the GID table entry's, never the WQE's.
+	if (!gids_.source(av.sgid_index, path)) {
+		cnt_.bad_sgid++;
+		status = VRNIC_WC_ST_LOC_QP_OP_ERR;	// unusable address
+		return false;
+	}
+	if (le(av.dest_qpn) > kPsnMask) {
 		status = VRNIC_WC_ST_LOC_QP_OP_ERR;	// unusable address
 		return false;
 	}
 	std::memcpy(path.dmac.data(), av.dmac, 6);
-	path.smac = mac_;
 	path.traffic_class = av.traffic_class;
 	path.hop_limit = av.hop_limit ? av.hop_limit : 64;
 	path.flow_label = le(av.flow_label) & 0xfffff;

@@ -59,6 +59,7 @@ void Rdma::reset()
 	for (auto &x : xrcds_)
 		x.valid = false;
 	mrs_.reset();
+	gids_.reset();
 	mcast_.clear();
 	loopback_.clear();
 	cnt_ = RdmaCounters();
@@ -180,6 +181,9 @@ bool Rdma::admin(const vrnic_admin_cmd &cmd, uint8_t &status, uint32_t &result)
 	case VRNIC_ADMIN_ATTACH_MCAST:
 	case VRNIC_ADMIN_DETACH_MCAST:
 		status = mcast(cmd.mcast, cmd.opcode == VRNIC_ADMIN_ATTACH_MCAST);
+		return true;
+	case VRNIC_ADMIN_SET_GID:
+		status = set_gid(cmd.set_gid);
 		return true;
 	default:
 		return false;
@@ -449,6 +453,23 @@ uint8_t Rdma::mcast(const vrnic_admin_mcast &c, bool attach)
 	return VRNIC_ADMIN_ST_OK;
 }
 
+// A GID entry that is cleared or changed takes the connected QPs whose
+// address vector names it to ERR: their source address is gone (spec).
+uint8_t Rdma::set_gid(const vrnic_admin_set_gid &c)
+{
+	bool changed = false;
+	const uint8_t st = gids_.set(c, changed);
+
+	if (st != VRNIC_ADMIN_ST_OK || !changed)
+		return st;
+	for (auto &qp : qps_) {
+		if (qp.valid && !qp.datagram() && qp.attr.sgid_index == c.index &&
+		    qp.attr.state >= VRNIC_QPS_RTR && qp.attr.state <= VRNIC_QPS_SQE)
+			qp_error(qp);
+	}
+	return st;
+}
+
 uint8_t Rdma::create_srq(const vrnic_admin_create_srq &c, uint32_t &result)
 {
 	const uint32_t uctx = le(c.uctx);
@@ -638,21 +659,18 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 	if (attrs & VRNIC_QP_ATTR_AV) {
 		roce::Path p;
 		std::memcpy(p.dgid.data(), a.dgid, 16);
-		std::memcpy(p.sgid.data(), a.sgid, 16);
-		p.ipv6 = !roce::is_ipv4_mapped(p.dgid);
-		if (p.ipv6 == roce::is_ipv4_mapped(p.sgid))
-			return VRNIC_ADMIN_ST_BAD_PARAM;	// mixed families
+		// Source GID and MAC from the GID table entry, of dgid's family.
+		if (!gids_.source(a.sgid_index, p))
+			return VRNIC_ADMIN_ST_BAD_PARAM;
 		std::memcpy(p.dmac.data(), a.dmac, 6);
-		p.smac = mac_;		// the device's own MAC, whatever was asked
 		p.traffic_class = a.traffic_class;
 		p.hop_limit = a.hop_limit ? a.hop_limit : 64;
 		p.flow_label = le(a.flow_label) & 0xfffff;
 		p.udp_sport = le(a.udp_sport) ? le(a.udp_sport) : 0xc000;
 		qp.path = p;
 		std::memcpy(qp.attr.dgid, a.dgid, 16);
-		std::memcpy(qp.attr.sgid, a.sgid, 16);
+		qp.attr.sgid_index = a.sgid_index;
 		std::memcpy(qp.attr.dmac, a.dmac, 6);
-		std::memcpy(qp.attr.smac, a.smac, 6);
 		qp.attr.traffic_class = a.traffic_class;
 		qp.attr.hop_limit = a.hop_limit;
 		qp.attr.flow_label = a.flow_label;

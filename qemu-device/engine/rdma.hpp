@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "eq.hpp"
+#include "gid.hpp"
 #include "mr.hpp"
 #include "platform.hpp"
 #include "roce.hpp"
@@ -47,6 +48,7 @@ struct RdmaCounters {
 	uint64_t local_inv = 0;		// LOCAL_INV executed
 	uint64_t remote_inv = 0;	// keys invalidated by SEND_WITH_INV
 	uint64_t mw_binds = 0;		// BIND_MW executed
+	uint64_t bad_sgid = 0;		// UD WQEs naming no usable GID entry
 };
 
 // Queue memory as the device sees it: contiguous, or a copied page list.
@@ -298,6 +300,7 @@ private:
 	// XRC_TGT: take PD, SRQ and CQ from the XRC SRQ a request names.
 	bool xrc_target(Qp &qp, uint32_t srqn);
 	uint8_t mcast(const vrnic_admin_mcast &c, bool attach);
+	uint8_t set_gid(const vrnic_admin_set_gid &c);
 	bool fetch_srq(Qp &qp, Srq &srq);
 	uint8_t apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask);
 
@@ -373,6 +376,7 @@ private:
 	std::vector<Xrcd> xrcds_;
 	std::vector<McastAttach> mcast_;	// at most VRNIC_MAX_MCAST_ATTACH
 	MrTable mrs_;
+	GidTable gids_;
 	RdmaCounters cnt_;
 	std::vector<uint8_t> frame_;	// one outgoing frame, allocated once
 	std::vector<uint8_t> scratch_;	// payload staging

@@ -61,6 +61,12 @@ Node::Node(uint8_t node_id, bool paged_rings, unsigned cq_log_depth,
 	qp = admin_ok(c);
 
 	mr = create_mr(kIova, 0, kDataLen, VRNIC_ACCESS_ALL);
+	// The GID table, as the driver fills it: the IPv4 address at entry
+	// 0 (address vectors name it unless a test says otherwise), the
+	// IPv6 one at 1.
+	if (set_gid(kGid4, gid(), mac()) != VRNIC_ADMIN_ST_OK ||
+	    set_gid(kGid6, gid6(), mac()) != VRNIC_ADMIN_ST_OK)
+		throw std::runtime_error("SET_GID");
 	uint8_t *d = data(0);
 	for (uint64_t i = 0; i < kDataLen; i++)
 		d[i] = uint8_t(i * 13 + node_id);
@@ -111,6 +117,30 @@ uint32_t Node::create_mr(uint64_t iova, uint64_t off, uint64_t len,
 std::array<uint8_t, 16> Node::gid() const
 {
 	return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 10, 0, id};
+}
+
+std::array<uint8_t, 16> Node::gid6() const
+{
+	return {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, id};
+}
+
+uint8_t Node::set_gid(uint8_t index, const std::array<uint8_t, 16> &g,
+		      const std::array<uint8_t, 6> &smac, uint8_t op,
+		      uint16_t vlan_id)
+{
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_SET_GID;
+	c.set_gid.index = index;
+	c.set_gid.op = op;
+	if (op == VRNIC_GID_OP_SET) {
+		std::memcpy(c.set_gid.gid, g.data(), 16);
+		std::memcpy(c.set_gid.smac, smac.data(), 6);
+		c.set_gid.vlan_id = vlan_id;
+		c.set_gid.type = vrnic::roce::is_ipv4_mapped(g) ?
+				 VRNIC_GID_TYPE_ROCE_V2_IPV4 :
+				 VRNIC_GID_TYPE_ROCE_V2_IPV6;
+	}
+	return p.admin(c).status;
 }
 
 uint8_t Node::modify(uint32_t mask, const vrnic_qp_attr &a)
@@ -168,9 +198,9 @@ void Node::connect(const Node &peer, uint32_t path_mtu, uint32_t sq_psn,
 	a.rq_psn = rq_psn;
 	a.max_dest_rd_atomic = 16;
 	a.min_rnr_timer = 1;
-	const auto dg = peer.gid(), sg = gid();
+	const auto dg = peer.gid();
 	std::memcpy(a.dgid, dg.data(), 16);
-	std::memcpy(a.sgid, sg.data(), 16);
+	a.sgid_index = kGid4;
 	const uint8_t dmac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, peer.id};
 	std::memcpy(a.dmac, dmac, 6);
 	if (modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_AV | VRNIC_QP_ATTR_PATH_MTU |
@@ -197,11 +227,8 @@ void Node::post_send(const vrnic_send_wqe &w, const std::vector<vrnic_sge> &sges
 	vrnic_send_wqe h = w;
 	uint64_t d = a + sizeof(h);
 	if (ud) {
-		vrnic_ud_av v = *ud;
-		const auto g = gid();
-		std::memcpy(v.sgid, g.data(), 16);
-		p.store(d, v);
-		d += sizeof(v);
+		p.store(d, *ud);
+		d += sizeof(*ud);
 	}
 	if (!inline_data.empty()) {
 		h.flags |= VRNIC_WQE_INLINE;

@@ -50,6 +50,16 @@ struct Node {
 	// The address vector of this node's QP, as a peer's UD WQE names it.
 	vrnic_ud_av av(uint32_t qkey) const;
 	std::array<uint8_t, 16> gid() const;
+	// Its IPv6 GID (fe80::5054:ff:fe12:34<id>), GID table entry 1.
+	std::array<uint8_t, 16> gid6() const;
+	std::array<uint8_t, 6> mac() const { return {0x52, 0x54, 0x00, 0x12, 0x34, id}; }
+	// SET_GID: entry index becomes gid with source MAC smac (op SET), or
+	// is cleared (op CLEAR, everything else zero); returns the status.
+	uint8_t set_gid(uint8_t index, const std::array<uint8_t, 16> &g,
+			const std::array<uint8_t, 6> &smac,
+			uint8_t op = VRNIC_GID_OP_SET,
+			uint16_t vlan_id = VRNIC_VLAN_NONE);
+	static constexpr uint8_t kGid4 = 0, kGid6 = 1;	// table entries
 
 	// An SRQ (16 WQEs of 256 B) with its ring and doorbell record at
 	// ring/dbrec; XRC SRQs also name a CQ and a domain.

@@ -221,9 +221,9 @@ struct Uc : ::testing::Test {
 		at.path_mtu = 1;	// 256: messages of several packets
 		at.dest_qpn = peer.qp;
 		at.rq_psn = rq_psn;
-		const auto dg = peer.gid(), sg = n.gid();
+		const auto dg = peer.gid();
 		std::memcpy(at.dgid, dg.data(), 16);
-		std::memcpy(at.sgid, sg.data(), 16);
+		at.sgid_index = Node::kGid4;
 		const uint8_t dmac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, peer.id};
 		std::memcpy(at.dmac, dmac, 6);
 		// RC-only attributes are refused for UC.

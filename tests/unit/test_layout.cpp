@@ -45,10 +45,12 @@ CHECK_OFF(vrnic_device_attr, max_mr_size, 24);
 CHECK_OFF(vrnic_device_attr, max_qp, 32);
 CHECK_OFF(vrnic_device_attr, max_mtu, 76);
 CHECK_OFF(vrnic_device_attr, mac, 80);
+CHECK_OFF(vrnic_device_attr, gid_tbl_len, 86);
 CHECK_OFF(vrnic_port_attr, speed_mbps, 12);
 CHECK_OFF(vrnic_stats, admin_cmds, 72);
 CHECK_OFF(vrnic_stats, sent_pkts, 80);
 CHECK_OFF(vrnic_stats, remote_inv, 264);
+CHECK_OFF(vrnic_stats, bad_sgid, 280);
 CHECK_OFF(vrnic_admin_create_mr, pbl, 16);
 CHECK_OFF(vrnic_admin_create_mr, page_shift, 36);
 CHECK_OFF(vrnic_admin_create_mr, inline_pages, 40);
@@ -58,8 +60,14 @@ CHECK_OFF(vrnic_admin_create_qp, recv_cqn, 36);
 CHECK_OFF(vrnic_admin_create_qp, sq_flags, 45);
 CHECK_OFF(vrnic_qp_attr, sq_psn, 8);
 CHECK_OFF(vrnic_qp_attr, dgid, 24);
+CHECK_OFF(vrnic_qp_attr, sgid_index, 40);
 CHECK_OFF(vrnic_qp_attr, dmac, 56);
 CHECK_OFF(vrnic_qp_attr, flow_label, 72);
+CHECK_OFF(vrnic_ud_av, sgid_index, 24);
+CHECK_OFF(vrnic_ud_av, dmac, 40);
+CHECK_OFF(vrnic_admin_set_gid, smac, 16);
+CHECK_OFF(vrnic_admin_set_gid, vlan_id, 22);
+CHECK_OFF(vrnic_admin_set_gid, index, 24);
 CHECK_OFF(vrnic_send_wqe, imm_data, 12);
 CHECK_OFF(vrnic_send_wqe, remote_addr, 16);
 CHECK_OFF(vrnic_send_wqe, compare_add, 32);
@@ -92,7 +100,7 @@ TEST(Layout, SizesMatchSpec)
 	EXPECT_EQ(sizeof(vrnic_eth_desc), 16u);
 	EXPECT_EQ(sizeof(vrnic_device_attr), 96u);
 	EXPECT_EQ(sizeof(vrnic_port_attr), 16u);
-	EXPECT_EQ(sizeof(vrnic_stats), 280u);
+	EXPECT_EQ(sizeof(vrnic_stats), 288u);
 }
 
 TEST(Layout, RegisterMapIsAlignedAndInsideBar0)
