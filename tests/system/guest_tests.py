@@ -250,6 +250,24 @@ def verbs_tests(stage, a, b):
     rdma_core_suite(stage, a)
 
 
+def gid_tests(stage, a, b):
+    """The device owns the GID table (spec 0.6): for every GID in sysfs, a
+    datagram the device loops back carries exactly that source; an
+    sgid_index beyond the table or empty is refused; traffic over the IPv6
+    link-local GID (index 0) and the IPv4 one works; nothing was refused
+    for its sgid_index on the way (bad_sgid)."""
+    step(stage, a, "gid a: each sysfs GID is the device's source; "
+         "ibv_create_ah refuses sgid_index 16 and an empty one",
+         shipped("gid_check.py") + "timeout 60 python3 /tmp/gid_check.py",
+         expect="ok: ibv_create_ah refuses sgid_index 16")
+    for tool, size in (("ud", 512), ("rc", 4096)):
+        args = "ibv_%s_pingpong -d vrnic0 -g 0 -c -s %d -n 50" % (tool, size)
+        pair(stage, "gid a->b: %s over the IPv6 link-local GID: %s" %
+             (tool, args), b, a, args, "%s %s" % (args, b.ip), "bytes in")
+    step(stage, a, "gid a: no UD WQE refused for its sgid_index",
+         "rdma statistic show link vrnic0/1", expect="bad_sgid 0")
+
+
 # Why a test of rdma-core's suite may skip on vrnic: a feature vrnic does
 # not claim (the suite asks, gets EOPNOTSUPP and skips), or hardware this
 # machine has not.  Any other skip is a failure.
@@ -666,6 +684,7 @@ def main():
         capture_test(stage, a, b)
         rc_tests(stage, a, b)
         verbs_tests(stage, a, b)
+        gid_tests(stage, a, b)
         cm_tests(stage, a, b)
         observability_tests(stage, a, b)
         nvmeof_tests(stage, a, b)
