@@ -695,6 +695,10 @@ def main():
         if set_mtu(stage, (b,), 1500):
             tap(stage, a, "ping a->b after reload",
                 "%svrnic_ping_test %s 1500 100" % (T, b.ip), timeout=120)
+        # Last on this pair: attacks from inside the VMs (they may kill a
+        # QEMU), tests/system/attacks.py.
+        import attacks  # noqa: E402
+        attacks.run(stage, a, b)
     except vmlib.VMError as e:
         stage.record("harness", "fail", str(e))
     finally:

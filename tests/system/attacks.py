@@ -1,0 +1,592 @@
+#!/usr/bin/python3
+"""Attacks from inside the VMs (issue 13): a guest that does not play by
+the rules must not crash QEMU, reach another process's or VM's memory,
+or make the host pay without bound.
+
+One group, run on the main VM pair (run(stage, a, b) from guest_tests.py):
+
+  hostile    an unprivileged process on a corrupts its own SQ/RQ rings,
+             doorbell records, CQ ring and doorbell page and names a victim
+             process's lkeys, rkeys and QPNs, while victim flows between a
+             and b check their data (tests/guest/vrnic_hostile.c);
+  wire       a rogue peer: b sends crafted RoCEv2 frames with valid ICRCs
+             to a's live QPs from a raw AF_PACKET socket (this file, run in
+             the guest as "attacks.py wire ...");
+  read-uaf   the review's A.1 sequence (tests/guest/vrnic_read_uaf.c);
+  mr-pages   a hostile guest kernel (vrnic.ko unbound, the device driven
+             from user space through sysfs) repeats the review's A.2
+             CREATE_MR; QEMU's RSS is measured on the host
+             (tests/guest/vrnic_rogue_driver.c);
+  sgid       a UD WQE whose address vector names a source GID index the
+             port does not have (vrnic_hostile sgid).
+
+Every check ends with QEMU alive on both sides.  Every wait is bounded.
+
+In the guest this file is also the rogue wire peer; it needs nothing but
+Python's standard library there.
+"""
+
+import json
+import os
+import random
+import socket
+import struct
+import sys
+import time
+import zlib
+
+T = "/opt/vrnic/tests/"
+GID_INDEX = 1			# the IPv4-mapped GID (as -g 1 / -x 1 elsewhere)
+HOSTILE_SECONDS = 25
+WIRE_FRAMES = 4000
+ROGUE_MAX_MRS = 64		# 8 MiB of host heap each without a budget
+# The device's budget for host memory held on behalf of MR page lists
+# (Documentation/vrnic-spec.rst); QEMU's RSS may grow by at most this much
+# plus RSS_SLACK_MIB while the rogue driver runs.
+MR_BUDGET_MIB = 256
+RSS_SLACK_MIB = 96
+# Victim flows: how long past their nominal duration they may take.
+PP_SLACK = 60
+WBW_SLACK = 25
+
+# ------------------------------------------------------------- guest side --
+
+
+def _csum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
+# Extended headers after the BTH, by the low 5 bits of the opcode (RC/UC).
+RETH, AETH, ATOMIC, IMM, IETH, DETH, ATOMACK = ("reth", "aeth", "atomic",
+                                                "imm", "ieth", "deth",
+                                                "atomack")
+RC_EXT = {0x00: [], 0x01: [], 0x02: [], 0x03: [IMM], 0x04: [], 0x05: [IMM],
+          0x06: [RETH], 0x07: [], 0x08: [], 0x09: [IMM], 0x0a: [RETH],
+          0x0b: [RETH, IMM], 0x0c: [RETH], 0x0d: [AETH], 0x0e: [],
+          0x0f: [AETH], 0x10: [AETH], 0x11: [AETH], 0x12: [AETH, ATOMACK],
+          0x13: [ATOMIC], 0x14: [ATOMIC], 0x16: [IETH], 0x17: [IETH],
+          0x1c: [RETH], 0x1d: [RETH]}
+EDGE64 = (0, 1, 2 ** 64 - 1, 2 ** 63, 2 ** 64 - 4096, 4096)
+EDGE32 = (0, 1, 2 ** 31, 2 ** 32 - 1, 2 ** 31 - 1, 4096, 65536)
+
+
+def craft(rnd, t, smac, dmac, sip, dip):
+    """One RoCEv2 frame with a valid ICRC for target t (a dict: qpn, psn,
+    keys, careful).  careful targets (the data-checked flow) only get
+    PSNs outside the window a legitimate peer could use."""
+    kind = rnd.random()
+    if kind < 0.75:
+        base = rnd.choice((0x00, 0x00, 0x20))
+        op = base | rnd.choice(list(RC_EXT))
+        ext = RC_EXT[op & 0x1f]
+    elif kind < 0.85:
+        op = rnd.choice((0x64, 0x65))
+        ext = [DETH] + ([IMM] if op == 0x65 else [])
+    elif kind < 0.9:
+        op = 0x81
+        ext = []
+    else:
+        op = rnd.randrange(256)
+        ext = []
+    # Requests aim at the responder's expected PSN, responses and
+    # acknowledgements at the requester's next one.
+    psn = t.get("spsn", 0) if AETH in ext else t["psn"]
+    if t["careful"]:
+        # Far behind (stale duplicates) or far ahead: never in the window.
+        psn += rnd.choice((-1, 1)) * rnd.randrange(1 << 20, 1 << 22)
+    else:
+        psn += rnd.randrange(-8, 9)
+    psn &= 0xffffff
+    key = rnd.choice(t["keys"] + [rnd.getrandbits(32), 0, 0xffffffff])
+    hdr = b""
+    for e in ext:
+        if e == RETH:
+            hdr += struct.pack("!QII", rnd.choice(EDGE64 + (t.get("va", 0),)),
+                               key, rnd.choice(EDGE32))
+        elif e == AETH:
+            syn = rnd.choice((0x00, 0x1f, 0x20, 0x60, 0x61, 0x62, 0x63,
+                              rnd.getrandbits(8)))
+            hdr += struct.pack("!I", syn << 24 | rnd.getrandbits(24))
+        elif e == ATOMIC:
+            hdr += struct.pack("!QIQQ", rnd.choice(EDGE64) & ~7, key,
+                               rnd.getrandbits(64), rnd.getrandbits(64))
+        elif e == ATOMACK:
+            hdr += struct.pack("!Q", rnd.getrandbits(64))
+        elif e in (IMM, IETH):
+            hdr += struct.pack("!I", key if e == IETH else rnd.getrandbits(32))
+        elif e == DETH:
+            hdr += struct.pack("!II", rnd.choice((0x80010000, 0x11111111,
+                                                  rnd.getrandbits(32))),
+                               rnd.getrandbits(24))
+    if op == 0x81:
+        hdr = b"\0" * 16
+    elif op not in RC_EXT and op & 0xe0 not in (0x60,) and rnd.random() < 0.5:
+        hdr = os.urandom(rnd.randrange(0, 40))
+    plen = rnd.choice((0, 1, 4, 8, 255, 256, 1024, rnd.randrange(0, 1400)))
+    payload = os.urandom(plen)
+    pad = (4 - (len(hdr) + plen) % 4) % 4
+    flags = (rnd.getrandbits(2) << 6) | pad << 4 | rnd.choice((0, 0, 0, 1))
+    bth = struct.pack("!BBHI", op, flags, rnd.choice((0xffff, 0xffff, 0x7fff,
+                                                      0)),
+                      t["qpn"] & 0xffffff)
+    bth += struct.pack("!I", (rnd.getrandbits(1) << 31) | psn)
+    body = bth + hdr + payload + b"\0" * pad
+    udp_len = 8 + len(body) + 4
+    udp = struct.pack("!HHHH", 0xc000 | rnd.getrandbits(14), 4791, udp_len, 0)
+    ipid = rnd.getrandbits(16)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, ipid, 0x4000, 64,
+                     17, 0, sip, dip)
+    ip = ip[:10] + struct.pack("!H", _csum(ip)) + ip[12:]
+    # ICRC: as tests/system/pcap_check.py checks it (zlib's CRC-32 over
+    # 8 bytes of 0xff and the masked headers, then the rest).
+    m = bytearray(ip + udp + bth)
+    m[1] = 0xff
+    m[8] = 0xff
+    m[10:12] = b"\xff\xff"
+    m[26:28] = b"\xff\xff"
+    m[28 + 4] = 0xff
+    crc = zlib.crc32(bytes(m), zlib.crc32(b"\xff" * 8))
+    crc = zlib.crc32(hdr + payload + b"\0" * pad, crc)
+    return dmac + smac + b"\x08\x00" + ip + udp + body + \
+        struct.pack("<I", crc & 0xffffffff)
+
+
+def wire_main(argv):
+    """attacks.py wire DEV DMAC SIP DIP COUNT SEED TARGETS_JSON"""
+    dev, dmac, sip, dip, count, seed, targets = argv
+    rnd = random.Random(int(seed))
+    targets = json.loads(targets)
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((dev, 0))
+    smac = bytes.fromhex(open("/sys/class/net/%s/address" % dev).read()
+                         .strip().replace(":", ""))
+    dmac = bytes.fromhex(dmac.replace(":", ""))
+    sip, dip = socket.inet_aton(sip), socket.inet_aton(dip)
+    sent = errors = 0
+    t0 = time.time()
+    for i in range(int(count)):
+        t = rnd.choice(targets)
+        fr = craft(rnd, t, smac, dmac, sip, dip)
+        try:
+            s.send(fr)
+            sent += 1
+        except OSError:
+            errors += 1
+            time.sleep(0.01)
+        if i % 64 == 63:
+            time.sleep(0.002)	# do not just fill the TX ring
+    print("wire: sent %d frames (%d send errors) to %d targets in %.1f s"
+          % (sent, errors, len(targets), time.time() - t0))
+    return 0 if sent else 1
+
+
+# -------------------------------------------------------------- host side --
+
+
+def _host():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "..", "scripts"))
+    import vm as vmlib  # noqa: E402
+    return vmlib
+
+
+def alive(vm):
+    """QEMU still runs (its pid from qemu.pid) and the guest agent answers."""
+    try:
+        with open(vm.path("qemu.pid")) as f:
+            pid = int(f.read())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    if vm.proc.poll() is not None:
+        return False
+    try:
+        return vm.run("true", timeout=20)[0] == 0
+    except Exception:  # noqa: BLE001 (VMError or a dead socket)
+        return False
+
+
+def record_alive(stage, prefix, *vms):
+    dead = [vm.name for vm in vms if not alive(vm)]
+    stage.record("%s: QEMU alive (%s)" % (prefix, ", ".join(v.name for v in vms)),
+                 "fail" if dead else "pass",
+                 "dead or silent: %s" % dead if dead else "")
+    return not dead
+
+
+def rss_mib(vm):
+    with open(vm.path("qemu.pid")) as f:
+        pid = int(f.read())
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return -1.0
+
+
+def counters(vm):
+    rc, out = vm.run("rdma statistic show link vrnic0/1")
+    w = out.split()
+    return {k: int(v) for k, v in zip(w, w[1:]) if v.isdigit()}
+
+
+def res_summary(vm):
+    """rdma res show for vrnic0: {'pd': n, 'cq': n, 'qp': n, 'mr': n, ...}."""
+    rc, out = vm.run("rdma -j res show")
+    try:
+        for d in json.loads(out):
+            if d.get("ifname") == "vrnic0":
+                return {k: v for k, v in d.items()
+                        if isinstance(v, int) and k != "ifindex"}
+    except ValueError:
+        pass
+    return {"unparsed": out.strip()[:200]}
+
+
+def res_json(vm, what, dd=False):
+    rc, out = vm.run("rdma -j res show %s%s" % (what, " -dd" if dd else ""))
+    try:
+        return [e for e in json.loads(out) if e.get("ifname") == "vrnic0"]
+    except ValueError:
+        return []
+
+
+def _int(v):
+    if isinstance(v, int):
+        return v
+    try:
+        return int(str(v), 0)
+    except ValueError:
+        return None
+
+
+def bg(vm, tag, cmd, timeout):
+    """Start cmd in the background in the guest: /tmp/<tag>.out, .rc."""
+    vm.check("rm -f /tmp/%s.out /tmp/%s.rc; (timeout %d %s > /tmp/%s.out "
+             "2>&1; echo $? > /tmp/%s.rc) >/dev/null 2>&1 &"
+             % (tag, tag, timeout, cmd, tag, tag))
+
+
+def wait_bg(vm, tag, timeout):
+    """(exit status or None on timeout, output) of a bg() command."""
+    n = int(timeout * 4)
+    vm.run("for i in $(seq %d); do [ -e /tmp/%s.rc ] && exit 0; "
+           "sleep 0.25; done; exit 1" % (n, tag), timeout=timeout + 10)
+    rc = vm.run("cat /tmp/%s.rc 2>/dev/null" % tag)[1].strip()
+    out = vm.run("tail -c 3000 /tmp/%s.out 2>/dev/null" % tag)[1]
+    return (int(rc) if rc.isdigit() else None), out
+
+
+def show(out, n=15):
+    for line in out.rstrip().splitlines()[-n:]:
+        print("  | " + line)
+
+
+def wait_res(vm, what, comms, timeout=30):
+    """Entries of rdma res show <what> once every comm in comms has one."""
+    end = time.time() + timeout
+    while True:
+        ents = res_json(vm, what)
+        have = {e.get("comm") for e in ents}
+        if all(c in have for c in comms) or time.time() > end:
+            return ents
+        time.sleep(0.5)
+
+
+def victim_flows(a, b, seconds):
+    """Two victim flows, b client -> a server: a data-checked
+    ibv_rc_pingpong and ib_write_bw for `seconds`."""
+    pp = "ibv_rc_pingpong -d vrnic0 -g %d -c -s 65536 -n 400" % GID_INDEX
+    wbw = "ib_write_bw -d vrnic0 -x %d -s 65536 -D %d" % (GID_INDEX, seconds)
+    bg(a, "v_pp", pp, seconds + PP_SLACK)
+    bg(a, "v_wbw", wbw + " -p 18516", seconds + WBW_SLACK)
+    time.sleep(1.5)
+    bg(b, "v_pp", "%s %s" % (pp, a.ip), seconds + PP_SLACK)
+    bg(b, "v_wbw", "%s -p 18516 %s" % (wbw, a.ip), seconds + WBW_SLACK)
+
+
+def victim_results(stage, prefix, a, b, seconds, wbw_required=True):
+    ok = True
+    for tag, what, required in (("v_pp", "ibv_rc_pingpong -c (data checked)",
+                                 True),
+                                ("v_wbw", "ib_write_bw", wbw_required)):
+        rcs = []
+        for vm in (a, b):
+            rc, out = wait_bg(vm, tag, seconds + 5 +
+                              (PP_SLACK if tag == "v_pp" else WBW_SLACK))
+            rcs.append(rc)
+            if rc != 0:
+                print("  | [%s] %s exited %s:" % (vm.name, what, rc))
+                show(out, 8)
+        good = rcs == [0, 0]
+        if required:
+            ok = ok and good
+            stage.record("%s: victim %s exits 0 on a and b" % (prefix, what),
+                         "pass" if good else "fail",
+                         "" if good else "exit a %s, b %s" % tuple(rcs))
+        else:
+            print("  | sacrificial %s: exit a %s, b %s (not judged: it "
+                  "received frames at its own PSNs)" % (what, rcs[0], rcs[1]))
+    return ok
+
+
+def hostile_check(stage, a, b):
+    prefix = "attack hostile"
+    base = res_summary(a)
+    c0 = counters(a)
+    victim_flows(a, b, HOSTILE_SECONDS + 5)
+    mrs = wait_res(a, "mr", ("ibv_rc_pingpong", "ib_write_bw"))
+    keys = []
+    for m in mrs:
+        lk, rk, va = _int(m.get("lkey")), _int(m.get("rkey")), _int(m.get("iova", 0))
+        if lk is not None or rk is not None:
+            keys.append("%x:%x:%x" % (lk or rk, rk or lk, va or 0))
+    qpns = ["%x" % e["lqpn"] for e in res_json(a, "qp") if "lqpn" in e]
+    print("---- [a] victim keys %s, QPNs %s" % (keys, qpns), flush=True)
+    if not keys:
+        stage.record("%s: victim MRs listed by rdma res show mr" % prefix,
+                     "fail", "no MR of the victim flows appeared in 30 s")
+    cmd = "%svrnic_hostile rings %d %d %s %s" % (
+        T, HOSTILE_SECONDS, GID_INDEX, ",".join(keys) or "-",
+        ",".join(qpns) or "0")
+    print("---- [a] %s" % cmd, flush=True)
+    rc, out = a.run("timeout %d %s 2>&1" % (HOSTILE_SECONDS + 60, cmd),
+                    timeout=HOSTILE_SECONDS + 75)
+    show(out, 30)
+    stage.tap(prefix, out, rc)
+    victim_results(stage, prefix, a, b, HOSTILE_SECONDS)
+    c1 = counters(a)
+    d = c1.get("db_violations", 0) - c0.get("db_violations", 0)
+    stage.record("%s: device counted the doorbell violations" % prefix,
+                 "pass" if d > 0 else "fail", "db_violations +%d" % d)
+    record_alive(stage, prefix, a, b)
+    end = time.time() + 15
+    while True:
+        after = res_summary(a)
+        if after == base or time.time() > end:
+            break
+        time.sleep(0.5)
+    stage.record("%s: nothing leaked (rdma res show back to baseline)" % prefix,
+                 "pass" if after == base else "fail",
+                 "before %s, after %s" % (base, after))
+
+
+def wire_check(stage, a, b):
+    prefix = "attack wire"
+    seconds = 25
+    c0 = counters(a)
+    victim_flows(a, b, seconds)
+    wait_res(a, "qp", ("ibv_rc_pingpong", "ib_write_bw"))
+    time.sleep(1)
+    mrs = res_json(a, "mr")
+    keys = [k for k in (_int(m.get("rkey")) for m in mrs) if k is not None]
+    targets = []
+    for q in res_json(a, "qp", dd=True):
+        qpn = q.get("lqpn")
+        if qpn is None:
+            continue
+        psn = {}
+        for name in ("expected_psn", "next_send_psn"):
+            for k, v in q.items():
+                if k.endswith(name) and _int(v) is not None:
+                    psn[name] = _int(v)
+        targets.append({"qpn": qpn, "psn": psn.get("expected_psn", 0),
+                        "spsn": psn.get("next_send_psn", 0),
+                        "keys": keys[:8],
+                        "careful": q.get("comm") == "ibv_rc_pingpong",
+                        "comm": q.get("comm", "")})
+    targets.append({"qpn": 0xffffff & random.getrandbits(24), "psn": 0,
+                    "keys": keys[:2], "careful": False, "comm": "none"})
+    print("---- [b] rogue frames to %s" % [(t["qpn"], t["comm"], t["careful"])
+                                           for t in targets], flush=True)
+    dev = b.check("vrnic-netdev").strip()
+    pre = "cat > /tmp/attacks.py <<'VRNIC_EOF'\n%sVRNIC_EOF\n" % open(
+        os.path.abspath(__file__)).read()
+    seed = random.randrange(1 << 30)
+    cmd = "python3 /tmp/attacks.py wire %s %s %s %s %d %d '%s'" % (
+        dev, a.mac, b.ip, a.ip, WIRE_FRAMES, seed, json.dumps(targets))
+    print("---- [b] attacks.py wire %s ... %d frames, seed %d" % (
+        dev, WIRE_FRAMES, seed), flush=True)
+    rc, out = b.run(pre + "timeout 120 " + cmd + " 2>&1", timeout=135)
+    show(out, 5)
+    stage.record("%s: b sent the crafted frames" % prefix,
+                 "pass" if rc == 0 else "fail", out.strip()[-200:])
+    victim_results(stage, prefix, a, b, seconds, wbw_required=False)
+    c1 = counters(a)
+    moved = {k: c1.get(k, 0) - c0.get(k, 0) for k in (
+        "rcvd_pkts", "malformed_pkts", "bad_qp_pkts", "icrc_errors",
+        "duplicate_request", "out_of_seq_request") if k in c1}
+    print("  | a's counters moved: %s" % moved, flush=True)
+    stage.record("%s: the frames reached a's transport (valid ICRCs)" % prefix,
+                 "pass" if moved.get("rcvd_pkts", 0) > 0 and
+                 moved.get("icrc_errors", 0) == 0 else "fail", str(moved))
+    if not record_alive(stage, prefix, a, b):
+        return
+    pp = "ibv_rc_pingpong -d vrnic0 -g %d -c -s 4096 -n 50" % GID_INDEX
+    bg(a, "fresh", pp, 90)
+    time.sleep(1.5)
+    rc, out = b.run("timeout 90 %s %s 2>&1" % (pp, a.ip), timeout=100)
+    src, sout = wait_bg(a, "fresh", 60)
+    ok = rc == 0 and src == 0
+    if not ok:
+        show(out + sout, 10)
+    stage.record("%s: a fresh flow works afterwards" % prefix,
+                 "pass" if ok else "fail", "exit b %s, a %s" % (rc, src))
+
+
+def uaf_check(stage, a):
+    prefix = "attack read-uaf"
+    cmd = "%svrnic_read_uaf %d 4" % (T, GID_INDEX)
+    print("---- [a] %s" % cmd, flush=True)
+    try:
+        rc, out = a.run("timeout 150 %s 2>&1" % cmd, timeout=165)
+    except Exception as e:  # noqa: BLE001
+        stage.record(prefix, "fail", "no answer: %s" % e)
+        rc, out = None, ""
+    show(out, 12)
+    if rc is not None:
+        stage.tap(prefix, out, rc)
+    record_alive(stage, prefix, a)
+
+
+def pci_bdf(vm):
+    return vm.check("for d in /sys/bus/pci/devices/*; do "
+                    "[ \"$(cat $d/vendor)\" = 0x1234 ] && "
+                    "[ \"$(cat $d/device)\" = 0x5652 ] && basename $d; "
+                    "done; true").strip().splitlines()[0]
+
+
+def mr_pages_check(stage, a):
+    prefix = "attack mr-pages"
+    try:
+        bdf = pci_bdf(a)
+    except Exception as e:  # noqa: BLE001
+        stage.record("%s: find the device" % prefix, "fail", str(e))
+        return
+    rss0 = rss_mib(a)
+    rc, out = a.run("echo %s > /sys/bus/pci/drivers/vrnic/unbind && "
+                    "timeout 120 %svrnic_rogue_driver %s %d 2>&1"
+                    % (bdf, T, bdf, ROGUE_MAX_MRS), timeout=150)
+    rss1 = rss_mib(a) if a.proc.poll() is None else -1.0
+    show(out, 12)
+    summary = [ln for ln in out.splitlines() if ln.startswith("summary")]
+    fields = dict(zip(summary[0].split()[1::2], summary[0].split()[2::2])) \
+        if summary else {}
+    refused = int(fields.get("refused_at", "0"))
+    last = int(fields.get("last_status", "-1"))
+    stage.record("%s: rogue driver ran (device answered every command)"
+                 % prefix, "pass" if rc == 0 and summary else "fail",
+                 "exit %s" % rc)
+    stage.record("%s: CREATE_MR refused with NO_RESOURCE once the budget is "
+                 "reached" % prefix,
+                 "pass" if refused and last == 3 else "fail",
+                 "created %s of %d, refused at %s, last status %s"
+                 % (fields.get("created"), ROGUE_MAX_MRS, refused or "never",
+                    last))
+    grow = rss1 - rss0
+    limit = MR_BUDGET_MIB + RSS_SLACK_MIB
+    print("  | QEMU RSS %.0f -> %.0f MiB (+%.0f, limit +%d)"
+          % (rss0, rss1, grow, limit), flush=True)
+    stage.record("%s: QEMU's RSS growth bounded" % prefix,
+                 "pass" if 0 <= rss1 and grow < limit else "fail",
+                 "RSS %.0f -> %.0f MiB, +%.0f (limit +%d)"
+                 % (rss0, rss1, grow, limit))
+    if not record_alive(stage, prefix, a):
+        return
+    # Back to the real driver: it resets the device on probe.
+    rc, out = a.run("echo %s > /sys/bus/pci/drivers/vrnic/bind; "
+                    "vrnic-up 1500 && ibv_devinfo -d vrnic0 | grep -q "
+                    "PORT_ACTIVE && ping -c 3 -i 0.2 -W 5 10.10.0.2"
+                    % bdf, timeout=120)
+    if rc:
+        show(out, 10)
+    stage.record("%s: vrnic.ko rebound, ibv_devinfo and ping work" % prefix,
+                 "pass" if rc == 0 else "fail", out.strip()[-200:])
+
+
+def sgid_landed():
+    """True once include/vrnic_hw.h has the sgid-index address vector."""
+    top = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    with open(os.path.join(top, "include", "vrnic_hw.h")) as f:
+        return "sgid_index" in f.read()
+
+
+def sgid_check(stage, a, b):
+    prefix = "attack sgid"
+    if not sgid_landed():
+        stage.record("%s: forged source GID refused" % prefix, "skip",
+                     "the sgid-index address vector has not landed in "
+                     "include/vrnic_hw.h; the raw sgid is still trusted")
+        return
+    r0 = counters(b).get("rcvd_pkts", 0)
+    cmd = "%svrnic_hostile sgid %d %s %s" % (T, GID_INDEX, b.ip, b.mac)
+    print("---- [a] %s" % cmd, flush=True)
+    rc, out = a.run("timeout 90 %s 2>&1" % cmd, timeout=105)
+    show(out, 8)
+    stage.tap(prefix, out, rc)
+    time.sleep(1)
+    r1 = counters(b).get("rcvd_pkts", 0)
+    # Only the control WQE (a valid sgid index) may reach b.
+    stage.record("%s: no forged frame reached b (only the control's)" % prefix,
+                 "pass" if r1 - r0 == 1 else "fail",
+                 "b rcvd_pkts +%d, expected +1" % (r1 - r0))
+    record_alive(stage, prefix, a, b)
+
+
+def run(stage, a, b):
+    """The whole group on the booted pair a, b (vrnic up, MTU 1500)."""
+    vmlib = _host()
+    t0 = time.time()
+    for name, fn, args in (("hostile", hostile_check, (a, b)),
+                           ("wire", wire_check, (a, b)),
+                           ("sgid", sgid_check, (a, b)),
+                           ("read-uaf", uaf_check, (a,)),
+                           ("mr-pages", mr_pages_check, (a,))):
+        if not all(vm.proc.poll() is None for vm in (a, b)):
+            stage.record("attack %s" % name, "fail",
+                         "not run: a QEMU died earlier in the group")
+            continue
+        t1 = time.time()
+        try:
+            fn(stage, *args)
+        except vmlib.VMError as e:
+            stage.record("attack %s: harness" % name, "fail", str(e))
+        print("attack %s: %.0f s" % (name, time.time() - t1), flush=True)
+    print("attack group: %.0f s" % (time.time() - t0), flush=True)
+
+
+def main():
+    """Stand-alone: boot a pair (VRNIC_VM_DIR), run the group, stop."""
+    vmlib = _host()
+    from results import Stage  # noqa: E402
+    stage = Stage("attacks")
+    # Stand-alone results go next to the VMs, not into build/results
+    # (make check's summary reads every file there).
+    os.makedirs(vmlib.VM_DIR, exist_ok=True)
+    stage.path = os.path.join(vmlib.VM_DIR, "attacks.jsonl")
+    if os.path.exists(stage.path):
+        os.unlink(stage.path)
+    t0 = time.time()
+    try:
+        a, b = vmlib.boot_pair()
+    except vmlib.VMError as e:
+        stage.record("attack: boot two VMs", "fail", str(e))
+        return 1
+    print("booted in %.1f s" % (time.time() - t0), flush=True)
+    try:
+        run(stage, a, b)
+    finally:
+        a.kill()
+        b.kill()
+    return 1 if stage.failed else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "wire":
+        sys.exit(wire_main(sys.argv[2:]))
+    sys.exit(main())
