@@ -85,7 +85,7 @@ static int connect_qp(struct ibv_qp *qp, uint32_t dest, union ibv_gid *gid,
 
 /* One round; returns the big READ's status, or -1 (setup), -2 (hang). */
 static int round_once(struct ibv_context *ctx, int gid_index, uint32_t big_len,
-		      int *early)
+		      int *early, int *first_err, int *first_wr)
 {
 	struct ibv_qp_init_attr ia;
 	struct ibv_mr *src = NULL, *dst = NULL;
@@ -101,6 +101,8 @@ static int round_once(struct ibv_context *ctx, int gid_index, uint32_t big_len,
 	double end;
 
 	*early = 0;
+	*first_err = -1;
+	*first_wr = -1;
 	if (ibv_query_gid(ctx, 1, gid_index, &gid))
 		return -1;
 	pd = ibv_alloc_pd(ctx);
@@ -153,11 +155,16 @@ static int round_once(struct ibv_context *ctx, int gid_index, uint32_t big_len,
 	}
 	/* Poll once, then the responder's MR goes away mid-response. */
 	n = ibv_poll_cq(cq, 16, wc);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		if (wc[i].status != IBV_WC_SUCCESS && *first_err < 0) {
+			*first_err = wc[i].status;
+			*first_wr = (int)wc[i].wr_id;
+		}
 		if (wc[i].wr_id == NSMALL) {
 			big = wc[i].status;
 			*early = 1;
 		}
+	}
 	if (ibv_dereg_mr(src))
 		ksft_print_msg("dereg_mr of the READ source: %s\n",
 			       strerror(errno));
@@ -168,6 +175,10 @@ static int round_once(struct ibv_context *ctx, int gid_index, uint32_t big_len,
 		if (n < 0)
 			break;
 		for (i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS && *first_err < 0) {
+				*first_err = wc[i].status;
+				*first_wr = (int)wc[i].wr_id;
+			}
 			if (wc[i].wr_id == NSMALL)
 				big = wc[i].status;
 		}
@@ -201,7 +212,7 @@ int main(int argc, char **argv)
 	int rounds = argc > 2 ? atoi(argv[2]) : 4;
 	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
-	int i, st, early, errors = 0, hangs = 0, setup = 0;
+	int i, st, early, errors = 0, hangs = 0, setup = 0, ferr, fwr;
 	uint32_t big = BIG_MIN;
 
 	ksft_print_header();
@@ -213,7 +224,7 @@ int main(int argc, char **argv)
 	if (!ctx)
 		ksft_exit_fail_msg("cannot open vrnic0\n");
 	for (i = 0; i < rounds; i++) {
-		st = round_once(ctx, gid_index, big, &early);
+		st = round_once(ctx, gid_index, big, &early, &ferr, &fwr);
 		if (st == -1) {
 			setup++;
 			ksft_print_msg("round %d: setup failed: %s\n", i,
@@ -230,8 +241,10 @@ int main(int argc, char **argv)
 				big <<= 1;
 		} else {
 			errors++;
-			ksft_print_msg("round %d: the %u KiB READ from a deregistered MR ended in %s\n",
-				       i, big >> 10, ibv_wc_status_str(st));
+			ksft_print_msg("round %d: the %u KiB READ from a deregistered MR ended in %s; first error: READ %d, %s\n",
+				       i, big >> 10, ibv_wc_status_str(st), fwr,
+				       ferr < 0 ? "none" :
+				       ibv_wc_status_str((enum ibv_wc_status)ferr));
 		}
 	}
 	ksft_test_result(hangs == 0 && setup == 0,

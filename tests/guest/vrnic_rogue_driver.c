@@ -246,12 +246,13 @@ int main(int argc, char **argv)
 		       strerror(errno));
 		return 1;
 	}
-	/* Pages 0-3: AQ, ACQ, AEQ, the zero page; the level-2 list needs
+	/* Pages 0-4: AQ, ACQ, AEQ, the zero page, QUERY_DEVICE's result; the
+	 * level-2 list needs
 	 * 16 KiB of physically contiguous memory. */
-	l2 = contiguous(4, (L1_FULL * 8) / PAGE);
+	l2 = contiguous(5, (L1_FULL * 8) / PAGE);
 	if (l2 < 0) {
 		nl1 = PAGE / 8;	/* one list page: 2^18 pages, 2 MiB each */
-		l2 = 4;
+		l2 = 5;
 	}
 	list = (uint64_t *)(arena + (size_t)l2 * PAGE);
 	for (i = 0; i < nl1; i++)
@@ -265,6 +266,15 @@ int main(int argc, char **argv)
 	cmd.opcode = VRNIC_ADMIN_NOP;
 	st = admin(&cmd, NULL);
 	printf("nop status %d\n", st);
+	/* The device's host-memory budget: QUERY_DEVICE offset 88 (spec 0.6,
+	 * 0 when not reported). */
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.opcode = VRNIC_ADMIN_QUERY_DEVICE;
+	cmd.query.out_addr = phys[4];
+	cmd.query.out_len = PAGE;
+	st = admin(&cmd, NULL);
+	printf("query_device status %d host_mem_budget %" PRIu64 "\n", st,
+	       *(volatile uint64_t *)(arena + 4 * PAGE + 88));
 	memset(&cmd, 0, sizeof(cmd));
 	cmd.opcode = VRNIC_ADMIN_CREATE_PD;
 	st = admin(&cmd, &pdn);

@@ -29,6 +29,7 @@ Python's standard library there.
 import json
 import os
 import random
+import re
 import socket
 import struct
 import sys
@@ -40,9 +41,10 @@ GID_INDEX = 1			# the IPv4-mapped GID (as -g 1 / -x 1 elsewhere)
 HOSTILE_SECONDS = 25
 WIRE_FRAMES = 4000
 ROGUE_MAX_MRS = 64		# 8 MiB of host heap each without a budget
-# The device's budget for host memory held on behalf of MR page lists
-# (Documentation/vrnic-spec.rst); QEMU's RSS may grow by at most this much
-# plus RSS_SLACK_MIB while the rogue driver runs.
+# The device's host-memory budget (Documentation/vrnic-spec.rst, "Resource
+# limits"), when QUERY_DEVICE does not report it (host_mem_budget 0);
+# QEMU's RSS may grow by at most the budget plus RSS_SLACK_MIB while the
+# rogue driver runs.
 MR_BUDGET_MIB = 256
 RSS_SLACK_MIB = 96
 # Victim flows: how long past their nominal duration they may take.
@@ -341,12 +343,22 @@ def hostile_check(stage, a, b):
     c0 = counters(a)
     victim_flows(a, b, HOSTILE_SECONDS + 5)
     mrs = wait_res(a, "mr", ("ibv_rc_pingpong", "ib_write_bw"))
+    # restrack gives no address; perftest prints its buffer's.
+    vaddr = {}
+    for line in a.run("cat /tmp/v_wbw.out")[1].splitlines():
+        m = re.search(r"local address:.*RKey (0x[0-9a-fA-F]+) VAddr "
+                      r"(0x[0-9a-fA-F]+)", line)
+        if m:
+            vaddr[int(m.group(1), 16)] = int(m.group(2), 16)
     keys = []
     for m in mrs:
-        lk, rk, va = _int(m.get("lkey")), _int(m.get("rkey")), _int(m.get("iova", 0))
+        lk, rk = _int(m.get("lkey")), _int(m.get("rkey"))
         if lk is not None or rk is not None:
-            keys.append("%x:%x:%x" % (lk or rk, rk or lk, va or 0))
-    qpns = ["%x" % e["lqpn"] for e in res_json(a, "qp") if "lqpn" in e]
+            va = _int(m.get("iova", 0)) or vaddr.get(rk or lk, 0)
+            keys.append("%x:%x:%x" % (lk or rk, rk or lk, va))
+    qpns = ["%x" % e["lqpn"] for e in
+            wait_res(a, "qp", ("ibv_rc_pingpong", "ib_write_bw"))
+            if "lqpn" in e]
     print("---- [a] victim keys %s, QPNs %s" % (keys, qpns), flush=True)
     if not keys:
         stage.record("%s: victim MRs listed by rdma res show mr" % prefix,
@@ -402,8 +414,10 @@ def wire_check(stage, a, b):
                         "comm": q.get("comm", "")})
     targets.append({"qpn": 0xffffff & random.getrandbits(24), "psn": 0,
                     "keys": keys[:2], "careful": False, "comm": "none"})
-    print("---- [b] rogue frames to %s" % [(t["qpn"], t["comm"], t["careful"])
-                                           for t in targets], flush=True)
+    print("---- [b] rogue frames to (qpn, comm, expected/next PSN, careful) "
+          "%s" % [(hex(t["qpn"]), t["comm"], "%#x/%#x" % (t["psn"],
+                                                          t.get("spsn", 0)),
+                   t["careful"]) for t in targets], flush=True)
     dev = b.check("vrnic-netdev").strip()
     pre = "cat > /tmp/attacks.py <<'VRNIC_EOF'\n%sVRNIC_EOF\n" % open(
         os.path.abspath(__file__)).read()
@@ -489,13 +503,15 @@ def mr_pages_check(stage, a):
                  % (fields.get("created"), ROGUE_MAX_MRS, refused or "never",
                     last))
     grow = rss1 - rss0
-    limit = MR_BUDGET_MIB + RSS_SLACK_MIB
+    m = re.search(r"host_mem_budget (\d+)", out)
+    budget = int(m.group(1)) >> 20 if m and int(m.group(1)) else MR_BUDGET_MIB
+    limit = budget + RSS_SLACK_MIB
     print("  | QEMU RSS %.0f -> %.0f MiB (+%.0f, limit +%d)"
           % (rss0, rss1, grow, limit), flush=True)
     stage.record("%s: QEMU's RSS growth bounded" % prefix,
                  "pass" if 0 <= rss1 and grow < limit else "fail",
-                 "RSS %.0f -> %.0f MiB, +%.0f (limit +%d)"
-                 % (rss0, rss1, grow, limit))
+                 "RSS %.0f -> %.0f MiB, +%.0f (limit: budget %d + %d)"
+                 % (rss0, rss1, grow, budget, RSS_SLACK_MIB))
     if not record_alive(stage, prefix, a):
         return
     # Back to the real driver: it resets the device on probe.
@@ -524,6 +540,7 @@ def sgid_check(stage, a, b):
                      "include/vrnic_hw.h; the raw sgid is still trusted")
         return
     r0 = counters(b).get("rcvd_pkts", 0)
+    s0 = counters(a).get("bad_sgid", 0)
     cmd = "%svrnic_hostile sgid %d %s %s" % (T, GID_INDEX, b.ip, b.mac)
     print("---- [a] %s" % cmd, flush=True)
     rc, out = a.run("timeout 90 %s 2>&1" % cmd, timeout=105)
@@ -535,6 +552,12 @@ def sgid_check(stage, a, b):
     stage.record("%s: no forged frame reached b (only the control's)" % prefix,
                  "pass" if r1 - r0 == 1 else "fail",
                  "b rcvd_pkts +%d, expected +1" % (r1 - r0))
+    forged = len([ln for ln in out.splitlines()
+                  if ln.startswith("ok ") and "forged sgid index" in ln])
+    s1 = counters(a).get("bad_sgid", 0)
+    stage.record("%s: a's bad_sgid counted each forged WQE" % prefix,
+                 "pass" if forged and s1 - s0 == forged else "fail",
+                 "bad_sgid +%d, %d forged WQEs refused" % (s1 - s0, forged))
     record_alive(stage, prefix, a, b)
 
 
