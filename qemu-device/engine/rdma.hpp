@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "eq.hpp"
+#include "frame_queue.hpp"
 #include "mr.hpp"
 #include "platform.hpp"
 #include "roce.hpp"
@@ -274,6 +275,8 @@ public:
 	static constexpr unsigned int kPktBudget = 256;
 	// Unacknowledged packets a QP may have in flight.
 	static constexpr unsigned int kWindow = 512;
+	// Frames this device sends to itself, received by the next poll().
+	static constexpr size_t kLoopbackBytes = 2 << 20;
 
 private:
 	template <typename T> T *lookup(std::vector<T> &tab, uint32_t handle);
@@ -376,7 +379,7 @@ private:
 	RdmaCounters cnt_;
 	std::vector<uint8_t> frame_;	// one outgoing frame, allocated once
 	std::vector<uint8_t> scratch_;	// payload staging
-	std::deque<std::vector<uint8_t>> loopback_;
+	FrameQueue loopback_{kLoopbackBytes};
 };
 
 } // namespace vrnic
