@@ -248,6 +248,20 @@ bool scatter_sges(const Platform &plat, const MrTable &mrs, uint32_t pdn,
 		  const std::vector<vrnic_sge> &sges, uint32_t off,
 		  const uint8_t *src, uint32_t len);
 
+// Lifetimes: no reference or iterator into device state survives a call
+// that can change a QP's state.  The rule that makes this hold:
+// - A call that moves a QP to ERR (qp_error(), nak(fatal), resp_fail(),
+//   requester_error(), fail_fetched(), sq_producer()) changes the state
+//   and marks the QP for flushing; it never frees, clears or reorders a
+//   per-QP container (inflight, resources, recv and their SGE lists).
+// - Those containers shrink only at the top level: flush() from poll(),
+//   MODIFY_QP to RESET and DESTROY_QP (admin, nothing held), and
+//   retire()/take_resource(), whose callers hold no reference into the
+//   container they pop afterwards.
+// - A loop re-checks the QP's state after every call that can fail and
+//   stops once the QP left the state it started in.
+// - The engine is never re-entered (Device::enter), so nothing changes
+//   behind a caller's back during a platform callback either.
 class Rdma {
 public:
 	Rdma(const Platform &plat, DeviceCounters &dcnt,

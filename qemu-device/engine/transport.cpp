@@ -1382,6 +1382,8 @@ void Rdma::respond(Qp &qp, unsigned int &budget)
 			continue;
 		if (!r.atomic) {
 			send_read_response(qp, r, budget);
+			if (qp.attr.state == VRNIC_QPS_ERR)
+				return;		// it failed: nothing more leaves
 			if (r.pending)
 				return;		// out of budget
 			continue;

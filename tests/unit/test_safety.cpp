@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The engine's entry rules (review 2026-11-23, A3, A6 and the C
-// boundary): it is never re-entered from a platform callback, and no C++
-// exception leaves an extern "C" entry point.
+// The engine's entry rules (review 2026-11-23, A1, A3, A6 and the C
+// boundary): it is never re-entered from a platform callback, no reference
+// into a QP's containers survives a call that can move the QP to ERR, and
+// no C++ exception leaves an extern "C" entry point.
 #include <algorithm>
 
 #include <gtest/gtest.h>
@@ -231,6 +232,173 @@ TEST(Reentry, SynchronousWireBothWays)
 	}
 	EXPECT_LE(max_depth, 2);
 	EXPECT_EQ(a.counters().rcvd_seq_err + b.counters().out_of_seq_request, 0u);
+}
+
+// ------------------------------------------------ container lifetimes
+
+namespace {
+
+// A second RC QP on n's engine, connected to n's own QP through the
+// device's loopback (same MAC, same GID).
+uint32_t loopback_pair(Node &n, uint32_t mtu_code)
+{
+	constexpr uint64_t B = FakePlatform::kMemBase;
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_QP;
+	c.create_qp.sq_base = B + 0x1200000;
+	c.create_qp.rq_base = B + 0x1300000;
+	c.create_qp.dbrec = Node::kQpDb + 0x40;
+	c.create_qp.pdn = n.pd;
+	c.create_qp.send_cqn = c.create_qp.recv_cqn = n.cq;
+	c.create_qp.sq_log_depth = Node::kSqLog;
+	c.create_qp.rq_log_depth = Node::kRqLog;
+	c.create_qp.sq_wqe_shift = Node::kSqShift;
+	c.create_qp.rq_wqe_shift = Node::kRqShift;
+	c.create_qp.type = VRNIC_QPT_RC;
+	const uint32_t y = n.admin_ok(c);
+
+	auto modify = [&n](uint32_t qpn, uint32_t mask, const vrnic_qp_attr &a) {
+		n.p.store(Node::kAttr, a);
+		vrnic_admin_cmd m{};
+		m.opcode = VRNIC_ADMIN_MODIFY_QP;
+		m.modify_qp.attr_addr = Node::kAttr;
+		m.modify_qp.qpn = qpn;
+		m.modify_qp.attr_mask = mask;
+		if (n.p.admin(m).status != VRNIC_ADMIN_ST_OK)
+			throw std::runtime_error("modify");
+	};
+	for (auto [qpn, dest] : {std::pair{n.qp, y}, std::pair{y, n.qp}}) {
+		vrnic_qp_attr a{};
+		a.state = VRNIC_QPS_INIT;
+		a.access = VRNIC_ACCESS_REMOTE_WRITE | VRNIC_ACCESS_REMOTE_READ;
+		modify(qpn, VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_ACCESS, a);
+		a.state = VRNIC_QPS_RTR;
+		a.path_mtu = uint8_t(mtu_code);
+		a.dest_qpn = dest;
+		a.max_dest_rd_atomic = 16;
+		a.min_rnr_timer = 1;
+		const auto g = n.gid();
+		std::memcpy(a.dgid, g.data(), 16);
+		std::memcpy(a.sgid, g.data(), 16);
+		const uint8_t mac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, n.id};
+		std::memcpy(a.dmac, mac, 6);
+		modify(qpn, VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_AV |
+			    VRNIC_QP_ATTR_PATH_MTU | VRNIC_QP_ATTR_DEST_QPN |
+			    VRNIC_QP_ATTR_RQ_PSN | VRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC |
+			    VRNIC_QP_ATTR_MIN_RNR_TIMER, a);
+		a.state = VRNIC_QPS_RTS;
+		a.timeout = 14;
+		a.retry_cnt = 2;
+		a.rnr_retry = 2;
+		a.max_rd_atomic = 16;
+		modify(qpn, VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_SQ_PSN |
+			    VRNIC_QP_ATTR_TIMEOUT | VRNIC_QP_ATTR_RETRY_CNT |
+			    VRNIC_QP_ATTR_RNR_RETRY | VRNIC_QP_ATTR_MAX_RD_ATOMIC, a);
+	}
+	return y;
+}
+
+// Run n until idle, firing timers, until pred() or the bound.
+template <typename Pred>
+void run_with_timers(Node &n, Pred pred)
+{
+	for (int i = 0; i < 100 && !pred(); i++) {
+		n.p.run();
+		fire_timer(n.p);
+	}
+	n.p.run();
+}
+
+} // namespace
+
+// A1, the review's sequence on one engine: nine small READs and a 1 MiB
+// one at MTU 256 over the loopback, then the MR they read goes away while
+// the responder is still sending the big one.  Its QP goes to ERR; the
+// resources it was iterating stay valid until the flush.
+TEST(Lifetimes, DestroyMrUnderAReadResponseOnTheLoopback)
+{
+	Node n{1};
+	const uint32_t y = loopback_pair(n, 1);
+	const uint64_t src_iova = 0x40000000;
+	const uint32_t src = n.create_mr(src_iova, 0x800000, 2 << 20,
+					 VRNIC_ACCESS_ALL);
+	for (uint64_t i = 0; i < 9; i++)
+		n.post_send(wqe(VRNIC_WR_RDMA_READ, i + 1, src_iova + i * 64, src),
+			    {n.sge(i * 64, 64)});
+	n.post_send(wqe(VRNIC_WR_RDMA_READ, 10, src_iova, src),
+		    {n.sge(0x100000, 1 << 20)});
+	for (int i = 0; i < 10 && qp_of(n, y).resources.size() < 10; i++)
+		vrnic_engine_poll(n.p.eng);
+	ASSERT_EQ(qp_of(n, y).resources.size(), 10u);
+	ASSERT_TRUE(qp_of(n, y).resources.back().pending);
+
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_DESTROY_MR;
+	c.destroy.id = src;
+	ASSERT_EQ(n.p.admin(c).status, VRNIC_ADMIN_ST_OK);
+	std::vector<vrnic_cqe> got;
+	run_with_timers(n, [&] {
+		vrnic_cqe cqe;
+		while (n.poll_cq(cqe))
+			got.push_back(cqe);
+		return got.size() >= 10;
+	});
+	EXPECT_EQ(qp_of(n, y).attr.state, VRNIC_QPS_ERR);
+	EXPECT_TRUE(qp_of(n, y).resources.empty());	// released by the flush
+	ASSERT_EQ(got.size(), 10u);
+	const auto big = std::find_if(got.begin(), got.end(),
+				      [](const vrnic_cqe &e) { return e.wr_id == 10; });
+	ASSERT_NE(big, got.end());
+	EXPECT_NE(big->status, VRNIC_WC_ST_SUCCESS);
+}
+
+// A1 from a wire peer: a READ of a fast-register MR, then a SEND with
+// invalidate naming that MR, unfenced; the responder's READ response
+// loses its MR in the middle.
+TEST(Lifetimes, SendWithInvalidateUnderAReadResponse)
+{
+	Node a{1}, b{2};
+	Wire wire;
+	a.connect(b, 1, 0, 0, 1);
+	b.connect(a, 1, 0, 0, 1);
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_MR;
+	c.create_mr.pdn = b.pd;
+	c.create_mr.npages = 300;
+	c.create_mr.pbl_mode = VRNIC_PBL_FAST;
+	const uint32_t key = (b.admin_ok(c) & ~0xffu) | 9;
+	const uint64_t iova = 0x60000000, pbl = Node::kData + 0xfe0000;
+	for (uint32_t i = 0; i < 256; i++)
+		b.p.store<uint64_t>(pbl + i * 8, Node::kData + 0x300000 + i * 4096ull);
+	vrnic_reg_mr_wqe r{};
+	r.wr_id = 1;
+	r.opcode = VRNIC_WR_REG_MR;
+	r.flags = VRNIC_WQE_SIGNALED;
+	r.page_shift = 12;
+	r.access = VRNIC_ACCESS_LOCAL_WRITE | VRNIC_ACCESS_REMOTE_READ;
+	r.iova = iova;
+	r.key = key;
+	r.npages = 256;
+	r.length = 1 << 20;
+	r.pbl = pbl;
+	b.post_raw(&r);
+	ASSERT_EQ(wire.completions(a, b, b, 1).at(0).status, VRNIC_WC_ST_SUCCESS);
+
+	b.post_recv(50, {b.sge(0x200000, 4096)});
+	for (uint64_t i = 0; i < 9; i++)
+		a.post_send(wqe(VRNIC_WR_RDMA_READ, i + 1, Node::kIova + i * 64, b.mr),
+			    {a.sge(i * 64, 64)});
+	// 400 packets: the SEND after it is inside the send window.
+	a.post_send(wqe(VRNIC_WR_RDMA_READ, 10, iova, key), {a.sge(0x100000, 400 * 256)});
+	a.post_send(wqe(VRNIC_WR_SEND_INV, 11, 0, key), {a.sge(0, 16)});
+	const auto sc = wire.completions(a, b, a, 11);
+	EXPECT_EQ(qp_of(b, b.qp).attr.state, VRNIC_QPS_ERR);
+	EXPECT_EQ(b.counters().remote_inv, 1u);
+	ASSERT_EQ(sc.size(), 11u);
+	const auto big = std::find_if(sc.begin(), sc.end(),
+				      [](const vrnic_cqe &e) { return e.wr_id == 10; });
+	ASSERT_NE(big, sc.end());
+	EXPECT_NE(big->status, VRNIC_WC_ST_SUCCESS);
 }
 
 // ---------------------------------------------------- C boundary
