@@ -109,7 +109,7 @@ public:
 	// transport waits while less than a frame / a round is free).
 	static constexpr size_t kOutboxBytes = 4 << 20;
 	static constexpr unsigned int kDrainFrames = 1024;
-	static constexpr size_t kTxRoom = 2 * (VRNIC_ETH_MAX_FRAME + 8);
+	static constexpr size_t kTxRoom = 2 * (size_t(VRNIC_ETH_MAX_FRAME) + 8);
 	static constexpr size_t kRdmaRoom =
 		2 * size_t(Rdma::kPktBudget) * (4096 + 256);
 

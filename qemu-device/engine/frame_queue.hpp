@@ -1,18 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // A bounded FIFO of frames in one buffer allocated once: no allocation per
-// frame, and the bytes it holds can never exceed its capacity.
+// frame, and the bytes it holds can never exceed its capacity.  The buffer
+// is not cleared, so the host only commits the pages traffic touches.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
-#include <vector>
 
 namespace vrnic {
 
 class FrameQueue {
 public:
-	explicit FrameQueue(size_t capacity) : buf_(capacity & ~size_t(3)) {}
+	explicit FrameQueue(size_t capacity)
+		: cap_(capacity & ~size_t(3)),
+		  buf_(std::make_unique_for_overwrite<uint8_t[]>(cap_)) {}
 
 	// Append a copy of f; false (nothing stored) when it does not fit.
 	bool push(std::span<const uint8_t> f)
@@ -22,14 +25,14 @@ public:
 			head_ = tail_ = 0;
 		// The writer never catches up with the reader exactly, so
 		// tail_ == head_ only ever means empty.
-		if (tail_ >= head_ && tail_ + rec > buf_.size()) {
+		if (tail_ >= head_ && tail_ + rec > cap_) {
 			// No room at the end: wrap to the front, if the oldest
 			// record leaves room there.
 			if (count_ == 0 || rec >= head_)
 				return false;
-			if (buf_.size() - tail_ >= kHdr)
+			if (cap_ - tail_ >= kHdr)
 				put_hdr(tail_, kWrap);
-			used_ += buf_.size() - tail_;	// the end stays unused
+			used_ += cap_ - tail_;	// the end stays unused
 			tail_ = 0;
 		} else if (tail_ < head_ && tail_ + rec >= head_) {
 			return false;
@@ -47,22 +50,22 @@ public:
 	[[nodiscard]] size_t frames() const { return count_; }
 	// Frame bytes held (headers and padding not counted).
 	[[nodiscard]] size_t bytes() const { return bytes_; }
-	[[nodiscard]] size_t capacity() const { return buf_.size(); }
+	[[nodiscard]] size_t capacity() const { return cap_; }
 	// Buffer space not taken (it may be in two pieces).
-	[[nodiscard]] size_t room() const { return buf_.size() - used_; }
+	[[nodiscard]] size_t room() const { return cap_ - used_; }
 	// The oldest frame; valid until pop() or clear(), whatever is pushed
 	// meanwhile.
 	[[nodiscard]] std::span<const uint8_t> front() const
 	{
 		const size_t at = start();
-		return {&buf_[at + kHdr], get_hdr(at)};
+		return {buf_.get() + at + kHdr, get_hdr(at)};
 	}
 	void pop()
 	{
 		const size_t at = start();
 		const uint32_t len = get_hdr(at);
 		if (at != head_)
-			used_ -= buf_.size() - head_;	// past the wrap
+			used_ -= cap_ - head_;	// past the wrap
 		head_ = at + record(len);
 		used_ -= record(len);
 		count_--;
@@ -87,12 +90,13 @@ private:
 	// Where the oldest record starts: past a wrap mark, at the front.
 	[[nodiscard]] size_t start() const
 	{
-		if (buf_.size() - head_ < kHdr || get_hdr(head_) == kWrap)
+		if (cap_ - head_ < kHdr || get_hdr(head_) == kWrap)
 			return 0;
 		return head_;
 	}
 
-	std::vector<uint8_t> buf_;
+	size_t cap_;
+	std::unique_ptr<uint8_t[]> buf_;
 	size_t head_ = 0, tail_ = 0, count_ = 0, bytes_ = 0, used_ = 0;
 };
 

@@ -4,10 +4,13 @@
 // into a QP's containers survives a call that can move the QP to ERR, and
 // no C++ exception leaves an extern "C" entry point.
 #include <algorithm>
+#include <deque>
+#include <random>
 
 #include <gtest/gtest.h>
 
 #include "engine_internal.hpp"
+#include "frame_queue.hpp"
 #include "rdma_node.hpp"
 #include "roce.hpp"
 
@@ -449,4 +452,58 @@ TEST(CBoundary, ExceptionMakesTheDeviceFatalAndResetRecovers)
 	p.enable();
 	ASSERT_TRUE(p.rd(VRNIC_REG_STATUS) & VRNIC_STATUS_READY);
 	EXPECT_EQ(p.admin(cmd).status, VRNIC_ADMIN_ST_OK);
+}
+
+// ------------------------------------------------------- frame queue
+
+// The outbox and loopback FIFO: frames come out whole and in order, a
+// push that does not fit is refused (never overwrites), and the oldest
+// frame stays untouched while others are pushed behind it.
+TEST(FrameQueue, FifoOrderWrapAroundAndBound)
+{
+	vrnic::FrameQueue q(4096);
+	std::deque<std::vector<uint8_t>> model;
+	std::mt19937 rng(7);
+	size_t pushed = 0, refused = 0, sum = 0;
+
+	for (int i = 0; i < 20000; i++) {
+		if (rng() % 3 != 0) {
+			std::vector<uint8_t> f(rng() % 1500);
+			for (size_t k = 0; k < f.size(); k++)
+				f[k] = uint8_t(i * 7 + k);
+			std::vector<uint8_t> oldest;
+			if (!q.empty())
+				oldest.assign(q.front().begin(), q.front().end());
+			if (q.push(f)) {
+				sum += f.size();
+				model.push_back(std::move(f));
+				pushed++;
+			} else {
+				refused++;
+			}
+			if (!oldest.empty()) {
+				ASSERT_TRUE(std::equal(oldest.begin(), oldest.end(),
+						       q.front().begin(), q.front().end()));
+			}
+		} else if (!model.empty()) {
+			const auto f = q.front();
+			ASSERT_TRUE(std::equal(f.begin(), f.end(), model.front().begin(),
+					       model.front().end()));
+			sum -= f.size();
+			q.pop();
+			model.pop_front();
+		}
+		ASSERT_EQ(q.frames(), model.size());
+		ASSERT_EQ(q.bytes(), sum);
+		ASSERT_LE(q.room(), q.capacity());
+		ASSERT_LE(q.bytes() + 4 * q.frames(), q.capacity() - q.room());
+	}
+	EXPECT_GT(refused, 100u);
+	EXPECT_GT(pushed, 5000u);
+	while (!q.empty())
+		q.pop();
+	EXPECT_EQ(q.room(), q.capacity());
+	EXPECT_FALSE(q.push(std::vector<uint8_t>(4096)));	// never fits
+	EXPECT_TRUE(q.push(std::vector<uint8_t>(4092)));
+	EXPECT_FALSE(q.push(std::vector<uint8_t>(0)));	// full
 }
