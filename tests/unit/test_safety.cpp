@@ -194,16 +194,19 @@ TEST(Reentry, SynchronousWireBothWays)
 	Node a{1}, b{2};
 	a.connect(b, 1, 10, 20);
 	b.connect(a, 1, 20, 10);
-	int depth = 0, max_depth = 0;
-	auto deliver = [&](Node &to) {
+	int depth = 0, max_depth = 0, while_running = 0;
+	auto deliver = [&](Node &from, Node &to) {
 		return [&](const uint8_t *f, size_t len) {
+			// Frames leave only once the sender stopped running.
+			if (from.p.eng->dev.state() == vrnic::Device::Run::Running)
+				while_running++;
 			max_depth = std::max(max_depth, ++depth);
 			vrnic_engine_receive(to.p.eng, f, len);
 			depth--;
 		};
 	};
-	a.p.on_send = deliver(b);
-	b.p.on_send = deliver(a);
+	a.p.on_send = deliver(a, b);
+	b.p.on_send = deliver(b, a);
 	for (uint64_t i = 0; i < 8; i++)
 		b.post_recv(i, {b.sge(0x400000 + i * 0x10000, 0x10000)});
 	for (uint64_t i = 0; i < 8; i++) {
@@ -234,6 +237,8 @@ TEST(Reentry, SynchronousWireBothWays)
 				      b.data(0x800000 + i * 0x10000), 0x6000), 0);
 	}
 	EXPECT_LE(max_depth, 2);
+	EXPECT_EQ(while_running, 0);
+	EXPECT_EQ(a.p.eng->dev.outbox().dropped + b.p.eng->dev.outbox().dropped, 0u);
 	EXPECT_EQ(a.counters().rcvd_seq_err + b.counters().out_of_seq_request, 0u);
 }
 
