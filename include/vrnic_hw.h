@@ -118,6 +118,7 @@
 #define VRNIC_ERR_AEQ_CONFIG		2	/* bad async EQ base or depth */
 #define VRNIC_ERR_AQ_DOORBELL		3	/* AQ producer index out of range */
 #define VRNIC_ERR_DMA			4	/* DMA on a device-owned ring failed */
+#define VRNIC_ERR_INTERNAL		5	/* the device model failed internally */
 
 /* Test DMA: the device transforms TEST_DMA_LEN bytes at TEST_DMA_ADDR. */
 #define VRNIC_TEST_DMA_MAX		4096

@@ -39,6 +39,7 @@ struct VrnicState {
     NICState *nic;
     NICConf conf;
     QEMUBH *bh;
+    QEMUBH *timer_bh;
     QEMUTimer *timer;
     struct vrnic_engine *engine;
 };
@@ -311,11 +312,23 @@ static void vrnic_bh(void *opaque)
     vrnic_engine_poll(s->engine);
 }
 
-static void vrnic_timer_cb(void *opaque)
+/*
+ * The timer only schedules a bottom half: the engine's timer work then runs
+ * under the device's reentrancy guard, like every other entry from the
+ * main loop, so an interrupt it raises cannot reach the device's own BARs.
+ */
+static void vrnic_timer_bh(void *opaque)
 {
     VrnicState *s = opaque;
 
     vrnic_engine_timer(s->engine);
+}
+
+static void vrnic_timer_cb(void *opaque)
+{
+    VrnicState *s = opaque;
+
+    qemu_bh_schedule(s->timer_bh);
 }
 
 static void vrnic_realize(PCIDevice *pdev, Error **errp)
@@ -355,12 +368,15 @@ static void vrnic_realize(PCIDevice *pdev, Error **errp)
     cfg.link_up = !qemu_get_queue(s->nic)->link_down;
 
     s->bh = qemu_bh_new_guarded(vrnic_bh, s, &dev->mem_reentrancy_guard);
+    s->timer_bh = qemu_bh_new_guarded(vrnic_timer_bh, s,
+                                      &dev->mem_reentrancy_guard);
     s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, vrnic_timer_cb, s);
     s->engine = vrnic_engine_new(&cfg, &vrnic_platform, s);
     if (!s->engine) {
         error_setg(errp, "vrnic: cannot allocate the device engine");
         qemu_del_nic(s->nic);
         qemu_bh_delete(s->bh);
+        qemu_bh_delete(s->timer_bh);
         timer_free(s->timer);
         msix_uninit_exclusive_bar(pdev);
         return;
@@ -374,6 +390,7 @@ static void vrnic_exit(PCIDevice *pdev)
     vrnic_engine_free(s->engine);
     s->engine = NULL;
     timer_free(s->timer);
+    qemu_bh_delete(s->timer_bh);
     qemu_bh_delete(s->bh);
     qemu_del_nic(s->nic);
     msix_uninit_exclusive_bar(pdev);
@@ -384,6 +401,7 @@ static void vrnic_reset_hold(Object *obj, ResetType type)
     VrnicState *s = VRNIC(obj);
 
     timer_del(s->timer);
+    qemu_bh_cancel(s->timer_bh);
     qemu_bh_cancel(s->bh);
     vrnic_engine_reset(s->engine);
     msix_reset(PCI_DEVICE(s));

@@ -885,22 +885,25 @@ void Rdma::complete_recv(Qp &qp, uint8_t status, uint8_t opcode, uint32_t len,
 	cq_post(qp.recv_cqn, cqe, solicited);
 }
 
+// State only: the QP's containers stay as they are (callers may hold
+// references into them) until flush() runs from poll().
 void Rdma::qp_error(Qp &qp, bool event)
 {
 	qp.attr.state = VRNIC_QPS_ERR;
 	qp.ack_deadline = qp.rnr_deadline = 0;
 	qp.flush_pending = true;
-	qp.resources.clear();
 	if (event)
 		eqs_[0].post(plat_, dcnt_, VRNIC_EQE_QP_FATAL, qp.qpn);
 	plat_.schedule();
 }
 
 // Complete everything outstanding with WR_FLUSH_ERR, bounded per call.
+// Called from the top of poll() only: it releases the QP's containers.
 void Rdma::flush(Qp &qp, unsigned int &budget)
 {
 	vrnic_qp_dbrec rec{};
 
+	qp.resources.clear();	// a QP in ERR answers nothing any more
 	if (qp.type == VRNIC_QPT_XRC_TGT) {
 		// No queues of its own: only a receive in progress, on the
 		// SRQ it came from.

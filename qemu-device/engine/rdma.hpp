@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "eq.hpp"
+#include "frame_queue.hpp"
 #include "gid.hpp"
 #include "mr.hpp"
 #include "platform.hpp"
@@ -249,6 +250,20 @@ bool scatter_sges(const Platform &plat, const MrTable &mrs, uint32_t pdn,
 		  const std::vector<vrnic_sge> &sges, uint32_t off,
 		  const uint8_t *src, uint32_t len);
 
+// Lifetimes: no reference or iterator into device state survives a call
+// that can change a QP's state.  The rule that makes this hold:
+// - A call that moves a QP to ERR (qp_error(), nak(fatal), resp_fail(),
+//   requester_error(), fail_fetched(), sq_producer()) changes the state
+//   and marks the QP for flushing; it never frees, clears or reorders a
+//   per-QP container (inflight, resources, recv and their SGE lists).
+// - Those containers shrink only at the top level: flush() from poll(),
+//   MODIFY_QP to RESET and DESTROY_QP (admin, nothing held), and
+//   retire()/take_resource(), whose callers hold no reference into the
+//   container they pop afterwards.
+// - A loop re-checks the QP's state after every call that can fail and
+//   stops once the QP left the state it started in.
+// - The engine is never re-entered (Device::enter), so nothing changes
+//   behind a caller's back during a platform callback either.
 class Rdma {
 public:
 	Rdma(const Platform &plat, DeviceCounters &dcnt,
@@ -276,6 +291,8 @@ public:
 	static constexpr unsigned int kPktBudget = 256;
 	// Unacknowledged packets a QP may have in flight.
 	static constexpr unsigned int kWindow = 512;
+	// Frames this device sends to itself, received by the next poll().
+	static constexpr size_t kLoopbackBytes = 2 << 20;
 
 private:
 	template <typename T> T *lookup(std::vector<T> &tab, uint32_t handle);
@@ -380,7 +397,7 @@ private:
 	RdmaCounters cnt_;
 	std::vector<uint8_t> frame_;	// one outgoing frame, allocated once
 	std::vector<uint8_t> scratch_;	// payload staging
-	std::deque<std::vector<uint8_t>> loopback_;
+	FrameQueue loopback_{kLoopbackBytes};
 };
 
 } // namespace vrnic

@@ -98,7 +98,8 @@ void Rdma::xmit_frame(size_t len)
 	cnt_.sent_bytes += len;
 	if (std::memcmp(frame_.data(), mac_.data(), 6) == 0) {
 		// Addressed to this device: loop it back through poll().
-		loopback_.emplace_back(frame_.begin(), frame_.begin() + long(len));
+		if (!loopback_.push({frame_.data(), len}))
+			dcnt_.loopback_drops++;
 		plat_.schedule();
 		return;
 	}
@@ -1381,6 +1382,8 @@ void Rdma::respond(Qp &qp, unsigned int &budget)
 			continue;
 		if (!r.atomic) {
 			send_read_response(qp, r, budget);
+			if (qp.attr.state == VRNIC_QPS_ERR)
+				return;		// it failed: nothing more leaves
 			if (r.pending)
 				return;		// out of budget
 			continue;
@@ -1464,9 +1467,9 @@ bool Rdma::poll()
 	unsigned int budget = kPktBudget;
 
 	while (!loopback_.empty() && budget > 0) {
-		const std::vector<uint8_t> f = std::move(loopback_.front());
-		loopback_.pop_front();
-		receive(f);
+		// Read in place; frames it causes queue behind it.
+		receive(loopback_.front());
+		loopback_.pop();
 		budget--;
 	}
 	for (auto &qp : qps_) {

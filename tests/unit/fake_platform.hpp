@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -69,5 +70,10 @@ struct FakePlatform {
 	uint64_t now = 0;
 	uint64_t deadline = 0;
 	bool fail_dma = false;
+	// Tests of the engine's entry rules: called from inside the platform
+	// callbacks, where a real platform may call back into the engine.
+	std::function<void(const uint8_t *, size_t)> on_send;
+	std::function<void(unsigned)> on_irq;
+	bool throw_on_dma_read = false;	// dma_read throws std::bad_alloc
 	vrnic_engine *eng = nullptr;
 };
