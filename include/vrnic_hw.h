@@ -800,7 +800,10 @@ struct vrnic_device_attr {
 	__le32 max_eth_queues;
 	__le32 max_mtu;
 	__u8 mac[6];
-	__u8 rsvd[10];
+	__u8 rsvd[2];
+	/* Host memory the device lets the guest make it hold, in bytes
+	 * (spec "Resource limits"). */
+	__le64 host_mem_budget;
 };
 
 /* Result of QUERY_PORT. */

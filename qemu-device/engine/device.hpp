@@ -72,9 +72,13 @@ public:
 	// Work bounds: admin commands and TX frames handled per poll().
 	static constexpr unsigned int kAdminBudget = 64;
 	static constexpr unsigned int kTxBudget = 256;
+	// Bytes of page lists an admin pass copies before it yields: one
+	// largest list (8 MiB) more at most.
+	static constexpr uint64_t kAdminCopyBudget = 8ull << 20;
 
 	[[nodiscard]] const DeviceCounters &counters() const { return cnt_; }
 	[[nodiscard]] const Rdma &rdma() const { return rdma_; }
+	[[nodiscard]] const HostBudget &budget() const { return budget_; }
 	[[nodiscard]] bool ready() const { return status_ & VRNIC_STATUS_READY; }
 
 private:
@@ -147,6 +151,8 @@ private:
 	std::vector<uint8_t> tx_buf_;
 	DeviceCounters cnt_;
 	std::array<uint8_t, 6> mac_{};
+	// Before rdma_: everything rdma_ holds is charged to it.
+	HostBudget budget_;
 	Rdma rdma_;
 };
 

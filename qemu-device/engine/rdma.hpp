@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "budget.hpp"
 #include "eq.hpp"
 #include "mr.hpp"
 #include "platform.hpp"
@@ -53,6 +54,7 @@ struct RdmaCounters {
 struct RingMem {
 	uint64_t base = 0;
 	std::vector<uint64_t> pages;
+	Charge charge;			// the page list's host memory
 	[[nodiscard]] uint64_t addr(uint64_t off) const
 	{
 		if (pages.empty())
@@ -60,9 +62,10 @@ struct RingMem {
 		return pages[(off / VRNIC_RING_PAGE_SIZE) % pages.size()] +
 		       off % VRNIC_RING_PAGE_SIZE;
 	}
-	// Validate and take a ring of `bytes`; false if unusable.
-	bool load(const Platform &plat, uint64_t base, uint8_t flags,
-		  uint64_t bytes);
+	// Validate and take a ring of `bytes`; false if unusable (nomem
+	// set when the page list could not be charged to the budget).
+	bool load(const Platform &plat, HostBudget &budget, uint64_t base,
+		  uint8_t flags, uint64_t bytes, bool &nomem);
 };
 
 struct Pd {
@@ -135,6 +138,7 @@ struct SendWqe {
 	};
 	std::vector<vrnic_sge> sges;	// validated local SGEs
 	std::vector<uint8_t> inline_data;
+	Charge charge;			// this copy's host memory
 	// transport
 	bool psn_assigned = false;
 	uint32_t psn_first = 0;
@@ -182,6 +186,9 @@ struct Qp {
 	vrnic_qp_attr attr{};
 	roce::Path path;
 	uint32_t mtu = 256;
+	// Host memory held for the QP's lifetime: its responder resources
+	// and its receive WQE copy, charged once at CREATE_QP.
+	Charge reserve;
 
 	// requester
 	uint32_t sq_head = 0;		// next SQ index to fetch
@@ -249,7 +256,7 @@ bool scatter_sges(const Platform &plat, const MrTable &mrs, uint32_t pdn,
 
 class Rdma {
 public:
-	Rdma(const Platform &plat, DeviceCounters &dcnt,
+	Rdma(const Platform &plat, HostBudget &budget, DeviceCounters &dcnt,
 	     std::array<EventQueue, VRNIC_MAX_EQS> &eqs,
 	     const std::array<bool, VRNIC_NUM_DB_PAGES> &uctx_used,
 	     const std::array<uint8_t, 6> &mac, const uint32_t &port_mtu);
@@ -274,6 +281,11 @@ public:
 	static constexpr unsigned int kPktBudget = 256;
 	// Unacknowledged packets a QP may have in flight.
 	static constexpr unsigned int kWindow = 512;
+	// Send WQEs fetched ahead of the window: a QP holds at most
+	// kWindow + kLookahead copies (each charged to the budget).
+	static constexpr unsigned int kLookahead = 16;
+	// Host bytes charged per copied send WQE: the copy and its stride.
+	[[nodiscard]] static uint64_t send_wqe_charge(const Qp &qp);
 
 private:
 	template <typename T> T *lookup(std::vector<T> &tab, uint32_t handle);
@@ -361,6 +373,7 @@ private:
 	void arm_timer();
 
 	const Platform &plat_;
+	HostBudget &budget_;
 	DeviceCounters &dcnt_;
 	std::array<EventQueue, VRNIC_MAX_EQS> &eqs_;
 	const std::array<bool, VRNIC_NUM_DB_PAGES> &uctx_used_;
