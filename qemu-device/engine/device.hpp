@@ -56,6 +56,10 @@ class Device {
 public:
 	Device(const vrnic_engine_config &cfg, const vrnic_platform_ops *ops,
 	       void *opaque);
+	// No wake-up from the budget while the members are torn down.
+	~Device() { budget_.on_release(nullptr); }
+	Device(const Device &) = delete;
+	Device &operator=(const Device &) = delete;
 
 	void reset();
 	uint32_t reg_read(uint64_t offset, unsigned int size);

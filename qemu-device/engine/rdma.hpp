@@ -48,6 +48,7 @@ struct RdmaCounters {
 	uint64_t local_inv = 0;		// LOCAL_INV executed
 	uint64_t remote_inv = 0;	// keys invalidated by SEND_WITH_INV
 	uint64_t mw_binds = 0;		// BIND_MW executed
+	uint64_t loopback_drops = 0;	// looped-back frames over kLoopbackMax
 };
 
 // Queue memory as the device sees it: contiguous, or a copied page list.
@@ -277,6 +278,7 @@ public:
 
 	[[nodiscard]] const RdmaCounters &counters() const { return cnt_; }
 	[[nodiscard]] const Qp *qp(uint32_t qpn) const;
+	[[nodiscard]] size_t loopback_queued() const { return loopback_.size(); }
 
 	static constexpr unsigned int kPktBudget = 256;
 	// Unacknowledged packets a QP may have in flight.
@@ -284,6 +286,9 @@ public:
 	// Send WQEs fetched ahead of the window: a QP holds at most
 	// kWindow + kLookahead copies (each charged to the budget).
 	static constexpr unsigned int kLookahead = 16;
+	// Frames the device may hold looped back to itself (each at most
+	// VRNIC_ETH_MAX_FRAME): 4 scheduling rounds' worth.
+	static constexpr size_t kLoopbackMax = 4 * kPktBudget;
 	// Host bytes charged per copied send WQE: the copy and its stride.
 	[[nodiscard]] static uint64_t send_wqe_charge(const Qp &qp);
 

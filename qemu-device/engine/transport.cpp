@@ -102,7 +102,12 @@ void Rdma::xmit_frame(size_t len)
 	cnt_.sent_pkts++;
 	cnt_.sent_bytes += len;
 	if (std::memcmp(frame_.data(), mac_.data(), 6) == 0) {
-		// Addressed to this device: loop it back through poll().
+		// Addressed to this device: loop it back through poll(), as
+		// long as the queue has room (else lost, as on a full wire).
+		if (loopback_.size() >= kLoopbackMax) {
+			cnt_.loopback_drops++;
+			return;
+		}
 		loopback_.emplace_back(frame_.begin(), frame_.begin() + long(len));
 		plat_.schedule();
 		return;

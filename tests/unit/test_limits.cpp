@@ -401,3 +401,43 @@ TEST(PsnSpace, OutstandingPsnsStayBelow2To23)
 	EXPECT_LT((q.next_psn - q.una_psn) & 0xffffff, 1u << 23);
 	EXPECT_EQ(q.attr.state, VRNIC_QPS_RTS);
 }
+
+// ------------------------------------------------------------ loopback
+
+// Frames a QP addresses to its own device wait in a queue until the next
+// poll; a peer that makes it answer thousands of requests between two
+// polls (here: a SEND with no receive WQE, replayed, one RNR NAK each)
+// cannot grow that queue without bound.
+TEST(Loopback, TheQueueOfFramesToItselfIsBounded)
+{
+	Node a{1}, b{2};
+	a.connect(b, 3, 100, 200);
+	b.connect(a, 3, 200, 100);
+	// a's QP answers b's GID at a's own MAC: its answers loop back.
+	vrnic_qp_attr at{};
+	at.state = VRNIC_QPS_SQD;
+	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK);
+	const auto dg = b.gid(), sg = a.gid();
+	std::memcpy(at.dgid, dg.data(), 16);
+	std::memcpy(at.sgid, sg.data(), 16);
+	const uint8_t own[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 1};
+	std::memcpy(at.dmac, own, 6);
+	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_AV, at),
+		  VRNIC_ADMIN_ST_OK);
+	at.state = VRNIC_QPS_RTS;
+	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK);
+
+	b.post_send(send_wqe(1), {b.sge(0, 64)});
+	b.p.run();
+	ASSERT_EQ(b.p.frames.size(), 1u);
+	const std::vector<uint8_t> send = b.p.frames[0];
+	constexpr unsigned kReplays = 3000;
+	for (unsigned i = 0; i < kReplays; i++)
+		vrnic_engine_receive(a.p.eng, send.data(), send.size());
+	EXPECT_EQ(a.counters().send_rnr_err, kReplays);
+	EXPECT_LE(a.p.eng->dev.rdma().loopback_queued(), vrnic::Rdma::kLoopbackMax);
+	EXPECT_EQ(a.counters().loopback_drops, kReplays - vrnic::Rdma::kLoopbackMax);
+	EXPECT_TRUE(a.p.frames.empty()) << "answers left by the wire";
+	a.p.run();	// drains the queue; the device goes on
+	EXPECT_EQ(qp_of(a, a.qp).attr.state, VRNIC_QPS_RTS);
+}
