@@ -182,14 +182,14 @@ struct Qp {
 	uint32_t send_cqn = 0;
 	uint32_t recv_cqn = 0;
 	RingMem sq, rq;
+	// Host memory held for the QP's lifetime: its responder resources
+	// and its receive WQE copy, charged once at CREATE_QP.
+	Charge reserve;
 	uint64_t dbrec = 0;
 	unsigned int sq_log = 0, rq_log = 0, sq_shift = 0, rq_shift = 0;
 	vrnic_qp_attr attr{};
 	roce::Path path;
 	uint32_t mtu = 256;
-	// Host memory held for the QP's lifetime: its responder resources
-	// and its receive WQE copy, charged once at CREATE_QP.
-	Charge reserve;
 
 	// requester
 	uint32_t sq_head = 0;		// next SQ index to fetch
@@ -288,7 +288,7 @@ public:
 	static constexpr unsigned int kLookahead = 16;
 	// Frames the device may hold looped back to itself (each at most
 	// VRNIC_ETH_MAX_FRAME): 4 scheduling rounds' worth.
-	static constexpr size_t kLoopbackMax = 4 * kPktBudget;
+	static constexpr size_t kLoopbackMax = size_t(4) * kPktBudget;
 	// Host bytes charged per copied send WQE: the copy and its stride.
 	[[nodiscard]] static uint64_t send_wqe_charge(const Qp &qp);
 
