@@ -275,6 +275,7 @@ uint8_t Rdma::destroy_cq(uint32_t cqn)
 	if (cq->refs)
 		return VRNIC_ADMIN_ST_BUSY;
 	cq->valid = false;
+	cq->ring = RingMem();	// its page list goes back to the budget
 	return VRNIC_ADMIN_ST_OK;
 }
 
@@ -540,6 +541,7 @@ uint8_t Rdma::destroy_srq(uint32_t srqn)
 	if (Cq *cq = srq->type == VRNIC_SRQT_XRC ? find_cq(srq->cqn) : nullptr)
 		cq->refs--;
 	srq->valid = false;
+	srq->ring = RingMem();	// its page list goes back to the budget
 	return VRNIC_ADMIN_ST_OK;
 }
 

@@ -441,3 +441,61 @@ TEST(Loopback, TheQueueOfFramesToItselfIsBounded)
 	a.p.run();	// drains the queue; the device goes on
 	EXPECT_EQ(qp_of(a, a.qp).attr.state, VRNIC_QPS_RTS);
 }
+
+// Paged rings and QPs are charged at creation and credited at destroy;
+// with the budget spent, creation is NO_RESOURCE and creates nothing.
+TEST(HostBudget, RingsAndQpsAreChargedAndCredited)
+{
+	Node a{1, true, Node::kCqLog, VRNIC_QPT_RC, 16ull << 20};
+	const vrnic::HostBudget &hb = budget_of(a.p);
+	const uint64_t base = hb.used();
+	// A second paged CQ on the same pages (the list at kRingPbl).
+	vrnic_admin_cmd c = op(VRNIC_ADMIN_CREATE_CQ);
+	c.create_cq.base = Node::kRingPbl;
+	c.create_cq.ring_flags = VRNIC_RING_PAGED;
+	c.create_cq.dbrec = Node::kCqDb + 0x40;
+	c.create_cq.log_depth = uint8_t(Node::kCqLog);
+	c.create_cq.eqn = 1;
+	const uint32_t cq = a.admin_ok(c);
+	EXPECT_EQ(hb.used() - base, (32ull << Node::kCqLog) / 4096 * 8);
+	vrnic_admin_cmd d = op(VRNIC_ADMIN_DESTROY_CQ);
+	d.destroy.id = cq;
+	ASSERT_EQ(a.p.admin(d).status, VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(hb.used(), base) << "a destroyed CQ kept its page list";
+
+	// Spend the budget with FAST MRs, then ask for a CQ and a QP.
+	std::vector<uint32_t> fillers;
+	for (uint32_t pages : {512u, 1u}) {
+		for (;;) {
+			vrnic_admin_cmd m = op(VRNIC_ADMIN_CREATE_MR);
+			m.create_mr.pdn = a.pd;
+			m.create_mr.npages = pages;
+			m.create_mr.pbl_mode = VRNIC_PBL_FAST;
+			const auto cqe = a.p.admin(m);
+			if (cqe.status != VRNIC_ADMIN_ST_OK)
+				break;
+			fillers.push_back(cqe.result);
+		}
+	}
+	EXPECT_EQ(a.p.admin(c).status, VRNIC_ADMIN_ST_NO_RESOURCE);
+	vrnic_admin_cmd q = op(VRNIC_ADMIN_CREATE_QP);
+	q.create_qp.sq_base = Node::kSq;
+	q.create_qp.rq_base = Node::kRq;
+	q.create_qp.dbrec = Node::kQpDb + 0x40;
+	q.create_qp.pdn = a.pd;
+	q.create_qp.send_cqn = q.create_qp.recv_cqn = a.cq;
+	q.create_qp.sq_wqe_shift = 6;
+	q.create_qp.rq_wqe_shift = 5;
+	q.create_qp.type = VRNIC_QPT_RC;
+	EXPECT_EQ(a.p.admin(q).status, VRNIC_ADMIN_ST_NO_RESOURCE);
+	const uint64_t full = hb.used();
+	vrnic_admin_cmd m = op(VRNIC_ADMIN_DESTROY_MR);
+	m.destroy.id = fillers.front();
+	ASSERT_EQ(a.p.admin(m).status, VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(hb.used(), full - 512 * 8);
+	const uint32_t qp = a.admin_ok(q);
+	vrnic_admin_cmd dq = op(VRNIC_ADMIN_DESTROY_QP);
+	dq.destroy.id = qp;
+	ASSERT_EQ(a.p.admin(dq).status, VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(hb.used(), full - 512 * 8);
+}
