@@ -802,7 +802,7 @@ struct vrnic_device_attr {
 	__u8 mac[6];
 	__u8 rsvd[2];
 	/* Host memory the device lets the guest make it hold, in bytes
-	 * (spec "Resource limits"). */
+	 * (spec "Resource limits"); 0 from a device that predates it. */
 	__le64 host_mem_budget;
 };
 

@@ -236,6 +236,7 @@ bool Rdma::read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status)
 	const uint32_t access = is_rd_atomic(w.opcode) ?
 				VRNIC_ACCESS_LOCAL_WRITE : 0;
 	uint64_t total = 0;
+	w.sges.reserve(hdr.num_sge);	// exactly what send_wqe_charge() counts
 	for (unsigned int i = 0; i < hdr.num_sge; i++) {
 		vrnic_sge s;
 		std::memcpy(&s, buf.data() + data + i * sizeof(s), sizeof(s));
