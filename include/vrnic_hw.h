@@ -843,7 +843,9 @@ struct vrnic_device_attr {
 	__le32 max_mtu;
 	__u8 mac[6];
 	__le16 gid_tbl_len;		/* spec 0.6: VRNIC_GID_TABLE_LEN */
-	__u8 rsvd[8];
+	/* Host memory the device lets the guest make it hold, in bytes
+	 * (spec "Resource limits"); 0 from a device that predates it. */
+	__le64 host_mem_budget;
 };
 
 /* Result of QUERY_PORT. */

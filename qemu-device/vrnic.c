@@ -42,7 +42,12 @@ struct VrnicState {
     QEMUBH *timer_bh;
     QEMUTimer *timer;
     struct vrnic_engine *engine;
+    uint64_t host_mem_budget;   /* property host-mem-budget, bytes */
 };
+
+/* Bounds of host-mem-budget (the engine's HostBudget::kMin/kMax). */
+#define VRNIC_HOST_MEM_BUDGET_MIN   (16ULL << 20)
+#define VRNIC_HOST_MEM_BUDGET_MAX   (1ULL << 40)
 
 /* ---------------------------------------------------- platform layer --- */
 
@@ -338,6 +343,12 @@ static void vrnic_realize(PCIDevice *pdev, Error **errp)
     struct vrnic_engine_config cfg = { .num_msix = VRNIC_NUM_MSIX };
     int ret;
 
+    if (s->host_mem_budget < VRNIC_HOST_MEM_BUDGET_MIN ||
+        s->host_mem_budget > VRNIC_HOST_MEM_BUDGET_MAX) {
+        error_setg(errp, "vrnic: host-mem-budget must be between 16M and 1T");
+        return;
+    }
+    cfg.host_mem_budget = s->host_mem_budget;
     pci_config_set_interrupt_pin(pdev->config, 1);
 
     memory_region_init_io(&s->regs, OBJECT(s), &vrnic_regs_ops, s,
@@ -422,6 +433,10 @@ static const VMStateDescription vmstate_vrnic = {
 
 static const Property vrnic_properties[] = {
     DEFINE_NIC_PROPERTIES(VrnicState, conf),
+    /* Host memory the guest may make the device hold (spec: Resource
+     * limits). */
+    DEFINE_PROP_SIZE("host-mem-budget", VrnicState, host_mem_budget,
+                     256ULL << 20),
 };
 
 static void vrnic_class_init(ObjectClass *klass, void *data)

@@ -34,9 +34,12 @@ Device::Device(const vrnic_engine_config &cfg, const vrnic_platform_ops *ops,
 	  link_up_(cfg.link_up),
 	  tx_buf_(VRNIC_ETH_MAX_FRAME),
 	  mac_{cfg.mac[0], cfg.mac[1], cfg.mac[2], cfg.mac[3], cfg.mac[4], cfg.mac[5]},
-	  rdma_(plat_, cnt_, eqs_, uctx_used_, mac_, mtu_)
+	  budget_(cfg.host_mem_budget),
+	  rdma_(plat_, budget_, cnt_, eqs_, uctx_used_, mac_, mtu_)
 {
 	cfg_.num_msix = std::min<uint32_t>(cfg_.num_msix, VRNIC_NUM_MSIX);
+	// Memory came back after a refusal: WQEs waiting for it are fetched.
+	budget_.on_release([this] { plat_.schedule(); });
 	reset();
 }
 

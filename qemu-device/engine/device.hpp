@@ -59,6 +59,8 @@ class Device {
 public:
 	Device(const vrnic_engine_config &cfg, const vrnic_platform_ops *ops,
 	       void *opaque);
+	// No wake-up from the budget while the members are torn down.
+	~Device() { budget_.on_release(nullptr); }
 	Device(const Device &) = delete;
 	Device &operator=(const Device &) = delete;
 
@@ -112,9 +114,13 @@ public:
 	static constexpr size_t kTxRoom = 2 * (size_t(VRNIC_ETH_MAX_FRAME) + 8);
 	static constexpr size_t kRdmaRoom =
 		2 * size_t(Rdma::kPktBudget) * (4096 + 256);
+	// Bytes of page lists an admin pass copies before it yields: one
+	// largest list (8 MiB) more at most.
+	static constexpr uint64_t kAdminCopyBudget = 8ull << 20;
 
 	[[nodiscard]] const DeviceCounters &counters() const { return cnt_; }
 	[[nodiscard]] const Rdma &rdma() const { return rdma_; }
+	[[nodiscard]] const HostBudget &budget() const { return budget_; }
 	[[nodiscard]] bool ready() const { return status_ & VRNIC_STATUS_READY; }
 	[[nodiscard]] const Outbox &outbox() const { return out_; }
 
@@ -197,6 +203,8 @@ private:
 	std::vector<uint8_t> tx_buf_;
 	DeviceCounters cnt_;
 	std::array<uint8_t, 6> mac_{};
+	// Before rdma_: everything rdma_ holds is charged to it.
+	HostBudget budget_;
 	Rdma rdma_;
 };
 

@@ -53,13 +53,15 @@ const vrnic_platform_ops kOps = {
 
 } // namespace
 
-FakePlatform::FakePlatform(uint8_t mac_last, uint64_t mem_size)
+FakePlatform::FakePlatform(uint8_t mac_last, uint64_t mem_size,
+			   uint64_t host_mem_budget)
 	: mem(mem_size)
 {
 	const vrnic_engine_config cfg = {
 		.mac = {0x52, 0x54, 0x00, 0x12, 0x34, mac_last},
 		.num_msix = VRNIC_NUM_MSIX,
 		.link_up = true,
+		.host_mem_budget = host_mem_budget,
 	};
 	eng = vrnic_engine_new(&cfg, &kOps, this);
 	if (!eng)

@@ -16,7 +16,9 @@ struct FakePlatform {
 	static constexpr uint64_t kMemBase = 0x100000;
 	static constexpr uint64_t kMemSize = 4 << 20;	// default window
 
-	explicit FakePlatform(uint8_t mac_last = 0x56, uint64_t mem_size = kMemSize);
+	// host_mem_budget: the engine's, 0 for its default.
+	explicit FakePlatform(uint8_t mac_last = 0x56, uint64_t mem_size = kMemSize,
+			      uint64_t host_mem_budget = 0);
 	~FakePlatform();
 	FakePlatform(const FakePlatform &) = delete;
 	FakePlatform &operator=(const FakePlatform &) = delete;
