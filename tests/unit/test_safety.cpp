@@ -287,7 +287,7 @@ uint32_t loopback_pair(Node &n, uint32_t mtu_code)
 		a.min_rnr_timer = 1;
 		const auto g = n.gid();
 		std::memcpy(a.dgid, g.data(), 16);
-		std::memcpy(a.sgid, g.data(), 16);
+		a.sgid_index = Node::kGid4;
 		const uint8_t mac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, n.id};
 		std::memcpy(a.dmac, mac, 6);
 		modify(qpn, VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_AV |
