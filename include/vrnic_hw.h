@@ -118,6 +118,7 @@
 #define VRNIC_ERR_AEQ_CONFIG		2	/* bad async EQ base or depth */
 #define VRNIC_ERR_AQ_DOORBELL		3	/* AQ producer index out of range */
 #define VRNIC_ERR_DMA			4	/* DMA on a device-owned ring failed */
+#define VRNIC_ERR_INTERNAL		5	/* the device model failed internally */
 
 /* Test DMA: the device transforms TEST_DMA_LEN bytes at TEST_DMA_ADDR. */
 #define VRNIC_TEST_DMA_MAX		4096
@@ -842,7 +843,9 @@ struct vrnic_device_attr {
 	__le32 max_mtu;
 	__u8 mac[6];
 	__le16 gid_tbl_len;		/* spec 0.6: VRNIC_GID_TABLE_LEN */
-	__u8 rsvd[8];
+	/* Host memory the device lets the guest make it hold, in bytes
+	 * (spec "Resource limits"); 0 from a device that predates it. */
+	__le64 host_mem_budget;
 };
 
 /* Result of QUERY_PORT. */

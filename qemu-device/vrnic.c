@@ -39,9 +39,15 @@ struct VrnicState {
     NICState *nic;
     NICConf conf;
     QEMUBH *bh;
+    QEMUBH *timer_bh;
     QEMUTimer *timer;
     struct vrnic_engine *engine;
+    uint64_t host_mem_budget;   /* property host-mem-budget, bytes */
 };
+
+/* Bounds of host-mem-budget (the engine's HostBudget::kMin/kMax). */
+#define VRNIC_HOST_MEM_BUDGET_MIN   (16ULL << 20)
+#define VRNIC_HOST_MEM_BUDGET_MAX   (1ULL << 40)
 
 /* ---------------------------------------------------- platform layer --- */
 
@@ -311,11 +317,23 @@ static void vrnic_bh(void *opaque)
     vrnic_engine_poll(s->engine);
 }
 
-static void vrnic_timer_cb(void *opaque)
+/*
+ * The timer only schedules a bottom half: the engine's timer work then runs
+ * under the device's reentrancy guard, like every other entry from the
+ * main loop, so an interrupt it raises cannot reach the device's own BARs.
+ */
+static void vrnic_timer_bh(void *opaque)
 {
     VrnicState *s = opaque;
 
     vrnic_engine_timer(s->engine);
+}
+
+static void vrnic_timer_cb(void *opaque)
+{
+    VrnicState *s = opaque;
+
+    qemu_bh_schedule(s->timer_bh);
 }
 
 static void vrnic_realize(PCIDevice *pdev, Error **errp)
@@ -325,6 +343,12 @@ static void vrnic_realize(PCIDevice *pdev, Error **errp)
     struct vrnic_engine_config cfg = { .num_msix = VRNIC_NUM_MSIX };
     int ret;
 
+    if (s->host_mem_budget < VRNIC_HOST_MEM_BUDGET_MIN ||
+        s->host_mem_budget > VRNIC_HOST_MEM_BUDGET_MAX) {
+        error_setg(errp, "vrnic: host-mem-budget must be between 16M and 1T");
+        return;
+    }
+    cfg.host_mem_budget = s->host_mem_budget;
     pci_config_set_interrupt_pin(pdev->config, 1);
 
     memory_region_init_io(&s->regs, OBJECT(s), &vrnic_regs_ops, s,
@@ -355,12 +379,15 @@ static void vrnic_realize(PCIDevice *pdev, Error **errp)
     cfg.link_up = !qemu_get_queue(s->nic)->link_down;
 
     s->bh = qemu_bh_new_guarded(vrnic_bh, s, &dev->mem_reentrancy_guard);
+    s->timer_bh = qemu_bh_new_guarded(vrnic_timer_bh, s,
+                                      &dev->mem_reentrancy_guard);
     s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, vrnic_timer_cb, s);
     s->engine = vrnic_engine_new(&cfg, &vrnic_platform, s);
     if (!s->engine) {
         error_setg(errp, "vrnic: cannot allocate the device engine");
         qemu_del_nic(s->nic);
         qemu_bh_delete(s->bh);
+        qemu_bh_delete(s->timer_bh);
         timer_free(s->timer);
         msix_uninit_exclusive_bar(pdev);
         return;
@@ -374,6 +401,7 @@ static void vrnic_exit(PCIDevice *pdev)
     vrnic_engine_free(s->engine);
     s->engine = NULL;
     timer_free(s->timer);
+    qemu_bh_delete(s->timer_bh);
     qemu_bh_delete(s->bh);
     qemu_del_nic(s->nic);
     msix_uninit_exclusive_bar(pdev);
@@ -384,6 +412,7 @@ static void vrnic_reset_hold(Object *obj, ResetType type)
     VrnicState *s = VRNIC(obj);
 
     timer_del(s->timer);
+    qemu_bh_cancel(s->timer_bh);
     qemu_bh_cancel(s->bh);
     vrnic_engine_reset(s->engine);
     msix_reset(PCI_DEVICE(s));
@@ -404,6 +433,10 @@ static const VMStateDescription vmstate_vrnic = {
 
 static const Property vrnic_properties[] = {
     DEFINE_NIC_PROPERTIES(VrnicState, conf),
+    /* Host memory the guest may make the device hold (spec: Resource
+     * limits). */
+    DEFINE_PROP_SIZE("host-mem-budget", VrnicState, host_mem_budget,
+                     256ULL << 20),
 };
 
 static void vrnic_class_init(ObjectClass *klass, void *data)

@@ -12,9 +12,14 @@ void Device::process_admin()
 	const uint32_t mask = (1u << aq_log_depth_) - 1;
 	unsigned int budget = kAdminBudget;
 	bool completed = false;
+	// Page lists copied in this pass: each was charged to the budget
+	// first, so what was charged is what was copied.
+	const uint64_t copied = budget_.charged_total();
 
 	admin_pending_ = false;
-	while (aq_ci_ != aq_pi_ && budget-- > 0) {
+	while (aq_ci_ != aq_pi_ &&
+	       budget_.charged_total() - copied < kAdminCopyBudget &&
+	       budget-- > 0) {
 		const uint16_t idx = aq_ci_;
 		vrnic_admin_cmd cmd;
 
@@ -239,6 +244,7 @@ vrnic_device_attr Device::device_attr() const
 	a.max_mtu = le(uint32_t(VRNIC_ETH_MAX_MTU));
 	std::memcpy(a.mac, cfg_.mac, sizeof(a.mac));
 	a.gid_tbl_len = le(uint16_t(VRNIC_GID_TABLE_LEN));
+	a.host_mem_budget = le(budget_.limit());
 	return a;
 }
 

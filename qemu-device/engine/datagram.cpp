@@ -84,7 +84,8 @@ bool Rdma::ud_transmit(Qp &qp, const SendWqe &w, uint8_t &status)
 	    std::any_of(mcast_.begin(), mcast_.end(), [&path](const McastAttach &m) {
 		    return m.gid == path.dgid;
 	    })) {
-		loopback_.emplace_back(frame_.begin(), frame_.begin() + long(len));
+		if (!loopback_.push({frame_.data(), len}))
+			dcnt_.loopback_drops++;
 		plat_.schedule();
 	}
 	return true;

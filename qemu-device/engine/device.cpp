@@ -30,12 +30,16 @@ constexpr uint64_t set_hi(uint64_t reg, uint32_t v)
 
 Device::Device(const vrnic_engine_config &cfg, const vrnic_platform_ops *ops,
 	       void *opaque)
-	: plat_(ops, opaque), cfg_(cfg), link_up_(cfg.link_up),
+	: out_(kOutboxBytes), plat_(ops, opaque, out_), cfg_(cfg),
+	  link_up_(cfg.link_up),
 	  tx_buf_(VRNIC_ETH_MAX_FRAME),
 	  mac_{cfg.mac[0], cfg.mac[1], cfg.mac[2], cfg.mac[3], cfg.mac[4], cfg.mac[5]},
-	  rdma_(plat_, cnt_, eqs_, uctx_used_, mac_, mtu_)
+	  budget_(cfg.host_mem_budget),
+	  rdma_(plat_, budget_, cnt_, eqs_, uctx_used_, mac_, mtu_)
 {
 	cfg_.num_msix = std::min<uint32_t>(cfg_.num_msix, VRNIC_NUM_MSIX);
+	// Memory came back after a refusal: WQEs waiting for it are fetched.
+	budget_.on_release([this] { plat_.schedule(); });
 	reset();
 }
 
@@ -56,6 +60,11 @@ void Device::reset()
 	aq_pi_ = aq_ci_ = 0;
 	admin_pending_ = false;
 	tx_pending_ = false;
+	timer_pending_ = false;
+	// Frames already queued are dropped, unless they are being handed
+	// over right now (a nested entry during the exit path).
+	if (!draining_)
+		out_.frames.clear();
 	for (auto &eq : eqs_)
 		eq.disable();
 	tx_.fill(EthRing());
@@ -82,6 +91,122 @@ void Device::fatal(uint32_t err)
 	admin_pending_ = tx_pending_ = false;
 	// Tell the driver if the async EQ still works.
 	eqs_[0].post(plat_, cnt_, VRNIC_EQE_FATAL, err);
+}
+
+bool Device::enter(Call what, bool link_up) noexcept
+{
+	if (run_ == Run::Running) {
+		try {
+			refuse(what, link_up);
+		} catch (...) {
+			// Logging failed: the call is refused all the same.
+		}
+		return false;
+	}
+	run_ = Run::Running;
+	return true;
+}
+
+void Device::refuse(Call what, bool link_up)
+{
+	switch (what) {
+	case Call::Poll:
+		plat_.schedule();	// the platform calls again later
+		return;
+	case Call::Timer:
+		timer_pending_ = true;
+		plat_.schedule();
+		return;
+	case Call::Reset:
+		reset_pending_ = true;
+		return;
+	case Call::Link:
+		link_pending_ = link_up;
+		return;
+	case Call::Receive:
+		out_.rx_ready = true;	// ask for the frame again
+		break;
+	case Call::RegRead:
+	case Call::RegWrite:
+	case Call::DbWrite:
+		guest_error("blocked re-entrant register or doorbell access");
+		break;
+	}
+	cnt_.reentry_refused++;
+}
+
+void Device::run_deferred()
+{
+	if (reset_pending_) {
+		reset_pending_ = false;
+		reset();
+	}
+	if (link_pending_) {
+		const bool up = *link_pending_;
+		link_pending_.reset();
+		set_link(up);
+	}
+}
+
+void Device::leave(Run prev) noexcept
+{
+	if (prev == Run::Draining) {
+		run_ = Run::Draining;	// nested in an exit: it sends for us
+		return;
+	}
+	draining_ = true;
+	try {
+		drain();
+	} catch (...) {
+		run_ = Run::Running;
+		internal_error();
+	}
+	draining_ = false;
+	run_ = Run::Idle;
+}
+
+// The exit path: deferred calls, then frames and rx_ready() to the
+// platform, which may enter the engine again (nested entries only queue).
+void Device::drain()
+{
+	for (unsigned int sent = 0;;) {
+		if (reset_pending_ || link_pending_) {
+			run_ = Run::Running;
+			try {
+				run_deferred();
+			} catch (...) {
+				internal_error();
+			}
+		}
+		run_ = Run::Draining;
+		if (out_.rx_ready) {
+			out_.rx_ready = false;
+			plat_.rx_ready_now();
+		}
+		if (out_.frames.empty())
+			return;
+		if (sent++ == kDrainFrames) {
+			plat_.schedule();	// the next poll() hands over more
+			return;
+		}
+		// The frame stays queued (and untouched) until sent.
+		plat_.send_now(out_.frames.front());
+		out_.frames.pop();
+	}
+}
+
+void Device::internal_error() noexcept
+{
+	try {
+		guest_error("internal error, device stopped until reset");
+		fatal(VRNIC_ERR_INTERNAL);
+	} catch (...) {
+		// Even the event could not be posted: the registers say it.
+		if (!(status_ & VRNIC_STATUS_FATAL))
+			error_ = VRNIC_ERR_INTERNAL;
+		status_ = (status_ | VRNIC_STATUS_FATAL) & ~VRNIC_STATUS_READY;
+		admin_pending_ = tx_pending_ = false;
+	}
 }
 
 uint32_t Device::reg_read(uint64_t offset, unsigned int size)
@@ -383,6 +508,10 @@ void Device::db_write(uint64_t offset, uint64_t value, unsigned int size)
 
 void Device::poll()
 {
+	if (timer_pending_) {
+		timer_pending_ = false;
+		timer();
+	}
 	if (!ready()) {
 		// Reset or fatal: anything still marked pending is dropped.
 		admin_pending_ = tx_pending_ = false;
@@ -403,7 +532,8 @@ void Device::poll()
 		if (budget == 0)
 			tx_pending_ = true;
 	}
-	const bool rdma_more = rdma_.poll();
+	// The transport runs when a round of its frames fits the outbox.
+	const bool rdma_more = out_.frames.room() < kRdmaRoom || rdma_.poll();
 	if (admin_pending_ || tx_pending_ || rdma_more)
 		plat_.schedule();	// bounded work: come back later
 }

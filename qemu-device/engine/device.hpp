@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -28,6 +29,8 @@ struct DeviceCounters {
 	uint64_t eq_overflows = 0;
 	uint64_t dma_errors = 0;
 	uint64_t admin_cmds = 0;
+	uint64_t reentry_refused = 0;	// entry points called while running
+	uint64_t loopback_drops = 0;	// looped-back frames, queue full
 };
 
 // One Ethernet descriptor ring (TX or RX) in guest memory.
@@ -56,6 +59,37 @@ class Device {
 public:
 	Device(const vrnic_engine_config &cfg, const vrnic_platform_ops *ops,
 	       void *opaque);
+	// No wake-up from the budget while the members are torn down.
+	~Device() { budget_.on_release(nullptr); }
+	Device(const Device &) = delete;
+	Device &operator=(const Device &) = delete;
+
+	// Entry rules.  Every extern "C" entry point (capi.cpp) is one call
+	// of enter() ... leave(), and the engine is never re-entered:
+	// - A platform callback made while the engine runs (DMA, interrupt,
+	//   timer, log) may call an entry point; that call is refused: a
+	//   receive returns 0 (the platform holds the frame, rx_ready()
+	//   follows), register and doorbell accesses are dropped and logged,
+	//   poll, timer, reset and link changes are deferred until the
+	//   engine is left.
+	// - Frames for the wire and rx_ready() are queued (Outbox) and handed
+	//   to the platform only by the outermost entry point as it returns,
+	//   kDrainFrames at most, the rest scheduled.  A frame the platform
+	//   delivers back synchronously meanwhile is an ordinary nested entry
+	//   that only queues; the same loop sends what it queued.
+	// - A C++ exception stops at the entry point: the device goes FATAL
+	//   (VRNIC_ERR_INTERNAL) and waits for a reset.
+	enum class Call : uint8_t {
+		Reset, RegRead, RegWrite, DbWrite, Poll, Timer, Receive, Link
+	};
+	enum class Run : uint8_t { Idle, Running, Draining };
+	[[nodiscard]] Run state() const { return run_; }
+	// False: the engine is running and the call is refused (and handled
+	// as the rules say); otherwise it runs until leave(previous state).
+	[[nodiscard]] bool enter(Call what, bool link_up = false) noexcept;
+	void leave(Run prev) noexcept;
+	// An exception reached an entry point.
+	void internal_error() noexcept;
 
 	void reset();
 	uint32_t reg_read(uint64_t offset, unsigned int size);
@@ -72,10 +106,23 @@ public:
 	// Work bounds: admin commands and TX frames handled per poll().
 	static constexpr unsigned int kAdminBudget = 64;
 	static constexpr unsigned int kTxBudget = 256;
+	// Outgoing frames held until the engine is left, and how many one
+	// exit hands over.  A round of poll() fits (Ethernet TX stops and the
+	// transport waits while less than a frame / a round is free).
+	static constexpr size_t kOutboxBytes = 4 << 20;
+	static constexpr unsigned int kDrainFrames = 1024;
+	static constexpr size_t kTxRoom = 2 * (size_t(VRNIC_ETH_MAX_FRAME) + 8);
+	static constexpr size_t kRdmaRoom =
+		2 * size_t(Rdma::kPktBudget) * (4096 + 256);
+	// Bytes of page lists an admin pass copies before it yields: one
+	// largest list (8 MiB) more at most.
+	static constexpr uint64_t kAdminCopyBudget = 8ull << 20;
 
 	[[nodiscard]] const DeviceCounters &counters() const { return cnt_; }
 	[[nodiscard]] const Rdma &rdma() const { return rdma_; }
+	[[nodiscard]] const HostBudget &budget() const { return budget_; }
 	[[nodiscard]] bool ready() const { return status_ & VRNIC_STATUS_READY; }
+	[[nodiscard]] const Outbox &outbox() const { return out_; }
 
 private:
 	// Registers
@@ -83,6 +130,9 @@ private:
 	void enable();
 	void fatal(uint32_t err);
 	void guest_error(const std::string &msg);
+	void refuse(Call what, bool link_up);
+	void run_deferred();
+	void drain();
 
 	// Admin queue
 	void process_admin();
@@ -112,8 +162,14 @@ private:
 	void rx_drop(RxDrop why, size_t len);
 	void post_async(uint8_t type, uint32_t id, uint64_t data = 0);
 
+	Outbox out_;
 	Platform plat_;
 	vrnic_engine_config cfg_;
+	Run run_ = Run::Idle;
+	bool draining_ = false;
+	bool reset_pending_ = false;
+	bool timer_pending_ = false;
+	std::optional<bool> link_pending_;
 
 	// Register state
 	uint32_t status_ = 0;
@@ -147,6 +203,8 @@ private:
 	std::vector<uint8_t> tx_buf_;
 	DeviceCounters cnt_;
 	std::array<uint8_t, 6> mac_{};
+	// Before rdma_: everything rdma_ holds is charged to it.
+	HostBudget budget_;
 	Rdma rdma_;
 };
 

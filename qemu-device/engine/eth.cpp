@@ -118,6 +118,10 @@ void Device::process_tx(EthRing &r, unsigned int qid, unsigned int &budget)
 	bool progressed = false;
 
 	while (budget > 0 && r.head != r.pi) {
+		if (out_.frames.room() < kTxRoom) {
+			budget = 0;	// the outbox is full: next round
+			break;
+		}
 		uint16_t idx = r.head;
 		size_t len = 0;
 		unsigned int n = 0;

@@ -32,14 +32,15 @@ uint64_t pages_spanned(uint64_t iova, uint64_t length, unsigned int shift)
 }
 
 // A page list as read from guest memory: little-endian, each address
-// aligned to the page size and not wrapping.
+// non-zero, aligned to the page size and not wrapping.  The same page may
+// appear more than once (each entry is charged all the same).
 bool decode_pages(std::vector<uint64_t> &pages, unsigned int shift)
 {
 	const uint64_t psz = 1ull << shift;
 
 	for (auto &p : pages) {
 		p = le(p);
-		if (p & (psz - 1) || p + psz < p)
+		if (p == 0 || p & (psz - 1) || p + psz < p)
 			return false;
 	}
 	return true;
@@ -82,6 +83,8 @@ uint8_t MrTable::create(const Platform &plat, const vrnic_admin_create_mr &c,
 		m.fast = true;
 		m.live = false;
 		m.capacity = npages;
+		if (!m.charge.take(budget_, uint64_t(npages) * sizeof(uint64_t)))
+			return VRNIC_ADMIN_ST_NO_RESOURCE;
 		m.pages.reserve(npages);
 		return insert(std::move(m), key);
 	}
@@ -101,6 +104,10 @@ uint8_t MrTable::create(const Platform &plat, const vrnic_admin_create_mr &c,
 		if (npages == 0 || npages != need || npages > VRNIC_MAX_MR_PAGES)
 			return VRNIC_ADMIN_ST_BAD_PARAM;
 		m.page_shift = shift;
+		// Charged before it is allocated: the budget, not the guest,
+		// bounds what page lists hold.
+		if (!m.charge.take(budget_, uint64_t(npages) * sizeof(uint64_t)))
+			return VRNIC_ADMIN_ST_NO_RESOURCE;
 		m.pages.resize(npages);
 		switch (c.pbl_mode) {
 		case VRNIC_PBL_INLINE: {
@@ -119,6 +126,10 @@ uint8_t MrTable::create(const Platform &plat, const vrnic_admin_create_mr &c,
 		case VRNIC_PBL_LEVEL2: {
 			const uint32_t nl1 = (npages + VRNIC_PBL_PER_PAGE - 1) /
 					     VRNIC_PBL_PER_PAGE;
+			// The level 1 list is held only during this command.
+			Charge l1_charge;
+			if (!l1_charge.take(budget_, uint64_t(nl1) * sizeof(uint64_t)))
+				return VRNIC_ADMIN_ST_NO_RESOURCE;
 			std::vector<uint64_t> l1(nl1);
 			if (!plat.dma_read(le(c.pbl), l1.data(),
 					   l1.size() * sizeof(uint64_t)))

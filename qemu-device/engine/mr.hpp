@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "budget.hpp"
 #include "platform.hpp"
 #include "vrnic_hw.h"
 
@@ -25,6 +26,7 @@ struct Mr {
 	bool live = true;		// fast: registered, keys usable
 	uint32_t capacity = 0;		// fast: most pages a REG_MR may give
 	std::vector<uint64_t> pages;	// bus address of each page
+	Charge charge;			// pages' host memory (capacity, fast)
 	uint32_t windows = 0;		// region: windows bound to it
 	// A memory window (type 1 or 2; 0: this is a region).  live means
 	// bound; iova, length and access are then the window's own, onto
@@ -38,7 +40,8 @@ enum class MrCheck { Ok, BadKey, BadPd, Access, Bounds };
 
 class MrTable {
 public:
-	MrTable() : mrs_(VRNIC_MAX_MR) {}
+	explicit MrTable(HostBudget &budget)
+		: budget_(budget), mrs_(VRNIC_MAX_MR) {}
 
 	// Copy the page list out of guest memory once and validate it.
 	// kernel: the caller is the kernel driver (PHYS mode allowed).
@@ -90,6 +93,7 @@ private:
 	template <typename F>
 	static bool for_each_piece(const Mr &mr, uint64_t addr, size_t len, F f);
 
+	HostBudget &budget_;
 	std::vector<Mr> mrs_;
 	uint32_t next_ = 0;	// where the free slot search starts
 };

@@ -10,9 +10,20 @@
 #include <string>
 #include <type_traits>
 
+#include "frame_queue.hpp"
 #include "vrnic_engine.h"
 
 namespace vrnic {
+
+// What the engine hands to the platform only when its outermost entry
+// point returns, because the platform may call straight back into the
+// engine from it: frames for the wire, and the rx_ready() signal.
+struct Outbox {
+	explicit Outbox(size_t bytes) : frames(bytes) {}
+	FrameQueue frames;
+	bool rx_ready = false;
+	uint64_t dropped = 0;		// frames that found the queue full
+};
 
 static_assert(std::endian::native == std::endian::little,
 	      "the engine stores hardware structures in host order; "
@@ -26,8 +37,8 @@ constexpr T le(T v) { return v; }
 
 class Platform {
 public:
-	Platform(const vrnic_platform_ops *ops, void *opaque)
-		: ops_(ops), opaque_(opaque) {}
+	Platform(const vrnic_platform_ops *ops, void *opaque, Outbox &out)
+		: ops_(ops), opaque_(opaque), out_(&out) {}
 
 	[[nodiscard]] bool dma_read(uint64_t addr, void *buf, size_t len) const
 	{
@@ -67,9 +78,12 @@ public:
 			dma_write(addr + tail, p + tail, sizeof(T) - tail)) &&
 		       dma_write(addr + phase_off, p + phase_off, 4);
 	}
+	// Queue one frame for the wire (see Outbox); a full queue drops it,
+	// as a full FIFO of a NIC does.
 	void send_frame(std::span<const uint8_t> frame) const
 	{
-		ops_->send_frame(opaque_, frame.data(), frame.size());
+		if (!out_->frames.push(frame))
+			out_->dropped++;
 	}
 	void raise_irq(unsigned int vector) const
 	{
@@ -77,7 +91,14 @@ public:
 		ops_->raise_irq(opaque_, vector);
 	}
 	void schedule() const { ops_->schedule(opaque_); }
-	void rx_ready() const { ops_->rx_ready(opaque_); }
+	// Deferred like frames: signalled when the engine is left.
+	void rx_ready() const { out_->rx_ready = true; }
+	// Only for the engine's exit path, with the engine not running.
+	void send_now(std::span<const uint8_t> frame) const
+	{
+		ops_->send_frame(opaque_, frame.data(), frame.size());
+	}
+	void rx_ready_now() const { ops_->rx_ready(opaque_); }
 	[[nodiscard]] uint64_t now_ns() const { return ops_->now_ns(opaque_); }
 	void timer_arm(uint64_t deadline) const
 	{
@@ -96,6 +117,7 @@ public:
 private:
 	const vrnic_platform_ops *ops_;
 	void *opaque_;
+	Outbox *out_;
 };
 
 } // namespace vrnic

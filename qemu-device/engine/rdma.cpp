@@ -20,15 +20,22 @@ constexpr uint32_t handle(uint32_t index, uint16_t gen)
 
 bool aligned(uint64_t v, uint64_t a) { return v != 0 && v % a == 0; }
 
+// What a QP holds for its whole life besides its rings: the responder
+// resources (READ/atomic, at most VRNIC_MAX_RD_ATOMIC) and the copy of
+// the receive WQE it is filling.
+constexpr uint64_t kQpReserve =
+	VRNIC_MAX_RD_ATOMIC * (sizeof(RdResource) + 16) + sizeof(RecvWqe) +
+	VRNIC_MAX_SGE * sizeof(vrnic_sge);
+
 } // namespace
 
-Rdma::Rdma(const Platform &plat, DeviceCounters &dcnt,
+Rdma::Rdma(const Platform &plat, HostBudget &budget, DeviceCounters &dcnt,
 	   std::array<EventQueue, VRNIC_MAX_EQS> &eqs,
 	   const std::array<bool, VRNIC_NUM_DB_PAGES> &uctx_used,
 	   const std::array<uint8_t, 6> &mac, const uint32_t &port_mtu)
-	: plat_(plat), dcnt_(dcnt), eqs_(eqs), uctx_used_(uctx_used), mac_(mac),
+	: plat_(plat), budget_(budget), dcnt_(dcnt), eqs_(eqs), uctx_used_(uctx_used), mac_(mac),
 	  port_mtu_(port_mtu), pds_(VRNIC_MAX_PD), cqs_(VRNIC_MAX_CQ), qps_(VRNIC_MAX_QP),
-	  srqs_(VRNIC_MAX_SRQ), xrcds_(VRNIC_MAX_XRCD),
+	  srqs_(VRNIC_MAX_SRQ), xrcds_(VRNIC_MAX_XRCD), mrs_(budget),
 	  frame_(VRNIC_ETH_MAX_FRAME), scratch_(VRNIC_ETH_MAX_FRAME)
 {
 }
@@ -65,8 +72,8 @@ void Rdma::reset()
 	cnt_ = RdmaCounters();
 }
 
-bool RingMem::load(const Platform &plat, uint64_t b, uint8_t flags,
-		   uint64_t bytes)
+bool RingMem::load(const Platform &plat, HostBudget &budget, uint64_t b,
+		   uint8_t flags, uint64_t bytes, bool &nomem)
 {
 	base = b;
 	pages.clear();
@@ -75,6 +82,10 @@ bool RingMem::load(const Platform &plat, uint64_t b, uint8_t flags,
 	if (!(flags & VRNIC_RING_PAGED))
 		return aligned(b, VRNIC_RING_ALIGN) && b + bytes > b;
 	const uint64_t n = (bytes + VRNIC_RING_PAGE_SIZE - 1) / VRNIC_RING_PAGE_SIZE;
+	if (!charge.take(budget, n * sizeof(uint64_t))) {
+		nomem = true;
+		return false;
+	}
 	pages.resize(n);
 	if (!aligned(b, 8) || !plat.dma_read(b, pages.data(), n * sizeof(uint64_t)))
 		return false;
@@ -231,14 +242,15 @@ uint8_t Rdma::create_cq(const vrnic_admin_create_cq &c, uint32_t &result)
 	const uint32_t uctx = le(c.uctx);
 
 	RingMem ring;
+	bool nomem = false;
 
 	if (uctx >= uctx_used_.size() || !uctx_used_[uctx] ||
 	    !aligned(le(c.dbrec), 8) ||
 	    c.log_depth < 1 || c.log_depth > VRNIC_MAX_CQ_LOG_DEPTH ||
 	    c.eqn == 0 || c.eqn >= eqs_.size() || !eqs_[c.eqn].enabled() ||
-	    !ring.load(plat_, le(c.base), c.ring_flags,
-		       uint64_t(sizeof(vrnic_cqe)) << c.log_depth))
-		return VRNIC_ADMIN_ST_BAD_PARAM;
+	    !ring.load(plat_, budget_, le(c.base), c.ring_flags,
+		       uint64_t(sizeof(vrnic_cqe)) << c.log_depth, nomem))
+		return nomem ? VRNIC_ADMIN_ST_NO_RESOURCE : VRNIC_ADMIN_ST_BAD_PARAM;
 	for (uint32_t i = 1; i < cqs_.size(); i++) {
 		if (cqs_[i].valid)
 			continue;
@@ -267,6 +279,7 @@ uint8_t Rdma::destroy_cq(uint32_t cqn)
 	if (cq->refs)
 		return VRNIC_ADMIN_ST_BUSY;
 	cq->valid = false;
+	cq->ring = RingMem();	// its page list goes back to the budget
 	return VRNIC_ADMIN_ST_OK;
 }
 
@@ -302,11 +315,16 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 			return VRNIC_ADMIN_ST_BAD_PARAM;
 	}
 	RingMem sq, rq;
-	if (!sq.load(plat_, le(c.sq_base), c.sq_flags,
-		     uint64_t(1) << (c.sq_log_depth + c.sq_wqe_shift)) ||
-	    (!srq && !ini && !rq.load(plat_, le(c.rq_base), c.rq_flags,
-			      uint64_t(1) << (c.rq_log_depth + c.rq_wqe_shift))))
-		return VRNIC_ADMIN_ST_BAD_PARAM;
+	bool nomem = false;
+	if (!sq.load(plat_, budget_, le(c.sq_base), c.sq_flags,
+		     uint64_t(1) << (c.sq_log_depth + c.sq_wqe_shift), nomem) ||
+	    (!srq && !ini && !rq.load(plat_, budget_, le(c.rq_base), c.rq_flags,
+			      uint64_t(1) << (c.rq_log_depth + c.rq_wqe_shift),
+			      nomem)))
+		return nomem ? VRNIC_ADMIN_ST_NO_RESOURCE : VRNIC_ADMIN_ST_BAD_PARAM;
+	Charge reserve;
+	if (!reserve.take(budget_, kQpReserve))
+		return VRNIC_ADMIN_ST_NO_RESOURCE;
 	// The GSI QP is QP1, always: index 1, generation 0.  Others start at 2.
 	const bool gsi = c.type == VRNIC_QPT_GSI;
 	for (uint32_t i = gsi ? VRNIC_GSI_QPN : 2;
@@ -329,6 +347,7 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 			srq->refs++;
 		qp.sq = std::move(sq);
 		qp.rq = std::move(rq);
+		qp.reserve = std::move(reserve);
 		qp.dbrec = le(c.dbrec);
 		qp.sq_log = c.sq_log_depth;
 		qp.rq_log = c.rq_log_depth;
@@ -351,6 +370,9 @@ uint8_t Rdma::create_xrc_tgt(const vrnic_admin_create_qp &c, uint32_t &result)
 	if (le(c.uctx) != 0 || !lookup(xrcds_, le(c.xrcdn)) || le(c.srqn) ||
 	    le(c.pdn) || le(c.send_cqn) || le(c.recv_cqn))
 		return VRNIC_ADMIN_ST_BAD_PARAM;
+	Charge reserve;
+	if (!reserve.take(budget_, kQpReserve))
+		return VRNIC_ADMIN_ST_NO_RESOURCE;
 	for (uint32_t i = 2; i < qps_.size(); i++) {
 		if (qps_[i].valid)
 			continue;
@@ -362,6 +384,7 @@ uint8_t Rdma::create_xrc_tgt(const vrnic_admin_create_qp &c, uint32_t &result)
 		qp.type = VRNIC_QPT_XRC_TGT;
 		qp.qpn = handle(i, gen);
 		qp.xrcdn = le(c.xrcdn);
+		qp.reserve = std::move(reserve);
 		qp.attr.state = VRNIC_QPS_RESET;
 		result = qp.qpn;
 		return VRNIC_ADMIN_ST_OK;
@@ -477,6 +500,7 @@ uint8_t Rdma::create_srq(const vrnic_admin_create_srq &c, uint32_t &result)
 	const bool xrc = c.srq_type == VRNIC_SRQT_XRC;
 	Cq *cq = xrc ? find_cq(le(c.cqn)) : nullptr;
 	RingMem ring;
+	bool nomem = false;
 
 	if (c.srq_type > VRNIC_SRQT_XRC ||
 	    (xrc && (!cq || cq->uctx != uctx || !lookup(xrcds_, le(c.xrcdn)))) ||
@@ -485,9 +509,9 @@ uint8_t Rdma::create_srq(const vrnic_admin_create_srq &c, uint32_t &result)
 	if (uctx >= uctx_used_.size() || !uctx_used_[uctx] || !pd ||
 	    pd->uctx != uctx || c.log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
 	    c.wqe_shift < 5 || c.wqe_shift > 9 || !aligned(le(c.dbrec), 8) ||
-	    !ring.load(plat_, le(c.base), c.ring_flags,
-		       uint64_t(1) << (c.log_depth + c.wqe_shift)))
-		return VRNIC_ADMIN_ST_BAD_PARAM;
+	    !ring.load(plat_, budget_, le(c.base), c.ring_flags,
+		       uint64_t(1) << (c.log_depth + c.wqe_shift), nomem))
+		return nomem ? VRNIC_ADMIN_ST_NO_RESOURCE : VRNIC_ADMIN_ST_BAD_PARAM;
 	for (uint32_t i = 1; i < srqs_.size(); i++) {
 		if (srqs_[i].valid)
 			continue;
@@ -538,6 +562,7 @@ uint8_t Rdma::destroy_srq(uint32_t srqn)
 	if (Cq *cq = srq->type == VRNIC_SRQT_XRC ? find_cq(srq->cqn) : nullptr)
 		cq->refs--;
 	srq->valid = false;
+	srq->ring = RingMem();	// its page list goes back to the budget
 	return VRNIC_ADMIN_ST_OK;
 }
 
@@ -715,6 +740,7 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 		fresh.srqn = qp.srqn;
 		fresh.sq = std::move(qp.sq);
 		fresh.rq = std::move(qp.rq);
+		fresh.reserve = std::move(qp.reserve);
 		fresh.dbrec = qp.dbrec;
 		fresh.sq_log = qp.sq_log;
 		fresh.rq_log = qp.rq_log;
@@ -885,22 +911,25 @@ void Rdma::complete_recv(Qp &qp, uint8_t status, uint8_t opcode, uint32_t len,
 	cq_post(qp.recv_cqn, cqe, solicited);
 }
 
+// State only: the QP's containers stay as they are (callers may hold
+// references into them) until flush() runs from poll().
 void Rdma::qp_error(Qp &qp, bool event)
 {
 	qp.attr.state = VRNIC_QPS_ERR;
 	qp.ack_deadline = qp.rnr_deadline = 0;
 	qp.flush_pending = true;
-	qp.resources.clear();
 	if (event)
 		eqs_[0].post(plat_, dcnt_, VRNIC_EQE_QP_FATAL, qp.qpn);
 	plat_.schedule();
 }
 
 // Complete everything outstanding with WR_FLUSH_ERR, bounded per call.
+// Called from the top of poll() only: it releases the QP's containers.
 void Rdma::flush(Qp &qp, unsigned int &budget)
 {
 	vrnic_qp_dbrec rec{};
 
+	qp.resources.clear();	// a QP in ERR answers nothing any more
 	if (qp.type == VRNIC_QPT_XRC_TGT) {
 		// No queues of its own: only a receive in progress, on the
 		// SRQ it came from.

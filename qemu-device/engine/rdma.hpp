@@ -11,7 +11,9 @@
 #include <span>
 #include <vector>
 
+#include "budget.hpp"
 #include "eq.hpp"
+#include "frame_queue.hpp"
 #include "gid.hpp"
 #include "mr.hpp"
 #include "platform.hpp"
@@ -55,6 +57,7 @@ struct RdmaCounters {
 struct RingMem {
 	uint64_t base = 0;
 	std::vector<uint64_t> pages;
+	Charge charge;			// the page list's host memory
 	[[nodiscard]] uint64_t addr(uint64_t off) const
 	{
 		if (pages.empty())
@@ -62,9 +65,10 @@ struct RingMem {
 		return pages[(off / VRNIC_RING_PAGE_SIZE) % pages.size()] +
 		       off % VRNIC_RING_PAGE_SIZE;
 	}
-	// Validate and take a ring of `bytes`; false if unusable.
-	bool load(const Platform &plat, uint64_t base, uint8_t flags,
-		  uint64_t bytes);
+	// Validate and take a ring of `bytes`; false if unusable (nomem
+	// set when the page list could not be charged to the budget).
+	bool load(const Platform &plat, HostBudget &budget, uint64_t base,
+		  uint8_t flags, uint64_t bytes, bool &nomem);
 };
 
 struct Pd {
@@ -137,6 +141,7 @@ struct SendWqe {
 	};
 	std::vector<vrnic_sge> sges;	// validated local SGEs
 	std::vector<uint8_t> inline_data;
+	Charge charge;			// this copy's host memory
 	// transport
 	bool psn_assigned = false;
 	uint32_t psn_first = 0;
@@ -179,6 +184,9 @@ struct Qp {
 	uint32_t send_cqn = 0;
 	uint32_t recv_cqn = 0;
 	RingMem sq, rq;
+	// Host memory held for the QP's lifetime: its responder resources
+	// and its receive WQE copy, charged once at CREATE_QP.
+	Charge reserve;
 	uint64_t dbrec = 0;
 	unsigned int sq_log = 0, rq_log = 0, sq_shift = 0, rq_shift = 0;
 	vrnic_qp_attr attr{};
@@ -249,9 +257,23 @@ bool scatter_sges(const Platform &plat, const MrTable &mrs, uint32_t pdn,
 		  const std::vector<vrnic_sge> &sges, uint32_t off,
 		  const uint8_t *src, uint32_t len);
 
+// Lifetimes: no reference or iterator into device state survives a call
+// that can change a QP's state.  The rule that makes this hold:
+// - A call that moves a QP to ERR (qp_error(), nak(fatal), resp_fail(),
+//   requester_error(), fail_fetched(), sq_producer()) changes the state
+//   and marks the QP for flushing; it never frees, clears or reorders a
+//   per-QP container (inflight, resources, recv and their SGE lists).
+// - Those containers shrink only at the top level: flush() from poll(),
+//   MODIFY_QP to RESET and DESTROY_QP (admin, nothing held), and
+//   retire()/take_resource(), whose callers hold no reference into the
+//   container they pop afterwards.
+// - A loop re-checks the QP's state after every call that can fail and
+//   stops once the QP left the state it started in.
+// - The engine is never re-entered (Device::enter), so nothing changes
+//   behind a caller's back during a platform callback either.
 class Rdma {
 public:
-	Rdma(const Platform &plat, DeviceCounters &dcnt,
+	Rdma(const Platform &plat, HostBudget &budget, DeviceCounters &dcnt,
 	     std::array<EventQueue, VRNIC_MAX_EQS> &eqs,
 	     const std::array<bool, VRNIC_NUM_DB_PAGES> &uctx_used,
 	     const std::array<uint8_t, 6> &mac, const uint32_t &port_mtu);
@@ -272,10 +294,18 @@ public:
 
 	[[nodiscard]] const RdmaCounters &counters() const { return cnt_; }
 	[[nodiscard]] const Qp *qp(uint32_t qpn) const;
+	[[nodiscard]] const FrameQueue &loopback() const { return loopback_; }
 
 	static constexpr unsigned int kPktBudget = 256;
 	// Unacknowledged packets a QP may have in flight.
 	static constexpr unsigned int kWindow = 512;
+	// Frames this device sends to itself, received by the next poll().
+	static constexpr size_t kLoopbackBytes = 2 << 20;
+	// Send WQEs fetched ahead of the window: a QP holds at most
+	// kWindow + kLookahead copies (each charged to the budget).
+	static constexpr unsigned int kLookahead = 16;
+	// Host bytes charged per copied send WQE: the copy and its stride.
+	[[nodiscard]] static uint64_t send_wqe_charge(const Qp &qp);
 
 private:
 	template <typename T> T *lookup(std::vector<T> &tab, uint32_t handle);
@@ -364,6 +394,7 @@ private:
 	void arm_timer();
 
 	const Platform &plat_;
+	HostBudget &budget_;
 	DeviceCounters &dcnt_;
 	std::array<EventQueue, VRNIC_MAX_EQS> &eqs_;
 	const std::array<bool, VRNIC_NUM_DB_PAGES> &uctx_used_;
@@ -380,7 +411,7 @@ private:
 	RdmaCounters cnt_;
 	std::vector<uint8_t> frame_;	// one outgoing frame, allocated once
 	std::vector<uint8_t> scratch_;	// payload staging
-	std::deque<std::vector<uint8_t>> loopback_;
+	FrameQueue loopback_{kLoopbackBytes};
 };
 
 } // namespace vrnic

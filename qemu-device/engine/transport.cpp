@@ -17,6 +17,11 @@ namespace {
 
 constexpr uint8_t kCredits = 0x1f;	// "invalid credit count", as rxe
 
+// PSNs a requester may have outstanding (next_psn - una_psn) and a single
+// message may span: below half the 24-bit space, or PSN comparisons
+// (psn_diff) would read the window as negative.
+constexpr uint32_t kMaxOutstandingPsns = (1u << 23) - 1;
+
 // IBA table 45: RNR NAK timer field to microseconds.
 constexpr uint32_t kRnrTimerUs[32] = {
 	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
@@ -98,7 +103,8 @@ void Rdma::xmit_frame(size_t len)
 	cnt_.sent_bytes += len;
 	if (std::memcmp(frame_.data(), mac_.data(), 6) == 0) {
 		// Addressed to this device: loop it back through poll().
-		loopback_.emplace_back(frame_.begin(), frame_.begin() + long(len));
+		if (!loopback_.push({frame_.data(), len}))
+			dcnt_.loopback_drops++;
 		plat_.schedule();
 		return;
 	}
@@ -226,6 +232,7 @@ bool Rdma::read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status)
 	const uint32_t access = is_rd_atomic(w.opcode) ?
 				VRNIC_ACCESS_LOCAL_WRITE : 0;
 	uint64_t total = 0;
+	w.sges.reserve(hdr.num_sge);	// exactly what send_wqe_charge() counts
 	for (unsigned int i = 0; i < hdr.num_sge; i++) {
 		vrnic_sge s;
 		std::memcpy(&s, buf.data() + data + i * sizeof(s), sizeof(s));
@@ -279,15 +286,28 @@ void Rdma::fail_fetched(Qp &qp, SendWqe &&w, uint8_t status)
 	qp_error(qp);
 }
 
+uint64_t Rdma::send_wqe_charge(const Qp &qp)
+{
+	return sizeof(SendWqe) + (uint64_t(1) << qp.sq_shift);
+}
+
+// Copy posted WQEs, no further ahead than the send window can use: each
+// takes at least one PSN of the window or is a local operation, so
+// kWindow + kLookahead copies keep the window full.  A copy the host
+// budget cannot take now is not fetched yet; the QP waits (no error)
+// until memory comes back.
 void Rdma::fetch_sq(Qp &qp, unsigned int &budget)
 {
-	const uint32_t depth = 1u << qp.sq_log;
+	const size_t cap = std::min<size_t>(size_t(1) << qp.sq_log,
+					    kWindow + kLookahead);
 	uint32_t pi = 0;
 
 	if (qp.attr.state != VRNIC_QPS_RTS || !sq_producer(qp, pi))
 		return;
-	while (qp.sq_head != pi && qp.inflight.size() < depth && budget > 0) {
+	while (qp.sq_head != pi && qp.inflight.size() < cap && budget > 0) {
 		SendWqe w;
+		if (!w.charge.take(budget_, send_wqe_charge(qp)))
+			break;
 		uint8_t status = VRNIC_WC_ST_SUCCESS;
 		const bool ok = read_send_wqe(qp, qp.sq_head, w, status);
 		qp.sq_head++;
@@ -533,10 +553,21 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 			continue;
 		}
 		if (!w.psn_assigned) {
-			w.psn_assigned = true;
-			w.psn_first = qp.next_psn;
 			const uint32_t n = is_atomic(w.opcode) ?
 					   1 : npkts(w.length, qp.mtu);
+			// A message of 2^23 PSNs or more (2 GiB at MTU 256) can
+			// never be told apart from its successors: refused.  One
+			// that would take the outstanding PSNs past 2^23 - 1
+			// waits for earlier ones to complete.
+			if (n > kMaxOutstandingPsns) {
+				requester_error(qp, w, VRNIC_WC_ST_LOC_LEN_ERR);
+				return;
+			}
+			if (uint32_t(psn_diff(qp.next_psn, qp.una_psn)) + n >
+			    kMaxOutstandingPsns)
+				break;
+			w.psn_assigned = true;
+			w.psn_first = qp.next_psn;
 			w.psn_last = psn_add(w.psn_first, n - 1);
 			w.resp_psn = w.psn_first;
 			qp.next_psn = psn_add(w.psn_last, 1);
@@ -732,10 +763,25 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 			return;
 		}
 		case kAethNakSeq & 0xe0: {
+			// The NAK acknowledges what precedes its PSN: progress
+			// if that moves una_psn (the retries are refilled).
 			ack_upto(qp, h.psn);
 			retire(qp);
 			if (syn == kAethNakSeq) {
 				cnt_.rcvd_seq_err++;
+				// A go-back-N costs a retry, as a timeout does
+				// (IBA 9.7.5.2.8; rxe's COMPST_ERROR_RETRY): a
+				// repeated NAK cannot make the window resend
+				// forever.  Only an ACK, response or NAK that
+				// moves una_psn gives the retries back.
+				if (qp.inflight.empty() || qp.send_idx == 0)
+					return;
+				if (qp.retry_left == 0) {
+					requester_error(qp, qp.inflight.front(),
+							VRNIC_WC_ST_RETRY_EXC_ERR);
+					return;
+				}
+				qp.retry_left--;
 				rewind(qp, h.psn);
 				return;
 			}
@@ -1186,6 +1232,11 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 	}
 	if (op == READ_REQUEST) {
 		const Mr *mr = nullptr;
+		// Responses spanning 2^23 PSNs could not be told apart.
+		if (npkts(h.dma_len, qp.mtu) > kMaxOutstandingPsns) {
+			nak(qp, kAethNakInvReq, true);
+			return;
+		}
 		if (!(le(qp.attr.access) & VRNIC_ACCESS_REMOTE_READ) ||
 		    h.dma_len > VRNIC_MAX_MSG_SIZE ||
 		    (h.dma_len && mrs_.check_remote(h.rkey, qp.pdn, qp.qpn, h.va, h.dma_len,
@@ -1381,6 +1432,8 @@ void Rdma::respond(Qp &qp, unsigned int &budget)
 			continue;
 		if (!r.atomic) {
 			send_read_response(qp, r, budget);
+			if (qp.attr.state == VRNIC_QPS_ERR)
+				return;		// it failed: nothing more leaves
 			if (r.pending)
 				return;		// out of budget
 			continue;
@@ -1464,9 +1517,9 @@ bool Rdma::poll()
 	unsigned int budget = kPktBudget;
 
 	while (!loopback_.empty() && budget > 0) {
-		const std::vector<uint8_t> f = std::move(loopback_.front());
-		loopback_.pop_front();
-		receive(f);
+		// Read in place; frames it causes queue behind it.
+		receive(loopback_.front());
+		loopback_.pop();
 		budget--;
 	}
 	for (auto &qp : qps_) {

@@ -71,6 +71,10 @@ struct vrnic_engine_config {
 	uint8_t mac[6];
 	uint32_t num_msix;		/* vectors the glue provides */
 	bool link_up;
+	/* Host memory the guest may make the device hold (page lists,
+	 * copied WQEs, ...), in bytes; 0 = the default (256 MiB).  Clamped
+	 * to [16 MiB, 1 TiB]. */
+	uint64_t host_mem_budget;
 };
 
 struct vrnic_engine;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "fake_platform.hpp"
 
+#include <new>
 #include <stdexcept>
 
 namespace {
@@ -17,6 +18,8 @@ bool in_window(const FakePlatform *p, uint64_t addr, size_t len)
 const vrnic_platform_ops kOps = {
 	.dma_read = [](void *o, uint64_t addr, void *buf, size_t len) -> int {
 		auto *p = self(o);
+		if (p->throw_on_dma_read)
+			throw std::bad_alloc();
 		if (!in_window(p, addr, len))
 			return -1;
 		std::memcpy(buf, p->ptr(addr), len);
@@ -32,8 +35,14 @@ const vrnic_platform_ops kOps = {
 	.send_frame = [](void *o, const void *f, size_t len) {
 		auto *b = static_cast<const uint8_t *>(f);
 		self(o)->frames.emplace_back(b, b + len);
+		if (self(o)->on_send)
+			self(o)->on_send(b, len);
 	},
-	.raise_irq = [](void *o, unsigned int v) { self(o)->irqs.push_back(v); },
+	.raise_irq = [](void *o, unsigned int v) {
+		self(o)->irqs.push_back(v);
+		if (self(o)->on_irq)
+			self(o)->on_irq(v);
+	},
 	.schedule = [](void *o) { self(o)->schedules++; },
 	.rx_ready = [](void *o) { self(o)->rx_ready_calls++; },
 	.now_ns = [](void *o) -> uint64_t { return self(o)->now; },
@@ -44,13 +53,15 @@ const vrnic_platform_ops kOps = {
 
 } // namespace
 
-FakePlatform::FakePlatform(uint8_t mac_last, uint64_t mem_size)
+FakePlatform::FakePlatform(uint8_t mac_last, uint64_t mem_size,
+			   uint64_t host_mem_budget)
 	: mem(mem_size)
 {
 	const vrnic_engine_config cfg = {
 		.mac = {0x52, 0x54, 0x00, 0x12, 0x34, mac_last},
 		.num_msix = VRNIC_NUM_MSIX,
 		.link_up = true,
+		.host_mem_budget = host_mem_budget,
 	};
 	eng = vrnic_engine_new(&cfg, &kOps, this);
 	if (!eng)

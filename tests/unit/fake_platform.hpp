@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,9 @@ struct FakePlatform {
 	static constexpr uint64_t kMemBase = 0x100000;
 	static constexpr uint64_t kMemSize = 4 << 20;	// default window
 
-	explicit FakePlatform(uint8_t mac_last = 0x56, uint64_t mem_size = kMemSize);
+	// host_mem_budget: the engine's, 0 for its default.
+	explicit FakePlatform(uint8_t mac_last = 0x56, uint64_t mem_size = kMemSize,
+			      uint64_t host_mem_budget = 0);
 	~FakePlatform();
 	FakePlatform(const FakePlatform &) = delete;
 	FakePlatform &operator=(const FakePlatform &) = delete;
@@ -69,5 +72,10 @@ struct FakePlatform {
 	uint64_t now = 0;
 	uint64_t deadline = 0;
 	bool fail_dma = false;
+	// Tests of the engine's entry rules: called from inside the platform
+	// callbacks, where a real platform may call back into the engine.
+	std::function<void(const uint8_t *, size_t)> on_send;
+	std::function<void(unsigned)> on_irq;
+	bool throw_on_dma_read = false;	// dma_read throws std::bad_alloc
 	vrnic_engine *eng = nullptr;
 };

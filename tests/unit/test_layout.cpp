@@ -46,6 +46,7 @@ CHECK_OFF(vrnic_device_attr, max_qp, 32);
 CHECK_OFF(vrnic_device_attr, max_mtu, 76);
 CHECK_OFF(vrnic_device_attr, mac, 80);
 CHECK_OFF(vrnic_device_attr, gid_tbl_len, 86);
+CHECK_OFF(vrnic_device_attr, host_mem_budget, 88);
 CHECK_OFF(vrnic_port_attr, speed_mbps, 12);
 CHECK_OFF(vrnic_stats, admin_cmds, 72);
 CHECK_OFF(vrnic_stats, sent_pkts, 80);

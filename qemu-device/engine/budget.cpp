@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "budget.hpp"
+
+#include <algorithm>
+
+namespace vrnic {
+
+HostBudget::HostBudget(uint64_t limit)
+	: limit_(limit == 0 ? kDefault : std::clamp(limit, kMin, kMax))
+{
+}
+
+bool HostBudget::charge(uint64_t n)
+{
+	if (n > limit_ - used_) {
+		refused_++;
+		waiting_ = true;
+		return false;
+	}
+	used_ += n;
+	total_ += n;
+	peak_ = std::max(peak_, used_);
+	return true;
+}
+
+void HostBudget::release(uint64_t n)
+{
+	used_ -= std::min(n, used_);
+	if (waiting_ && wake_) {
+		waiting_ = false;
+		wake_();
+	}
+}
+
+} // namespace vrnic

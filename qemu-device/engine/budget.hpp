@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The device-wide host-memory budget: every host allocation whose size the
+// guest chooses (MR and ring page lists, copied WQEs, responder resources)
+// is charged here first and refused, or deferred, when the budget is spent.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace vrnic {
+
+class HostBudget {
+public:
+	// The default of the QEMU property host-mem-budget.
+	static constexpr uint64_t kDefault = 256ull << 20;
+	// Bounds on what the property may be set to.
+	static constexpr uint64_t kMin = 16ull << 20;
+	static constexpr uint64_t kMax = 1ull << 40;
+
+	explicit HostBudget(uint64_t limit);
+
+	// Take n bytes; false (nothing taken) if that would pass the limit.
+	[[nodiscard]] bool charge(uint64_t n);
+	void release(uint64_t n);
+
+	[[nodiscard]] uint64_t limit() const { return limit_; }
+	[[nodiscard]] uint64_t used() const { return used_; }
+	[[nodiscard]] uint64_t peak() const { return peak_; }
+	[[nodiscard]] uint64_t refused() const { return refused_; }
+	// Bytes ever charged: the admin queue's per-poll copy budget is
+	// measured in it (every page list copied was charged first).
+	[[nodiscard]] uint64_t charged_total() const { return total_; }
+	// Called once after a release that follows a refused charge, so
+	// work that waited for memory is retried.
+	void on_release(std::function<void()> f) { wake_ = std::move(f); }
+
+private:
+	uint64_t limit_;
+	uint64_t used_ = 0;
+	uint64_t peak_ = 0;
+	uint64_t refused_ = 0;
+	uint64_t total_ = 0;
+	bool waiting_ = false;
+	std::function<void()> wake_;
+};
+
+// Bytes charged to a HostBudget on behalf of the object that holds this;
+// released when that object is destroyed or overwritten.  Move-only.
+class Charge {
+public:
+	Charge() = default;
+	Charge(const Charge &) = delete;
+	Charge &operator=(const Charge &) = delete;
+	Charge(Charge &&o) noexcept : b_(o.b_), n_(o.n_)
+	{
+		o.b_ = nullptr;
+		o.n_ = 0;
+	}
+	Charge &operator=(Charge &&o) noexcept
+	{
+		if (this != &o) {
+			reset();
+			b_ = o.b_;
+			n_ = o.n_;
+			o.b_ = nullptr;
+			o.n_ = 0;
+		}
+		return *this;
+	}
+	~Charge() { reset(); }
+
+	// Charge n bytes (after releasing what this held); false if refused.
+	[[nodiscard]] bool take(HostBudget &b, uint64_t n)
+	{
+		reset();
+		if (!b.charge(n))
+			return false;
+		b_ = &b;
+		n_ = n;
+		return true;
+	}
+	void reset()
+	{
+		if (b_)
+			b_->release(n_);
+		b_ = nullptr;
+		n_ = 0;
+	}
+	[[nodiscard]] uint64_t bytes() const { return n_; }
+
+private:
+	HostBudget *b_ = nullptr;
+	uint64_t n_ = 0;
+};
+
+} // namespace vrnic

@@ -1,0 +1,503 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Resource limits (spec "Resource limits"): the host-memory budget, the
+// admin queue's copy budget, WQE fetch bounded by the send window, retries
+// bounded under NAKs, and outstanding PSNs below 2^23.
+#include <gtest/gtest.h>
+
+#include "engine_internal.hpp"
+#include "rdma_node.hpp"
+
+namespace {
+
+constexpr uint64_t B = FakePlatform::kMemBase;
+
+const vrnic::HostBudget &budget_of(const FakePlatform &p)
+{
+	return p.eng->dev.budget();
+}
+
+vrnic_admin_cmd op(uint8_t opcode)
+{
+	vrnic_admin_cmd c{};
+	c.opcode = opcode;
+	return c;
+}
+
+// The review's amplification: LEVEL2, page_shift 30, npages 2^20, length
+// 2^50, all 2048 level 1 pointers at one guest page (16 KiB + 4 KiB of
+// guest memory name an 8 MiB page list).
+constexpr uint64_t kL1 = B + 0x10000;	// 2048 pointers
+constexpr uint64_t kL2 = B + 0x20000;	// the one page they point at
+
+vrnic_admin_cmd amplifying_mr(uint32_t pdn)
+{
+	vrnic_admin_cmd c = op(VRNIC_ADMIN_CREATE_MR);
+	c.create_mr.iova = 0;
+	c.create_mr.length = 1ull << 50;
+	c.create_mr.pbl = kL1;
+	c.create_mr.pdn = pdn;
+	c.create_mr.npages = 1u << 20;
+	c.create_mr.page_shift = 30;
+	c.create_mr.pbl_mode = VRNIC_PBL_LEVEL2;
+	return c;
+}
+
+void point_l1_at_l2(FakePlatform &p, uint64_t page_value)
+{
+	for (unsigned i = 0; i < 2048; i++)
+		p.store<uint64_t>(kL1 + i * 8, kL2);
+	for (unsigned i = 0; i < 512; i++)
+		p.store<uint64_t>(kL2 + i * 8, page_value);
+}
+
+uint32_t kernel_pd(FakePlatform &p)
+{
+	const auto cqe = p.admin(op(VRNIC_ADMIN_CREATE_PD));
+	EXPECT_EQ(cqe.status, VRNIC_ADMIN_ST_OK);
+	return cqe.result;
+}
+
+} // namespace
+
+TEST(HostBudget, QueryDeviceReportsIt)
+{
+	FakePlatform p(0x56, FakePlatform::kMemSize, 64ull << 20);
+	p.enable();
+	vrnic_admin_cmd c = op(VRNIC_ADMIN_QUERY_DEVICE);
+	c.query.out_addr = B + 0x8000;
+	c.query.out_len = sizeof(vrnic_device_attr);
+	ASSERT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(p.load<vrnic_device_attr>(B + 0x8000).host_mem_budget, 64ull << 20);
+
+	FakePlatform d;		// 0: the default
+	d.enable();
+	ASSERT_EQ(d.admin(c).status, VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(d.load<vrnic_device_attr>(B + 0x8000).host_mem_budget,
+		  vrnic::HostBudget::kDefault);
+}
+
+// Page address 0 is refused (no bus address of a page the driver gives is
+// 0); the charge taken for the attempt is returned.
+TEST(HostBudget, PageAddressZeroIsRefused)
+{
+	FakePlatform p;
+	p.enable();
+	const uint32_t pd = kernel_pd(p);
+	const uint64_t base = budget_of(p).used();
+	point_l1_at_l2(p, 0);	// the review's zeroed page
+	EXPECT_EQ(p.admin(amplifying_mr(pd)).status, VRNIC_ADMIN_ST_BAD_PARAM);
+	EXPECT_EQ(budget_of(p).used(), base);
+}
+
+// Duplicate pages are accepted, and charged: repeated CREATE_MR stops
+// with NO_RESOURCE at the budget, DESTROY_MR gives it all back.
+TEST(HostBudget, Level2AmplificationStopsAtTheBudgetAndDestroyFreesIt)
+{
+	constexpr uint64_t kLimit = 64ull << 20;
+	constexpr uint64_t kList = (1ull << 20) * 8;	// 8 MiB per MR
+	FakePlatform p(0x56, FakePlatform::kMemSize, kLimit);
+	p.enable();
+	const uint32_t pd = kernel_pd(p);
+	const uint64_t base = budget_of(p).used();
+	point_l1_at_l2(p, 1ull << 30);	// one 1 GiB page, 2^20 times
+
+	std::vector<uint32_t> keys;
+	unsigned refused = 0;
+	for (unsigned i = 0; i < 32; i++) {
+		const auto cqe = p.admin(amplifying_mr(pd));
+		if (cqe.status == VRNIC_ADMIN_ST_OK) {
+			EXPECT_EQ(refused, 0u) << "accepted after a refusal";
+			keys.push_back(cqe.result);
+		} else {
+			EXPECT_EQ(cqe.status, VRNIC_ADMIN_ST_NO_RESOURCE);
+			refused++;
+		}
+		EXPECT_LE(budget_of(p).used(), kLimit);
+	}
+	EXPECT_GT(refused, 0u) << "32 x 8 MiB of page lists from 20 KiB of guest memory";
+	// Each also holds its 16 KiB level 1 list while it is built.
+	EXPECT_EQ(keys.size(), (kLimit - base - (16 << 10)) / kList);
+	EXPECT_LE(budget_of(p).peak(), kLimit);
+
+	for (uint32_t k : keys) {
+		vrnic_admin_cmd d = op(VRNIC_ADMIN_DESTROY_MR);
+		d.destroy.id = k;
+		EXPECT_EQ(p.admin(d).status, VRNIC_ADMIN_ST_OK);
+	}
+	EXPECT_EQ(budget_of(p).used(), base) << "page lists leaked";
+	EXPECT_EQ(p.admin(amplifying_mr(pd)).status, VRNIC_ADMIN_ST_OK);
+}
+
+// One admin pass copies at most kAdminCopyBudget (plus one list) of page
+// lists, not 64 commands' worth; the rest runs on later polls.
+TEST(HostBudget, AdminPassCopiesBoundedBytesPerPoll)
+{
+	FakePlatform p;
+	p.wr(VRNIC_REG_AQ_BASE_LO, uint32_t(B + 0x40000));
+	p.wr(VRNIC_REG_ACQ_BASE_LO, uint32_t(B + 0x60000));
+	p.wr(VRNIC_REG_AQ_LOG_DEPTH, 6);
+	p.wr(VRNIC_REG_AEQ_BASE_LO, uint32_t(FakePlatform::kAeq));
+	p.wr(VRNIC_REG_AEQ_LOG_DEPTH, 4);
+	p.wr(VRNIC_REG_CTRL, VRNIC_CTRL_ENABLE);
+	// Command 0 makes the PD (handle 1, generation 1), 1..16 the MRs.
+	vrnic_admin_cmd pd = op(VRNIC_ADMIN_CREATE_PD);
+	p.store(B + 0x40000, pd);
+	p.wr(VRNIC_REG_AQ_DB, 1);
+	p.run();
+	const uint32_t pdn = p.load<vrnic_admin_cqe>(B + 0x60000).result;
+	point_l1_at_l2(p, 1ull << 30);
+	for (unsigned i = 1; i <= 16; i++) {
+		vrnic_admin_cmd c = amplifying_mr(pdn);
+		c.token = uint16_t(i);
+		p.store(B + 0x40000 + i * sizeof(c), c);
+	}
+	const uint64_t before = budget_of(p).charged_total();
+	p.wr(VRNIC_REG_AQ_DB, 17);
+	vrnic_engine_poll(p.eng);
+	unsigned done = 0;
+	for (unsigned i = 1; i <= 16; i++)
+		done += (p.load<vrnic_admin_cqe>(B + 0x60000 + i * 16).flags &
+			 VRNIC_ACQE_PHASE) ? 1 : 0;
+	EXPECT_GE(done, 1u);
+	EXPECT_LE(budget_of(p).charged_total() - before,
+		  vrnic::Device::kAdminCopyBudget + (8ull << 20) + (16ull << 10));
+	EXPECT_LE(done, 2u) << "one poll copied " << done << " x 8 MiB";
+	p.run();
+	const auto last = p.load<vrnic_admin_cqe>(B + 0x60000 + 16 * 16);
+	EXPECT_EQ(last.sq_head, 17) << "the rest never ran";
+	EXPECT_EQ(last.status, VRNIC_ADMIN_ST_OK);
+}
+
+// ----------------------------------------------------------- data path
+
+namespace {
+
+vrnic_send_wqe send_wqe(uint64_t wr_id, uint8_t opcode = VRNIC_WR_SEND,
+			uint64_t raddr = 0, uint32_t rkey = 0)
+{
+	vrnic_send_wqe w{};
+	w.wr_id = wr_id;
+	w.opcode = opcode;
+	w.flags = VRNIC_WQE_SIGNALED;
+	w.remote_addr = raddr;
+	w.rkey = rkey;
+	return w;
+}
+
+const vrnic::Qp &qp_of(const Node &n, uint32_t qpn)
+{
+	return *n.p.eng->dev.rdma().qp(qpn);
+}
+
+} // namespace
+
+// 16384 WQEs on a QP whose peer never answers: the device copies what the
+// send window can use, not the whole SQ.
+TEST(SendWindow, WqesAreFetchedNoFurtherThanTheWindow)
+{
+	Node a{1}, b{2};
+	constexpr uint64_t kBigSq = Node::B + 0x1200000;	// 2^14 x 64 B
+	constexpr uint64_t kDb = Node::kQpDb + 0x40;
+	vrnic_admin_cmd c = op(VRNIC_ADMIN_CREATE_QP);
+	c.create_qp.sq_base = kBigSq;
+	c.create_qp.rq_base = Node::kRq;
+	c.create_qp.dbrec = kDb;
+	c.create_qp.pdn = a.pd;
+	c.create_qp.send_cqn = c.create_qp.recv_cqn = a.cq;
+	c.create_qp.sq_log_depth = 14;
+	c.create_qp.rq_log_depth = 0;
+	c.create_qp.sq_wqe_shift = 6;
+	c.create_qp.rq_wqe_shift = 5;
+	c.create_qp.type = VRNIC_QPT_RC;
+	const uint32_t qpn = a.admin_ok(c);
+	const uint32_t first = a.qp;
+	a.qp = qpn;
+	a.connect(b, 3, 100, 200);
+	a.qp = first;
+
+	const uint64_t base = budget_of(a.p).used();
+	for (uint32_t i = 0; i < (1u << 14); i++)	// zero-length SENDs
+		a.p.store(kBigSq + uint64_t(i) * 64, send_wqe(i));
+	a.p.store<uint32_t>(kDb, 1u << 14);
+	a.p.db(0, VRNIC_DB_SQ, qpn);
+	size_t most = 0, sent = 0;
+	for (int i = 0; i < 400; i++) {
+		vrnic_engine_poll(a.p.eng);
+		sent += a.p.frames.size();
+		a.p.frames.clear();
+		most = std::max(most, qp_of(a, qpn).inflight.size());
+	}
+	const size_t cap = vrnic::Rdma::kWindow + vrnic::Rdma::kLookahead;
+	EXPECT_LE(most, cap);
+	EXPECT_EQ(sent, vrnic::Rdma::kWindow) << "the window is still used whole";
+	EXPECT_LE(budget_of(a.p).used() - base,
+		  cap * vrnic::Rdma::send_wqe_charge(qp_of(a, qpn)));
+}
+
+// When the budget cannot take another WQE copy, the QP waits without an
+// error and goes on once memory is given back.
+TEST(SendWindow, AQpWaitsForMemoryThenContinues)
+{
+	Node a{1, false, Node::kCqLog, VRNIC_QPT_RC, 16ull << 20}, b{2};
+	Wire wire;
+	a.connect(b, 3, 100, 200);
+	b.connect(a, 3, 200, 100);
+	// Fill the budget with fast-register MRs (512 pages = 4 KiB each)
+	// until not even one WQE copy fits.
+	const vrnic::HostBudget &hb = budget_of(a.p);
+	const uint64_t wqe = vrnic::Rdma::send_wqe_charge(qp_of(a, a.qp));
+	std::vector<uint32_t> fillers;
+	for (uint32_t pages : {512u, 64u, 8u, 1u}) {
+		for (;;) {
+			vrnic_admin_cmd c = op(VRNIC_ADMIN_CREATE_MR);
+			c.create_mr.pdn = a.pd;
+			c.create_mr.npages = pages;
+			c.create_mr.pbl_mode = VRNIC_PBL_FAST;
+			const auto cqe = a.p.admin(c);
+			if (cqe.status != VRNIC_ADMIN_ST_OK)
+				break;
+			fillers.push_back(cqe.result);
+		}
+	}
+	ASSERT_LT(hb.limit() - hb.used(), wqe);
+	b.post_recv(1, {b.sge(0, 4096)});
+	a.post_send(send_wqe(7), {a.sge(0, 100)});
+	wire.run(a, b, [] { return false; }, 50);
+	vrnic_cqe cqe;
+	EXPECT_FALSE(a.poll_cq(cqe)) << "completed without memory for its copy";
+	EXPECT_EQ(qp_of(a, a.qp).attr.state, VRNIC_QPS_RTS) << "waiting is no error";
+	EXPECT_TRUE(qp_of(a, a.qp).inflight.empty());
+
+	vrnic_admin_cmd d = op(VRNIC_ADMIN_DESTROY_MR);
+	d.destroy.id = fillers.front();	// 512 pages: 4 KiB back
+	ASSERT_EQ(a.p.admin(d).status, VRNIC_ADMIN_ST_OK);
+	const auto sc = wire.completions(a, b, a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].wr_id, 7u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+}
+
+// ------------------------------------------------------------- retries
+
+// The same NAK-seq replayed: each go-back-N costs a retry, so the QP ends
+// in RETRY_EXC_ERR after retry_cnt resends of the window, not never.
+TEST(Retries, ARepeatedSequenceNakUsesUpTheRetries)
+{
+	Node a{1}, b{2};
+	constexpr uint8_t kRetry = 3;
+	a.connect(b, 3, 100, 200, kRetry);
+	b.connect(a, 3, 200, 100, kRetry);
+	constexpr uint32_t kLen = 64 << 10;	// 64 packets of 1 KiB
+	a.post_send(send_wqe(9, VRNIC_WR_RDMA_WRITE, Node::kIova, b.mr),
+		    {a.sge(0, kLen)});
+	a.p.run();
+	ASSERT_EQ(a.p.frames.size(), 64u);
+	// b sees PSN 101 before 100: one NAK-seq for PSN 100.
+	vrnic_engine_receive(b.p.eng, a.p.frames[1].data(), a.p.frames[1].size());
+	ASSERT_EQ(b.p.frames.size(), 1u);
+	const std::vector<uint8_t> nak = b.p.frames[0];
+	a.p.frames.clear();
+
+	uint64_t resent = 0;
+	unsigned naks = 0;
+	vrnic_cqe cqe{};
+	bool done = false;
+	for (; naks < 50 && !done; naks++) {
+		vrnic_engine_receive(a.p.eng, nak.data(), nak.size());
+		a.p.run();
+		for (const auto &f : a.p.frames)
+			resent += f.size();
+		a.p.frames.clear();
+		done = a.poll_cq(cqe);
+	}
+	ASSERT_TRUE(done) << "the window was resent " << naks << " times";
+	EXPECT_EQ(cqe.status, VRNIC_WC_ST_RETRY_EXC_ERR);
+	EXPECT_EQ(naks, kRetry + 1u);
+	EXPECT_EQ(a.counters().rcvd_seq_err, kRetry + 1u);
+	// retry_cnt resends of the 64-packet message, nothing more.
+	EXPECT_LE(resent, uint64_t(kRetry) * 64 * (1024 + 128));
+	EXPECT_GE(resent, uint64_t(kRetry) * kLen);
+}
+
+// ------------------------------------------------------- PSN space
+
+namespace {
+
+// A 2 GiB MR of two 1 GiB pages (never touched: no response arrives).
+uint32_t two_gib_mr(Node &n)
+{
+	vrnic_admin_cmd c = op(VRNIC_ADMIN_CREATE_MR);
+	c.create_mr.iova = 0;
+	c.create_mr.length = 1ull << 31;
+	c.create_mr.pbl = 1ull << 30;
+	c.create_mr.inline_pages[0] = 2ull << 30;
+	c.create_mr.pdn = n.pd;
+	c.create_mr.access = VRNIC_ACCESS_ALL;
+	c.create_mr.npages = 2;
+	c.create_mr.page_shift = 30;
+	c.create_mr.pbl_mode = VRNIC_PBL_INLINE;
+	return n.admin_ok(c);
+}
+
+// PSNs of the READ requests a sent.
+std::vector<uint32_t> read_psns(const Node &n)
+{
+	std::vector<uint32_t> out;
+	for (const auto &f : n.p.frames) {
+		// Ethernet 14 + IPv4 20 + UDP 8, then the BTH.
+		const uint8_t *bth = f.data() + 42;
+		if (bth[0] == (uint8_t(vrnic::roce::RC) | uint8_t(vrnic::roce::READ_REQUEST)))
+			out.push_back(uint32_t(bth[9]) << 16 | uint32_t(bth[10]) << 8 |
+				      bth[11]);
+	}
+	return out;
+}
+
+} // namespace
+
+// 2^31 bytes at MTU 256 span 2^23 PSNs: refused, the next READ is never
+// sent with a PSN that aliases the first one's.
+TEST(PsnSpace, A2GiBReadAtMtu256IsRefusedNotAliased)
+{
+	Node a{1}, b{2};
+	a.connect(b, 1, 100, 200);
+	const uint32_t big = two_gib_mr(a);
+	a.post_send(send_wqe(1, VRNIC_WR_RDMA_READ, 0, b.mr),
+		    {{0, 1u << 31, big}});
+	a.post_send(send_wqe(2, VRNIC_WR_RDMA_READ, Node::kIova, b.mr),
+		    {a.sge(0, 4096)});
+	a.p.run();
+	const auto psns = read_psns(a);
+	for (uint32_t psn : psns)
+		EXPECT_LT((psn - 100) & 0xffffff, 1u << 23) << "aliasing PSN " << psn;
+	vrnic_cqe c1{}, c2{};
+	ASSERT_TRUE(a.poll_cq(c1));
+	EXPECT_EQ(c1.wr_id, 1u);
+	EXPECT_EQ(c1.status, VRNIC_WC_ST_LOC_LEN_ERR);
+	ASSERT_TRUE(a.poll_cq(c2));
+	EXPECT_EQ(c2.status, VRNIC_WC_ST_WR_FLUSH_ERR);
+}
+
+// 2^31 - 256 bytes (2^23 - 1 PSNs) is a valid READ, but not while a
+// 4 KiB READ (16 PSNs) is outstanding: it waits for it instead of pushing
+// the outstanding PSNs past 2^23, and so does the READ after it.
+TEST(PsnSpace, OutstandingPsnsStayBelow2To23)
+{
+	Node a{1}, b{2};
+	a.connect(b, 1, 100, 200);
+	const uint32_t big = two_gib_mr(a);
+	a.post_send(send_wqe(1, VRNIC_WR_RDMA_READ, Node::kIova, b.mr),
+		    {a.sge(0, 4096)});
+	a.post_send(send_wqe(2, VRNIC_WR_RDMA_READ, 0, b.mr),
+		    {{0, (1u << 31) - 256, big}});
+	a.post_send(send_wqe(3, VRNIC_WR_RDMA_READ, Node::kIova, b.mr),
+		    {a.sge(0, 4096)});
+	for (int i = 0; i < 10; i++)
+		vrnic_engine_poll(a.p.eng);
+	const auto psns = read_psns(a);
+	ASSERT_EQ(psns.size(), 1u) << "READs after the first went out";
+	EXPECT_EQ(psns[0], 100u);
+	const auto &q = qp_of(a, a.qp);
+	EXPECT_LT((q.next_psn - q.una_psn) & 0xffffff, 1u << 23);
+	EXPECT_EQ(q.attr.state, VRNIC_QPS_RTS);
+}
+
+// ------------------------------------------------------------ loopback
+
+// Frames a QP addresses to its own device wait in a queue until the next
+// poll; a peer that makes it answer thousands of requests between two
+// polls (here: a SEND with no receive WQE, replayed, one RNR NAK each)
+// cannot grow that queue without bound.
+TEST(Loopback, TheQueueOfFramesToItselfIsBounded)
+{
+	Node a{1}, b{2};
+	a.connect(b, 3, 100, 200);
+	b.connect(a, 3, 200, 100);
+	// a's QP answers b's GID at a's own MAC: its answers loop back.
+	vrnic_qp_attr at{};
+	at.state = VRNIC_QPS_SQD;
+	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK);
+	const auto dg = b.gid();
+	std::memcpy(at.dgid, dg.data(), 16);
+	at.sgid_index = Node::kGid4;
+	const uint8_t own[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 1};
+	std::memcpy(at.dmac, own, 6);
+	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_AV, at),
+		  VRNIC_ADMIN_ST_OK);
+	at.state = VRNIC_QPS_RTS;
+	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK);
+
+	b.post_send(send_wqe(1), {b.sge(0, 64)});
+	b.p.run();
+	ASSERT_EQ(b.p.frames.size(), 1u);
+	const std::vector<uint8_t> send = b.p.frames[0];
+	constexpr unsigned kReplays = 40000;	// over 2 MiB of NAK frames
+	for (unsigned i = 0; i < kReplays; i++)
+		vrnic_engine_receive(a.p.eng, send.data(), send.size());
+	EXPECT_EQ(a.counters().send_rnr_err, kReplays);
+	const auto &lb = a.p.eng->dev.rdma().loopback();
+	EXPECT_LE(lb.bytes(), vrnic::Rdma::kLoopbackBytes);
+	EXPECT_GT(a.p.eng->dev.counters().loopback_drops, 0u);
+	EXPECT_EQ(a.p.eng->dev.counters().loopback_drops + lb.frames(), kReplays);
+	EXPECT_TRUE(a.p.frames.empty()) << "answers left by the wire";
+	a.p.run();	// drains the queue; the device goes on
+	EXPECT_EQ(qp_of(a, a.qp).attr.state, VRNIC_QPS_RTS);
+}
+
+// Paged rings and QPs are charged at creation and credited at destroy;
+// with the budget spent, creation is NO_RESOURCE and creates nothing.
+TEST(HostBudget, RingsAndQpsAreChargedAndCredited)
+{
+	Node a{1, true, Node::kCqLog, VRNIC_QPT_RC, 16ull << 20};
+	const vrnic::HostBudget &hb = budget_of(a.p);
+	const uint64_t base = hb.used();
+	// A second paged CQ on the same pages (the list at kRingPbl).
+	vrnic_admin_cmd c = op(VRNIC_ADMIN_CREATE_CQ);
+	c.create_cq.base = Node::kRingPbl;
+	c.create_cq.ring_flags = VRNIC_RING_PAGED;
+	c.create_cq.dbrec = Node::kCqDb + 0x40;
+	c.create_cq.log_depth = uint8_t(Node::kCqLog);
+	c.create_cq.eqn = 1;
+	const uint32_t cq = a.admin_ok(c);
+	EXPECT_EQ(hb.used() - base, (32ull << Node::kCqLog) / 4096 * 8);
+	vrnic_admin_cmd d = op(VRNIC_ADMIN_DESTROY_CQ);
+	d.destroy.id = cq;
+	ASSERT_EQ(a.p.admin(d).status, VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(hb.used(), base) << "a destroyed CQ kept its page list";
+
+	// Spend the budget with FAST MRs, then ask for a CQ and a QP.
+	std::vector<uint32_t> fillers;
+	for (uint32_t pages : {512u, 1u}) {
+		for (;;) {
+			vrnic_admin_cmd m = op(VRNIC_ADMIN_CREATE_MR);
+			m.create_mr.pdn = a.pd;
+			m.create_mr.npages = pages;
+			m.create_mr.pbl_mode = VRNIC_PBL_FAST;
+			const auto cqe = a.p.admin(m);
+			if (cqe.status != VRNIC_ADMIN_ST_OK)
+				break;
+			fillers.push_back(cqe.result);
+		}
+	}
+	EXPECT_EQ(a.p.admin(c).status, VRNIC_ADMIN_ST_NO_RESOURCE);
+	vrnic_admin_cmd q = op(VRNIC_ADMIN_CREATE_QP);
+	q.create_qp.sq_base = Node::kSq;
+	q.create_qp.rq_base = Node::kRq;
+	q.create_qp.dbrec = Node::kQpDb + 0x40;
+	q.create_qp.pdn = a.pd;
+	q.create_qp.send_cqn = q.create_qp.recv_cqn = a.cq;
+	q.create_qp.sq_wqe_shift = 6;
+	q.create_qp.rq_wqe_shift = 5;
+	q.create_qp.type = VRNIC_QPT_RC;
+	EXPECT_EQ(a.p.admin(q).status, VRNIC_ADMIN_ST_NO_RESOURCE);
+	const uint64_t full = hb.used();
+	vrnic_admin_cmd m = op(VRNIC_ADMIN_DESTROY_MR);
+	m.destroy.id = fillers.front();
+	ASSERT_EQ(a.p.admin(m).status, VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(hb.used(), full - 512 * 8);
+	const uint32_t qp = a.admin_ok(q);
+	vrnic_admin_cmd dq = op(VRNIC_ADMIN_DESTROY_QP);
+	dq.destroy.id = qp;
+	ASSERT_EQ(a.p.admin(dq).status, VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(hb.used(), full - 512 * 8);
+}
