@@ -5,9 +5,11 @@
  * 256, nine small READs and one 1 MiB READ, one poll, then the responder's
  * MR (the READ source) is deregistered while the responses are being
  * generated, then a bounded poll.  The 1 MiB READ must end in an error
- * completion: not success, not a hang.  With the engine bug, the
- * responder's resource list is cleared under its own iteration (heap
- * use-after-free in QEMU; it may or may not crash without ASan).
+ * completion, not success and not a hang, and the round's first error must
+ * be the responder's remote access NAK, not silence (a transport retry
+ * error).  With the engine bug, the responder's resource list is cleared
+ * under its own iteration (heap use-after-free in QEMU; it may or may not
+ * crash without ASan).
  *
  *   vrnic_read_uaf GID_INDEX [ROUNDS]
  *
@@ -213,10 +215,11 @@ int main(int argc, char **argv)
 	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
 	int i, st, early, errors = 0, hangs = 0, setup = 0, ferr, fwr;
+	int naks = 0;
 	uint32_t big = BIG_MIN;
 
 	ksft_print_header();
-	ksft_set_plan(2);
+	ksft_set_plan(3);
 	list = ibv_get_device_list(NULL);
 	for (i = 0; list && list[i]; i++)
 		if (!strcmp(ibv_get_device_name(list[i]), "vrnic0"))
@@ -241,6 +244,8 @@ int main(int argc, char **argv)
 				big <<= 1;
 		} else {
 			errors++;
+			if (ferr == IBV_WC_REM_ACCESS_ERR)
+				naks++;
 			ksft_print_msg("round %d: the %u KiB READ from a deregistered MR ended in %s; first error: READ %d, %s\n",
 				       i, big >> 10, ibv_wc_status_str(st), fwr,
 				       ferr < 0 ? "none" :
@@ -253,6 +258,11 @@ int main(int argc, char **argv)
 	ksft_test_result(errors > 0,
 			 "a READ whose source MR went away ended in an error completion (%d of %d rounds)\n",
 			 errors, rounds);
+	/* The responder must say why: a remote access NAK, not silence
+	 * (a transport retry error means no NAK came back). */
+	ksft_test_result(errors > 0 && naks == errors,
+			 "each such round's first error is the responder's remote access NAK (%d of %d)\n",
+			 naks, errors);
 	ibv_close_device(ctx);
 	ibv_free_device_list(list);
 	ksft_finished();

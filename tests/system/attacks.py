@@ -345,6 +345,8 @@ def hostile_check(stage, a, b):
     mrs = wait_res(a, "mr", ("ibv_rc_pingpong", "ib_write_bw"))
     # restrack gives no address; perftest prints its buffer's.
     vaddr = {}
+    a.run("for i in $(seq 80); do grep -q 'local address' /tmp/v_wbw.out "
+          "&& exit 0; sleep 0.25; done; exit 1", timeout=40)
     for line in a.run("cat /tmp/v_wbw.out")[1].splitlines():
         m = re.search(r"local address:.*RKey (0x[0-9a-fA-F]+) VAddr "
                       r"(0x[0-9a-fA-F]+)", line)
