@@ -75,9 +75,13 @@ def dict_args(t):
 
 
 def seed_dirs(t):
-    return [d for d in (os.path.join(SRC, "corpus", t),
-                        os.path.join(SRC, "regressions", t))
-            if os.path.isdir(d) and os.listdir(d)]
+    d = os.path.join(SRC, "corpus", t)
+    return [d] if os.path.isdir(d) and os.listdir(d) else []
+
+
+def regressions(t):
+    d = os.path.join(SRC, "regressions", t)
+    return sorted(glob.glob(os.path.join(d, "*"))) if os.path.isdir(d) else []
 
 
 STACK = re.compile(r"^\s*#(\d+) 0x[0-9a-f]+ in (\S+).*?(\S+:\d+)")
@@ -107,7 +111,7 @@ def fuzz_one(bdir, t, seconds, nice=True):
     os.makedirs(crashes, exist_ok=True)
     execs, found = 0, []
     t0 = time.time()
-    while True:
+    for _ in range(12):     # restarts after crashes
         left = int(seconds - (time.time() - t0))
         if left < 2:
             break
@@ -273,10 +277,22 @@ def cmd_check():
                            + dirs, env=env(), text=True, errors="replace",
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         if p.returncode:
-            stage.record("replay %s" % t, "fail", crash_signature(p.stdout))
+            stage.record("replay corpus %s" % t, "fail",
+                         crash_signature(p.stdout))
             print(p.stdout[-3000:])
         else:
-            stage.record("replay %s" % t, "pass", "%d inputs" % files)
+            stage.record("replay corpus %s" % t, "pass", "%d inputs" % files)
+        # Each regression alone: a reproducer of a bug stays a failure
+        # until the bug is fixed.
+        for f in regressions(t):
+            p = subprocess.run([binary(bdir, t), f], env=env(), text=True,
+                               errors="replace", stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+            name = "regression %s/%s" % (t, os.path.basename(f))
+            if p.returncode:
+                stage.record(name, "fail", crash_signature(p.stdout))
+            else:
+                stage.record(name, "pass")
     for t in TARGETS:
         execs, rate, crashes = fuzz_one(bdir, t, seconds, nice=False)
         detail = "%d executions, %.0f exec/s" % (execs, rate)
@@ -300,7 +316,7 @@ def cmd_unit_asan():
                      cmake_extra=["-DCMAKE_C_FLAGS=" + flags,
                                   "-DCMAKE_CXX_FLAGS=" + flags,
                                   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"],
-                     run_env=env())
+                     run_env=env(), jobs=2)
 
 
 def main():

@@ -11,7 +11,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from results import Stage, TOP  # noqa: E402
 
 
-def main(stage_name="unit", host=None, cmake_extra=(), run_env=None):
+def main(stage_name="unit", host=None, cmake_extra=(), run_env=None,
+         jobs=1):
     """Also used by scripts/fuzz.py unit-asan: the same suite built with
     sanitizers in its own build dir, recorded as its own stage."""
     stage = Stage(stage_name)
@@ -27,6 +28,7 @@ def main(stage_name="unit", host=None, cmake_extra=(), run_env=None):
             stage.record("build", "fail", " ".join(cmd[:1]) + " failed")
             return 1
     p = subprocess.run(["ctest", "--test-dir", host, "--timeout", "120",
+                        "--parallel", str(jobs),
                         "--output-on-failure", "--output-junit", junit],
                        cwd=TOP, env=run_env, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True)

@@ -4,6 +4,6 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	fz::run_input(data, size, (1u << 19) - 1, fz::Mode::Pair, true);
+	fz::run_input(data, size, (1u << 20) - 1, fz::Mode::Pair, true);
 	return 0;
 }

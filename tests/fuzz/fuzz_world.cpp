@@ -119,6 +119,14 @@ Dev::~Dev()
 void Dev::on_frame(const uint8_t *f, size_t len)
 {
 	frames_sent++;
+	// A hub that delivers while the sender is still sending (QEMU's net
+	// layer can): the peer receives inside our send_frame().
+	if (sync_peer && sync_depth < 4) {
+		sync_depth++;
+		vrnic_engine_receive(sync_peer->eng, f, len);
+		sync_depth--;
+		return;
+	}
 	if (keep_frames && out.size() < 256)
 		out.emplace_back(f, f + len);
 	if (!track)
@@ -886,7 +894,10 @@ void op_frame(Ctx &x)
 		q.epsn = psn_add(q.epsn, h.opcode == READ_REQUEST
 					     ? std::max<uint32_t>(1, (h.dma_len + q.mtu - 1) / q.mtu)
 					     : 1);
-	d.run();
+	// Frames may also arrive back to back, before the engine's deferred
+	// work (READ responses, ACKs) has run.
+	if (!(plen_hi & 0x80))
+		d.run();
 }
 
 void op_raw_frame(Ctx &x)
@@ -1517,6 +1528,7 @@ void run_input(const uint8_t *data, size_t size, unsigned ops, Mode mode, bool e
 	x.cur = 0;
 	x.mode = mode;
 	x.in = In{data, size};
+	a.sync_peer = b.sync_peer = nullptr;
 	if (!fresh) {
 		// continue in the world as it is
 	} else if (mode == Mode::Pair) {
@@ -1557,6 +1569,13 @@ void run_input(const uint8_t *data, size_t size, unsigned ops, Mode mode, bool e
 		case OP_SWITCH:
 			if (mode == Mode::Pair)
 				x.cur ^= 1;
+			break;
+		case OP_SYNC:
+			if (mode == Mode::Pair) {
+				const bool on = x.in.u8() & 1;
+				a.sync_peer = on ? &b : nullptr;
+				b.sync_peer = on ? &a : nullptr;
+			}
 			break;
 		default: break;
 		}

@@ -172,6 +172,8 @@ public:
 	// otherwise a fresh engine per input (handles then never differ).
 	bool reuse = std::getenv("VRNIC_FUZZ_FRESH") == nullptr;
 	std::deque<std::vector<uint8_t>> out;
+	Dev *sync_peer = nullptr;	// deliver sent frames at once, re-entrantly
+	int sync_depth = 0;
 	uint64_t frames_sent = 0;
 	uint16_t aq_pi = 0, aeq_ci = 0;
 	uint16_t eth_tx_pi = 0, eth_rx_pi = 0;
@@ -215,6 +217,7 @@ enum Op : unsigned {
 	OP_WIRE = 1u << 16,	// move frames between the two engines
 	OP_SWITCH = 1u << 17,	// operate on the other engine
 	OP_PAGELIST = 1u << 18,	// a valid page list in the scratch area
+	OP_SYNC = 1u << 19,	// two engines: deliver frames synchronously
 };
 
 // Run one input: reset the world (one or two engines), then execute up

@@ -19,7 +19,7 @@ import sys
 
 OPS = ["FRAME", "RAW_FRAME", "POLL", "TIME", "ADMIN", "MEMWRITE", "SEND_WQE",
        "RECV_WQE", "DBREC", "DOORBELL", "CQ", "REG", "ETH_TX", "ETH_RX",
-       "ETH_FRAME", "LINK", "WIRE", "SWITCH", "PAGELIST"]
+       "ETH_FRAME", "LINK", "WIRE", "SWITCH", "PAGELIST", "SYNC"]
 TARGETS = {
     "wire": ["FRAME", "RAW_FRAME", "POLL", "TIME", "CQ"],
     "admin": ["ADMIN", "MEMWRITE", "POLL", "PAGELIST"],
@@ -62,10 +62,26 @@ def u32(v):
 
 
 def frame(s, qp, opcode, fl=0x02, fl2=0, psnd=0, key=0, vaoff=0x10,
-          length=64, plen=64):
+          length=64, plen=64, no_poll=False):
     return s.op("FRAME", u8(qp), u8(opcode), u8(fl), u8(fl2), u8(psnd),
-                u8(key), u16(vaoff), u16(length), u8(plen), u8(0),
-                u32(s.rng.getrandbits(32)), s.rnd(min(plen, 32)))
+                u8(key), u16(vaoff), u16(length), u8(plen),
+                u8(0x80 if no_poll else 0), u32(s.rng.getrandbits(32)),
+                s.rnd(min(plen, 32)))
+
+
+KEY_MW2 = 5     # the type-2 window bound to the RC QP (fuzz_world.cpp)
+
+
+def read_uaf(rng):
+    """Review A.1: READs kept as responder resources, a READ still being
+    answered, then a SEND_WITH_INV that invalidates the window it reads."""
+    s = Seq("wire", rng)
+    for _ in range(9):
+        frame(s, 0, 0x0c, key=KEY_MW2, vaoff=0, length=8, plen=0)
+    frame(s, 0, 0x0c, key=KEY_MW2, vaoff=0, length=0xfff0, plen=0,
+          no_poll=True)
+    frame(s, 0, 0x17, key=KEY_MW2, plen=16)
+    return s.b
 
 
 def wire_seeds(rng):
@@ -215,8 +231,19 @@ def stateful_seeds(rng):
         if k % 4 == 0:
             admin_cmd(s, 0x17, picks=b"\x00" * 4, attr=bytes([6]) + s.rnd(63))
         out.append(s.b)
+    s = Seq("stateful", rng)
+    s.op("SYNC", u8(1))
+    for wr in (0, 2, 4, 0):
+        hdr = bytearray(s.rnd(48))
+        hdr[8], hdr[9], hdr[10] = wr, 1, 1
+        s.op("SEND_WQE", u8(0), u8(0x7f), u8(0), bytes(hdr), s.rnd(32))
+    s.op("TIME", u8(26)).op("SWITCH").op("TIME", u8(26))
+    out.append(s.b)
     return out
 
+
+# Hand-made reproducers of the review's findings (tests/fuzz/regressions).
+REGRESSIONS = {"wire": {"review-a1-read-response-uaf": read_uaf}}
 
 GEN = {"wire": wire_seeds, "admin": admin_seeds, "rings": rings_seeds,
        "eth_regs": eth_seeds, "stateful": stateful_seeds}
@@ -237,6 +264,14 @@ def main():
             with open(os.path.join(d, name), "wb") as f:
                 f.write(b)
         print("%s: %d seeds" % (target, len(seeds)))
+    if len(sys.argv) > 1:
+        return
+    for target, regs in REGRESSIONS.items():
+        d = os.path.join(top, "regressions", target)
+        os.makedirs(d, exist_ok=True)
+        for name, gen in regs.items():
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(gen(random.Random(name)))
 
 
 if __name__ == "__main__":
