@@ -84,7 +84,7 @@ def regressions(t):
     return sorted(glob.glob(os.path.join(d, "*"))) if os.path.isdir(d) else []
 
 
-STACK = re.compile(r"^\s*#(\d+) 0x[0-9a-f]+ in (\S+).*?(\S+:\d+)")
+STACK = re.compile(r"^\s*#(\d+) 0x[0-9a-f]+ in (.+?) (/\S+:\d+)")
 
 
 def crash_signature(log):
@@ -97,8 +97,9 @@ def crash_signature(log):
             kind = m.group(m.lastindex)
         m = STACK.match(line)
         if m and ("/qemu-device/" in line or "/tests/fuzz/" in line):
-            return "%s at %s (%s)" % (kind, m.group(2), os.path.relpath(
-                m.group(3), TOP) if m.group(3).startswith("/") else m.group(3))
+            func = re.sub(r"\(.*", "", m.group(2))
+            return "%s at %s (%s)" % (kind, func, os.path.relpath(
+                m.group(3), TOP))
     return kind
 
 
@@ -222,8 +223,8 @@ def cmd_run():
         print("== fuzz_%s for %d s" % (t, seconds), flush=True)
         execs, rate, crashes = fuzz_one(bdir, t, seconds)
         rows.append((t, execs, rate, crashes))
-        for c in crashes:
-            print("   crash: " + c)
+        for c in sorted(set(crashes)):
+            print("   crash (%dx): %s" % (crashes.count(c), c))
     cov = coverage(targets)
     print("%-10s %12s %9s %8s %9s" % ("target", "executions", "exec/s",
                                        "crashes", "lines"))
@@ -262,6 +263,10 @@ def cmd_merge():
     return 0
 
 
+# Replays run the harness as written: no steering around known bugs.
+REPLAY = {"VRNIC_FUZZ_KNOWN_BUGS": "1"}
+
+
 def cmd_check():
     stage = Stage("fuzz")
     seconds = int(os.environ.get("FUZZ_CHECK_SECONDS", "60"))
@@ -274,7 +279,7 @@ def cmd_check():
         dirs = seed_dirs(t)
         files = sum(len(os.listdir(d)) for d in dirs)
         p = subprocess.run([binary(bdir, t), "-runs=0", "-max_len=" + MAX_LEN]
-                           + dirs, env=env(), text=True, errors="replace",
+                           + dirs, env=env(REPLAY), text=True, errors="replace",
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         if p.returncode:
             stage.record("replay corpus %s" % t, "fail",
@@ -285,7 +290,7 @@ def cmd_check():
         # Each regression alone: a reproducer of a bug stays a failure
         # until the bug is fixed.
         for f in regressions(t):
-            p = subprocess.run([binary(bdir, t), f], env=env(), text=True,
+            p = subprocess.run([binary(bdir, t), f], env=env(REPLAY), text=True,
                                errors="replace", stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT)
             name = "regression %s/%s" % (t, os.path.basename(f))
