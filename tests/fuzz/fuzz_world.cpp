@@ -119,6 +119,14 @@ Dev::~Dev()
 void Dev::on_frame(const uint8_t *f, size_t len)
 {
 	frames_sent++;
+	static const bool debug = std::getenv("VRNIC_FUZZ_DEBUG") != nullptr;
+	if (debug) {
+		Packet p;
+		if (parse({f, len}, p) == ParseResult::Ok)
+			std::fprintf(stderr, "dev%u sends op %#x qpn %#x psn %#x syn %#x len %zu%s\n",
+				     id, p.h.transport | p.h.opcode, p.h.dqpn, p.h.psn,
+				     p.h.syndrome, len, sync_peer ? " (sync)" : "");
+	}
 	// A hub that delivers while the sender is still sending (QEMU's net
 	// layer can): the peer receives inside our send_frame().
 	if (sync_peer && sync_depth < 4) {
