@@ -318,7 +318,8 @@ def cmd_unit_asan():
              "-fno-omit-frame-pointer -g -O1")
     return unit.main(stage_name="sanitizers",
                      host=os.path.join(TOP, "build/host-asan"),
-                     cmake_extra=["-DCMAKE_C_FLAGS=" + flags,
+                     cmake_extra=["-DVRNIC_BENCH=OFF",
+                                  "-DCMAKE_C_FLAGS=" + flags,
                                   "-DCMAKE_CXX_FLAGS=" + flags,
                                   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"],
                      run_env=env(), jobs=2)
