@@ -7,6 +7,7 @@
 #   make check      lint + host unit tests + guest/system tests, with summary
 #   make lint       checkpatch, sparse, W=1, -Werror, clang-tidy
 #   make unit       host unit tests only
+#   make fuzz       libFuzzer targets (tests/fuzz), FUZZ_SECONDS each, coverage
 #
 # Builds are incremental: QEMU and rdma-core are rebuilt by ninja only where
 # something changed, the guest userland is cached until its package list
@@ -19,7 +20,7 @@ B := $(CURDIR)/build
 VM ?= a
 
 .PHONY: all deps qemu module rdma-core guest-tests image run shell check \
-	lint unit bench clean distclean
+	lint unit fuzz bench clean distclean
 
 all: image
 
@@ -64,11 +65,14 @@ lint: deps qemu module rdma-core
 unit: deps
 	@$(PY) scripts/unit.py
 
+fuzz: deps
+	@$(PY) scripts/fuzz.py run
+
 bench: all
 	@$(PY) scripts/bench.py
 
 clean:
-	rm -rf $(B)/host $(B)/host-release $(B)/bench $(B)/results $(B)/image $(B)/guest-tests $(B)/vm
+	rm -rf $(B)/host $(B)/host-asan $(B)/host-release $(B)/bench $(B)/results $(B)/image $(B)/guest-tests $(B)/vm
 	rm -f kernel/*.o kernel/.*.cmd vrnic.o vrnic.ko vrnic.mod* .vrnic*.cmd \
 		Module.symvers modules.order .Module.symvers.cmd .modules.order.cmd
 

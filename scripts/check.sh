@@ -34,6 +34,16 @@ $py scripts/unit.py
 stage_time unit "$t"
 
 t=$(date +%s)
+echo "== fuzz (replay the corpora, then FUZZ_CHECK_SECONDS per target)"
+$py scripts/fuzz.py check
+stage_time fuzz "$t"
+
+t=$(date +%s)
+echo "== sanitizers (host unit tests with ASan+UBSan)"
+$py scripts/fuzz.py unit-asan
+stage_time sanitizers "$t"
+
+t=$(date +%s)
 echo "== guest and system tests (two VMs, TCG)"
 if [ -n "$build_ok" ]; then
 	$py tests/system/guest_tests.py

@@ -19,6 +19,8 @@ pkgs=(
 	# engine and host tests
 	cmake g++ libgtest-dev libgmock-dev googletest libbenchmark-dev clang-tidy
 	libisal-dev
+	# make fuzz: libFuzzer, ASan/UBSan, llvm-profdata/llvm-cov
+	clang-14 libclang-rt-14-dev llvm-14
 	# rdma-core 56.1 with pyverbs
 	libnl-3-dev libnl-route-3-dev libudev-dev libsystemd-dev cython3 python3-dev
 	python3-docutils

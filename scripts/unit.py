@@ -11,11 +11,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from results import Stage, TOP  # noqa: E402
 
 
-def main():
-    stage = Stage("unit")
-    host = os.path.join(TOP, "build/host")
-    junit = os.path.join(TOP, "build/results/ctest-junit.xml")
-    for cmd in (["cmake", "-S", "tests/unit", "-B", host, "-G", "Ninja"],
+def main(stage_name="unit", host=None, cmake_extra=(), run_env=None,
+         jobs=1):
+    """Also used by scripts/fuzz.py unit-asan: the same suite built with
+    sanitizers in its own build dir, recorded as its own stage."""
+    stage = Stage(stage_name)
+    host = host or os.path.join(TOP, "build/host")
+    junit = os.path.join(TOP, "build/results/ctest-junit-%s.xml" % stage_name)
+    for cmd in (["cmake", "-S", "tests/unit", "-B", host, "-G", "Ninja"] +
+                list(cmake_extra),
                 ["ninja", "-C", host]):
         p = subprocess.run(cmd, cwd=TOP, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
@@ -24,8 +28,9 @@ def main():
             stage.record("build", "fail", " ".join(cmd[:1]) + " failed")
             return 1
     p = subprocess.run(["ctest", "--test-dir", host, "--timeout", "120",
+                        "--parallel", str(jobs),
                         "--output-on-failure", "--output-junit", junit],
-                       cwd=TOP, stdout=subprocess.PIPE,
+                       cwd=TOP, env=run_env, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True)
     print(p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "")
     if not os.path.exists(junit):
