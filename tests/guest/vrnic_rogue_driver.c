@@ -15,8 +15,12 @@
  *
  *   vrnic_rogue_driver BDF MAX_MRS
  *
- * Output lines: "mr N status S result R", then "summary created C
- * refused_at R last_status S"; exit 0 when the device answered every
+ * The review's exact command (level-1 lists pointing at page address 0)
+ * goes first; a device may refuse it as BAD_PARAM, so the rest use one
+ * level-1 page of 1 GiB-aligned non-zero addresses instead, the same
+ * amplification.  Output lines: "mr N status S result R" (N from 1), then
+ * "summary created C refused_at R last_status S"; exit 0 when the device
+ * answered every
  * command (refusals included), 1 on a setup failure or a dead device.
  */
 #include <errno.h>
@@ -246,17 +250,21 @@ int main(int argc, char **argv)
 		       strerror(errno));
 		return 1;
 	}
-	/* Pages 0-4: AQ, ACQ, AEQ, the zero page, QUERY_DEVICE's result; the
-	 * level-2 list needs
+	/* Pages 0-5: AQ, ACQ, AEQ, the zero page, QUERY_DEVICE's result, a
+	 * level-1 list of 1 GiB pages; the level-2 list needs
 	 * 16 KiB of physically contiguous memory. */
-	l2 = contiguous(5, (L1_FULL * 8) / PAGE);
+	l2 = contiguous(6, (L1_FULL * 8) / PAGE);
 	if (l2 < 0) {
 		nl1 = PAGE / 8;	/* one list page: 2^18 pages, 2 MiB each */
-		l2 = 5;
+		l2 = 6;
 	}
 	list = (uint64_t *)(arena + (size_t)l2 * PAGE);
 	for (i = 0; i < nl1; i++)
 		list[i] = phys[3];	/* every level-1 list: the zero page */
+	/* The same list with page addresses a device may not refuse: 1 GiB
+	 * over and over (aligned, not zero; nothing is read there). */
+	for (i = 0; i < PAGE / 8; i++)
+		((uint64_t *)(arena + 5 * PAGE))[i] = 1ull << 30;
 	printf("level-2 list at %#" PRIx64 ": %u level-1 pointers at %#" PRIx64
 	       "\n", phys[l2], nl1, phys[3]);
 	if (bring_up())
@@ -281,7 +289,13 @@ int main(int argc, char **argv)
 	printf("create_pd status %d pdn %#x\n", st, pdn);
 	if (st)
 		return 1;
-	for (i = 0; i < max_mrs; i++) {
+	for (i = 0; i <= max_mrs; i++) {
+		if (i == 1) {
+			/* The review's exact command (page addresses 0) came
+			 * first; from now on, the non-zero list. */
+			for (key = 0; key < nl1; key++)
+				list[key] = phys[5];
+		}
 		memset(&cmd, 0, sizeof(cmd));
 		cmd.opcode = VRNIC_ADMIN_CREATE_MR;
 		cmd.create_mr.iova = 0;
@@ -294,16 +308,25 @@ int main(int argc, char **argv)
 		cmd.create_mr.pbl_mode = VRNIC_PBL_LEVEL2;
 		key = 0;
 		st = admin(&cmd, &key);
+		if (i == 0) {
+			printf("review A.2 exact (level-1 lists of page address 0): "
+			       "status %d result %#x\n", st, key);
+			if (st < 0)
+				break;
+			if (st == VRNIC_ADMIN_ST_OK)
+				created++;
+			continue;
+		}
 		printf("mr %u status %d result %#x\n", i, st, key);
 		if (st < 0)
 			break;
 		if (st == VRNIC_ADMIN_ST_OK) {
 			created++;
 		} else if (!refused_at) {
-			refused_at = i + 1;
+			refused_at = i;
 			/* A few more: a refusal must stay a refusal. */
-			if (i + 4 < max_mrs)
-				max_mrs = i + 4;
+			if (i + 3 < max_mrs)
+				max_mrs = i + 3;
 		}
 	}
 	printf("summary created %u refused_at %u last_status %d status_reg %#x "

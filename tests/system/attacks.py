@@ -81,6 +81,15 @@ def craft(rnd, t, smac, dmac, sip, dip):
     """One RoCEv2 frame with a valid ICRC for target t (a dict: qpn, psn,
     keys, careful).  careful targets (the data-checked flow) only get
     PSNs outside the window a legitimate peer could use."""
+    while True:
+        op, ext = _pick_op(rnd)
+        # A target may ask for responses only ("aeth") or requests only.
+        if t.get("only") is None or (AETH in ext) == (t["only"] == "aeth"):
+            break
+    return _frame(rnd, t, op, ext, smac, dmac, sip, dip)
+
+
+def _pick_op(rnd):
     kind = rnd.random()
     if kind < 0.75:
         base = rnd.choice((0x00, 0x00, 0x20))
@@ -95,6 +104,10 @@ def craft(rnd, t, smac, dmac, sip, dip):
     else:
         op = rnd.randrange(256)
         ext = []
+    return op, ext
+
+
+def _frame(rnd, t, op, ext, smac, dmac, sip, dip):
     # Requests aim at the responder's expected PSN, responses and
     # acknowledgements at the requester's next one.
     psn = t.get("spsn", 0) if AETH in ext else t["psn"]
@@ -258,11 +271,13 @@ def res_json(vm, what, dd=False):
         return []
 
 
-def _int(v):
+def _int(v, base=0):
+    """An int from rdma's JSON: a number, or a string (keys are hex
+    without 0x there: base 16)."""
     if isinstance(v, int):
         return v
     try:
-        return int(str(v), 0)
+        return int(str(v), base)
     except ValueError:
         return None
 
@@ -289,7 +304,7 @@ def show(out, n=15):
         print("  | " + line)
 
 
-def wait_res(vm, what, comms, timeout=30):
+def wait_res(vm, what, comms, timeout=15):
     """Entries of rdma res show <what> once every comm in comms has one."""
     end = time.time() + timeout
     while True:
@@ -300,10 +315,32 @@ def wait_res(vm, what, comms, timeout=30):
         time.sleep(0.5)
 
 
+PP_ITERS = {}
+
+
+def pp_iters(a, b, seconds):
+    """Iterations of a 64 KiB ibv_rc_pingpong that last about `seconds`
+    on this pair (measured once with a short run)."""
+    if "rate" not in PP_ITERS:
+        pp = "ibv_rc_pingpong -d vrnic0 -g %d -s 65536 -n 100 -p 18517" \
+            % GID_INDEX
+        bg(a, "calib", pp, 60)
+        time.sleep(1.5)
+        rc, out = b.run("timeout 60 %s %s 2>&1" % (pp, a.ip), timeout=70)
+        wait_bg(a, "calib", 30)
+        m = re.search(r"bytes in ([0-9.]+) seconds", out)
+        PP_ITERS["rate"] = 100 / max(float(m.group(1)), 0.01) if m else 100
+        print("  | ibv_rc_pingpong 64 KiB: %.0f iterations/s" %
+              PP_ITERS["rate"], flush=True)
+    return int(min(max(PP_ITERS["rate"] * seconds, 200), 100000))
+
+
 def victim_flows(a, b, seconds):
     """Two victim flows, b client -> a server: a data-checked
-    ibv_rc_pingpong and ib_write_bw for `seconds`."""
-    pp = "ibv_rc_pingpong -d vrnic0 -g %d -c -s 65536 -n 400" % GID_INDEX
+    ibv_rc_pingpong lasting about `seconds` and ib_write_bw for
+    `seconds`."""
+    pp = "ibv_rc_pingpong -d vrnic0 -g %d -c -s 65536 -n %d" % (
+        GID_INDEX, pp_iters(a, b, seconds))
     wbw = "ib_write_bw -d vrnic0 -x %d -s 65536 -D %d" % (GID_INDEX, seconds)
     bg(a, "v_pp", pp, seconds + PP_SLACK)
     bg(a, "v_wbw", wbw + " -p 18516", seconds + WBW_SLACK)
@@ -343,9 +380,12 @@ def hostile_check(stage, a, b):
     c0 = counters(a)
     victim_flows(a, b, HOSTILE_SECONDS + 5)
     mrs = wait_res(a, "mr", ("ibv_rc_pingpong", "ib_write_bw"))
+    qpns = ["%x" % e["lqpn"] for e in
+            wait_res(a, "qp", ("ibv_rc_pingpong", "ib_write_bw"))
+            if "lqpn" in e]
     # restrack gives no address; perftest prints its buffer's.
     vaddr = {}
-    a.run("for i in $(seq 80); do grep -q 'local address' /tmp/v_wbw.out "
+    a.run("for i in $(seq 60); do grep -q 'local address' /tmp/v_wbw.out "
           "&& exit 0; sleep 0.25; done; exit 1", timeout=40)
     for line in a.run("cat /tmp/v_wbw.out")[1].splitlines():
         m = re.search(r"local address:.*RKey (0x[0-9a-fA-F]+) VAddr "
@@ -354,13 +394,10 @@ def hostile_check(stage, a, b):
             vaddr[int(m.group(1), 16)] = int(m.group(2), 16)
     keys = []
     for m in mrs:
-        lk, rk = _int(m.get("lkey")), _int(m.get("rkey"))
+        lk, rk = _int(m.get("lkey"), 16), _int(m.get("rkey"), 16)
         if lk is not None or rk is not None:
             va = _int(m.get("iova", 0)) or vaddr.get(rk or lk, 0)
             keys.append("%x:%x:%x" % (lk or rk, rk or lk, va))
-    qpns = ["%x" % e["lqpn"] for e in
-            wait_res(a, "qp", ("ibv_rc_pingpong", "ib_write_bw"))
-            if "lqpn" in e]
     print("---- [a] victim keys %s, QPNs %s" % (keys, qpns), flush=True)
     if not keys:
         stage.record("%s: victim MRs listed by rdma res show mr" % prefix,
@@ -398,7 +435,7 @@ def wire_check(stage, a, b):
     wait_res(a, "qp", ("ibv_rc_pingpong", "ib_write_bw"))
     time.sleep(1)
     mrs = res_json(a, "mr")
-    keys = [k for k in (_int(m.get("rkey")) for m in mrs) if k is not None]
+    keys = [k for k in (_int(m.get("rkey"), 16) for m in mrs) if k is not None]
     targets = []
     for q in res_json(a, "qp", dd=True):
         qpn = q.get("lqpn")
@@ -490,6 +527,8 @@ def mr_pages_check(stage, a):
                     % (bdf, T, bdf, ROGUE_MAX_MRS), timeout=150)
     rss1 = rss_mib(a) if a.proc.poll() is None else -1.0
     show(out, 12)
+    exact = [ln for ln in out.splitlines() if ln.startswith("review A.2")]
+    print("  | %s" % (exact[0] if exact else "no review A.2 line"), flush=True)
     summary = [ln for ln in out.splitlines() if ln.startswith("summary")]
     fields = dict(zip(summary[0].split()[1::2], summary[0].split()[2::2])) \
         if summary else {}
