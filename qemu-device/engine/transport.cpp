@@ -396,7 +396,14 @@ bool Rdma::gather(Qp &qp, const SendWqe &w, uint32_t off, uint8_t *dst,
 		  uint32_t len)
 {
 	if (w.flags & VRNIC_WQE_INLINE) {
-		std::memcpy(dst, w.inline_data.data() + off, len);
+		// The range lies in the copy (segmentation keeps it there);
+		// checked rather than trusted, and an empty message copies
+		// nothing (its vector may hold no buffer at all).
+		const size_t have = w.inline_data.size();
+		if (off > have || len > have - off)
+			return false;
+		if (len)
+			std::memcpy(dst, w.inline_data.data() + off, len);
 		return true;
 	}
 	return walk_sges(mrs_, qp.pdn, w.sges, off, len, 0,
