@@ -531,7 +531,8 @@ static int cmd_rings(int argc, char **argv)
 	while (now() < end) {
 		for (i = 0; i < 8; i++)
 			attack(&s, &t);
-		usleep(200);
+		/* Leave the victims on this vCPU some time to run. */
+		usleep(2000);
 		drain(&s, &t);
 		if (t.rounds % 400 == 0) {
 			/* Tear everything down mid-attack and start over. */
