@@ -600,6 +600,13 @@ def interop_tests(stage):
                            "ib_atomic_bw", "ib_send_lat -s 2",
                            "ib_write_lat -s 2", "ib_read_lat -s 2",
                            "ib_atomic_lat")]
+            if mtu == 1500:
+                # IPv6 too: each side's link-local GID (index 0), whose
+                # source address the device takes from its GID table.
+                tools += [("ibv_rc_pingpong -g 0 -c -s 4096 -n 50 -m %d" %
+                           pmtu, "-d", "bytes in"),
+                          ("ibv_ud_pingpong -g 0 -c -s %d -n 50" % ud, "-d",
+                           "bytes in")]
             for cdev, cvm, sdev, svm, way in (("vrnic0", a, "rxe0", r,
                                                "vrnic->rxe"),
                                               ("rxe0", r, "vrnic0", a,
