@@ -70,7 +70,7 @@ static uint32_t edge32(void)
 				      0xffff, 1u << 24, 1u << 31 };
 
 	if (rnd() & 1)
-		return e[rnd() % (sizeof(e) / sizeof(e[0]))];
+		return e[rnd() % ARRAY_SIZE(e)];
 	return (uint32_t)rnd();
 }
 
@@ -80,7 +80,7 @@ static uint64_t edge64(void)
 				      0x1000, 1ull << 48 };
 
 	if (rnd() & 1)
-		return e[rnd() % (sizeof(e) / sizeof(e[0]))];
+		return e[rnd() % ARRAY_SIZE(e)];
 	return rnd();
 }
 
@@ -645,6 +645,7 @@ static int ud_send_forged(struct ibv_context *ctx, struct ibv_qp *qp,
 
 static int cmd_sgid(int argc, char **argv)
 {
+	static const uint8_t zero_gid[16];
 	int gid_index = atoi(argv[2]), empty = -1, i, st;
 	struct ibv_qp_init_attr ia;
 	struct ibv_context *ctx;
@@ -669,7 +670,7 @@ static int cmd_sgid(int argc, char **argv)
 	/* The first empty entry of the table, if any. */
 	for (i = 0; i < VRNIC_GID_TABLE_LEN; i++) {
 		if (ibv_query_gid(ctx, 1, i, &g) ||
-		    !memcmp(g.raw, (uint8_t[16]){ 0 }, 16)) {
+		    !memcmp(g.raw, zero_gid, sizeof(zero_gid))) {
 			empty = i;
 			break;
 		}

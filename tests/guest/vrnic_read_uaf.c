@@ -259,7 +259,8 @@ int main(int argc, char **argv)
 			 "a READ whose source MR went away ended in an error completion (%d of %d rounds)\n",
 			 errors, rounds);
 	/* The responder must say why: a remote access NAK, not silence
-	 * (a transport retry error means no NAK came back). */
+	 * (a transport retry error means no NAK came back).
+	 */
 	ksft_test_result(errors > 0 && naks == errors,
 			 "each such round's first error is the responder's remote access NAK (%d of %d)\n",
 			 naks, errors);

@@ -252,7 +252,8 @@ int main(int argc, char **argv)
 	}
 	/* Pages 0-5: AQ, ACQ, AEQ, the zero page, QUERY_DEVICE's result, a
 	 * level-1 list of 1 GiB pages; the level-2 list needs
-	 * 16 KiB of physically contiguous memory. */
+	 * 16 KiB of physically contiguous memory.
+	 */
 	l2 = contiguous(6, (L1_FULL * 8) / PAGE);
 	if (l2 < 0) {
 		nl1 = PAGE / 8;	/* one list page: 2^18 pages, 2 MiB each */
@@ -262,7 +263,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < nl1; i++)
 		list[i] = phys[3];	/* every level-1 list: the zero page */
 	/* The same list with page addresses a device may not refuse: 1 GiB
-	 * over and over (aligned, not zero; nothing is read there). */
+	 * over and over (aligned, not zero; nothing is read there).
+	 */
 	for (i = 0; i < PAGE / 8; i++)
 		((uint64_t *)(arena + 5 * PAGE))[i] = 1ull << 30;
 	printf("level-2 list at %#" PRIx64 ": %u level-1 pointers at %#" PRIx64
@@ -275,7 +277,8 @@ int main(int argc, char **argv)
 	st = admin(&cmd, NULL);
 	printf("nop status %d\n", st);
 	/* The device's host-memory budget: QUERY_DEVICE offset 88 (spec 0.6,
-	 * 0 when not reported). */
+	 * 0 when not reported).
+	 */
 	memset(&cmd, 0, sizeof(cmd));
 	cmd.opcode = VRNIC_ADMIN_QUERY_DEVICE;
 	cmd.query.out_addr = phys[4];
@@ -292,7 +295,8 @@ int main(int argc, char **argv)
 	for (i = 0; i <= max_mrs; i++) {
 		if (i == 1) {
 			/* The review's exact command (page addresses 0) came
-			 * first; from now on, the non-zero list. */
+			 * first; from now on, the non-zero list.
+			 */
 			for (key = 0; key < nl1; key++)
 				list[key] = phys[5];
 		}

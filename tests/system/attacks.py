@@ -344,7 +344,9 @@ def victim_flows(a, b, seconds):
         GID_INDEX, pp_iters(a, b, seconds))
     wbw = "ib_write_bw -d vrnic0 -x %d -s 65536 -D %d" % (GID_INDEX, seconds)
     bg(a, "v_pp", pp, seconds + PP_SLACK)
-    bg(a, "v_wbw", wbw + " -p 18516", seconds + WBW_SLACK)
+    # Line-buffered, so that the address perftest prints shows up now.
+    bg(a, "v_wbw", "$(command -v stdbuf >/dev/null && echo stdbuf -oL) " +
+       wbw + " -p 18516", seconds + WBW_SLACK)
     time.sleep(1.5)
     bg(b, "v_pp", "%s %s" % (pp, a.ip), seconds + PP_SLACK)
     bg(b, "v_wbw", "%s -p 18516 %s" % (wbw, a.ip), seconds + WBW_SLACK)
