@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -383,7 +384,10 @@ private:
 	bool load_recv(Qp &qp, const RingMem &ring, uint32_t index,
 		       unsigned int log, unsigned int shift);
 	bool scatter(Qp &qp, std::span<const uint8_t> data);
-	void nak(Qp &qp, uint8_t syndrome, bool fatal);
+	// A NAK for the request at psn (default: the expected PSN, which is
+	// the request that just failed); fatal moves the QP to ERR.
+	void nak(Qp &qp, uint8_t syndrome, bool fatal,
+		 std::optional<uint32_t> psn = std::nullopt);
 	void respond(Qp &qp, unsigned int &budget);
 	void send_ack(Qp &qp, uint8_t syndrome, uint32_t psn);
 	void send_read_response(Qp &qp, RdResource &r, unsigned int &budget);

@@ -131,9 +131,10 @@ void Rdma::send_ack(Qp &qp, uint8_t syndrome, uint32_t psn)
 	xmit(qp, h, {});
 }
 
-void Rdma::nak(Qp &qp, uint8_t syndrome, bool fatal)
+void Rdma::nak(Qp &qp, uint8_t syndrome, bool fatal,
+	       std::optional<uint32_t> psn)
 {
-	send_ack(qp, syndrome, qp.epsn);
+	send_ack(qp, syndrome, psn.value_or(qp.epsn));
 	if (syndrome == kAethNakRemAccess)
 		cnt_.remote_access_err++;
 	if (fatal)
@@ -1419,9 +1420,12 @@ void Rdma::send_read_response(Qp &qp, RdResource &r, unsigned int &budget)
 				     VRNIC_ACCESS_REMOTE_READ, &mr) != MrCheck::Ok ||
 			  !MrTable::read(plat_, *mr, r.va + off, frame_.data() + hl,
 					 n))) {
-			// The MR went away under a READ in progress.
+			// The MR went away under a READ in progress.  The NAK
+			// names the READ request (IBA: the PSN of the request
+			// in error), not epsn: epsn may already be past every
+			// PSN the requester has sent, and it would drop it.
 			r.pending = false;
-			nak(qp, kAethNakRemAccess, true);
+			nak(qp, kAethNakRemAccess, true, r.psn_first);
 			return;
 		}
 		xmit_frame(finish(frame_.data(), qp.path, hl, n));
