@@ -209,6 +209,10 @@ struct Qp {
 	uint64_t ack_deadline = 0;	// 0: not armed
 	uint64_t rnr_deadline = 0;	// 0: not waiting
 	bool sq_kick = false;
+	// A sequence NAK started a go-back-N that has made no progress yet:
+	// further sequence NAKs are ignored until una_psn moves or the ack
+	// timer fires (rxe's started_retry).
+	bool nak_retrying = false;
 
 	// responder
 	uint32_t epsn = 0;

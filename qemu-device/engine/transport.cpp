@@ -625,6 +625,7 @@ void Rdma::arm_timer()
 // ack timer measures from now, as long as anything is still unanswered.
 void Rdma::progress(Qp &qp)
 {
+	qp.nak_retrying = false;
 	qp.retry_left = qp.attr.retry_cnt;
 	qp.rnr_left = qp.attr.rnr_retry;
 	qp.ack_deadline = 0;
@@ -778,11 +779,17 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 			if (syn == kAethNakSeq) {
 				cnt_.rcvd_seq_err++;
 				// A go-back-N costs a retry, as a timeout does
-				// (IBA 9.7.5.2.8; rxe's COMPST_ERROR_RETRY): a
-				// repeated NAK cannot make the window resend
-				// forever.  Only an ACK, response or NAK that
-				// moves una_psn gives the retries back.
-				if (qp.inflight.empty() || qp.send_idx == 0)
+				// (IBA 9.7.5.2.8; rxe's COMPST_ERROR_RETRY), and
+				// one is started per gap: until una_psn moves or
+				// the ack timer fires, further sequence NAKs
+				// (duplicates, answers to packets that were
+				// already in flight, or a spoofer's) are ignored,
+				// as rxe's started_retry does.  So neither a
+				// replayed NAK nor a peer provoking NAKs can make
+				// the window resend, or drain the retries, faster
+				// than real progress refills them.
+				if (qp.inflight.empty() || qp.send_idx == 0 ||
+				    qp.nak_retrying)
 					return;
 				if (qp.retry_left == 0) {
 					requester_error(qp, qp.inflight.front(),
@@ -790,6 +797,7 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 					return;
 				}
 				qp.retry_left--;
+				qp.nak_retrying = true;
 				rewind(qp, h.psn);
 				return;
 			}
@@ -894,6 +902,7 @@ void Rdma::timer()
 			continue;
 		}
 		qp.retry_left--;
+		qp.nak_retrying = false;
 		rewind(qp, resume_psn(qp));
 	}
 	arm_timer();
