@@ -392,6 +392,7 @@ static int destroy_race(struct env *e, int round, int *stale, int *polled)
 			ksft_print_msg("destroy_qp: %s\n", strerror(errno));
 		qp[i] = NULL;
 		__atomic_store_n(&r.destroyed[i], 1, __ATOMIC_RELEASE);
+		usleep(2000);	/* let the pollers reach the next QP's */
 	}
 	__atomic_store_n(&r.done, 1, __ATOMIC_RELEASE);
 	pthread_join(th[0], NULL);
