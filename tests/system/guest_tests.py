@@ -247,6 +247,10 @@ def verbs_tests(stage, a, b):
     step(stage, a, "srq a: QP to ERR gives IBV_EVENT_QP_LAST_WQE_REACHED",
          shipped("srq_last_wqe.py") + "timeout 30 python3 /tmp/srq_last_wqe.py",
          expect="ok: IBV_EVENT_QP_LAST_WQE_REACHED")
+    # QP lifecycle in the provider: RC and UD reuse after RESET, destroy
+    # purging completions, destroy against pollers on a shared CQ.
+    tap(stage, a, "a: QP lifecycle", "%svrnic_qp_lifecycle 1 5" % T,
+        timeout=300)
     rdma_core_suite(stage, a)
 
 
