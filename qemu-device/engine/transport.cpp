@@ -740,6 +740,15 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 	}
 	if (h.opcode == ACK) {
 		const uint8_t syn = h.syndrome;
+		// Nor can what is acknowledged already: an ACK before
+		// una_psn - 1 or a NAK before una_psn is stale, a duplicate
+		// or forged.  Ignored, so it can neither fail nor rewind the
+		// QP (a NAK names the request in error, which is unacked).
+		const bool nak = (syn & 0xe0) != kAethAck;
+		if (psn_diff(h.psn, qp.una_psn) < (nak ? 0 : -1)) {
+			cnt_.malformed++;
+			return;
+		}
 		switch (syn & 0xe0) {
 		case kAethAck:
 			ack_upto(qp, psn_add(h.psn, 1));

@@ -335,6 +335,61 @@ TEST(Retries, ARepeatedSequenceNakUsesUpTheRetries)
 	EXPECT_EQ(a.counters().retry_timeouts, uint64_t(kRetry));
 }
 
+// A NAK for a PSN that is acknowledged already is stale (a duplicate, or
+// a rogue peer's, as the guest attack group sends): it must neither fail
+// nor rewind the QP.  Before, any fatal NAK behind una_psn completed the
+// oldest outstanding WQE with its error and moved the QP to ERR.
+TEST(Retries, AStaleNakIsIgnored)
+{
+	using namespace vrnic::roce;
+	Node a{1}, b{2};
+	Wire wire;
+	a.connect(b, 3, 100, 200);
+	b.connect(a, 3, 200, 100);
+	a.post_send(send_wqe(1, VRNIC_WR_RDMA_WRITE, Node::kIova, b.mr),
+		    {a.sge(0, 8192)});
+	const auto first = wire.completions(a, b, a, 1);
+	ASSERT_EQ(first.size(), 1u);
+	ASSERT_EQ(first[0].status, VRNIC_WC_ST_SUCCESS);
+	// A second WRITE outstanding (not delivered yet): PSN 108.
+	a.post_send(send_wqe(2, VRNIC_WR_RDMA_WRITE, Node::kIova, b.mr),
+		    {a.sge(0, 64)});
+	a.p.run();
+	ASSERT_EQ(a.p.frames.size(), 1u);
+	a.p.frames.clear();
+
+	Path p;
+	p.smac = b.mac();
+	p.dmac = a.mac();
+	p.sgid = b.gid();
+	p.dgid = a.gid();
+	const uint8_t fatal[] = {kAethNakInvReq, kAethNakRemAccess,
+				 kAethNakRemOp};
+	for (const uint8_t syn : fatal) {
+		for (const uint32_t psn : {100u, 107u, (100u - (1u << 20)) & kPsnMask}) {
+			Headers h;
+			h.opcode = ACK;
+			h.dqpn = a.qp;
+			h.psn = psn;
+			h.syndrome = syn;
+			std::vector<uint8_t> f(256);
+			f.resize(finish(f.data(), p, build_headers(f.data(), p, h), 0));
+			vrnic_engine_receive(a.p.eng, f.data(), f.size());
+			a.p.run();
+		}
+	}
+	vrnic_cqe cqe{};
+	EXPECT_FALSE(a.poll_cq(cqe)) << "status " << int(cqe.status);
+	EXPECT_EQ(qp_of(a, a.qp).attr.state, VRNIC_QPS_RTS);
+	EXPECT_TRUE(a.p.frames.empty()) << "a stale NAK made the QP resend";
+	// The real exchange still completes the second WRITE.
+	vrnic_engine_timer(a.p.eng);
+	const auto second = wire.completions(a, b, a, 1);
+	ASSERT_EQ(second.size(), 1u);
+	EXPECT_EQ(second[0].wr_id, 2u);
+	EXPECT_EQ(second[0].status, VRNIC_WC_ST_SUCCESS);
+}
+
 // ------------------------------------------------------- PSN space
 
 namespace {
