@@ -797,8 +797,7 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 				// replayed NAK nor a peer provoking NAKs can make
 				// the window resend, or drain the retries, faster
 				// than real progress refills them.
-				if (qp.inflight.empty() || qp.send_idx == 0 ||
-				    qp.nak_retrying)
+				if (qp.inflight.empty() || qp.nak_retrying)
 					return;
 				if (qp.retry_left == 0) {
 					requester_error(qp, qp.inflight.front(),

@@ -335,6 +335,34 @@ TEST(Retries, ARepeatedSequenceNakUsesUpTheRetries)
 	EXPECT_EQ(a.counters().retry_timeouts, uint64_t(kRetry));
 }
 
+// A packet lost inside a first message longer than the send window: the
+// responder NAKs the gap once while the requester is still sending that
+// message, and the go-back-N must start from the NAK, not from an ack
+// timeout (with timeout 0 the QP would hang for good).
+TEST(Retries, ANakInsideTheFirstMessageRewindsAtOnce)
+{
+	Node a{1}, b{2};
+	Wire wire;
+	a.connect(b, 3, 100, 200);
+	b.connect(a, 3, 200, 100);
+	a.post_send(send_wqe(1, VRNIC_WR_RDMA_WRITE, Node::kIova, b.mr),
+		    {a.sge(0, 1 << 20)});	// 1024 packets of 1 KiB
+	a.p.run();
+	ASSERT_GT(a.p.frames.size(), 20u);
+	ASSERT_EQ(qp_of(a, a.qp).send_idx, 0u);	// still sending it
+	a.p.frames.erase(a.p.frames.begin() + 10);
+	wire.deliver(a, b);
+	b.p.run();
+	ASSERT_FALSE(b.p.frames.empty());	// the one NAK
+	wire.deliver(b, a);
+	a.p.run();
+	EXPECT_EQ(a.counters().rcvd_seq_err, 1u);
+	const auto done = wire.completions(a, b, a, 1);
+	ASSERT_EQ(done.size(), 1u);
+	EXPECT_EQ(done[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(a.counters().retry_timeouts, 0u) << "recovered by a timeout";
+}
+
 // A NAK for a PSN that is acknowledged already is stale (a duplicate, or
 // a rogue peer's, as the guest attack group sends): it must neither fail
 // nor rewind the QP.  Before, any fatal NAK behind una_psn completed the
