@@ -72,7 +72,49 @@ def port_events(stage, a):
 def pair(stage, name, srv, cli, server_cmd, client_cmd, expect, timeout=120):
     """Run server_cmd on srv (in the background) and client_cmd on cli;
     pass when both exit 0 and the client's output contains `expect` (the
-    server side of perftest's READ/atomic latency tests reports nothing)."""
+    server side of perftest's READ/atomic latency tests reports nothing).
+
+    A perftest client that exits 1 with no result line is a known
+    intermittent failure under TCG (review section D; issue 14 finds out
+    why): such a run is shown in full and tried once more, and the result
+    says so.  Any other failure, or a second one, fails."""
+    first = _pair_once(srv, cli, server_cmd, client_cmd, expect, timeout)
+    if first is None:
+        stage.record(name, "fail", "harness: the VMs did not answer")
+        return
+    ok, rc, srv_rc, out, srv_out = first
+    detail = ""
+    if not ok and rc == 1 and expect not in out \
+            and client_cmd.startswith("ib_"):
+        print("  ! client exit 1 with no result (known intermittent, issue 14); "
+              "its output and the server's, then one more try:")
+        for line in out.splitlines()[-25:]:
+            print("  ! " + line)
+        print("  ! -- server --")
+        for line in srv_out.splitlines()[-12:]:
+            print("  ! " + line)
+        again = _pair_once(srv, cli, server_cmd, client_cmd, expect, timeout)
+        if again is None:
+            stage.record(name, "fail", "harness: the VMs did not answer")
+            return
+        ok, rc, srv_rc, out, srv_out = again
+        detail = "passed on the second try (the first: client exit 1, no result)"
+    if not ok:
+        for line in out.splitlines()[-25:]:
+            print("  | " + line)
+        print("  | -- server --")
+        for line in srv_out.splitlines()[-12:]:
+            print("  | " + line)
+    else:
+        summary = [ln for ln in out.splitlines() if expect in ln or
+                   ln.strip().startswith(("2 ", "8 ", "65536", "4096"))]
+        for line in summary[-2:]:
+            print("  | " + line.strip())
+    stage.record(name, "pass" if ok else "fail",
+                 detail if ok else "client exit %s, server exit %s" % (rc, srv_rc))
+
+
+def _pair_once(srv, cli, server_cmd, client_cmd, expect, timeout):
     print("---- [%s] %s  /  [%s] %s" % (srv.name, server_cmd, cli.name,
                                          client_cmd), flush=True)
     try:
@@ -87,19 +129,10 @@ def pair(stage, name, srv, cli, server_cmd, client_cmd, expect, timeout=120):
         srv_rc = srv.run("cat /tmp/srv.rc")[1].strip()
         srv_out = srv.run("cat /tmp/srv.out")[1]
     except vmlib.VMError as e:
-        stage.record(name, "fail", str(e))
-        return
+        print("  | harness: %s" % e)
+        return None
     ok = rc == 0 and srv_rc == "0" and expect in out
-    if not ok:
-        for line in (out + "\n-- server --\n" + srv_out).splitlines()[-30:]:
-            print("  | " + line)
-    else:
-        summary = [ln for ln in out.splitlines() if expect in ln or
-                   ln.strip().startswith(("2 ", "8 ", "65536", "4096"))]
-        for line in summary[-2:]:
-            print("  | " + line.strip())
-    stage.record(name, "pass" if ok else "fail",
-                 "" if ok else "client exit %s, server exit %s" % (rc, srv_rc))
+    return ok, rc, srv_rc, out, srv_out
 
 
 def capture_test(stage, a, b):
