@@ -87,6 +87,7 @@ TEST(HostBudget, PageAddressZeroIsRefused)
 	point_l1_at_l2(p, 0);	// the review's zeroed page
 	EXPECT_EQ(p.admin(amplifying_mr(pd)).status, VRNIC_ADMIN_ST_BAD_PARAM);
 	EXPECT_EQ(budget_of(p).used(), base);
+	EXPECT_EQ(budget_of(p).over_released(), 0u);
 }
 
 // Duplicate pages are accepted, and charged: repeated CREATE_MR stops
@@ -125,6 +126,7 @@ TEST(HostBudget, Level2AmplificationStopsAtTheBudgetAndDestroyFreesIt)
 		EXPECT_EQ(p.admin(d).status, VRNIC_ADMIN_ST_OK);
 	}
 	EXPECT_EQ(budget_of(p).used(), base) << "page lists leaked";
+	EXPECT_EQ(budget_of(p).over_released(), 0u) << "a charge given back twice";
 	EXPECT_EQ(p.admin(amplifying_mr(pd)).status, VRNIC_ADMIN_ST_OK);
 }
 
