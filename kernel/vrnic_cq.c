@@ -134,7 +134,8 @@ int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			goto err_mem;
 	}
 	cq->cqn = cqn;
-	ibcq->cqe = (1 << cq->log_depth) - 1;
+	/* The device fills all 2^n entries before it overflows (spec). */
+	ibcq->cqe = 1 << cq->log_depth;
 	ret = xa_insert_irq(&vdev->cq_xa, cqn, cq, GFP_KERNEL);
 	if (ret)
 		goto err_destroy;
