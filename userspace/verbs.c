@@ -593,7 +593,6 @@ static struct vrnic_srq *vrnic_srq_alloc(struct ibv_srq_attr *attr,
 	cmd->log_depth = srq->log;
 	cmd->wqe_shift = srq->shift;
 	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
-	srq->max_sge = attr->max_sge;
 	return srq;
 }
 
@@ -614,6 +613,7 @@ struct ibv_srq *vrnic_create_srq(struct ibv_pd *pd,
 		return NULL;
 	}
 	srq->srqn = resp.srqn;
+	srq->max_sge = attr->attr.max_sge;	/* the kernel's answer */
 	return &srq->vsrq.srq;
 }
 
@@ -662,6 +662,7 @@ struct ibv_srq *vrnic_create_srq_ex(struct ibv_context *ctx,
 		return NULL;
 	}
 	srq->srqn = resp.srqn;
+	srq->max_sge = attr->attr.max_sge;	/* the kernel's answer */
 	return &srq->vsrq.srq;
 }
 
