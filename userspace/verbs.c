@@ -82,6 +82,46 @@ static inline void vrnic_set_tail(uint32_t *tail, uint32_t v)
 	__atomic_store_n(tail, v, __ATOMIC_RELEASE);
 }
 
+/*
+ * The work requests each QP type carries (bit per enum vrnic_wr_opcode),
+ * the device's own table (spec, "Queue pairs"): anything else is refused
+ * at post time with EINVAL, as IBA and rxe do, rather than completing with
+ * LOC_QP_OP_ERR and moving the QP to ERR.  REG_MR is the kernel's.
+ */
+#define VRNIC_OP(op)	(1u << (op))
+#define VRNIC_OPS_UD	(VRNIC_OP(VRNIC_WR_SEND) | VRNIC_OP(VRNIC_WR_SEND_IMM))
+#define VRNIC_OPS_UC	(VRNIC_OPS_UD | VRNIC_OP(VRNIC_WR_RDMA_WRITE) | \
+			 VRNIC_OP(VRNIC_WR_RDMA_WRITE_IMM) | \
+			 VRNIC_OP(VRNIC_WR_LOCAL_INV) | VRNIC_OP(VRNIC_WR_BIND_MW))
+#define VRNIC_OPS_RC	((VRNIC_OP(VRNIC_WR_BIND_MW + 1) - 1) & \
+			 ~VRNIC_OP(VRNIC_WR_REG_MR))
+#define VRNIC_OPS_XRC	(VRNIC_OPS_RC & ~(VRNIC_OP(VRNIC_WR_ATOMIC_WRITE) | \
+					  VRNIC_OP(VRNIC_WR_FLUSH)))
+/* IBV_SEND_INLINE carries the data of a SEND or an RDMA WRITE only. */
+#define VRNIC_OPS_INLINE (VRNIC_OP(VRNIC_WR_SEND) | \
+			  VRNIC_OP(VRNIC_WR_SEND_IMM) | \
+			  VRNIC_OP(VRNIC_WR_SEND_INV) | \
+			  VRNIC_OP(VRNIC_WR_RDMA_WRITE) | \
+			  VRNIC_OP(VRNIC_WR_RDMA_WRITE_IMM))
+#define VRNIC_SEND_FLAGS (IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | \
+			  IBV_SEND_FENCE | IBV_SEND_INLINE)
+
+static uint32_t vrnic_qp_type_ops(uint8_t type)
+{
+	switch (type) {
+	case VRNIC_QPT_RC:
+		return VRNIC_OPS_RC;
+	case VRNIC_QPT_XRC_INI:
+		return VRNIC_OPS_XRC;
+	case VRNIC_QPT_UC:
+		return VRNIC_OPS_UC;
+	case VRNIC_QPT_UD:
+		return VRNIC_OPS_UD;
+	default:		/* XRC_TGT: no send queue here */
+		return 0;
+	}
+}
+
 /* ------------------------------------------------------------------ MR */
 
 struct ibv_mr *vrnic_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
@@ -838,6 +878,7 @@ static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *sr
 	qp->sq_log = vrnic_log2(cap->max_send_wr ? cap->max_send_wr : 1);
 	qp->rq_log = vrnic_log2(cap->max_recv_wr ? cap->max_recv_wr : 1);
 	qp->type = hw_type;
+	qp->ops = vrnic_qp_type_ops(hw_type);
 	qp->data_off = vrnic_send_wqe_data_off(hw_type);
 	qp->sq_shift = vrnic_sq_shift(hw_type, cap->max_send_sge,
 				      cap->max_inline_data);
@@ -932,6 +973,10 @@ static struct vrnic_send_wqe *vrnic_wr_new(struct vrnic_qp *qp, uint8_t op)
 	qp->wr_cur = NULL;
 	if (qp->wr_err)
 		return NULL;
+	if (!(qp->ops & VRNIC_OP(op)) || (qpx->wr_flags & ~VRNIC_SEND_FLAGS)) {
+		qp->wr_err = EINVAL;
+		return NULL;
+	}
 	if (qp->sq_head - vrnic_tail(&qp->sq_tail) >= (1u << qp->sq_log)) {
 		qp->wr_err = ENOMEM;
 		return NULL;
@@ -1160,6 +1205,10 @@ static void vrnic_wr_set_inline_data_list(struct ibv_qp_ex *qpx,
 
 	if (!w)
 		return;
+	if (!(VRNIC_OPS_INLINE & VRNIC_OP(w->opcode))) {
+		qp->wr_err = EINVAL;
+		return;
+	}
 	dst = (uint8_t *)w + qp->data_off;
 	for (i = 0; i < num_buf; i++) {
 		if (len + buf[i].length > qp->max_inline) {
@@ -1251,9 +1300,35 @@ static void vrnic_wr_abort(struct ibv_qp_ex *qpx)
 			IBV_QP_EX_WITH_ATOMIC_WRITE | \
 			IBV_QP_EX_WITH_FLUSH | \
 			IBV_QP_EX_WITH_BIND_MW)
-/* Only RC has ATOMIC_WRITE and FLUSH (IBA annex A19). */
-#define VRNIC_SEND_OPS_RC_ONLY (IBV_QP_EX_WITH_ATOMIC_WRITE | \
-				IBV_QP_EX_WITH_FLUSH)
+
+/* The device opcodes of send_ops_flags: they must be the QP type's. */
+static uint32_t vrnic_send_ops(uint64_t flags)
+{
+	static const struct {
+		uint64_t flag;
+		uint8_t op;
+	} map[] = {
+		{ IBV_QP_EX_WITH_SEND, VRNIC_WR_SEND },
+		{ IBV_QP_EX_WITH_SEND_WITH_IMM, VRNIC_WR_SEND_IMM },
+		{ IBV_QP_EX_WITH_RDMA_WRITE, VRNIC_WR_RDMA_WRITE },
+		{ IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM, VRNIC_WR_RDMA_WRITE_IMM },
+		{ IBV_QP_EX_WITH_RDMA_READ, VRNIC_WR_RDMA_READ },
+		{ IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP, VRNIC_WR_ATOMIC_CMP_SWP },
+		{ IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, VRNIC_WR_ATOMIC_FETCH_ADD },
+		{ IBV_QP_EX_WITH_SEND_WITH_INV, VRNIC_WR_SEND_INV },
+		{ IBV_QP_EX_WITH_LOCAL_INV, VRNIC_WR_LOCAL_INV },
+		{ IBV_QP_EX_WITH_ATOMIC_WRITE, VRNIC_WR_ATOMIC_WRITE },
+		{ IBV_QP_EX_WITH_FLUSH, VRNIC_WR_FLUSH },
+		{ IBV_QP_EX_WITH_BIND_MW, VRNIC_WR_BIND_MW },
+	};
+	uint32_t ops = 0;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(map); i++)
+		if (flags & map[i].flag)
+			ops |= VRNIC_OP(map[i].op);
+	return ops;
+}
 
 /*
  * The receive side of XRC is a kernel QP with nothing in this process:
@@ -1333,9 +1408,7 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
 	     attr->create_flags) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
-	     ((attr->send_ops_flags & ~VRNIC_SEND_OPS) ||
-	      (attr->qp_type != IBV_QPT_RC &&
-	       (attr->send_ops_flags & VRNIC_SEND_OPS_RC_ONLY))))) {
+	     (attr->send_ops_flags & ~VRNIC_SEND_OPS))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -1343,6 +1416,12 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 			    attr->sq_sig_all, &cmd.drv_payload);
 	if (!qp)
 		return NULL;
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (vrnic_send_ops(attr->send_ops_flags) & ~qp->ops)) {
+		vrnic_qp_free(qp);
+		errno = EOPNOTSUPP;	/* an operation the QP type lacks */
+		return NULL;
+	}
 	/* The legacy command has no room for (zero) creation flags. */
 	mask = attr->comp_mask;
 	attr->comp_mask &= ~IBV_QP_INIT_ATTR_CREATE_FLAGS;
@@ -1487,12 +1566,15 @@ static int vrnic_build_send(struct vrnic_qp *qp, struct ibv_send_wr *wr,
 	int op = vrnic_wr_opcode(wr->opcode);
 	int i;
 
-	if (op < 0)
+	if (op < 0 || !(qp->ops & VRNIC_OP(op)) ||
+	    (wr->send_flags & ~VRNIC_SEND_FLAGS) ||
+	    ((wr->send_flags & IBV_SEND_INLINE) &&
+	     !(VRNIC_OPS_INLINE & VRNIC_OP(op))))
 		return EINVAL;
 	if (qp->type == VRNIC_QPT_UD) {
 		struct vrnic_ud_av *av = (struct vrnic_ud_av *)(w + 1);
 
-		if (op > VRNIC_WR_SEND_IMM || !wr->wr.ud.ah)
+		if (!wr->wr.ud.ah)
 			return EINVAL;
 		*av = to_vah(wr->wr.ud.ah)->av;
 		av->dest_qpn = htole32(wr->wr.ud.remote_qpn);

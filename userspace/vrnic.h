@@ -92,6 +92,7 @@ struct vrnic_qp {
 	struct vrnic_qp_dbrec *dbrec;	/* in its own page */
 	bool sig_all;
 	uint32_t max_send_sge, max_recv_sge, max_inline;
+	uint32_t ops;			/* 1 << VRNIC_WR_* it may post */
 	/* ibv_wr_* state between wr_start and wr_complete/wr_abort */
 	uint32_t wr_start_head;
 	struct vrnic_send_wqe *wr_cur;

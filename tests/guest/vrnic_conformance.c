@@ -317,6 +317,213 @@ static int srq_sge(struct env *e)
 	return 1;
 }
 
+/* -------------------------------------------- opcodes per QP type --- */
+
+static int send_wr(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad = NULL;
+	int ret = ibv_post_send(qp, wr, &bad);
+
+	if (ret && bad != wr) {
+		ksft_print_msg("post_send %d: *bad_wr not the refused WR\n", ret);
+		return -1;
+	}
+	return ret;
+}
+
+/* One SEND from a to b, received and completed on both sides. */
+static int moves(struct env *e, struct ibv_qp *a, struct ibv_qp *b,
+		 struct ibv_cq *cq)
+{
+	struct ibv_sge rs = { .addr = (uintptr_t)e->buf + 8192, .length = MSG,
+			      .lkey = e->mr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 7, .sg_list = &rs, .num_sge = 1 },
+			   *rbad;
+	struct ibv_sge ss = { .addr = (uintptr_t)e->buf, .length = MSG,
+			      .lkey = e->mr->lkey };
+	struct ibv_send_wr swr = { .wr_id = 8, .sg_list = &ss, .num_sge = 1,
+				   .opcode = IBV_WR_SEND };
+
+	if (ibv_post_recv(b, &rwr, &rbad) || send_wr(a, &swr))
+		FAIL("a SEND: post failed\n");
+	return poll_n(cq, 2);
+}
+
+static int refused(struct ibv_qp *qp, const char *what,
+		   enum ibv_wr_opcode op, unsigned int flags, uint64_t raddr,
+		   uint32_t rkey, uint64_t laddr, uint32_t lkey)
+{
+	struct ibv_sge sge = { .addr = laddr, .length = 8, .lkey = lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 0xbad, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = flags,
+	};
+	int ret;
+
+	if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = rkey;
+	} else {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
+	ret = send_wr(qp, &wr);
+	if (ret != EINVAL)
+		FAIL("%s: post_send returned %d, not EINVAL\n", what, ret);
+	return 1;
+}
+
+/*
+ * Review C.5: operations a QP type cannot carry, and IBV_SEND_INLINE on
+ * anything but SEND and RDMA WRITE, were accepted at post time; the device
+ * then failed the WQE and the QP went to ERR.  IBA and rxe refuse them
+ * with EINVAL and *bad_wr set.  Afterwards both QPs still move a SEND.
+ * A chain stops at its first bad WR: the good one before it is posted.
+ */
+static int opcodes(struct env *e)
+{
+	uint64_t la = (uintptr_t)e->buf + 1024, ra = (uintptr_t)e->buf + 2048;
+	uint32_t lk = e->mr->lkey, rk = e->mr->rkey;
+	struct ibv_qp *rc[2], *uc[2];
+	struct ibv_cq *cq;
+	int ok = 1;
+
+	cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
+	if (!cq)
+		FAIL("create_cq: %s\n", strerror(errno));
+	rc[0] = make_qp(e, IBV_QPT_RC, cq, cq, 8, 64);
+	rc[1] = make_qp(e, IBV_QPT_RC, cq, cq, 8, 64);
+	uc[0] = make_qp(e, IBV_QPT_UC, cq, cq, 8, 64);
+	uc[1] = make_qp(e, IBV_QPT_UC, cq, cq, 8, 64);
+	if (!rc[0] || !rc[1] || !uc[0] || !uc[1] ||
+	    to_rts(e, rc[0], rc[1]->qp_num) || to_rts(e, rc[1], rc[0]->qp_num) ||
+	    to_rts(e, uc[0], uc[1]->qp_num) || to_rts(e, uc[1], uc[0]->qp_num))
+		FAIL("QPs: %s\n", strerror(errno));
+
+	ok &= refused(uc[0], "uc READ", IBV_WR_RDMA_READ, 0, ra, rk, la, lk);
+	ok &= refused(uc[0], "uc CMP_SWP", IBV_WR_ATOMIC_CMP_AND_SWP, 0, ra,
+		      rk, la, lk);
+	ok &= refused(uc[0], "uc FETCH_ADD", IBV_WR_ATOMIC_FETCH_AND_ADD, 0,
+		      ra, rk, la, lk);
+	ok &= refused(uc[0], "uc SEND_WITH_INV", IBV_WR_SEND_WITH_INV, 0, 0, 0,
+		      la, lk);
+	ok &= refused(rc[0], "rc READ|INLINE", IBV_WR_RDMA_READ,
+		      IBV_SEND_INLINE, ra, rk, la, lk);
+	ok &= refused(rc[0], "rc CMP_SWP|INLINE", IBV_WR_ATOMIC_CMP_AND_SWP,
+		      IBV_SEND_INLINE, ra, rk, la, lk);
+	ok &= refused(rc[0], "rc FETCH_ADD|INLINE",
+		      IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_SEND_INLINE, ra, rk,
+		      la, lk);
+	ok &= refused(rc[0], "rc LOCAL_INV|INLINE", IBV_WR_LOCAL_INV,
+		      IBV_SEND_INLINE, 0, 0, la, lk);
+	ok &= refused(rc[0], "rc SEND|IP_CSUM", IBV_WR_SEND, IBV_SEND_IP_CSUM,
+		      0, 0, la, lk);
+	ok &= refused(rc[0], "rc opcode 0x7f", (enum ibv_wr_opcode)0x7f, 0, 0,
+		      0, la, lk);
+	if (!ok)
+		return 0;
+	{
+		/* A good SEND, then a READ: the SEND goes, the READ is bad. */
+		struct ibv_sge rs = { .addr = (uintptr_t)e->buf + 8192,
+				      .length = MSG, .lkey = lk };
+		struct ibv_recv_wr rwr = { .wr_id = 9, .sg_list = &rs,
+					   .num_sge = 1 }, *rbad;
+		struct ibv_sge s1 = { .addr = (uintptr_t)e->buf, .length = MSG,
+				      .lkey = lk };
+		struct ibv_sge s2 = { .addr = la, .length = 8, .lkey = lk };
+		struct ibv_send_wr w2 = { .wr_id = 11, .sg_list = &s2,
+					  .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_READ,
+					  .wr.rdma = { ra, rk } };
+		struct ibv_send_wr w1 = { .wr_id = 10, .sg_list = &s1,
+					  .num_sge = 1, .opcode = IBV_WR_SEND,
+					  .next = &w2 }, *bad = NULL;
+		int ret;
+
+		if (ibv_post_recv(uc[1], &rwr, &rbad))
+			FAIL("post_recv\n");
+		ret = ibv_post_send(uc[0], &w1, &bad);
+		if (ret != EINVAL || bad != &w2)
+			FAIL("uc chain SEND, READ: %d, bad_wr %s\n", ret,
+			     bad == &w2 ? "the READ" :
+			     bad == &w1 ? "the SEND" : "other");
+		if (!poll_n(cq, 2))
+			FAIL("uc chain: the SEND before the bad WR did not move\n");
+	}
+	if (!moves(e, rc[0], rc[1], cq) || !moves(e, uc[0], uc[1], cq))
+		FAIL("a QP that refused WRs no longer moves a SEND\n");
+	ibv_destroy_qp(rc[0]);
+	ibv_destroy_qp(rc[1]);
+	ibv_destroy_qp(uc[0]);
+	ibv_destroy_qp(uc[1]);
+	ibv_destroy_cq(cq);
+	return 1;
+}
+
+/* The same through ibv_wr_*: at create time and at wr_complete. */
+static int opcodes_ex(struct env *e)
+{
+	struct ibv_qp_init_attr_ex ia = {
+		.qp_type = IBV_QPT_UC,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1,
+			 .max_recv_sge = 1, .max_inline_data = 64 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = e->pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND |
+				  IBV_QP_EX_WITH_RDMA_READ,
+	};
+	struct ibv_qp_ex *qx;
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	int ret;
+
+	cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
+	if (!cq)
+		FAIL("create_cq: %s\n", strerror(errno));
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	qp = ibv_create_qp_ex(e->ctx, &ia);
+	if (qp)
+		FAIL("a UC QP with IBV_QP_EX_WITH_RDMA_READ was created\n");
+	if (errno != EOPNOTSUPP && errno != EINVAL)
+		FAIL("UC QP with READ: errno %d\n", errno);
+
+	ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
+	qp = ibv_create_qp_ex(e->ctx, &ia);
+	if (!qp || to_rts(e, qp, qp->qp_num))
+		FAIL("UC QP ex: %s\n", strerror(errno));
+	qx = ibv_qp_to_qp_ex(qp);
+	/* READ on UC: not an operation of the type. */
+	ibv_wr_start(qx);
+	qx->wr_id = 1;
+	qx->wr_flags = 0;
+	ibv_wr_rdma_read(qx, e->mr->rkey, (uintptr_t)e->buf);
+	ibv_wr_set_sge(qx, e->mr->lkey, (uintptr_t)e->buf + 64, 8);
+	ret = ibv_wr_complete(qx);
+	if (ret != EINVAL)
+		FAIL("ibv_wr_rdma_read on UC: wr_complete %d\n", ret);
+	/* Inline data on a READ: refused (on RC, where READ is valid). */
+	ibv_destroy_qp(qp);
+	ia.qp_type = IBV_QPT_RC;
+	ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_READ;
+	qp = ibv_create_qp_ex(e->ctx, &ia);
+	if (!qp || to_rts(e, qp, qp->qp_num))
+		FAIL("RC QP ex: %s\n", strerror(errno));
+	qx = ibv_qp_to_qp_ex(qp);
+	ibv_wr_start(qx);
+	qx->wr_id = 2;
+	qx->wr_flags = 0;
+	ibv_wr_rdma_read(qx, e->mr->rkey, (uintptr_t)e->buf);
+	ibv_wr_set_inline_data(qx, e->buf + 64, 8);
+	ret = ibv_wr_complete(qx);
+	if (ret != EINVAL)
+		FAIL("ibv_wr_set_inline_data on a READ: wr_complete %d\n", ret);
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+	return 1;
+}
+
 /* -------------------------------------------------------- harness --- */
 
 struct test {
@@ -327,6 +534,8 @@ struct test {
 static const struct test tests[] = {
 	{ cq_depth, "cq: holds at least the requested entries and reports its true depth" },
 	{ srq_sge, "srq: max_sge is the kernel's answer and posts up to it are accepted" },
+	{ opcodes, "post_send: opcodes the QP type lacks, INLINE on READ/atomics, unknown flags: EINVAL, *bad_wr set" },
+	{ opcodes_ex, "ibv_wr_*: operations the QP type lacks and inline data on a READ are refused" },
 };
 
 /* Run one test in a child; a crash or a hang is a failure. */
