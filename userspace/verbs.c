@@ -1656,7 +1656,8 @@ int vrnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	uint32_t start;
 	int ret = 0;
 
-	if (!vrnic_sq_postable(ibqp)) {
+	/* An XRC receive QP (or an ibv_open_qp handle of one) has no SQ. */
+	if (!qp->sq || !vrnic_sq_postable(ibqp)) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -1736,7 +1737,7 @@ int vrnic_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
 
 	if (mw->type != IBV_MW_TYPE_1 || mw->pd != ibqp->pd)
 		return EINVAL;
-	if (!vrnic_sq_postable(ibqp))
+	if (!qp->sq || !vrnic_sq_postable(ibqp))
 		return EINVAL;
 	pthread_spin_lock(&qp->sq_lock);
 	if (qp->sq_head - vrnic_tail(&qp->sq_tail) >= (1u << qp->sq_log)) {

@@ -11,6 +11,7 @@
  * Output is TAP (kselftest).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -127,6 +128,9 @@ static int to_rts(struct env *e, struct ibv_qp *qp, uint32_t dest)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14;
+	if (qp->qp_type == IBV_QPT_XRC_RECV)	/* no retry attributes */
+		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+				     IBV_QP_TIMEOUT);
 	a.retry_cnt = 3;
 	a.rnr_retry = 3;
 	a.max_rd_atomic = 1;
@@ -524,6 +528,94 @@ static int opcodes_ex(struct env *e)
 	return 1;
 }
 
+/* --------------------------------------------- XRC receive QPs --- */
+
+/*
+ * Review C.8: ibv_post_send on an XRC receive QP, or on an ibv_open_qp
+ * handle of one, wrote through NULL (it has no send queue in the
+ * process).  Both post_send and post_recv return EINVAL with *bad_wr set,
+ * in RTS too; so does post_recv on an XRC send QP (no receive queue).
+ */
+static int xrc_recv_post(struct env *e)
+{
+	struct ibv_xrcd_init_attr xa = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1, .oflags = O_CREAT,
+	};
+	struct ibv_sge sge = { .addr = (uintptr_t)e->buf, .length = MSG,
+			       .lkey = e->mr->lkey };
+	struct ibv_send_wr swr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				   .opcode = IBV_WR_SEND }, *sbad;
+	struct ibv_recv_wr rwr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1 },
+			   *rbad;
+	struct ibv_qp *tgt, *handle, *ini, *qps[2];
+	struct ibv_qp_init_attr_ex ia;
+	struct ibv_qp_open_attr oa;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qia;
+	struct ibv_xrcd *xrcd;
+	struct ibv_cq *cq;
+	int i, ret;
+
+	cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
+	xrcd = ibv_open_xrcd(e->ctx, &xa);
+	if (!cq || !xrcd)
+		FAIL("cq/xrcd: %s\n", strerror(errno));
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_XRC_RECV;
+	ia.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+	ia.xrcd = xrcd;
+	tgt = ibv_create_qp_ex(e->ctx, &ia);
+	if (!tgt || to_rts(e, tgt, tgt->qp_num))
+		FAIL("XRC receive QP to RTS: %s\n", strerror(errno));
+	memset(&oa, 0, sizeof(oa));
+	oa.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+		       IBV_QP_OPEN_ATTR_TYPE;
+	oa.qp_num = tgt->qp_num;
+	oa.xrcd = xrcd;
+	oa.qp_type = IBV_QPT_XRC_RECV;
+	handle = ibv_open_qp(e->ctx, &oa);
+	/* Learn the state through the handle: it is RTS. */
+	if (!handle || ibv_query_qp(handle, &qa, IBV_QP_STATE, &qia) ||
+	    handle->state != IBV_QPS_RTS)
+		FAIL("open_qp: %s\n", strerror(errno));
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_XRC_SEND;
+	ia.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ia.pd = e->pd;
+	ia.send_cq = cq;
+	ia.cap.max_send_wr = 4;
+	ia.cap.max_send_sge = 1;
+	ini = ibv_create_qp_ex(e->ctx, &ia);
+	if (!ini)
+		FAIL("XRC send QP: %s\n", strerror(errno));
+
+	qps[0] = tgt;
+	qps[1] = handle;
+	for (i = 0; i < 2; i++) {
+		sbad = NULL;
+		ret = ibv_post_send(qps[i], &swr, &sbad);
+		if (ret != EINVAL || sbad != &swr)
+			FAIL("post_send on an XRC receive QP%s: %d\n",
+			     i ? " handle" : "", ret);
+		rbad = NULL;
+		ret = ibv_post_recv(qps[i], &rwr, &rbad);
+		if (ret != EINVAL || rbad != &rwr)
+			FAIL("post_recv on an XRC receive QP%s: %d\n",
+			     i ? " handle" : "", ret);
+	}
+	rbad = NULL;
+	ret = ibv_post_recv(ini, &rwr, &rbad);
+	if (ret != EINVAL || rbad != &rwr)
+		FAIL("post_recv on an XRC send QP: %d\n", ret);
+	ibv_destroy_qp(ini);
+	ibv_destroy_qp(handle);
+	ibv_destroy_qp(tgt);
+	ibv_close_xrcd(xrcd);
+	ibv_destroy_cq(cq);
+	return 1;
+}
+
 /* -------------------------------------------------------- harness --- */
 
 struct test {
@@ -536,6 +628,7 @@ static const struct test tests[] = {
 	{ srq_sge, "srq: max_sge is the kernel's answer and posts up to it are accepted" },
 	{ opcodes, "post_send: opcodes the QP type lacks, INLINE on READ/atomics, unknown flags: EINVAL, *bad_wr set" },
 	{ opcodes_ex, "ibv_wr_*: operations the QP type lacks and inline data on a READ are refused" },
+	{ xrc_recv_post, "xrc: post_send/post_recv on an XRC receive QP and an ibv_open_qp handle: EINVAL" },
 };
 
 /* Run one test in a child; a crash or a hang is a failure. */
