@@ -1211,7 +1211,7 @@ static void vrnic_wr_set_inline_data_list(struct ibv_qp_ex *qpx,
 	}
 	dst = (uint8_t *)w + qp->data_off;
 	for (i = 0; i < num_buf; i++) {
-		if (len + buf[i].length > qp->max_inline) {
+		if (buf[i].length > qp->max_inline - len) {	/* no wrap */
 			qp->wr_err = EINVAL;
 			return;
 		}
@@ -1627,8 +1627,8 @@ static int vrnic_build_send(struct vrnic_qp *qp, struct ibv_send_wr *wr,
 		uint32_t len = 0;
 
 		for (i = 0; i < wr->num_sge; i++) {
-			if (len + wr->sg_list[i].length > qp->max_inline)
-				return EINVAL;
+			if (wr->sg_list[i].length > qp->max_inline - len)
+				return EINVAL;	/* len <= max_inline: no wrap */
 			memcpy(dst + len, (void *)(uintptr_t)wr->sg_list[i].addr,
 			       wr->sg_list[i].length);
 			len += wr->sg_list[i].length;

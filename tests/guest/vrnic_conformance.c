@@ -616,6 +616,72 @@ static int xrc_recv_post(struct env *e)
 	return 1;
 }
 
+/* ---------------------------------------------------- inline sums --- */
+
+/*
+ * Review C.9: the inline length check added lengths in 32 bits, so
+ * { 8, 0xfffffffc } summed to 4, passed, and memcpy ran off the buffer.
+ * Both post_send and ibv_wr_set_inline_data_list must say EINVAL.
+ */
+static int inline_wrap(struct env *e)
+{
+	struct ibv_qp_init_attr_ex ia = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 2,
+			 .max_recv_sge = 1, .max_inline_data = 64 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = e->pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND,
+	};
+	struct ibv_sge sge[2] = {
+		{ .addr = (uintptr_t)e->buf, .length = 8, .lkey = e->mr->lkey },
+		{ .addr = (uintptr_t)e->buf + 8, .length = 0xfffffffcu,
+		  .lkey = e->mr->lkey },
+	};
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = sge, .num_sge = 2,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_INLINE };
+	struct ibv_data_buf db[2] = {
+		{ .addr = e->buf, .length = 8 },
+		{ .addr = e->buf + 8, .length = SIZE_MAX - 3 },
+	};
+	struct ibv_qp_ex *qx;
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	int ret;
+
+	cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
+	if (!cq)
+		FAIL("create_cq: %s\n", strerror(errno));
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	qp = ibv_create_qp_ex(e->ctx, &ia);
+	if (!qp || to_rts(e, qp, qp->qp_num))
+		FAIL("RC QP: %s\n", strerror(errno));
+	ret = send_wr(qp, &wr);
+	if (ret != EINVAL)
+		FAIL("inline { 8, 0xfffffffc }: post_send %d\n", ret);
+	sge[0].length = 0xffffffffu;
+	sge[1].length = 2;
+	ret = send_wr(qp, &wr);
+	if (ret != EINVAL)
+		FAIL("inline { 0xffffffff, 2 }: post_send %d\n", ret);
+	qx = ibv_qp_to_qp_ex(qp);
+	ibv_wr_start(qx);
+	qx->wr_id = 2;
+	qx->wr_flags = 0;
+	ibv_wr_send(qx);
+	ibv_wr_set_inline_data_list(qx, 2, db);
+	ret = ibv_wr_complete(qx);
+	if (ret != EINVAL)
+		FAIL("ibv_wr_set_inline_data_list { 8, SIZE_MAX - 3 }: %d\n",
+		     ret);
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+	return 1;
+}
+
 /* -------------------------------------------------------- harness --- */
 
 struct test {
@@ -629,6 +695,7 @@ static const struct test tests[] = {
 	{ opcodes, "post_send: opcodes the QP type lacks, INLINE on READ/atomics, unknown flags: EINVAL, *bad_wr set" },
 	{ opcodes_ex, "ibv_wr_*: operations the QP type lacks and inline data on a READ are refused" },
 	{ xrc_recv_post, "xrc: post_send/post_recv on an XRC receive QP and an ibv_open_qp handle: EINVAL" },
+	{ inline_wrap, "inline: a length sum that wraps 32 or 64 bits is EINVAL, no overrun" },
 };
 
 /* Run one test in a child; a crash or a hang is a failure. */
