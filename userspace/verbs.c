@@ -39,16 +39,23 @@ DECLARE_DRV_CMD(uvrnic_create_xsrq, IB_USER_VERBS_CMD_CREATE_XSRQ,
 
 #define VRNIC_PAGE	4096
 
+/* NULL with errno set on failure, as every allocation here. */
 static void *vrnic_alloc_queue(size_t size)
 {
 	void *p;
+	int ret;
 
 	size = align(size, VRNIC_PAGE);
-	if (posix_memalign(&p, VRNIC_PAGE, size))
+	ret = posix_memalign(&p, VRNIC_PAGE, size);
+	if (ret) {
+		errno = ret;	/* posix_memalign does not set errno */
 		return NULL;
+	}
 	memset(p, 0, size);
-	if (ibv_dontfork_range(p, size)) {
+	ret = ibv_dontfork_range(p, size);
+	if (ret) {
 		free(p);
+		errno = ret;
 		return NULL;
 	}
 	return p;
@@ -217,6 +224,8 @@ int vrnic_destroy_ah(struct ibv_ah *ibah)
 
 /* ------------------------------------------------------------------ CQ */
 
+static void vrnic_cq_free(struct vrnic_cq *cq);
+
 static struct vrnic_cq *vrnic_cq_alloc(int cqe)
 {
 	struct vrnic_cq *cq;
@@ -228,17 +237,22 @@ static struct vrnic_cq *vrnic_cq_alloc(int cqe)
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return NULL;
-	cq->log_depth = vrnic_log2(cqe < 2 ? 2 : cqe);
-	cq->ring_size = sizeof(struct vrnic_cqe) << cq->log_depth;
-	cq->ring = vrnic_alloc_queue(cq->ring_size);
-	cq->dbrec = vrnic_alloc_queue(VRNIC_PAGE);
-	if (!cq->ring || !cq->dbrec) {
-		vrnic_free_queue(cq->ring, cq->ring_size);
-		vrnic_free_queue(cq->dbrec, VRNIC_PAGE);
+	errno = pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	if (errno) {
 		free(cq);
 		return NULL;
 	}
-	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	cq->log_depth = vrnic_log2(cqe < 2 ? 2 : cqe);
+	cq->ring_size = sizeof(struct vrnic_cqe) << cq->log_depth;
+	cq->ring = vrnic_alloc_queue(cq->ring_size);
+	cq->dbrec = cq->ring ? vrnic_alloc_queue(VRNIC_PAGE) : NULL;
+	if (!cq->dbrec) {
+		int err = errno;
+
+		vrnic_cq_free(cq);
+		errno = err;
+		return NULL;
+	}
 	return cq;
 }
 
@@ -526,8 +540,14 @@ struct ibv_cq_ex *vrnic_create_cq_ex(struct ibv_context *ctx,
 	struct ibv_cq_ex *cqx;
 	struct vrnic_cq *cq;
 
-	if ((attr->wc_flags & ~VRNIC_CQX_WC_FLAGS) || attr->comp_mask ||
-	    attr->flags) {
+	/*
+	 * SINGLE_THREADED is a hint (the CQ lock stays); IGNORE_OVERRUN and
+	 * parent domains are not supported.
+	 */
+	if ((attr->wc_flags & ~VRNIC_CQX_WC_FLAGS) ||
+	    (attr->comp_mask & ~IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & ~IBV_CREATE_CQ_ATTR_SINGLE_THREADED))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -600,6 +620,7 @@ static void vrnic_fill_recv_wqe(uint8_t *slot, struct ibv_recv_wr *wr)
 
 static void vrnic_srq_free(struct vrnic_srq *srq)
 {
+	pthread_spin_destroy(&srq->lock);
 	vrnic_free_queue(srq->ring, srq->ring_size);
 	vrnic_free_queue(srq->dbrec, VRNIC_PAGE);
 	free(srq);
@@ -619,20 +640,27 @@ static struct vrnic_srq *vrnic_srq_alloc(struct ibv_srq_attr *attr,
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return NULL;
+	errno = pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	if (errno) {
+		free(srq);
+		return NULL;
+	}
 	srq->log = vrnic_log2(attr->max_wr);
 	srq->shift = vrnic_rq_shift(attr->max_sge ? attr->max_sge : 1);
 	srq->ring_size = (size_t)1 << (srq->log + srq->shift);
 	srq->ring = vrnic_alloc_queue(srq->ring_size);
-	srq->dbrec = vrnic_alloc_queue(VRNIC_PAGE);
-	if (!srq->ring || !srq->dbrec) {
+	srq->dbrec = srq->ring ? vrnic_alloc_queue(VRNIC_PAGE) : NULL;
+	if (!srq->dbrec) {
+		int err = errno;
+
 		vrnic_srq_free(srq);
+		errno = err;
 		return NULL;
 	}
 	cmd->buf_addr = (uintptr_t)srq->ring;
 	cmd->dbrec_addr = (uintptr_t)srq->dbrec;
 	cmd->log_depth = srq->log;
 	cmd->wqe_shift = srq->shift;
-	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
 	return srq;
 }
 
@@ -648,7 +676,6 @@ struct ibv_srq *vrnic_create_srq(struct ibv_pd *pd,
 		return NULL;
 	if (ibv_cmd_create_srq(pd, &srq->vsrq.srq, attr, &cmd.ibv_cmd,
 			       sizeof(cmd), &resp.ibv_resp, sizeof(resp))) {
-		pthread_spin_destroy(&srq->lock);
 		vrnic_srq_free(srq);
 		return NULL;
 	}
@@ -697,7 +724,6 @@ struct ibv_srq *vrnic_create_srq_ex(struct ibv_context *ctx,
 		return NULL;
 	if (ibv_cmd_create_srq_ex(ctx, &srq->vsrq, attr, &cmd.ibv_cmd,
 				  sizeof(cmd), &resp.ibv_resp, sizeof(resp))) {
-		pthread_spin_destroy(&srq->lock);
 		vrnic_srq_free(srq);
 		return NULL;
 	}
@@ -764,7 +790,6 @@ int vrnic_destroy_srq(struct ibv_srq *ibsrq)
 	ret = ibv_cmd_destroy_srq(ibsrq);
 	if (ret)
 		return ret;
-	pthread_spin_destroy(&srq->lock);
 	vrnic_srq_free(srq);
 	return 0;
 }
@@ -826,8 +851,26 @@ static uint32_t vrnic_rq_shift(uint32_t max_sge)
 	return s < 5 ? 5 : s;
 }
 
+/* Both spin locks of a QP, or neither (errno set). */
+static int vrnic_qp_init_locks(struct vrnic_qp *qp)
+{
+	int ret = pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+
+	if (!ret) {
+		ret = pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+		if (ret)
+			pthread_spin_destroy(&qp->sq_lock);
+	}
+	if (ret)
+		errno = ret;
+	return ret;
+}
+
+/* Free a QP whose locks vrnic_qp_init_locks() initialised. */
 static void vrnic_qp_free(struct vrnic_qp *qp)
 {
+	pthread_spin_destroy(&qp->sq_lock);
+	pthread_spin_destroy(&qp->rq_lock);
 	vrnic_free_queue(qp->sq, qp->sq_size);
 	vrnic_free_queue(qp->rq, qp->rq_size);
 	vrnic_free_queue(qp->dbrec, VRNIC_PAGE);
@@ -875,6 +918,10 @@ static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *sr
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
+	if (vrnic_qp_init_locks(qp)) {
+		free(qp);
+		return NULL;
+	}
 	qp->sq_log = vrnic_log2(cap->max_send_wr ? cap->max_send_wr : 1);
 	qp->rq_log = vrnic_log2(cap->max_recv_wr ? cap->max_recv_wr : 1);
 	qp->type = hw_type;
@@ -886,10 +933,15 @@ static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *sr
 	qp->sq_size = (size_t)1 << (qp->sq_log + qp->sq_shift);
 	qp->rq_size = no_rq ? 0 : (size_t)1 << (qp->rq_log + qp->rq_shift);
 	qp->sq = vrnic_alloc_queue(qp->sq_size);
-	qp->rq = no_rq ? NULL : vrnic_alloc_queue(qp->rq_size);
-	qp->dbrec = vrnic_alloc_queue(VRNIC_PAGE);
-	if (!qp->sq || (!qp->rq && !no_rq) || !qp->dbrec) {
+	if (qp->sq && !no_rq)
+		qp->rq = vrnic_alloc_queue(qp->rq_size);
+	if (qp->sq && (qp->rq || no_rq))
+		qp->dbrec = vrnic_alloc_queue(VRNIC_PAGE);
+	if (!qp->dbrec) {
+		int err = errno;
+
 		vrnic_qp_free(qp);
+		errno = err;
 		return NULL;
 	}
 	qp->sig_all = sq_sig_all;
@@ -907,8 +959,6 @@ static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *sr
 static void vrnic_qp_ready(struct vrnic_context *ctx, struct vrnic_qp *qp,
 			   uint32_t qpn, struct ibv_qp_cap *cap)
 {
-	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	qp->qpn = qpn;
 	qp->max_send_sge = cap->max_send_sge;
 	qp->max_recv_sge = cap->max_recv_sge;
@@ -1340,9 +1390,11 @@ static struct vrnic_qp *vrnic_xrc_recv_alloc(void)
 
 	if (!qp)
 		return NULL;
+	if (vrnic_qp_init_locks(qp)) {
+		free(qp);
+		return NULL;
+	}
 	qp->type = VRNIC_QPT_XRC_TGT;
-	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	return qp;
 }
 
@@ -1520,8 +1572,6 @@ int vrnic_destroy_qp(struct ibv_qp *ibqp)
 	/* After this no poller holds qp (locking order: vrnic.h). */
 	if (qp->type != VRNIC_QPT_XRC_TGT)
 		vrnic_qp_clean_cqs(qp);
-	pthread_spin_destroy(&qp->sq_lock);
-	pthread_spin_destroy(&qp->rq_lock);
 	vrnic_qp_free(qp);
 	return 0;
 }

@@ -151,7 +151,11 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 		goto err_free;
 	}
 
-	pthread_mutex_init(&ctx->qp_table_mutex, NULL);
+	errno = pthread_mutex_init(&ctx->qp_table_mutex, NULL);
+	if (errno) {
+		munmap(ctx->db_page, ctx->db_page_size);
+		goto err_free;
+	}
 	verbs_set_ops(&ctx->ibv_ctx, &vrnic_ctx_ops);
 	return &ctx->ibv_ctx;
 

@@ -682,6 +682,69 @@ static int inline_wrap(struct env *e)
 	return 1;
 }
 
+/* ------------------------------------------- create_cq_ex, errno --- */
+
+/*
+ * Review C.7, C.11: ibv_create_cq_ex refused the hint
+ * IBV_CREATE_CQ_ATTR_SINGLE_THREADED (comp_mask FLAGS).  It is accepted
+ * and the CQ works; IGNORE_OVERRUN, which vrnic does not do, is refused
+ * with errno set.  Every refusal below sets errno.
+ */
+static int cq_ex_flags(struct env *e)
+{
+	struct ibv_cq_init_attr_ex ca = {
+		.cqe = 32,
+		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN,
+		.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+		.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED,
+	};
+	struct ibv_poll_cq_attr pa = {};
+	struct ibv_qp_init_attr qa = {};
+	struct ibv_srq_init_attr sa = {};
+	struct ibv_cq_ex *cqx;
+	struct ibv_qp *qp;
+
+	cqx = ibv_create_cq_ex(e->ctx, &ca);
+	if (!cqx)
+		FAIL("create_cq_ex(SINGLE_THREADED): %s\n", strerror(errno));
+	if (ibv_cq_ex_to_cq(cqx)->cqe < 32)
+		FAIL("create_cq_ex(32) reports %d\n", ibv_cq_ex_to_cq(cqx)->cqe);
+	if (ibv_start_poll(cqx, &pa) != ENOENT)
+		FAIL("an empty CQ polled something\n");
+	ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
+
+	ca.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+	errno = 0;
+	cqx = ibv_create_cq_ex(e->ctx, &ca);
+	if (cqx || !errno)
+		FAIL("create_cq_ex(IGNORE_OVERRUN): %p, errno %d\n",
+		     (void *)cqx, errno);
+
+	errno = 0;
+	if (ibv_create_cq(e->ctx, 0, NULL, NULL, 0) || errno != EINVAL)
+		FAIL("create_cq(0): errno %d\n", errno);
+	errno = 0;
+	if (ibv_create_cq(e->ctx, 1 << 30, NULL, NULL, 0) || !errno)
+		FAIL("create_cq(2^30): errno %d\n", errno);
+	qa.qp_type = IBV_QPT_RC;
+	qa.send_cq = qa.recv_cq = ibv_cq_ex_to_cq(ibv_create_cq_ex(e->ctx,
+		&(struct ibv_cq_init_attr_ex){ .cqe = 4 }));
+	if (!qa.send_cq)
+		FAIL("create_cq_ex: %s\n", strerror(errno));
+	qa.cap.max_send_wr = 1u << 30;
+	qa.cap.max_send_sge = 1;
+	errno = 0;
+	qp = ibv_create_qp(e->pd, &qa);
+	if (qp || !errno)
+		FAIL("create_qp(2^30 WRs): errno %d\n", errno);
+	errno = 0;
+	sa.attr.max_wr = 0;
+	if (ibv_create_srq(e->pd, &sa) || !errno)
+		FAIL("create_srq(0 WRs): errno %d\n", errno);
+	ibv_destroy_cq(qa.send_cq);
+	return 1;
+}
+
 /* -------------------------------------------------------- harness --- */
 
 struct test {
@@ -696,6 +759,7 @@ static const struct test tests[] = {
 	{ opcodes_ex, "ibv_wr_*: operations the QP type lacks and inline data on a READ are refused" },
 	{ xrc_recv_post, "xrc: post_send/post_recv on an XRC receive QP and an ibv_open_qp handle: EINVAL" },
 	{ inline_wrap, "inline: a length sum that wraps 32 or 64 bits is EINVAL, no overrun" },
+	{ cq_ex_flags, "create_cq_ex: SINGLE_THREADED accepted, IGNORE_OVERRUN refused, errno on every refusal" },
 };
 
 /* Run one test in a child; a crash or a hang is a failure. */
