@@ -258,6 +258,24 @@ static inline u32 vrnic_uctx_of(struct ib_udata *udata)
 	return uctx ? uctx->page : 0;
 }
 
+/*
+ * Read a provider's request of size bytes (spec, "User ABI"): a shorter
+ * one, from an older provider, is zero-extended; the bytes of a longer one
+ * beyond what this driver knows must be zero.
+ */
+static inline int vrnic_udata_req(struct ib_udata *udata, void *req,
+				  size_t size)
+{
+	int ret = ib_copy_from_udata(req, udata, min(size, udata->inlen));
+
+	if (ret)
+		return ret;
+	if (udata->inlen > size &&
+	    !ib_is_udata_cleared(udata, size, udata->inlen - size))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
 static inline struct vrnic_dev *to_vdev(struct ib_device *ibdev)
 {
 	return container_of(ibdev, struct vrnic_dev, ibdev);

@@ -79,11 +79,10 @@ int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		struct vrnic_create_cq_cmd ucmd = {};
 		struct vrnic_create_cq_resp uresp = {};
 
-		ret = ib_copy_from_udata(&ucmd, udata,
-					 min(sizeof(ucmd), udata->inlen));
+		ret = vrnic_udata_req(udata, &ucmd, sizeof(ucmd));
 		if (ret)
 			return ret;
-		if (ucmd.log_depth < cq->log_depth ||
+		if (ucmd.reserved || ucmd.log_depth < cq->log_depth ||
 		    ucmd.log_depth > VRNIC_MAX_CQ_LOG_DEPTH ||
 		    ucmd.buf_addr & (SZ_4K - 1))
 			return -EINVAL;

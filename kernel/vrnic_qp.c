@@ -179,8 +179,7 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		struct vrnic_create_qp_cmd ucmd = {};
 		struct ib_block_iter biter;
 
-		ret = ib_copy_from_udata(&ucmd, udata,
-					 min(sizeof(ucmd), udata->inlen));
+		ret = vrnic_udata_req(udata, &ucmd, sizeof(ucmd));
 		if (ret)
 			return ret;
 		/* The provider may ask for more, never for less. */

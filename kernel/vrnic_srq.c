@@ -77,8 +77,7 @@ int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (udata) {
 		struct vrnic_create_srq_cmd ucmd = {};
 
-		ret = ib_copy_from_udata(&ucmd, udata,
-					 min(sizeof(ucmd), udata->inlen));
+		ret = vrnic_udata_req(udata, &ucmd, sizeof(ucmd));
 		if (ret)
 			return ret;
 		if (ucmd.log_depth < srq->log || ucmd.wqe_shift < srq->shift ||

@@ -113,17 +113,26 @@ static inline void vrnic_set_tail(uint32_t *tail, uint32_t v)
 #define VRNIC_SEND_FLAGS (IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | \
 			  IBV_SEND_FENCE | IBV_SEND_INLINE)
 
-static uint32_t vrnic_qp_type_ops(uint8_t type)
+/* The operations of spec versions before ctx's device are left out. */
+static uint32_t vrnic_qp_type_ops(struct ibv_context *ctx, uint8_t type)
 {
+	uint32_t ops = VRNIC_OPS_RC;
+
+	if (!vrnic_spec_has(ctx, VRNIC_SPEC_MINOR_INV))
+		ops &= ~(VRNIC_OP(VRNIC_WR_SEND_INV) |
+			 VRNIC_OP(VRNIC_WR_LOCAL_INV));
+	if (!vrnic_spec_has(ctx, VRNIC_SPEC_MINOR_XRC_MW))
+		ops &= ~(VRNIC_OP(VRNIC_WR_ATOMIC_WRITE) |
+			 VRNIC_OP(VRNIC_WR_FLUSH) | VRNIC_OP(VRNIC_WR_BIND_MW));
 	switch (type) {
 	case VRNIC_QPT_RC:
-		return VRNIC_OPS_RC;
+		return ops;
 	case VRNIC_QPT_XRC_INI:
-		return VRNIC_OPS_XRC;
+		return ops & VRNIC_OPS_XRC;
 	case VRNIC_QPT_UC:
-		return VRNIC_OPS_UC;
+		return ops & VRNIC_OPS_UC;
 	case VRNIC_QPT_UD:
-		return VRNIC_OPS_UD;
+		return ops & VRNIC_OPS_UD;
 	default:		/* XRC_TGT: no send queue here */
 		return 0;
 	}
@@ -165,6 +174,10 @@ struct ibv_mw *vrnic_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 	struct ibv_alloc_mw cmd = {};
 	struct ibv_mw *mw;
 
+	if (!vrnic_spec_has(pd->context, VRNIC_SPEC_MINOR_XRC_MW)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	mw = calloc(1, sizeof(*mw));
 	if (!mw)
 		return NULL;
@@ -714,6 +727,7 @@ struct ibv_srq *vrnic_create_srq_ex(struct ibv_context *ctx,
 		return s;
 	}
 	if (attr->srq_type != IBV_SRQT_XRC ||
+	    !vrnic_spec_has(ctx, VRNIC_SPEC_MINOR_XRC_MW) ||
 	    (attr->comp_mask & need) != need ||
 	    (attr->comp_mask & ~need)) {
 		errno = EOPNOTSUPP;
@@ -745,6 +759,10 @@ struct ibv_xrcd *vrnic_open_xrcd(struct ibv_context *ctx,
 	struct ibv_open_xrcd cmd = {};
 	struct verbs_xrcd *xrcd;
 
+	if (!vrnic_spec_has(ctx, VRNIC_SPEC_MINOR_XRC_MW)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	xrcd = calloc(1, sizeof(*xrcd));
 	if (!xrcd)
 		return NULL;
@@ -878,10 +896,12 @@ static void vrnic_qp_free(struct vrnic_qp *qp)
 }
 
 /* Size and allocate the rings for cap; fill the create command. */
-static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *srq,
+static struct vrnic_qp *vrnic_qp_alloc(struct ibv_context *ctx,
+				       enum ibv_qp_type type, struct ibv_srq *srq,
 				       struct ibv_qp_cap *cap, int sq_sig_all,
 				       struct vrnic_create_qp_cmd *cmd)
 {
+	uint32_t minor = VRNIC_SPEC_MINOR_USER;
 	struct vrnic_qp *qp;
 	uint8_t hw_type;
 	bool no_rq = srq;
@@ -892,17 +912,24 @@ static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *sr
 		break;
 	case IBV_QPT_XRC_SEND:	/* an RC requester without a receive side */
 		hw_type = VRNIC_QPT_XRC_INI;
+		minor = VRNIC_SPEC_MINOR_XRC_MW;
 		no_rq = true;
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
 		break;
 	case IBV_QPT_UC:
 		hw_type = VRNIC_QPT_UC;
+		minor = VRNIC_SPEC_MINOR_UC_UD;
 		break;
 	case IBV_QPT_UD:
 		hw_type = VRNIC_QPT_UD;
+		minor = VRNIC_SPEC_MINOR_UC_UD;
 		break;
 	default:
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!vrnic_spec_has(ctx, minor)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -925,7 +952,7 @@ static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *sr
 	qp->sq_log = vrnic_log2(cap->max_send_wr ? cap->max_send_wr : 1);
 	qp->rq_log = vrnic_log2(cap->max_recv_wr ? cap->max_recv_wr : 1);
 	qp->type = hw_type;
-	qp->ops = vrnic_qp_type_ops(hw_type);
+	qp->ops = vrnic_qp_type_ops(ctx, hw_type);
 	qp->data_off = vrnic_send_wqe_data_off(hw_type);
 	qp->sq_shift = vrnic_sq_shift(hw_type, cap->max_send_sge,
 				      cap->max_inline_data);
@@ -975,7 +1002,7 @@ struct ibv_qp *vrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	struct uvrnic_create_qp cmd = {};
 	struct vrnic_qp *qp;
 
-	qp = vrnic_qp_alloc(attr->qp_type, attr->srq, &attr->cap,
+	qp = vrnic_qp_alloc(pd->context, attr->qp_type, attr->srq, &attr->cap,
 			    attr->sq_sig_all, &cmd.drv_payload);
 	if (!qp)
 		return NULL;
@@ -1464,7 +1491,7 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	qp = vrnic_qp_alloc(attr->qp_type, attr->srq, &attr->cap,
+	qp = vrnic_qp_alloc(ctx, attr->qp_type, attr->srq, &attr->cap,
 			    attr->sq_sig_all, &cmd.drv_payload);
 	if (!qp)
 		return NULL;

@@ -16,8 +16,8 @@
 
 #include "vrnic.h"
 
-DECLARE_DRV_CMD(uvrnic_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT, empty,
-		vrnic_alloc_ucontext_resp);
+DECLARE_DRV_CMD(uvrnic_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT,
+		vrnic_alloc_ucontext_req, vrnic_alloc_ucontext_resp);
 
 static int vrnic_query_device_ex(struct ibv_context *ctx,
 				 const struct ibv_query_device_ex_input *input,
@@ -121,7 +121,7 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 						 void *private_data)
 {
 	struct uvrnic_alloc_ucontext_resp resp = {};
-	struct ibv_get_context cmd = {};
+	struct uvrnic_alloc_ucontext cmd = {};	/* comp_mask: nothing asked */
 	struct vrnic_context *ctx;
 
 	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
@@ -129,12 +129,18 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 	if (!ctx)
 		return NULL;
 
-	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd),
+	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd.ibv_cmd, sizeof(cmd),
 				&resp.ibv_resp, sizeof(resp)))
 		goto err_free;
 
+	/*
+	 * The same major version, and at least the minor one of user
+	 * contexts; later features are checked where they are used
+	 * (vrnic_spec_has()).
+	 */
 	if (resp.db_page_size != VRNIC_DB_PAGE_SIZE ||
-	    resp.spec_version >> 16 != VRNIC_SPEC_VERSION_MAJOR) {
+	    resp.spec_version >> 16 != VRNIC_SPEC_VERSION_MAJOR ||
+	    (resp.spec_version & 0xffff) < VRNIC_SPEC_MINOR_USER) {
 		verbs_err(&ctx->ibv_ctx,
 			  "vrnic: unsupported device (spec 0x%x, page %u)\n",
 			  resp.spec_version, resp.db_page_size);

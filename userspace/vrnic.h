@@ -36,6 +36,14 @@ struct vrnic_qp;
  * and read by posters: atomics (release/acquire).
  */
 
+/* The spec minor version each feature the provider uses came with. */
+enum {
+	VRNIC_SPEC_MINOR_USER	= 2,	/* user contexts, doorbells, RC */
+	VRNIC_SPEC_MINOR_UC_UD	= 3,	/* UC and UD QPs */
+	VRNIC_SPEC_MINOR_INV	= 4,	/* SEND_INV, LOCAL_INV */
+	VRNIC_SPEC_MINOR_XRC_MW	= 5,	/* XRC, windows, ATOMIC_WRITE, FLUSH */
+};
+
 struct vrnic_context {
 	struct verbs_context ibv_ctx;
 	void *db_page;		/* this context's doorbell page (BAR2) */
@@ -102,6 +110,12 @@ struct vrnic_qp {
 static inline struct vrnic_context *to_vctx(struct ibv_context *ibctx)
 {
 	return container_of(ibctx, struct vrnic_context, ibv_ctx.context);
+}
+
+/* Whether the device implements spec 0.minor (same major: vrnic.c). */
+static inline bool vrnic_spec_has(struct ibv_context *ibctx, uint32_t minor)
+{
+	return (to_vctx(ibctx)->spec_version & 0xffff) >= minor;
 }
 
 static inline struct vrnic_cq *to_vcq(struct ibv_cq *ibcq)

@@ -11,6 +11,7 @@
  * Output is TAP (kselftest).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -22,6 +23,9 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
+
+#include "vrnic-abi.h"
 
 #include "kselftest.h"
 
@@ -745,6 +749,175 @@ static int cq_ex_flags(struct env *e)
 	return 1;
 }
 
+/* ------------------------------------------------------------ uAPI --- */
+
+struct raw_ctx {
+	int fd;
+	int async_fd;
+	struct vrnic_alloc_ucontext_resp resp;
+};
+
+/* The uverbs character device of vrnic0, opened anew (no context yet). */
+static int open_uverbs(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	char path[128] = "";
+	int i;
+
+	for (i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), "vrnic0"))
+			snprintf(path, sizeof(path), "/dev/infiniband/%s",
+				 list[i]->dev_name);
+	if (list)
+		ibv_free_device_list(list);
+	return path[0] ? open(path, O_RDWR | O_CLOEXEC) : -1;
+}
+
+/*
+ * GET_CONTEXT by hand, with the driver request req and, when extra is
+ * set, 8 more request bytes holding *extra.  0 or the errno of write().
+ */
+static int raw_get_context(struct raw_ctx *c,
+			   const struct vrnic_alloc_ucontext_req *req,
+			   const uint64_t *extra)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_get_context cmd;
+		struct vrnic_alloc_ucontext_req req;
+		uint64_t extra;
+	} m;
+	struct {
+		struct ib_uverbs_get_context_resp r;
+		struct vrnic_alloc_ucontext_resp d;
+	} r;
+	size_t len = extra ? sizeof(m) : offsetof(typeof(m), extra);
+
+	memset(&m, 0, sizeof(m));
+	memset(&r, 0, sizeof(r));
+	m.hdr.command = IB_USER_VERBS_CMD_GET_CONTEXT;
+	m.hdr.in_words = len / 4;
+	m.hdr.out_words = sizeof(r) / 4;
+	m.cmd.response = (uintptr_t)&r;
+	m.req = *req;
+	if (extra)
+		m.extra = *extra;
+	c->async_fd = -1;
+	c->fd = open_uverbs();
+	if (c->fd < 0)
+		return -1;
+	if (write(c->fd, &m, len) != (ssize_t)len)
+		return errno;
+	c->async_fd = r.r.async_fd;
+	c->resp = r.d;
+	return 0;
+}
+
+static void raw_close(struct raw_ctx *c)
+{
+	if (c->async_fd >= 0)
+		close(c->async_fd);
+	if (c->fd >= 0)
+		close(c->fd);
+}
+
+/* CREATE_CQ by hand on c with driver command cq (+ 8 bytes *extra). */
+static int raw_create_cq(struct raw_ctx *c, const struct vrnic_create_cq_cmd *cq,
+			 const uint64_t *extra)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_create_cq cmd;
+		struct vrnic_create_cq_cmd drv;
+		uint64_t extra;
+	} m;
+	struct {
+		struct ib_uverbs_create_cq_resp r;
+		struct vrnic_create_cq_resp d;
+	} r;
+	size_t len = extra ? sizeof(m) : offsetof(typeof(m), extra);
+
+	memset(&m, 0, sizeof(m));
+	m.hdr.command = IB_USER_VERBS_CMD_CREATE_CQ;
+	m.hdr.in_words = len / 4;
+	m.hdr.out_words = sizeof(r) / 4;
+	m.cmd.response = (uintptr_t)&r;
+	m.cmd.cqe = 2;
+	m.cmd.comp_channel = -1;
+	m.drv = *cq;
+	if (extra)
+		m.extra = *extra;
+	if (write(c->fd, &m, len) != (ssize_t)len)
+		return errno;
+	return 0;
+}
+
+/*
+ * Review B.10: the ucontext request had no comp_mask, requests were read
+ * with min(sizeof, inlen) and trailing bytes and reserved fields never
+ * checked, so no field could ever be added.  Now: an unknown comp_mask
+ * bit or non-zero trailing bytes are EOPNOTSUPP, a reserved field EINVAL;
+ * zero trailing bytes (a newer provider asking nothing new) are accepted,
+ * and the response carries comp_mask 0 and the spec version.
+ */
+static int uapi_checks(struct env *e)
+{
+	struct vrnic_alloc_ucontext_req req = {};
+	struct vrnic_create_cq_cmd cq = {};
+	uint64_t one = 1, zero = 0;
+	struct raw_ctx c;
+	void *ring;
+	int ret;
+
+	(void)e;
+	req.comp_mask = 1u << 31;
+	ret = raw_get_context(&c, &req, NULL);
+	raw_close(&c);
+	if (ret != EOPNOTSUPP)
+		FAIL("ucontext comp_mask bit 31: %d, not EOPNOTSUPP\n", ret);
+	req.comp_mask = 0;
+	req.reserved = 1;
+	ret = raw_get_context(&c, &req, NULL);
+	raw_close(&c);
+	if (ret != EINVAL)
+		FAIL("ucontext reserved 1: %d, not EINVAL\n", ret);
+	req.reserved = 0;
+	ret = raw_get_context(&c, &req, &one);
+	raw_close(&c);
+	if (ret != EOPNOTSUPP)
+		FAIL("ucontext trailing bytes 1: %d, not EOPNOTSUPP\n", ret);
+	ret = raw_get_context(&c, &req, &zero);
+	if (ret)
+		FAIL("ucontext with zero trailing bytes: %s\n", strerror(ret));
+	if (c.resp.comp_mask || c.resp.spec_version >> 16 != 0 ||
+	    !c.resp.db_page_size)
+		FAIL("ucontext response: comp_mask 0x%x spec 0x%x page %u\n",
+		     c.resp.comp_mask, c.resp.spec_version,
+		     c.resp.db_page_size);
+
+	/* A CQ whose rings would be fine: only the ABI checks refuse it. */
+	if (posix_memalign(&ring, 4096, 8192))
+		FAIL("posix_memalign\n");
+	memset(ring, 0, 8192);
+	cq.buf_addr = (uintptr_t)ring;
+	cq.dbrec_addr = (uintptr_t)ring + 4096;
+	cq.log_depth = 1;
+	cq.reserved = 1;
+	ret = raw_create_cq(&c, &cq, NULL);
+	if (ret != EINVAL)
+		FAIL("create_cq reserved 1: %d, not EINVAL\n", ret);
+	cq.reserved = 0;
+	ret = raw_create_cq(&c, &cq, &one);
+	if (ret != EOPNOTSUPP)
+		FAIL("create_cq trailing bytes 1: %d, not EOPNOTSUPP\n", ret);
+	ret = raw_create_cq(&c, &cq, &zero);
+	if (ret)
+		FAIL("create_cq, zero trailing bytes: %s\n", strerror(ret));
+	raw_close(&c);
+	free(ring);
+	return 1;
+}
+
 /* -------------------------------------------------------- harness --- */
 
 struct test {
@@ -760,6 +933,7 @@ static const struct test tests[] = {
 	{ xrc_recv_post, "xrc: post_send/post_recv on an XRC receive QP and an ibv_open_qp handle: EINVAL" },
 	{ inline_wrap, "inline: a length sum that wraps 32 or 64 bits is EINVAL, no overrun" },
 	{ cq_ex_flags, "create_cq_ex: SINGLE_THREADED accepted, IGNORE_OVERRUN refused, errno on every refusal" },
+	{ uapi_checks, "uapi: comp_mask, reserved fields and trailing bytes of requests are checked" },
 };
 
 /* Run one test in a child; a crash or a hang is a failure. */
