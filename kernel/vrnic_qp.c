@@ -426,10 +426,11 @@ int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 
 	if (mask & ~VRNIC_QP_SUPPORTED_MASK)
 		return -EOPNOTSUPP;
-	/* Controlled Q_Keys are for privileged consumers (IBA 10.2.5). */
-	if (udata && (mask & IB_QP_QKEY) &&
-	    (attr->qkey & VRNIC_QKEY_PRIVILEGED) && !capable(CAP_NET_RAW))
-		return -EPERM;
+	/*
+	 * Controlled Q_Keys (IBA 10.2.5) are ib_core's policy: uverbs refuses
+	 * them to processes without CAP_NET_RAW unless the administrator set
+	 * "rdma system set privileged-qkey on".
+	 */
 	if (mask & IB_QP_CUR_STATE)
 		cur = attr->cur_qp_state;
 	next = (mask & IB_QP_STATE) ? attr->qp_state : cur;

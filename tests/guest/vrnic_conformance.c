@@ -18,9 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/capability.h>
+#include <linux/netlink.h>
 
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_verbs.h>
@@ -35,6 +40,12 @@
 #define QKEY		0x11111111u
 #define WAIT_S		20
 #define CHILD_S		60
+
+/* rdma_netlink.h of Linux 6.12 (the build host's may be older). */
+#define VT_NL_TYPE(client, op)			(((client) << 10) + (op))
+#define VT_RDMA_NL_NLDEV			5
+#define VT_RDMA_NLDEV_CMD_SYS_SET		7
+#define VT_RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE	96
 
 struct env {
 	struct ibv_context *ctx;
@@ -918,6 +929,149 @@ static int uapi_checks(struct env *e)
 	return 1;
 }
 
+/* ----------------------------------------------------------- Q_Key --- */
+
+/*
+ * Set ib_core's privileged-qkey mode (RDMA_NLDEV_CMD_SYS_SET; the guest's
+ * iproute2 predates "rdma system set privileged-qkey").  0 or -errno.
+ */
+static int set_privileged_qkey(uint8_t on)
+{
+	struct {
+		struct nlmsghdr h;
+		struct nlattr a;
+		uint8_t v;
+		uint8_t pad[3];
+	} m;
+	struct {
+		struct nlmsghdr h;
+		struct nlmsgerr e;
+		uint8_t more[256];
+	} r;
+	int fd, ret;
+
+	memset(&m, 0, sizeof(m));
+	m.h.nlmsg_len = sizeof(m);
+	m.h.nlmsg_type = VT_NL_TYPE(VT_RDMA_NL_NLDEV, VT_RDMA_NLDEV_CMD_SYS_SET);
+	m.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	m.h.nlmsg_seq = 1;
+	m.a.nla_len = NLA_HDRLEN + 1;
+	m.a.nla_type = VT_RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE;
+	m.v = on;
+	fd = socket(AF_NETLINK, SOCK_RAW, NETLINK_RDMA);
+	if (fd < 0)
+		return -errno;
+	if (send(fd, &m, sizeof(m), 0) != sizeof(m)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	ret = recv(fd, &r, sizeof(r), 0);
+	close(fd);
+	if (ret < (int)(sizeof(r.h) + sizeof(r.e)) || r.h.nlmsg_type != NLMSG_ERROR)
+		return -EIO;
+	return r.e.error;
+}
+
+/* Drop CAP_NET_RAW (the capability ib_core asks for) from this process. */
+static int drop_net_raw(void)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[2];
+	const uint32_t bit = 1u << (CAP_NET_RAW % 32);
+
+	if (syscall(SYS_capget, &h, d))
+		return -1;
+	d[CAP_NET_RAW / 32].effective &= ~bit;
+	d[CAP_NET_RAW / 32].permitted &= ~bit;
+	d[CAP_NET_RAW / 32].inheritable &= ~bit;
+	return syscall(SYS_capset, &h, d);
+}
+
+/*
+ * In a child without CAP_NET_RAW: set Q_Key qkey on a fresh UD QP.  The
+ * device is opened after the drop (uverbs refuses a file used with other
+ * credentials than it was opened with).  0, an errno, or >= 100 when the
+ * setup failed.
+ */
+static int unprivileged_qkey(uint32_t qkey)
+{
+	int st = 0;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return 100;
+	if (!pid) {
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
+					 .port_num = 1, .qkey = qkey };
+		struct ibv_cq *cq;
+		struct ibv_qp *qp;
+		struct env e;
+
+		if (drop_net_raw())
+			_exit(101);
+		if (!env_open(&e))
+			_exit(102);
+		cq = ibv_create_cq(e.ctx, 4, NULL, NULL, 0);
+		qp = cq ? make_qp(&e, IBV_QPT_UD, cq, cq, 4, 0) : NULL;
+		if (!qp)
+			_exit(103);
+		_exit(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				    IBV_QP_PORT | IBV_QP_QKEY));
+	}
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return 104;
+	return WEXITSTATUS(st);
+}
+
+/*
+ * Review B.9: the driver refused controlled Q_Keys (bit 31) to processes
+ * without CAP_NET_RAW itself, overriding ib_core's privileged-qkey
+ * setting.  With the setting on, an unprivileged process may set one;
+ * with it off ib_core refuses (EPERM), and a privileged one always may.
+ */
+static int qkey_policy(struct env *e)
+{
+	const uint32_t qkey = 0x80010011u;
+	int on, off;
+
+	if (geteuid())
+		FAIL("must run as root to set privileged-qkey\n");
+	if (set_privileged_qkey(1))
+		FAIL("setting privileged-qkey on failed\n");
+	on = unprivileged_qkey(qkey);
+	if (set_privileged_qkey(0))
+		FAIL("setting privileged-qkey off failed\n");
+	off = unprivileged_qkey(qkey);
+	if (on >= 100 || off >= 100)
+		FAIL("unprivileged child: setup failed (%d, %d)\n", on, off);
+	if (on)
+		FAIL("privileged-qkey on: an unprivileged Q_Key 0x%x: %s\n",
+		     qkey, strerror(on));
+	if (off != EPERM)
+		FAIL("privileged-qkey off: an unprivileged Q_Key 0x%x: %d, not EPERM\n",
+		     qkey, off);
+	{
+		struct ibv_cq *cq = ibv_create_cq(e->ctx, 4, NULL, NULL, 0);
+		struct ibv_qp *qp = cq ? make_qp(e, IBV_QPT_UD, cq, cq, 4, 0) :
+				    NULL;
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
+					 .port_num = 1, .qkey = qkey };
+
+		if (!qp || ibv_modify_qp(qp, &a, IBV_QP_STATE |
+					 IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_QKEY))
+			FAIL("privileged: Q_Key 0x%x: %s\n", qkey,
+			     strerror(errno));
+		ibv_destroy_qp(qp);
+		ibv_destroy_cq(cq);
+	}
+	return 1;
+}
+
 /* -------------------------------------------------------- harness --- */
 
 struct test {
@@ -934,6 +1088,7 @@ static const struct test tests[] = {
 	{ inline_wrap, "inline: a length sum that wraps 32 or 64 bits is EINVAL, no overrun" },
 	{ cq_ex_flags, "create_cq_ex: SINGLE_THREADED accepted, IGNORE_OVERRUN refused, errno on every refusal" },
 	{ uapi_checks, "uapi: comp_mask, reserved fields and trailing bytes of requests are checked" },
+	{ qkey_policy, "qkey: ib_core's privileged-qkey setting decides who may use a controlled Q_Key" },
 };
 
 /* Run one test in a child; a crash or a hang is a failure. */
