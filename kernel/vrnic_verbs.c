@@ -181,6 +181,8 @@ static int vrnic_alloc_ucontext(struct ib_ucontext *ibuctx,
 	}
 	uctx->db_entry = &entry->rdma_entry;
 	uctx->page = page;
+	mutex_init(&uctx->dbrec_lock);
+	INIT_LIST_HEAD(&uctx->dbrec_pages);
 
 	resp.db_mmap_key = rdma_user_mmap_get_offset(uctx->db_entry);
 	resp.db_page_index = page;
@@ -204,6 +206,9 @@ static void vrnic_dealloc_ucontext(struct ib_ucontext *ibuctx)
 	struct vrnic_ucontext *uctx =
 		container_of(ibuctx, struct vrnic_ucontext, ibucontext);
 
+	/* ib_core destroyed every object first: no record page is left. */
+	WARN_ON(!list_empty(&uctx->dbrec_pages));
+	mutex_destroy(&uctx->dbrec_lock);
 	rdma_user_mmap_entry_remove(uctx->db_entry);
 }
 

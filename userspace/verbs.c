@@ -5,6 +5,7 @@
  * written into rings in this process's memory, the producer index into the
  * doorbell record, and the QP number into this context's doorbell page.
  */
+#include <assert.h>
 #include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -67,6 +68,94 @@ static void vrnic_free_queue(void *p, size_t size)
 		return;
 	ibv_dofork_range(p, align(size, VRNIC_PAGE));
 	free(p);
+}
+
+/*
+ * Doorbell records come from a per-context pool of pages, 512 records of
+ * 8 bytes each (review C.10: a page per record pinned thousands of pages
+ * for thousands of QPs).  The kernel pins each page once per context and
+ * counts its users.  A page goes back when its last record is freed,
+ * which is after the kernel destroyed the last object using it.  Pages
+ * of objects never destroyed stay allocated, like their rings: the device
+ * may write them until the context is closed.
+ */
+#define VRNIC_DBREC_SIZE	8
+#define VRNIC_DBRECS		(VRNIC_PAGE / VRNIC_DBREC_SIZE)
+
+static_assert(sizeof(struct vrnic_qp_dbrec) <= VRNIC_DBREC_SIZE, "dbrec");
+static_assert(sizeof(struct vrnic_cq_dbrec) <= VRNIC_DBREC_SIZE, "dbrec");
+static_assert(sizeof(struct vrnic_srq_dbrec) <= VRNIC_DBREC_SIZE, "dbrec");
+
+struct vrnic_dbrec_page {
+	struct vrnic_dbrec_page *next;
+	uint8_t *page;
+	unsigned int used;
+	uint64_t free[VRNIC_DBRECS / 64];	/* bit set: record free */
+};
+
+/* A zeroed 8-byte doorbell record; NULL with errno set. */
+static void *vrnic_dbrec_alloc(struct vrnic_context *ctx)
+{
+	struct vrnic_dbrec_page *p;
+	unsigned int i, b;
+	uint8_t *rec;
+
+	pthread_mutex_lock(&ctx->dbrec_mutex);
+	for (p = ctx->dbrec_pages; p; p = p->next)
+		if (p->used < VRNIC_DBRECS)
+			break;
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			goto err;
+		p->page = vrnic_alloc_queue(VRNIC_PAGE);
+		if (!p->page) {
+			int err = errno;
+
+			free(p);
+			errno = err;
+			goto err;
+		}
+		memset(p->free, 0xff, sizeof(p->free));
+		p->next = ctx->dbrec_pages;
+		ctx->dbrec_pages = p;
+	}
+	for (i = 0; !p->free[i]; i++)
+		;
+	b = __builtin_ctzll(p->free[i]);
+	p->free[i] &= ~(1ULL << b);
+	p->used++;
+	rec = p->page + (size_t)(i * 64 + b) * VRNIC_DBREC_SIZE;
+	memset(rec, 0, VRNIC_DBREC_SIZE);
+	pthread_mutex_unlock(&ctx->dbrec_mutex);
+	return rec;
+err:
+	pthread_mutex_unlock(&ctx->dbrec_mutex);
+	return NULL;
+}
+
+static void vrnic_dbrec_free(struct vrnic_context *ctx, void *rec)
+{
+	struct vrnic_dbrec_page **pp, *p;
+	size_t n;
+
+	if (!rec)
+		return;
+	pthread_mutex_lock(&ctx->dbrec_mutex);
+	for (pp = &ctx->dbrec_pages; (p = *pp); pp = &p->next) {
+		if ((uint8_t *)rec < p->page ||
+		    (uint8_t *)rec >= p->page + VRNIC_PAGE)
+			continue;
+		n = ((uint8_t *)rec - p->page) / VRNIC_DBREC_SIZE;
+		p->free[n / 64] |= 1ULL << (n % 64);
+		if (!--p->used) {
+			*pp = p->next;
+			vrnic_free_queue(p->page, VRNIC_PAGE);
+			free(p);
+		}
+		break;
+	}
+	pthread_mutex_unlock(&ctx->dbrec_mutex);
 }
 
 static uint32_t vrnic_log2(uint32_t v)
@@ -239,7 +328,7 @@ int vrnic_destroy_ah(struct ibv_ah *ibah)
 
 static void vrnic_cq_free(struct vrnic_cq *cq);
 
-static struct vrnic_cq *vrnic_cq_alloc(int cqe)
+static struct vrnic_cq *vrnic_cq_alloc(struct vrnic_context *ctx, int cqe)
 {
 	struct vrnic_cq *cq;
 
@@ -258,7 +347,8 @@ static struct vrnic_cq *vrnic_cq_alloc(int cqe)
 	cq->log_depth = vrnic_log2(cqe < 2 ? 2 : cqe);
 	cq->ring_size = sizeof(struct vrnic_cqe) << cq->log_depth;
 	cq->ring = vrnic_alloc_queue(cq->ring_size);
-	cq->dbrec = cq->ring ? vrnic_alloc_queue(VRNIC_PAGE) : NULL;
+	cq->vctx = ctx;
+	cq->dbrec = cq->ring ? vrnic_dbrec_alloc(ctx) : NULL;
 	if (!cq->dbrec) {
 		int err = errno;
 
@@ -273,7 +363,7 @@ static void vrnic_cq_free(struct vrnic_cq *cq)
 {
 	pthread_spin_destroy(&cq->lock);
 	vrnic_free_queue(cq->ring, cq->ring_size);
-	vrnic_free_queue(cq->dbrec, VRNIC_PAGE);
+	vrnic_dbrec_free(cq->vctx, cq->dbrec);
 	free(cq);
 }
 
@@ -283,7 +373,7 @@ struct ibv_cq *vrnic_create_cq(struct ibv_context *ctx, int cqe,
 {
 	struct uvrnic_create_cq_resp resp = {};
 	struct uvrnic_create_cq cmd = {};
-	struct vrnic_cq *cq = vrnic_cq_alloc(cqe);
+	struct vrnic_cq *cq = vrnic_cq_alloc(to_vctx(ctx), cqe);
 
 	if (!cq)
 		return NULL;
@@ -564,7 +654,7 @@ struct ibv_cq_ex *vrnic_create_cq_ex(struct ibv_context *ctx,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	cq = vrnic_cq_alloc(attr->cqe);
+	cq = vrnic_cq_alloc(to_vctx(ctx), attr->cqe);
 	if (!cq)
 		return NULL;
 	cmd.buf_addr = (uintptr_t)cq->ring;
@@ -635,12 +725,13 @@ static void vrnic_srq_free(struct vrnic_srq *srq)
 {
 	pthread_spin_destroy(&srq->lock);
 	vrnic_free_queue(srq->ring, srq->ring_size);
-	vrnic_free_queue(srq->dbrec, VRNIC_PAGE);
+	vrnic_dbrec_free(srq->vctx, srq->dbrec);
 	free(srq);
 }
 
 /* The SRQ's ring and doorbell record, and what the kernel is told of them. */
-static struct vrnic_srq *vrnic_srq_alloc(struct ibv_srq_attr *attr,
+static struct vrnic_srq *vrnic_srq_alloc(struct vrnic_context *ctx,
+					 struct ibv_srq_attr *attr,
 					 struct vrnic_create_srq_cmd *cmd)
 {
 	struct vrnic_srq *srq;
@@ -662,7 +753,8 @@ static struct vrnic_srq *vrnic_srq_alloc(struct ibv_srq_attr *attr,
 	srq->shift = vrnic_rq_shift(attr->max_sge ? attr->max_sge : 1);
 	srq->ring_size = (size_t)1 << (srq->log + srq->shift);
 	srq->ring = vrnic_alloc_queue(srq->ring_size);
-	srq->dbrec = srq->ring ? vrnic_alloc_queue(VRNIC_PAGE) : NULL;
+	srq->vctx = ctx;
+	srq->dbrec = srq->ring ? vrnic_dbrec_alloc(ctx) : NULL;
 	if (!srq->dbrec) {
 		int err = errno;
 
@@ -684,7 +776,8 @@ struct ibv_srq *vrnic_create_srq(struct ibv_pd *pd,
 	struct uvrnic_create_srq cmd = {};
 	struct vrnic_srq *srq;
 
-	srq = vrnic_srq_alloc(&attr->attr, &cmd.drv_payload);
+	srq = vrnic_srq_alloc(to_vctx(pd->context), &attr->attr,
+			      &cmd.drv_payload);
 	if (!srq)
 		return NULL;
 	if (ibv_cmd_create_srq(pd, &srq->vsrq.srq, attr, &cmd.ibv_cmd,
@@ -733,7 +826,7 @@ struct ibv_srq *vrnic_create_srq_ex(struct ibv_context *ctx,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	srq = vrnic_srq_alloc(&attr->attr, &cmd.drv_payload);
+	srq = vrnic_srq_alloc(to_vctx(ctx), &attr->attr, &cmd.drv_payload);
 	if (!srq)
 		return NULL;
 	if (ibv_cmd_create_srq_ex(ctx, &srq->vsrq, attr, &cmd.ibv_cmd,
@@ -891,7 +984,8 @@ static void vrnic_qp_free(struct vrnic_qp *qp)
 	pthread_spin_destroy(&qp->rq_lock);
 	vrnic_free_queue(qp->sq, qp->sq_size);
 	vrnic_free_queue(qp->rq, qp->rq_size);
-	vrnic_free_queue(qp->dbrec, VRNIC_PAGE);
+	if (qp->dbrec)
+		vrnic_dbrec_free(qp->vctx, qp->dbrec);
 	free(qp);
 }
 
@@ -951,6 +1045,7 @@ static struct vrnic_qp *vrnic_qp_alloc(struct ibv_context *ctx,
 	}
 	qp->sq_log = vrnic_log2(cap->max_send_wr ? cap->max_send_wr : 1);
 	qp->rq_log = vrnic_log2(cap->max_recv_wr ? cap->max_recv_wr : 1);
+	qp->vctx = to_vctx(ctx);
 	qp->type = hw_type;
 	qp->ops = vrnic_qp_type_ops(ctx, hw_type);
 	qp->data_off = vrnic_send_wqe_data_off(hw_type);
@@ -963,7 +1058,7 @@ static struct vrnic_qp *vrnic_qp_alloc(struct ibv_context *ctx,
 	if (qp->sq && !no_rq)
 		qp->rq = vrnic_alloc_queue(qp->rq_size);
 	if (qp->sq && (qp->rq || no_rq))
-		qp->dbrec = vrnic_alloc_queue(VRNIC_PAGE);
+		qp->dbrec = vrnic_dbrec_alloc(qp->vctx);
 	if (!qp->dbrec) {
 		int err = errno;
 

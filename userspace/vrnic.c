@@ -73,6 +73,7 @@ static void vrnic_free_context(struct ibv_context *ibctx)
 	if (ctx->db_page)
 		munmap(ctx->db_page, ctx->db_page_size);
 	pthread_mutex_destroy(&ctx->qp_table_mutex);
+	pthread_mutex_destroy(&ctx->dbrec_mutex);
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);
 }
@@ -159,6 +160,12 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 
 	errno = pthread_mutex_init(&ctx->qp_table_mutex, NULL);
 	if (errno) {
+		munmap(ctx->db_page, ctx->db_page_size);
+		goto err_free;
+	}
+	errno = pthread_mutex_init(&ctx->dbrec_mutex, NULL);
+	if (errno) {
+		pthread_mutex_destroy(&ctx->qp_table_mutex);
 		munmap(ctx->db_page, ctx->db_page_size);
 		goto err_free;
 	}

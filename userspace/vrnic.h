@@ -20,6 +20,7 @@ struct vrnic_device {
 };
 
 struct vrnic_qp;
+struct vrnic_dbrec_page;
 
 /*
  * Locking.  A CQ's lock covers its consumer index and everything
@@ -51,6 +52,8 @@ struct vrnic_context {
 	uint32_t db_page_size;
 	uint32_t spec_version;
 	pthread_mutex_t qp_table_mutex;
+	pthread_mutex_t dbrec_mutex;	/* dbrec_pages */
+	struct vrnic_dbrec_page *dbrec_pages;	/* doorbell record pool */
 	struct vrnic_qp *qp_table[VRNIC_QP_TABLE_SIZE];	/* by QPN index */
 };
 
@@ -63,7 +66,8 @@ struct vrnic_cq {
 	uint32_t ci;
 	uint32_t cqn;
 	uint8_t arm_sn;
-	struct vrnic_cq_dbrec *dbrec;	/* in its own page */
+	struct vrnic_context *vctx;
+	struct vrnic_cq_dbrec *dbrec;	/* from the context's pool */
 	struct ibv_wc cur;		/* ibv_cq_ex: the completion being read */
 };
 
@@ -75,7 +79,8 @@ struct vrnic_srq {
 	size_t ring_size;
 	uint32_t log, shift, max_sge;
 	uint32_t head;
-	struct vrnic_srq_dbrec *dbrec;	/* in its own page; ci device-written */
+	struct vrnic_context *vctx;
+	struct vrnic_srq_dbrec *dbrec;	/* pooled; ci device-written */
 };
 
 /* The UD address vector, built by the kernel at create time. */
@@ -97,7 +102,8 @@ struct vrnic_qp {
 	uint32_t sq_log, rq_log, sq_shift, rq_shift;
 	uint32_t sq_head, rq_head;
 	uint32_t sq_tail, rq_tail;	/* from completions */
-	struct vrnic_qp_dbrec *dbrec;	/* in its own page */
+	struct vrnic_context *vctx;	/* NULL: XRC receive QP */
+	struct vrnic_qp_dbrec *dbrec;	/* from the context's pool */
 	bool sig_all;
 	uint32_t max_send_sge, max_recv_sge, max_inline;
 	uint32_t ops;			/* 1 << VRNIC_WR_* it may post */

@@ -39,7 +39,7 @@
 #define GRH		40
 #define QKEY		0x11111111u
 #define WAIT_S		20
-#define CHILD_S		60
+#define CHILD_S		300
 
 /* rdma_netlink.h of Linux 6.12 (the build host's may be older). */
 #define VT_NL_TYPE(client, op)			(((client) << 10) + (op))
@@ -1072,6 +1072,106 @@ static int qkey_policy(struct env *e)
 	return 1;
 }
 
+/* ------------------------------------------------ doorbell records --- */
+
+/* This process's pinned memory (VmPin), in 4 KiB pages; -1 if unknown. */
+static long pinned_pages(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb < 0 ? -1 : kb / 4;
+}
+
+#define NOBJ	1000
+
+/*
+ * Review C.10: every CQ, QP and SRQ pinned a whole page for its 8-byte
+ * doorbell record, so 1000 QPs and 1000 CQs pinned 2000 pages besides
+ * their rings.  The provider now packs records into shared pages and the
+ * kernel pins each page once per context.  1000 CQs of 2 entries (one
+ * ring page each) and 1000 UD QPs of one WR (an SQ and an RQ page each)
+ * may pin their rings and at most 8 pages more.
+ */
+static int dbrec_pool(struct env *e)
+{
+	static struct ibv_cq *cq[NOBJ];
+	static struct ibv_qp *qp[NOBJ];
+	long p0, p1, p2;
+	int i, ok = 1;
+
+	p0 = pinned_pages();
+	if (p0 < 0)
+		FAIL("no VmPin in /proc/self/status\n");
+	for (i = 0; i < NOBJ; i++) {
+		cq[i] = ibv_create_cq(e->ctx, 2, NULL, NULL, 0);
+		if (!cq[i])
+			FAIL("create_cq %d: %s\n", i, strerror(errno));
+	}
+	p1 = pinned_pages();
+	for (i = 0; i < NOBJ; i++) {
+		qp[i] = make_qp(e, IBV_QPT_UD, cq[i], cq[i], 1, 0);
+		if (!qp[i])
+			FAIL("create_qp %d: %s\n", i, strerror(errno));
+	}
+	p2 = pinned_pages();
+	ksft_print_msg("%d CQs pinned %ld pages, %d QPs %ld pages\n", NOBJ,
+		       p1 - p0, NOBJ, p2 - p1);
+	if (p1 - p0 > NOBJ + 8) {
+		ksft_print_msg("CQs: %ld pages for %d ring pages\n", p1 - p0,
+			       NOBJ);
+		ok = 0;
+	}
+	if (p2 - p1 > 2 * NOBJ + 8) {
+		ksft_print_msg("QPs: %ld pages for %d ring pages\n", p2 - p1,
+			       2 * NOBJ);
+		ok = 0;
+	}
+	/* The records still work: the last QP moves a datagram to itself. */
+	if (ok && !to_rts(e, qp[NOBJ - 1], 0)) {
+		struct ibv_ah_attr aa = {
+			.is_global = 1, .port_num = 1,
+			.grh = { .dgid = e->gid, .sgid_index = e->gid_index,
+				 .hop_limit = 64 },
+		};
+		struct ibv_ah *ah = ibv_create_ah(e->pd, &aa);
+		struct ibv_sge rs = { .addr = (uintptr_t)e->buf + 4096,
+				      .length = GRH + MSG, .lkey = e->mr->lkey };
+		struct ibv_recv_wr rwr = { .sg_list = &rs, .num_sge = 1 }, *rb;
+		struct ibv_sge ss = { .addr = (uintptr_t)e->buf, .length = MSG,
+				      .lkey = e->mr->lkey };
+		struct ibv_send_wr swr = {
+			.sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+			.wr.ud = { .ah = ah, .remote_qpn = qp[NOBJ - 1]->qp_num,
+				   .remote_qkey = QKEY },
+		}, *sb;
+
+		if (!ah || ibv_post_recv(qp[NOBJ - 1], &rwr, &rb) ||
+		    ibv_post_send(qp[NOBJ - 1], &swr, &sb) ||
+		    !poll_n(cq[NOBJ - 1], 2)) {
+			ksft_print_msg("a datagram on QP %d did not move\n",
+				       NOBJ - 1);
+			ok = 0;
+		}
+		if (ah)
+			ibv_destroy_ah(ah);
+	}
+	for (i = 0; i < NOBJ; i++)
+		if (ibv_destroy_qp(qp[i]) || ibv_destroy_cq(cq[i]))
+			FAIL("destroy %d: %s\n", i, strerror(errno));
+	if (pinned_pages() != p0)
+		FAIL("%ld pages still pinned after destroy\n",
+		     pinned_pages() - p0);
+	return ok;
+}
+
 /* -------------------------------------------------------- harness --- */
 
 struct test {
@@ -1089,6 +1189,7 @@ static const struct test tests[] = {
 	{ cq_ex_flags, "create_cq_ex: SINGLE_THREADED accepted, IGNORE_OVERRUN refused, errno on every refusal" },
 	{ uapi_checks, "uapi: comp_mask, reserved fields and trailing bytes of requests are checked" },
 	{ qkey_policy, "qkey: ib_core's privileged-qkey setting decides who may use a controlled Q_Key" },
+	{ dbrec_pool, "doorbell records: 1000 QPs and 1000 CQs pin their records in a few pages" },
 };
 
 /* Run one test in a child; a crash or a hang is a failure. */
