@@ -113,6 +113,22 @@ struct vrnic_ucontext {
 	struct ib_ucontext ibucontext;
 	struct rdma_user_mmap_entry *db_entry;
 	u32 page;		/* doorbell page = device context id */
+	struct mutex dbrec_lock;	/* dbrec_pages */
+	struct list_head dbrec_pages;	/* struct vrnic_dbrec_page */
+};
+
+/*
+ * A pinned page of a process's doorbell records, shared by every object of
+ * the context whose record lies in it (the provider packs them), so that
+ * a thousand QPs pin a few pages, not a thousand.
+ */
+struct vrnic_dbrec_page {
+	struct list_head list;
+	struct vrnic_ucontext *uctx;
+	struct ib_umem *umem;
+	unsigned long user_virt;	/* page-aligned */
+	dma_addr_t dma;
+	unsigned int refcnt;		/* under uctx->dbrec_lock */
 };
 
 struct vrnic_user_mmap_entry {
@@ -173,7 +189,7 @@ struct vrnic_cq {
 	dma_addr_t dbrec_dma;
 	/* user CQs */
 	struct ib_umem *umem;
-	struct ib_umem *dbrec_umem;
+	struct vrnic_dbrec_page *dbrec_page;
 };
 
 struct vrnic_srq {
@@ -190,7 +206,8 @@ struct vrnic_srq {
 	spinlock_t lock;	/* head */
 	u32 head;
 	/* user SRQs */
-	struct ib_umem *umem, *dbrec_umem;
+	struct ib_umem *umem;
+	struct vrnic_dbrec_page *dbrec_page;
 };
 
 struct vrnic_qp {
@@ -214,7 +231,8 @@ struct vrnic_qp {
 	spinlock_t rq_lock;	/* rq_head, rq_tail */
 	u32 sq_head, sq_tail, rq_head, rq_tail;
 	/* user QPs */
-	struct ib_umem *sq_umem, *rq_umem, *dbrec_umem;
+	struct ib_umem *sq_umem, *rq_umem;
+	struct vrnic_dbrec_page *dbrec_page;
 };
 
 static inline struct vrnic_cq *to_vcq(struct ib_cq *ibcq)
@@ -256,6 +274,24 @@ static inline u32 vrnic_uctx_of(struct ib_udata *udata)
 	uctx = rdma_udata_to_drv_context(udata, struct vrnic_ucontext,
 					 ibucontext);
 	return uctx ? uctx->page : 0;
+}
+
+/*
+ * Read a provider's request of size bytes (spec, "User ABI"): a shorter
+ * one, from an older provider, is zero-extended; the bytes of a longer one
+ * beyond what this driver knows must be zero.
+ */
+static inline int vrnic_udata_req(struct ib_udata *udata, void *req,
+				  size_t size)
+{
+	int ret = ib_copy_from_udata(req, udata, min(size, udata->inlen));
+
+	if (ret)
+		return ret;
+	if (udata->inlen > size &&
+	    !ib_is_udata_cleared(udata, size, udata->inlen - size))
+		return -EOPNOTSUPP;
+	return 0;
 }
 
 static inline struct vrnic_dev *to_vdev(struct ib_device *ibdev)
@@ -330,8 +366,9 @@ int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int vrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 void vrnic_cq_clean(struct vrnic_cq *cq, u32 qpn);
 void vrnic_cq_event(struct vrnic_dev *vdev, u32 cqn, bool error);
-int vrnic_pin_dbrec(struct vrnic_dev *vdev, u64 addr, struct ib_umem **umem,
-		    dma_addr_t *dma);
+int vrnic_pin_dbrec(struct ib_udata *udata, u64 addr,
+		    struct vrnic_dbrec_page **page, dma_addr_t *dma);
+void vrnic_unpin_dbrec(struct vrnic_dbrec_page *page);
 
 /* vrnic_srq.c */
 int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,

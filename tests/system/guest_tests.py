@@ -296,6 +296,10 @@ def verbs_tests(stage, a, b):
     # purging completions, destroy against pollers on a shared CQ.
     tap(stage, a, "a: QP lifecycle", "%svrnic_qp_lifecycle 1 5" % T,
         timeout=300)
+    # Verbs conformance at the edges: CQ depth, SRQ SGEs, opcode and flag
+    # checks per QP type, XRC receive QPs, inline lengths, the uAPI.
+    tap(stage, a, "a: verbs conformance", "%svrnic_conformance 1" % T,
+        timeout=600)
     rdma_core_suite(stage, a)
 
 
