@@ -610,13 +610,14 @@ rmmod nvmet_rdma nvmet""" % {"nvmet": NVMET, "nqn": NQN}
              "'WARNING:|BUG:|Oops|Call Trace|restrack|leak|QP fatal' && "
              "echo clean; %s")
     if host_vrnic:
-        step(stage, b, tb + " rmmod nvme_rdma vrnic, dmesg clean",
-             check % ("nvme_rdma vrnic", "modprobe vrnic"), "clean")
+        step(stage, b, tb + " rmmod nvme_rdma vrnic_ib vrnic, dmesg clean",
+             check % ("nvme_rdma vrnic_ib vrnic", "modprobe vrnic"),
+             "clean")
     else:
         step(stage, b, tb + " rmmod nvme_rdma, dmesg clean",
              check % ("nvme_rdma", "true"), "clean")
-    step(stage, a, ta + " rmmod vrnic after nvmet_rdma, dmesg clean",
-         check % ("vrnic", "modprobe vrnic"), "clean")
+    step(stage, a, ta + " rmmod vrnic_ib vrnic after nvmet_rdma, dmesg clean",
+         check % ("vrnic_ib vrnic", "modprobe vrnic"), "clean")
 
 
 def interop_tests(stage):

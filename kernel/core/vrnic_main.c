@@ -1,17 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * vrnic: PCI driver for the vrnic RoCEv2 RDMA NIC (QEMU device "vrnic").
+ * vrnic: PCI function driver for the vrnic RoCEv2 RDMA NIC (QEMU device
+ * "vrnic").  The RDMA part is vrnic_ib.ko, bound to an auxiliary device.
  *
  * Probe order: map the BARs, reset the device, take the MSI-X vectors,
  * run the test-register self-test, bring up the admin queue and the async
- * EQ, query the device, create the completion EQs, then register the
- * netdev and, on top of it, the ib_device.  Remove undoes it in reverse.
+ * EQ, query the device, create the completion EQs, register the netdev
+ * and, on top of it, add the auxiliary device "vrnic.rdma.<n>" that
+ * vrnic_ib.ko registers the ib_device for.  Remove undoes it in reverse:
+ * the auxiliary device goes first, so the ib_device is gone before any of
+ * what it uses.
+ *
+ * vrnic_ib.ko is loaded by the auxiliary device's modalias
+ * (auxiliary:vrnic.rdma, MODULE_DEVICE_TABLE) as udev does for any device.
+ * It uses this module's symbols: it goes first on unload ("rmmod vrnic_ib
+ * vrnic", or "modprobe -r vrnic_ib", which takes vrnic along).
  */
 #include <linux/delay.h>
 #include <linux/dma-mapping.h>
 #include <linux/module.h>
+#include <linux/slab.h>
 
-#include "vrnic.h"
+#include "vrnic_core.h"
 #define CREATE_TRACE_POINTS
 #include "vrnic_trace.h"
 
@@ -19,12 +29,12 @@
 #define VRNIC_TEST_TIMEOUT_MS	1000
 #define VRNIC_TEST_DMA_LEN	256
 
-static int vrnic_reset(struct vrnic_dev *vdev)
+static int vrnic_reset(struct vrnic_pf *pf)
 {
 	unsigned long end = jiffies + msecs_to_jiffies(VRNIC_RESET_TIMEOUT_MS);
 
-	vrnic_wr(vdev, VRNIC_REG_CTRL, VRNIC_CTRL_RESET);
-	while (!(vrnic_rd(vdev, VRNIC_REG_STATUS) & VRNIC_STATUS_RESET_DONE)) {
+	vrnic_wr(pf, VRNIC_REG_CTRL, VRNIC_CTRL_RESET);
+	while (!(vrnic_rd(pf, VRNIC_REG_STATUS) & VRNIC_STATUS_RESET_DONE)) {
 		if (time_after(jiffies, end))
 			return -ETIMEDOUT;
 		usleep_range(100, 200);
@@ -32,12 +42,12 @@ static int vrnic_reset(struct vrnic_dev *vdev)
 	return 0;
 }
 
-static int vrnic_wait_test_dma(struct vrnic_dev *vdev)
+static int vrnic_wait_test_dma(struct vrnic_pf *pf)
 {
 	unsigned long end = jiffies + msecs_to_jiffies(VRNIC_TEST_TIMEOUT_MS);
 	u32 st;
 
-	while ((st = vrnic_rd(vdev, VRNIC_REG_TEST_DMA_STATUS)) ==
+	while ((st = vrnic_rd(pf, VRNIC_REG_TEST_DMA_STATUS)) ==
 	       VRNIC_TEST_DMA_ST_BUSY) {
 		if (time_after(jiffies, end))
 			return -ETIMEDOUT;
@@ -47,10 +57,10 @@ static int vrnic_wait_test_dma(struct vrnic_dev *vdev)
 }
 
 /* Exercise the test registers: scratch, every interrupt vector, DMA. */
-static int vrnic_self_test(struct vrnic_dev *vdev)
+static int vrnic_self_test(struct vrnic_pf *pf)
 {
 	static const u32 patterns[] = { 0, 0xffffffff, 0xa5a55a5a, 0x12345678 };
-	struct device *dev = &vdev->pdev->dev;
+	struct device *dev = &pf->pdev->dev;
 	unsigned long end;
 	dma_addr_t dma;
 	unsigned int i;
@@ -58,19 +68,19 @@ static int vrnic_self_test(struct vrnic_dev *vdev)
 	int ret;
 
 	for (i = 0; i < ARRAY_SIZE(patterns); i++) {
-		vrnic_wr(vdev, VRNIC_REG_SCRATCH, patterns[i]);
-		if (vrnic_rd(vdev, VRNIC_REG_SCRATCH) != patterns[i]) {
+		vrnic_wr(pf, VRNIC_REG_SCRATCH, patterns[i]);
+		if (vrnic_rd(pf, VRNIC_REG_SCRATCH) != patterns[i]) {
 			dev_err(dev, "self-test: scratch register failed\n");
 			return -EIO;
 		}
 	}
 
-	for (i = 0; i < vdev->num_vectors; i++) {
-		int before = atomic_read(&vdev->test_irqs);
+	for (i = 0; i < pf->num_vectors; i++) {
+		int before = atomic_read(&pf->test_irqs);
 
-		vrnic_wr(vdev, VRNIC_REG_TEST_IRQ, i);
+		vrnic_wr(pf, VRNIC_REG_TEST_IRQ, i);
 		end = jiffies + msecs_to_jiffies(VRNIC_TEST_TIMEOUT_MS);
-		while (atomic_read(&vdev->test_irqs) == before) {
+		while (atomic_read(&pf->test_irqs) == before) {
 			if (time_after(jiffies, end)) {
 				dev_err(dev, "self-test: no interrupt on vector %u\n",
 					i);
@@ -83,17 +93,17 @@ static int vrnic_self_test(struct vrnic_dev *vdev)
 	buf = dma_alloc_coherent(dev, VRNIC_TEST_DMA_LEN, &dma, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
-	vrnic_wr(vdev, VRNIC_REG_TEST_DMA_ADDR_LO, lower_32_bits(dma));
-	vrnic_wr(vdev, VRNIC_REG_TEST_DMA_ADDR_HI, upper_32_bits(dma));
-	vrnic_wr(vdev, VRNIC_REG_TEST_DMA_LEN, VRNIC_TEST_DMA_LEN);
-	vrnic_wr(vdev, VRNIC_REG_TEST_DMA_CTRL, VRNIC_TEST_DMA_FILL);
-	ret = vrnic_wait_test_dma(vdev);
+	vrnic_wr(pf, VRNIC_REG_TEST_DMA_ADDR_LO, lower_32_bits(dma));
+	vrnic_wr(pf, VRNIC_REG_TEST_DMA_ADDR_HI, upper_32_bits(dma));
+	vrnic_wr(pf, VRNIC_REG_TEST_DMA_LEN, VRNIC_TEST_DMA_LEN);
+	vrnic_wr(pf, VRNIC_REG_TEST_DMA_CTRL, VRNIC_TEST_DMA_FILL);
+	ret = vrnic_wait_test_dma(pf);
 	for (i = 0; !ret && i < VRNIC_TEST_DMA_LEN; i++)
 		if (buf[i] != (u8)(i ^ 0x5a))
 			ret = -EIO;
 	if (!ret) {
-		vrnic_wr(vdev, VRNIC_REG_TEST_DMA_CTRL, VRNIC_TEST_DMA_INVERT);
-		ret = vrnic_wait_test_dma(vdev);
+		vrnic_wr(pf, VRNIC_REG_TEST_DMA_CTRL, VRNIC_TEST_DMA_INVERT);
+		ret = vrnic_wait_test_dma(pf);
 	}
 	for (i = 0; !ret && i < VRNIC_TEST_DMA_LEN; i++)
 		if (buf[i] != (u8)~(i ^ 0x5a))
@@ -104,28 +114,28 @@ static int vrnic_self_test(struct vrnic_dev *vdev)
 		return ret;
 	}
 	dev_info(dev, "self-test passed: scratch, %u interrupt vectors, DMA\n",
-		 vdev->num_vectors);
+		 pf->num_vectors);
 	return 0;
 }
 
-static int vrnic_enable(struct vrnic_dev *vdev)
+static int vrnic_enable(struct vrnic_pf *pf)
 {
 	u32 status;
 
-	vrnic_wr(vdev, VRNIC_REG_CTRL, VRNIC_CTRL_ENABLE);
-	status = vrnic_rd(vdev, VRNIC_REG_STATUS);
+	vrnic_wr(pf, VRNIC_REG_CTRL, VRNIC_CTRL_ENABLE);
+	status = vrnic_rd(pf, VRNIC_REG_STATUS);
 	if (!(status & VRNIC_STATUS_READY)) {
-		dev_err(&vdev->pdev->dev, "device not ready: status 0x%x error %u\n",
-			status, vrnic_rd(vdev, VRNIC_REG_ERROR));
+		dev_err(&pf->pdev->dev, "device not ready: status 0x%x error %u\n",
+			status, vrnic_rd(pf, VRNIC_REG_ERROR));
 		return -EIO;
 	}
-	vrnic_eq_arm(&vdev->aeq);
+	vrnic_eq_arm(&pf->aeq);
 	return 0;
 }
 
 static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
-	struct vrnic_dev *vdev;
+	struct vrnic_pf *pf;
 	u32 version;
 	int nvec;
 	int ret;
@@ -141,109 +151,107 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		goto err_regions;
 
-	vdev = ib_alloc_device(vrnic_dev, ibdev);
-	if (!vdev) {
+	pf = kzalloc(sizeof(*pf), GFP_KERNEL);
+	if (!pf) {
 		ret = -ENOMEM;
 		goto err_regions;
 	}
-	vdev->pdev = pdev;
-	pci_set_drvdata(pdev, vdev);
-	xa_init_flags(&vdev->cq_xa, XA_FLAGS_LOCK_IRQ);
-	xa_init_flags(&vdev->qp_xa, XA_FLAGS_LOCK_IRQ);
-	xa_init_flags(&vdev->srq_xa, XA_FLAGS_LOCK_IRQ);
-	atomic_set(&vdev->test_irqs, 0);
+	pf->pdev = pdev;
+	pci_set_drvdata(pdev, pf);
+	spin_lock_init(&pf->rdma_lock);
+	atomic_set(&pf->test_irqs, 0);
 
-	vdev->regs = pci_iomap(pdev, VRNIC_REG_BAR, VRNIC_REG_BAR_SIZE);
-	vdev->db = pci_iomap(pdev, VRNIC_DB_BAR, VRNIC_DB_PAGE_SIZE);
-	if (!vdev->regs || !vdev->db) {
+	pf->regs = pci_iomap(pdev, VRNIC_REG_BAR, VRNIC_REG_BAR_SIZE);
+	pf->db = pci_iomap(pdev, VRNIC_DB_BAR, VRNIC_DB_PAGE_SIZE);
+	if (!pf->regs || !pf->db) {
 		ret = -ENOMEM;
 		goto err_iomap;
 	}
-	vdev->db_bar_start = pci_resource_start(pdev, VRNIC_DB_BAR);
+	pf->db_bar_start = pci_resource_start(pdev, VRNIC_DB_BAR);
 	BUILD_BUG_ON(VRNIC_DB_PAGE_SIZE != PAGE_SIZE);
 
-	version = vrnic_rd(vdev, VRNIC_REG_VERSION);
+	version = vrnic_rd(pf, VRNIC_REG_VERSION);
 	if (version >> 16 != VRNIC_SPEC_VERSION_MAJOR) {
 		dev_err(&pdev->dev, "unsupported device spec version %u.%u\n",
 			version >> 16, version & 0xffff);
 		ret = -ENODEV;
 		goto err_iomap;
 	}
-	ret = vrnic_reset(vdev);
+	ret = vrnic_reset(pf);
 	if (ret) {
 		dev_err(&pdev->dev, "device reset timed out\n");
 		goto err_iomap;
 	}
 
 	nvec = pci_alloc_irq_vectors(pdev, 2,
-				     min_t(u32, vrnic_rd(vdev, VRNIC_REG_NUM_MSIX),
+				     min_t(u32, vrnic_rd(pf, VRNIC_REG_NUM_MSIX),
 					   num_online_cpus() + 1),
 				     PCI_IRQ_MSIX);
 	if (nvec < 0) {
 		ret = nvec;
 		goto err_iomap;
 	}
-	vdev->num_vectors = nvec;
-	vdev->num_ceqs = nvec - 1;
-	ret = vrnic_eq_request_irqs(vdev);
+	pf->num_vectors = nvec;
+	pf->num_ceqs = nvec - 1;
+	ret = vrnic_eq_request_irqs(pf);
 	if (ret)
 		goto err_vectors;
 
-	ret = vrnic_self_test(vdev);
+	ret = vrnic_self_test(pf);
 	if (ret)
 		goto err_irqs;
 
-	ret = vrnic_aq_init(vdev);
+	ret = vrnic_aq_init(pf);
 	if (ret)
 		goto err_irqs;
-	ret = vrnic_aeq_alloc(vdev);
+	ret = vrnic_aeq_alloc(pf);
 	if (ret)
 		goto err_aq;
-	ret = vrnic_enable(vdev);
+	ret = vrnic_enable(pf);
 	if (ret)
 		goto err_aeq;
-	ret = vrnic_admin_query(vdev, VRNIC_ADMIN_QUERY_DEVICE, &vdev->attr,
-				sizeof(vdev->attr));
+	ret = vrnic_pf_admin_query(pf, VRNIC_ADMIN_QUERY_DEVICE, &pf->attr,
+				   sizeof(pf->attr));
 	if (ret)
 		goto err_enable;
-	ret = vrnic_ceqs_create(vdev);
+	ret = vrnic_ceqs_create(pf);
 	if (ret)
 		goto err_enable;
-	ret = vrnic_netdev_register(vdev);
+	ret = vrnic_netdev_register(pf);
 	if (ret)
 		goto err_ceqs;
-	ret = vrnic_ib_register(vdev);
+	WRITE_ONCE(pf->port_events, true);
+	ret = vrnic_aux_add(pf);
 	if (ret)
 		goto err_netdev;
-	WRITE_ONCE(vdev->port_events, true);
 
 	dev_info(&pdev->dev, "%s and %s ready, spec %u.%u, %u vectors\n",
-		 dev_name(&vdev->ibdev.dev), netdev_name(vdev->netdev),
+		 netdev_name(pf->netdev), dev_name(&pf->adev->adev.dev),
 		 version >> 16, version & 0xffff, nvec);
 	return 0;
 
 err_netdev:
-	vrnic_netdev_unregister(vdev);
+	WRITE_ONCE(pf->port_events, false);
+	synchronize_irq(pci_irq_vector(pdev, VRNIC_AEQ_VECTOR));
+	vrnic_netdev_unregister(pf);
 err_ceqs:
-	vrnic_ceqs_destroy(vdev);
+	vrnic_ceqs_destroy(pf);
 err_enable:
-	vrnic_reset(vdev);
+	vrnic_reset(pf);
 err_aeq:
-	vrnic_aeq_free(vdev);
+	vrnic_aeq_free(pf);
 err_aq:
-	vrnic_aq_free(vdev);
+	vrnic_aq_free(pf);
 err_irqs:
-	vrnic_eq_free_irqs(vdev);
+	vrnic_eq_free_irqs(pf);
 err_vectors:
 	pci_free_irq_vectors(pdev);
 err_iomap:
-	if (vdev->db)
-		pci_iounmap(pdev, vdev->db);
-	if (vdev->regs)
-		pci_iounmap(pdev, vdev->regs);
-	WARN_ON(!xa_empty(&vdev->cq_xa) || !xa_empty(&vdev->qp_xa) ||
-		!xa_empty(&vdev->srq_xa));
-	ib_dealloc_device(&vdev->ibdev);
+	if (pf->db)
+		pci_iounmap(pdev, pf->db);
+	if (pf->regs)
+		pci_iounmap(pdev, pf->regs);
+	kfree(pf);
 err_regions:
 	pci_release_mem_regions(pdev);
 err_disable:
@@ -253,25 +261,24 @@ err_disable:
 
 static void vrnic_remove(struct pci_dev *pdev)
 {
-	struct vrnic_dev *vdev = pci_get_drvdata(pdev);
+	struct vrnic_pf *pf = pci_get_drvdata(pdev);
 
-	/* No port event may reach the netdev or ib_device past this point. */
-	WRITE_ONCE(vdev->port_events, false);
+	/* The RDMA driver unbinds first: the ib_device uses all below. */
+	vrnic_aux_del(pf);
+	/* No port event may reach the netdev past this point. */
+	WRITE_ONCE(pf->port_events, false);
 	synchronize_irq(pci_irq_vector(pdev, VRNIC_AEQ_VECTOR));
-	vrnic_ib_unregister(vdev);
-	vrnic_netdev_unregister(vdev);
-	vrnic_ceqs_destroy(vdev);
+	vrnic_netdev_unregister(pf);
+	vrnic_ceqs_destroy(pf);
 	/* Reset stops all DMA before the rings are freed. */
-	vrnic_reset(vdev);
-	vrnic_eq_free_irqs(vdev);
-	vrnic_aeq_free(vdev);
-	vrnic_aq_free(vdev);
+	vrnic_reset(pf);
+	vrnic_eq_free_irqs(pf);
+	vrnic_aeq_free(pf);
+	vrnic_aq_free(pf);
 	pci_free_irq_vectors(pdev);
-	pci_iounmap(pdev, vdev->db);
-	pci_iounmap(pdev, vdev->regs);
-	WARN_ON(!xa_empty(&vdev->cq_xa) || !xa_empty(&vdev->qp_xa) ||
-		!xa_empty(&vdev->srq_xa));
-	ib_dealloc_device(&vdev->ibdev);
+	pci_iounmap(pdev, pf->db);
+	pci_iounmap(pdev, pf->regs);
+	kfree(pf);
 	pci_release_mem_regions(pdev);
 	pci_disable_device(pdev);
 }
@@ -291,5 +298,5 @@ static struct pci_driver vrnic_pci_driver = {
 module_pci_driver(vrnic_pci_driver);
 
 MODULE_AUTHOR("vrnic developers");
-MODULE_DESCRIPTION("vrnic RoCEv2 RDMA NIC driver");
+MODULE_DESCRIPTION("vrnic RoCEv2 NIC PCI function driver");
 MODULE_LICENSE("Dual BSD/GPL");
