@@ -749,6 +749,9 @@ def main():
         port_events(stage, a)
         tap(stage, b, "b: module reload", "%svrnic_modload_test 20" % T,
             timeout=600)
+        # PCI remove while a process holds a user context (disassociate).
+        tap(stage, b, "b: PCI remove under a live context",
+            "%svrnic_disassociate_test" % T, timeout=300)
         if set_mtu(stage, (b,), 1500):
             tap(stage, a, "ping a->b after reload",
                 "%svrnic_ping_test %s 1500 100" % (T, b.ip), timeout=120)
