@@ -19,6 +19,7 @@
 #include <linux/delay.h>
 #include <linux/dma-mapping.h>
 #include <linux/module.h>
+#include <linux/rtnetlink.h>
 #include <linux/slab.h>
 
 #include "vrnic_core.h"
@@ -283,6 +284,30 @@ static void vrnic_remove(struct pci_dev *pdev)
 	pci_disable_device(pdev);
 }
 
+/*
+ * Reboot, power-off or kexec: the next kernel (or firmware) owns the memory
+ * the device's rings and queues live in, so the device must stop DMA and
+ * interrupts now.  The netdev stops transmitting, the reset quiesces the
+ * device, later admin commands fail at once, and bus mastering goes off.
+ * Nothing is freed: the system is going down.
+ */
+static void vrnic_shutdown(struct pci_dev *pdev)
+{
+	struct vrnic_pf *pf = pci_get_drvdata(pdev);
+
+	if (!pf)
+		return;
+	rtnl_lock();
+	netif_device_detach(pf->netdev);
+	rtnl_unlock();
+	spin_lock_irq(&pf->aq.lock);
+	pf->aq.dead = true;
+	spin_unlock_irq(&pf->aq.lock);
+	if (vrnic_reset(pf))
+		dev_warn(&pdev->dev, "shutdown: device reset timed out\n");
+	pci_clear_master(pdev);
+}
+
 static const struct pci_device_id vrnic_pci_ids[] = {
 	{ PCI_DEVICE(VRNIC_PCI_VENDOR_ID, VRNIC_PCI_DEVICE_ID) },
 	{ }
@@ -294,6 +319,7 @@ static struct pci_driver vrnic_pci_driver = {
 	.id_table = vrnic_pci_ids,
 	.probe = vrnic_probe,
 	.remove = vrnic_remove,
+	.shutdown = vrnic_shutdown,
 };
 module_pci_driver(vrnic_pci_driver);
 

@@ -620,6 +620,43 @@ rmmod nvmet_rdma nvmet""" % {"nvmet": NVMET, "nqn": NQN}
          check % ("vrnic_ib vrnic", "modprobe vrnic"), "clean")
 
 
+def shutdown_test(stage, vm):
+    """The guest kernel reboots (reboot(2), which runs every driver's
+    .shutdown) with vrnic up: the driver must reset the device, so that
+    it stops DMA into memory the next kernel owns (kexec).  QEMU runs with
+    -no-reboot, so the guest's reboot ends QEMU without a system reset:
+    a vrnic_reset trace event in its log can only come from the driver.
+    Ends the VM."""
+    name = "%s: reboot resets the device (.shutdown)" % vm.name
+    if vm.proc.poll() is not None:
+        stage.record(name, "fail", "not run: QEMU is not running")
+        return
+    log = vm.path("qemu.log")
+    try:
+        vm.check("ip -br link show $(vrnic-netdev) | grep -q UP")
+        size0 = os.path.getsize(log)
+        vm.qmp("human-monitor-command",
+               **{"command-line": "log trace:vrnic_reset"})
+        # RB_AUTOBOOT: the kernel's own restart path, device_shutdown()
+        # first; no init scripts in the way.
+        vm.run("sync; python3 -c 'import ctypes; "
+               "ctypes.CDLL(None).reboot(0x01234567)' &", timeout=10)
+    except vmlib.VMError as e:
+        stage.record(name, "fail", "harness: %s" % e)
+        return
+    try:
+        vm.proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        stage.record(name, "fail", "the guest did not reboot in 120 s")
+        return
+    with open(log, "rb") as f:
+        f.seek(size0)
+        tail = f.read().decode(errors="replace")
+    resets = [ln for ln in tail.splitlines() if "vrnic_reset" in ln]
+    stage.record(name, "pass" if resets else "fail",
+                 "%d device resets after the reboot request" % len(resets))
+
+
 def interop_tests(stage):
     """vrnic against Linux soft-RoCE: VM a's vrnic and VM rxe's rdma_rxe on
     a virtio-net NIC share one wire.  rxe checks every ICRC and silently
@@ -759,6 +796,7 @@ def main():
         # QEMU), tests/system/attacks.py.
         import attacks  # noqa: E402
         attacks.run(stage, a, b)
+        shutdown_test(stage, b)
     except vmlib.VMError as e:
         stage.record("harness", "fail", str(e))
     finally:
