@@ -614,13 +614,51 @@ rmmod nvmet_rdma nvmet""" % {"nvmet": NVMET, "nqn": NQN}
              "'WARNING:|BUG:|Oops|Call Trace|restrack|leak|QP fatal' && "
              "echo clean; %s")
     if host_vrnic:
-        step(stage, b, tb + " rmmod nvme_rdma vrnic, dmesg clean",
-             check % ("nvme_rdma vrnic", "modprobe vrnic"), "clean")
+        step(stage, b, tb + " rmmod nvme_rdma vrnic_ib vrnic, dmesg clean",
+             check % ("nvme_rdma vrnic_ib vrnic", "modprobe vrnic"),
+             "clean")
     else:
         step(stage, b, tb + " rmmod nvme_rdma, dmesg clean",
              check % ("nvme_rdma", "true"), "clean")
-    step(stage, a, ta + " rmmod vrnic after nvmet_rdma, dmesg clean",
-         check % ("vrnic", "modprobe vrnic"), "clean")
+    step(stage, a, ta + " rmmod vrnic_ib vrnic after nvmet_rdma, dmesg clean",
+         check % ("vrnic_ib vrnic", "modprobe vrnic"), "clean")
+
+
+def shutdown_test(stage, vm):
+    """The guest kernel reboots (reboot(2), which runs every driver's
+    .shutdown) with vrnic up: the driver must reset the device, so that
+    it stops DMA into memory the next kernel owns (kexec).  QEMU runs with
+    -no-reboot, so the guest's reboot ends QEMU without a system reset:
+    a vrnic_reset trace event in its log can only come from the driver.
+    Ends the VM."""
+    name = "%s: reboot resets the device (.shutdown)" % vm.name
+    if vm.proc.poll() is not None:
+        stage.record(name, "fail", "not run: QEMU is not running")
+        return
+    log = vm.path("qemu.log")
+    try:
+        vm.check("ip -br link show $(vrnic-netdev) | grep -q UP")
+        size0 = os.path.getsize(log)
+        vm.qmp("human-monitor-command",
+               **{"command-line": "log trace:vrnic_reset"})
+        # RB_AUTOBOOT: the kernel's own restart path, device_shutdown()
+        # first; no init scripts in the way.
+        vm.run("sync; python3 -c 'import ctypes; "
+               "ctypes.CDLL(None).reboot(0x01234567)' &", timeout=10)
+    except vmlib.VMError as e:
+        stage.record(name, "fail", "harness: %s" % e)
+        return
+    try:
+        vm.proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        stage.record(name, "fail", "the guest did not reboot in 120 s")
+        return
+    with open(log, "rb") as f:
+        f.seek(size0)
+        tail = f.read().decode(errors="replace")
+    resets = [ln for ln in tail.splitlines() if "vrnic_reset" in ln]
+    stage.record(name, "pass" if resets else "fail",
+                 "%d device resets after the reboot request" % len(resets))
 
 
 def interop_tests(stage):
@@ -752,6 +790,9 @@ def main():
         port_events(stage, a)
         tap(stage, b, "b: module reload", "%svrnic_modload_test 20" % T,
             timeout=600)
+        # PCI remove while a process holds a user context (disassociate).
+        tap(stage, b, "b: PCI remove under a live context",
+            "%svrnic_disassociate_test" % T, timeout=300)
         if set_mtu(stage, (b,), 1500):
             tap(stage, a, "ping a->b after reload",
                 "%svrnic_ping_test %s 1500 100" % (T, b.ip), timeout=120)
@@ -759,6 +800,7 @@ def main():
         # QEMU), tests/system/attacks.py.
         import attacks  # noqa: E402
         attacks.run(stage, a, b)
+        shutdown_test(stage, b)
     except vmlib.VMError as e:
         stage.record("harness", "fail", str(e))
     finally:
