@@ -252,6 +252,19 @@ static void vrnic_mmap_free(struct rdma_user_mmap_entry *rentry)
 	kfree(entry);
 }
 
+/*
+ * The device is going away (PCI remove, rmmod) while a process still holds
+ * this context.  ib_core has already zapped its only mapping, the doorbell
+ * page (rdma_user_mmap_io), and next destroys every object of the context
+ * through the usual verbs while the device is still there, then sends the
+ * process IB_EVENT_DEVICE_FATAL.  Nothing else points the process at the
+ * device: its rings and CQ buffers are its own memory.  Having the op lets
+ * ib_unregister_device return without waiting for the process to exit.
+ */
+static void vrnic_disassociate_ucontext(struct ib_ucontext *ibuctx)
+{
+}
+
 /* ------------------------------------------------------------- PDs --- */
 
 static int vrnic_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
@@ -515,6 +528,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	.destroy_qp = vrnic_destroy_qp,
 	.destroy_srq = vrnic_destroy_srq,
 	.detach_mcast = vrnic_detach_mcast,
+	.disassociate_ucontext = vrnic_disassociate_ucontext,
 	.get_dma_mr = vrnic_get_dma_mr,
 	.get_hw_stats = vrnic_get_hw_stats,
 	.get_link_layer = vrnic_get_link_layer,

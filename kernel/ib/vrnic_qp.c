@@ -11,7 +11,7 @@
 
 #include "vrnic.h"
 #include "vrnic-abi.h"
-#include "vrnic_trace.h"
+#include "vrnic_ib_trace.h"
 
 #define VRNIC_SEND_WQE_HDR	sizeof(struct vrnic_send_wqe)
 #define VRNIC_RECV_WQE_HDR	sizeof(struct vrnic_recv_wqe)
