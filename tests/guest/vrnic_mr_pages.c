@@ -182,6 +182,15 @@ static int move_data(struct env *e, struct ibv_mr *mr, uint8_t *buf,
 	return 1;
 }
 
+/*
+ * Pages of psz bytes that [addr, addr + len) touches: a page may be larger
+ * than the region (physically contiguous huge pages), or straddle it.
+ */
+static unsigned long spanned(uint64_t addr, size_t len, unsigned long psz)
+{
+	return (addr + len - 1) / psz - addr / psz + 1;
+}
+
 /* The driver's page size and page count for mr (rdma res show mr -dd). */
 static int mr_pages(struct ibv_mr *mr, unsigned long *page_size,
 		    unsigned long *pages)
@@ -321,8 +330,9 @@ static void huge_pages(struct env *e)
 	ksft_print_msg("huge page MR: page size %#lx, %lu pages\n", psz, np);
 	ksft_print_msg("at iova %#llx: page size %#lx, %lu pages\n",
 		       (unsigned long long)iova, psz2, np2);
-	ksft_test_result(ok && psz >= HUGE_SZ && np == len / psz &&
-			 psz2 >= HUGE_SZ && np2 == len / psz2,
+	ksft_test_result(ok && psz >= HUGE_SZ &&
+			 np == spanned((uintptr_t)buf, len, psz) &&
+			 psz2 >= HUGE_SZ && np2 == spanned(iova, len, psz2),
 			 "MAP_HUGETLB MR is described in pages of 2 MiB or more\n");
 	for (i = 0; ok && i < ARRAY_SIZE(xfer); i++)
 		moved &= move_data(e, mr, buf, (uintptr_t)buf, xfer[i].off,
