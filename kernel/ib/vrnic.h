@@ -255,6 +255,7 @@ struct ib_mr *vrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 int vrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 int vrnic_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
 int vrnic_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq);
+int vrnic_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr);
 int vrnic_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int vrnic_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
 int vrnic_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);

@@ -111,16 +111,104 @@ int vrnic_umem_page_list(struct vrnic_dev *vdev, struct ib_umem *umem,
 	return 0;
 }
 
+/*
+ * A user MR's page list for the device (LEVEL2): level-1 pages of 512
+ * addresses, each its own 4 KiB coherent page, and the level-2 list of
+ * their addresses (8 bytes per level-1 page: at most 16 KiB, for 2^20
+ * pages).  Nothing larger is allocated, so a large MR does not need a
+ * large physically contiguous allocation.
+ */
+struct vrnic_mr_pbl {
+	__le64 *l2;
+	dma_addr_t l2_dma;
+	__le64 **l1;
+	size_t nl1;
+};
+
+#define VRNIC_PBL_PAGE_SIZE	(VRNIC_PBL_PER_PAGE * sizeof(__le64))
+
+static void vrnic_mr_pbl_free(struct vrnic_dev *vdev, struct vrnic_mr_pbl *p)
+{
+	struct device *dev = &vdev->pdev->dev;
+	size_t i;
+
+	for (i = 0; p->l1 && i < p->nl1; i++)
+		if (p->l1[i])
+			dma_free_coherent(dev, VRNIC_PBL_PAGE_SIZE, p->l1[i],
+					  le64_to_cpu(p->l2[i]));
+	kvfree(p->l1);
+	if (p->l2)
+		dma_free_coherent(dev, p->nl1 * sizeof(*p->l2), p->l2,
+				  p->l2_dma);
+}
+
+static int vrnic_mr_pbl_fill(struct vrnic_dev *vdev, struct ib_umem *umem,
+			     unsigned long pgsz, size_t npages,
+			     struct vrnic_mr_pbl *p)
+{
+	struct device *dev = &vdev->pdev->dev;
+	struct ib_block_iter biter;
+	dma_addr_t dma;
+	size_t i;
+
+	p->nl1 = DIV_ROUND_UP(npages, VRNIC_PBL_PER_PAGE);
+	p->l1 = kvcalloc(p->nl1, sizeof(*p->l1), GFP_KERNEL);
+	p->l2 = dma_alloc_coherent(dev, p->nl1 * sizeof(*p->l2), &p->l2_dma,
+				   GFP_KERNEL);
+	if (!p->l1 || !p->l2)
+		return -ENOMEM;
+	for (i = 0; i < p->nl1; i++) {
+		p->l1[i] = dma_alloc_coherent(dev, VRNIC_PBL_PAGE_SIZE, &dma,
+					      GFP_KERNEL);
+		if (!p->l1[i])
+			return -ENOMEM;
+		p->l2[i] = cpu_to_le64(dma);
+	}
+	i = 0;
+	rdma_umem_for_each_dma_block(umem, &biter, pgsz) {
+		if (i == npages)
+			break;
+		p->l1[i / VRNIC_PBL_PER_PAGE][i % VRNIC_PBL_PER_PAGE] =
+			cpu_to_le64(rdma_block_iter_dma_address(&biter));
+		i++;
+	}
+	return 0;
+}
+
+/*
+ * Page sizes the device takes for an MR (page_shift 12..30).  A user MR
+ * uses the largest one its pages allow (huge pages: 2 MiB or 1 GiB), so
+ * its page list is that much shorter.
+ */
+#define VRNIC_MR_PGSZ_BITMAP	GENMASK_ULL(30, 12)
+
+/*
+ * Whether [virt, virt + length) fits in the device's MR page limit even
+ * in 4 KiB pages: checked before anything is pinned, so a request that
+ * could never be registered fails at once.  The largest user MR is thus
+ * 2^20 * 4 KiB = 4 GiB (what QUERY_DEVICE reports as max_mr_size),
+ * whatever page size it ends up with.
+ */
+static bool vrnic_mr_size_ok(u64 start, u64 length, u64 virt)
+{
+	u64 end;
+
+	if (!length || check_add_overflow(start, length - 1, &end) ||
+	    check_add_overflow(virt, length - 1, &end))
+		return false;
+	return (end >> 12) - (virt >> 12) < VRNIC_MAX_MR_PAGES;
+}
+
 struct ib_mr *vrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 virt, int access, struct ib_udata *udata)
 {
 	struct vrnic_dev *vdev = to_vdev(ibpd->device);
 	struct vrnic_admin_cmd cmd = {};
-	dma_addr_t l1_dma = 0, l2_dma = 0;
-	size_t npages, nl1 = 0, i;
-	__le64 *l1 = NULL, *l2 = NULL;
+	struct vrnic_mr_pbl pbl = {};
 	struct ib_block_iter biter;
+	unsigned long pgsz;
 	struct vrnic_mr *mr;
+	size_t npages, i;
 	int ret;
 
 	/* Optional flags (relaxed ordering) may be ignored, the rest not. */
@@ -129,6 +217,8 @@ struct ib_mr *vrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		       IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC |
 		       IB_ACCESS_FLUSH_GLOBAL | IB_ACCESS_MW_BIND))
 		return ERR_PTR(-EOPNOTSUPP);
+	if (!vrnic_mr_size_ok(start, length, virt))
+		return ERR_PTR(-EINVAL);
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
@@ -137,68 +227,82 @@ struct ib_mr *vrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		ret = PTR_ERR(mr->umem);
 		goto err_free;
 	}
-	npages = ib_umem_num_dma_blocks(mr->umem, SZ_4K);
-	if (npages > VRNIC_MAX_MR_PAGES) {
+	/* 0 when no size fits (virt and start differ within 4 KiB). */
+	pgsz = ib_umem_find_best_pgsz(mr->umem, VRNIC_MR_PGSZ_BITMAP, virt);
+	if (!pgsz) {
 		ret = -EINVAL;
 		goto err_umem;
 	}
+	npages = ib_umem_num_dma_blocks(mr->umem, pgsz);
+	if (!npages || npages > VRNIC_MAX_MR_PAGES) {
+		ret = -EINVAL;
+		goto err_umem;
+	}
+	mr->ibmr.page_size = pgsz;
 
 	cmd.create_mr.iova = cpu_to_le64(virt);
 	cmd.create_mr.length = cpu_to_le64(length);
 	cmd.create_mr.pdn = cpu_to_le32(to_vpd(ibpd)->pdn);
 	cmd.create_mr.access = cpu_to_le32(vrnic_ib_access(access));
 	cmd.create_mr.npages = cpu_to_le32(npages);
-	cmd.create_mr.page_shift = 12;
+	cmd.create_mr.page_shift = __ffs(pgsz);
 
 	if (npages <= 3) {
 		__le64 pages[3] = {};
 
 		i = 0;
-		rdma_umem_for_each_dma_block(mr->umem, &biter, SZ_4K)
+		rdma_umem_for_each_dma_block(mr->umem, &biter, pgsz) {
+			if (i == npages)
+				break;
 			pages[i++] = cpu_to_le64(rdma_block_iter_dma_address(&biter));
+		}
 		cmd.create_mr.pbl_mode = VRNIC_PBL_INLINE;
 		cmd.create_mr.pbl = pages[0];
 		cmd.create_mr.inline_pages[0] = pages[1];
 		cmd.create_mr.inline_pages[1] = pages[2];
 	} else {
-		/* Two levels: pages of 512 addresses, and a list of them. */
-		nl1 = DIV_ROUND_UP(npages, VRNIC_PBL_PER_PAGE);
-		l2 = dma_alloc_coherent(&vdev->pdev->dev, nl1 * sizeof(*l2),
-					&l2_dma, GFP_KERNEL);
-		l1 = dma_alloc_coherent(&vdev->pdev->dev, npages * sizeof(*l1),
-					&l1_dma, GFP_KERNEL);
-		if (!l1 || !l2) {
-			ret = -ENOMEM;
+		ret = vrnic_mr_pbl_fill(vdev, mr->umem, pgsz, npages, &pbl);
+		if (ret)
 			goto err_lists;
-		}
-		i = 0;
-		rdma_umem_for_each_dma_block(mr->umem, &biter, SZ_4K)
-			l1[i++] = cpu_to_le64(rdma_block_iter_dma_address(&biter));
-		for (i = 0; i < nl1; i++)
-			l2[i] = cpu_to_le64(l1_dma + i * VRNIC_PBL_PER_PAGE *
-					    sizeof(*l1));
 		cmd.create_mr.pbl_mode = VRNIC_PBL_LEVEL2;
-		cmd.create_mr.pbl = cpu_to_le64(l2_dma);
+		cmd.create_mr.pbl = cpu_to_le64(pbl.l2_dma);
 	}
+	/* The device copies the list during the command. */
 	ret = vrnic_create_mr_cmd(vdev, &cmd, mr);
 	if (ret)
 		goto err_lists;
-	if (l1)
-		dma_free_coherent(&vdev->pdev->dev, npages * sizeof(*l1), l1, l1_dma);
-	if (l2)
-		dma_free_coherent(&vdev->pdev->dev, nl1 * sizeof(*l2), l2, l2_dma);
+	vrnic_mr_pbl_free(vdev, &pbl);
 	return &mr->ibmr;
 
 err_lists:
-	if (l1)
-		dma_free_coherent(&vdev->pdev->dev, npages * sizeof(*l1), l1, l1_dma);
-	if (l2)
-		dma_free_coherent(&vdev->pdev->dev, nl1 * sizeof(*l2), l2, l2_dma);
+	vrnic_mr_pbl_free(vdev, &pbl);
 err_umem:
 	ib_umem_release(mr->umem);
 err_free:
 	kfree(mr);
 	return ERR_PTR(ret);
+}
+
+/* rdma res show mr -dd: the page size the device maps the MR with. */
+int vrnic_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
+{
+	struct vrnic_mr *mr = container_of(ibmr, struct vrnic_mr, ibmr);
+	struct nlattr *table;
+
+	if (!mr->umem)
+		return 0;
+	table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
+	if (!table)
+		return -EMSGSIZE;
+	if (rdma_nl_put_driver_u32_hex(msg, "page_size", ibmr->page_size) ||
+	    rdma_nl_put_driver_u64(msg, "pages",
+				   ib_umem_num_dma_blocks(mr->umem,
+							  ibmr->page_size))) {
+		nla_nest_cancel(msg, table);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(msg, table);
+	return 0;
 }
 
 /*

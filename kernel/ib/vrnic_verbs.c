@@ -520,6 +520,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	.dealloc_xrcd = vrnic_dealloc_xrcd,
 	.dereg_mr = vrnic_dereg_mr,
 	.fill_res_cq_entry = vrnic_fill_res_cq_entry,
+	.fill_res_mr_entry = vrnic_fill_res_mr_entry,
 	.fill_res_qp_entry = vrnic_fill_res_qp_entry,
 	.destroy_ah = vrnic_destroy_ah,
 	.query_ah = vrnic_query_ah,

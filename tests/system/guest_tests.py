@@ -305,6 +305,10 @@ def verbs_tests(stage, a, b):
     # checks per QP type, XRC receive QPs, inline lengths, the uAPI.
     tap(stage, a, "a: verbs conformance", "%svrnic_conformance 1" % T,
         timeout=600)
+    # User MR page lists: huge pages give 2 MiB pages, a 256 MiB MR of
+    # 4 KiB pages needs no large allocation, too large fails before pinning.
+    tap(stage, a, "a: MR page sizes", "%svrnic_mr_pages 1 256" % T,
+        timeout=600)
     rdma_core_suite(stage, a)
 
 
