@@ -328,6 +328,7 @@ int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 int vrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int vrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+void vrnic_cq_clean(struct vrnic_cq *cq, u32 qpn);
 void vrnic_cq_event(struct vrnic_dev *vdev, u32 cqn, bool error);
 int vrnic_pin_dbrec(struct vrnic_dev *vdev, u64 addr, struct ib_umem **umem,
 		    dma_addr_t *dma);

@@ -280,6 +280,52 @@ int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 	return n;
 }
 
+/*
+ * Drop QP qpn's completions from a kernel CQ (mlx5's __mlx5_cq_clean):
+ * find the producer end, the first entry the device still owns, walk back
+ * to the consumer index and move the other QPs' entries up over the
+ * dropped ones; the consumer index then skips the freed slots.  The device
+ * does not write the slots between ci and the producer end.  Taking the
+ * CQ lock also waits out a poller that found the QP before it left the
+ * QP table.
+ */
+void vrnic_cq_clean(struct vrnic_cq *cq, u32 qpn)
+{
+	u32 mask = (1U << cq->log_depth) - 1, pi, i, nfreed = 0;
+	struct vrnic_cqe *src, *dst;
+	unsigned long flags;
+	u8 owner;
+
+	if (!cq->ring)
+		return;		/* a user CQ: the provider cleans it */
+	spin_lock_irqsave(&cq->lock, flags);
+	for (pi = cq->ci; pi - cq->ci <= mask; pi++) {
+		src = &cq->ring[pi & mask];
+		owner = ((pi >> cq->log_depth) & 1) ? 0 : VRNIC_CQE_OWNER;
+		if ((READ_ONCE(src->owner) & VRNIC_CQE_OWNER) != owner)
+			break;
+	}
+	dma_rmb();
+	for (i = pi; i-- != cq->ci;) {
+		src = &cq->ring[i & mask];
+		if (le32_to_cpu(src->qpn) == qpn) {
+			nfreed++;
+		} else if (nfreed) {
+			dst = &cq->ring[(i + nfreed) & mask];
+			owner = (((i + nfreed) >> cq->log_depth) & 1) ?
+				0 : VRNIC_CQE_OWNER;
+			*dst = *src;
+			dst->owner = (src->owner & ~VRNIC_CQE_OWNER) | owner;
+		}
+	}
+	if (nfreed) {
+		cq->ci += nfreed;
+		dma_wmb();
+		cq->dbrec->ci = cpu_to_le32(cq->ci);
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+}
+
 int vrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 {
 	struct vrnic_dev *vdev = to_vdev(ibcq->device);

@@ -303,6 +303,20 @@ err_mem:
 	return ret;
 }
 
+/*
+ * Purge qp's completions from its kernel CQs, one CQ lock at a time.  Lock
+ * order: a CQ lock is never held with the QP's sq_lock or rq_lock.
+ */
+static void vrnic_qp_clean_cqs(struct vrnic_qp *qp)
+{
+	struct ib_cq *scq = qp->ibqp.send_cq, *rcq = qp->ibqp.recv_cq;
+
+	if (scq)
+		vrnic_cq_clean(to_vcq(scq), qp->qpn);
+	if (rcq && rcq != scq)
+		vrnic_cq_clean(to_vcq(rcq), qp->qpn);
+}
+
 int vrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct vrnic_dev *vdev = to_vdev(ibqp->device);
@@ -313,6 +327,8 @@ int vrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	vrnic_admin_exec(vdev, &cmd, NULL);
 	xa_erase_irq(&vdev->qp_xa, qp->qpn);
 	synchronize_irq(pci_irq_vector(vdev->pdev, VRNIC_AEQ_VECTOR));
+	/* Out of the table: after this no poller holds qp. */
+	vrnic_qp_clean_cqs(qp);
 	vrnic_qp_free_mem(vdev, qp);
 	return 0;
 }
@@ -370,6 +386,31 @@ static int vrnic_qp_av(struct vrnic_qp *qp, struct ib_qp_attr *attr,
 	a->udp_sport = cpu_to_le16(rdma_get_udp_sport(grh->flow_label,
 						      qp->qpn, dqpn));
 	return 0;
+}
+
+/*
+ * The device restarts the SQ and RQ at index 0 on a move to RESET and
+ * forgets their WQEs: purge the QP's completions first (a poller could
+ * otherwise move a tail after the restart), then start the rings and the
+ * doorbell record again at zero.
+ */
+static void vrnic_qp_restart(struct vrnic_qp *qp)
+{
+	unsigned long flags;
+
+	vrnic_qp_clean_cqs(qp);
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	qp->sq_head = 0;
+	WRITE_ONCE(qp->sq_tail, 0);
+	if (qp->dbrec)
+		qp->dbrec->sq_pi = 0;
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	qp->rq_head = 0;
+	WRITE_ONCE(qp->rq_tail, 0);
+	if (qp->dbrec)
+		qp->dbrec->rq_pi = 0;
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
 }
 
 int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
@@ -486,14 +527,8 @@ int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (!ret) {
 		qp->attr = *a;
 		qp->state = next;
-		if (next == IB_QPS_RESET) {
-			qp->sq_head = 0;
-			qp->sq_tail = 0;
-			qp->rq_head = 0;
-			qp->rq_tail = 0;
-			if (qp->dbrec)
-				memset(qp->dbrec, 0, sizeof(*qp->dbrec));
-		}
+		if (next == IB_QPS_RESET && cur != IB_QPS_RESET)
+			vrnic_qp_restart(qp);
 	}
 out:
 	dma_free_coherent(&vdev->pdev->dev, sizeof(*a), a, a_dma);

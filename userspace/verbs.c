@@ -71,6 +71,17 @@ static uint32_t vrnic_log2(uint32_t v)
 	return l;
 }
 
+/* sq_tail/rq_tail: written by pollers, read by posters (vrnic.h). */
+static inline uint32_t vrnic_tail(const uint32_t *tail)
+{
+	return __atomic_load_n(tail, __ATOMIC_ACQUIRE);
+}
+
+static inline void vrnic_set_tail(uint32_t *tail, uint32_t v)
+{
+	__atomic_store_n(tail, v, __ATOMIC_RELEASE);
+}
+
 /* ------------------------------------------------------------------ MR */
 
 struct ibv_mr *vrnic_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
@@ -281,12 +292,13 @@ static int vrnic_poll_one(struct vrnic_context *ctx, struct vrnic_cq *cq,
 	if (cqe->wc_flags & VRNIC_CQE_GRH)
 		w->wc_flags |= IBV_WC_GRH;
 	/* A completion frees its WQE and every WQE before it. */
-	qp = ctx->qp_table[qpn & VRNIC_OBJ_INDEX_MASK];
+	qp = __atomic_load_n(&ctx->qp_table[qpn & VRNIC_OBJ_INDEX_MASK],
+			     __ATOMIC_ACQUIRE);
 	if (qp && qp->qpn == qpn) {
 		if (cqe->opcode & VRNIC_WC_RECV)
-			qp->rq_tail = le32toh(cqe->wqe_idx) + 1;
+			vrnic_set_tail(&qp->rq_tail, le32toh(cqe->wqe_idx) + 1);
 		else
-			qp->sq_tail = le32toh(cqe->wqe_idx) + 1;
+			vrnic_set_tail(&qp->sq_tail, le32toh(cqe->wqe_idx) + 1);
 	}
 	cq->ci++;
 	return 0;
@@ -305,6 +317,64 @@ int vrnic_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		cq->dbrec->ci = htole32(cq->ci);
 	pthread_spin_unlock(&cq->lock);
 	return n;
+}
+
+/*
+ * Drop QP qpn's completions from cq, as mlx5's __mlx5_cq_clean does: find
+ * the producer end (the first entry the device still owns), walk back to
+ * the consumer index, and move every other QP's entry up over the dropped
+ * ones; the consumer index then skips the freed slots.  Lock held.  The
+ * device never writes the slots between ci and the producer end (they are
+ * the consumer's until ci passes them).
+ */
+static void vrnic_cq_clean(struct vrnic_cq *cq, uint32_t qpn)
+{
+	uint32_t mask = (1u << cq->log_depth) - 1, pi, i, nfreed = 0;
+	struct vrnic_cqe *src, *dst;
+	uint8_t owner;
+
+	for (pi = cq->ci; pi - cq->ci <= mask; pi++) {
+		src = &cq->ring[pi & mask];
+		owner = ((pi >> cq->log_depth) & 1) ? 0 : VRNIC_CQE_OWNER;
+		if ((src->owner & VRNIC_CQE_OWNER) != owner)
+			break;
+	}
+	udma_from_device_barrier();
+	for (i = pi; i-- != cq->ci;) {
+		src = &cq->ring[i & mask];
+		if (le32toh(src->qpn) == qpn) {
+			nfreed++;
+		} else if (nfreed) {
+			dst = &cq->ring[(i + nfreed) & mask];
+			owner = (((i + nfreed) >> cq->log_depth) & 1) ?
+				0 : VRNIC_CQE_OWNER;
+			*dst = *src;
+			dst->owner = (src->owner & ~VRNIC_CQE_OWNER) | owner;
+		}
+	}
+	if (nfreed) {
+		cq->ci += nfreed;
+		udma_to_device_barrier();
+		cq->dbrec->ci = htole32(cq->ci);
+	}
+}
+
+/* Purge qp's completions from its CQs, one CQ lock at a time. */
+static void vrnic_qp_clean_cqs(struct vrnic_qp *qp)
+{
+	struct ibv_cq *cqs[2] = { qp->vqp.qp.send_cq, qp->vqp.qp.recv_cq };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct vrnic_cq *cq;
+
+		if (!cqs[i] || (i == 1 && cqs[1] == cqs[0]))
+			continue;
+		cq = to_vcq(cqs[i]);
+		pthread_spin_lock(&cq->lock);
+		vrnic_cq_clean(cq, qp->qpn);
+		pthread_spin_unlock(&cq->lock);
+	}
 }
 
 /* ibv_cq_ex: start_poll/next_poll/end_poll over the same CQEs. */
@@ -802,7 +872,8 @@ static void vrnic_qp_ready(struct vrnic_context *ctx, struct vrnic_qp *qp,
 	qp->max_recv_sge = cap->max_recv_sge;
 	qp->max_inline = cap->max_inline_data;
 	pthread_mutex_lock(&ctx->qp_table_mutex);
-	ctx->qp_table[qp->qpn & VRNIC_OBJ_INDEX_MASK] = qp;
+	__atomic_store_n(&ctx->qp_table[qp->qpn & VRNIC_OBJ_INDEX_MASK], qp,
+			 __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ctx->qp_table_mutex);
 }
 
@@ -860,7 +931,7 @@ static struct vrnic_send_wqe *vrnic_wr_new(struct vrnic_qp *qp, uint8_t op)
 	qp->wr_cur = NULL;
 	if (qp->wr_err)
 		return NULL;
-	if (qp->sq_head - qp->sq_tail >= (1u << qp->sq_log)) {
+	if (qp->sq_head - vrnic_tail(&qp->sq_tail) >= (1u << qp->sq_log)) {
 		qp->wr_err = ENOMEM;
 		return NULL;
 	}
@@ -1310,11 +1381,38 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 	return &qp->vqp.qp;
 }
 
+/*
+ * The device restarts a QP's SQ and RQ at index 0 on a move to RESET and
+ * forgets its WQEs: purge the QP's completions, then start the rings and
+ * the doorbell record again at zero.
+ */
+static void vrnic_qp_reset(struct vrnic_qp *qp)
+{
+	vrnic_qp_clean_cqs(qp);
+	pthread_spin_lock(&qp->sq_lock);
+	pthread_spin_lock(&qp->rq_lock);
+	qp->sq_head = 0;
+	qp->rq_head = 0;
+	vrnic_set_tail(&qp->sq_tail, 0);
+	vrnic_set_tail(&qp->rq_tail, 0);
+	if (qp->dbrec) {
+		qp->dbrec->sq_pi = 0;
+		qp->dbrec->rq_pi = 0;
+	}
+	pthread_spin_unlock(&qp->rq_lock);
+	pthread_spin_unlock(&qp->sq_lock);
+}
+
 int vrnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
 	struct ibv_modify_qp cmd;
+	int ret;
 
-	return ibv_cmd_modify_qp(qp, attr, mask, &cmd, sizeof(cmd));
+	ret = ibv_cmd_modify_qp(qp, attr, mask, &cmd, sizeof(cmd));
+	if (!ret && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET &&
+	    to_vqp(qp)->type != VRNIC_QPT_XRC_TGT)
+		vrnic_qp_reset(to_vqp(qp));
+	return ret;
 }
 
 int vrnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
@@ -1336,8 +1434,12 @@ int vrnic_destroy_qp(struct ibv_qp *ibqp)
 		return ret;
 	pthread_mutex_lock(&ctx->qp_table_mutex);
 	if (ctx->qp_table[qp->qpn & VRNIC_OBJ_INDEX_MASK] == qp)
-		ctx->qp_table[qp->qpn & VRNIC_OBJ_INDEX_MASK] = NULL;
+		__atomic_store_n(&ctx->qp_table[qp->qpn & VRNIC_OBJ_INDEX_MASK],
+				 NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ctx->qp_table_mutex);
+	/* After this no poller holds qp (locking order: vrnic.h). */
+	if (qp->type != VRNIC_QPT_XRC_TGT)
+		vrnic_qp_clean_cqs(qp);
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
 	vrnic_qp_free(qp);
@@ -1480,7 +1582,7 @@ int vrnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	for (; wr; wr = wr->next) {
 		uint8_t *slot;
 
-		if (qp->sq_head - qp->sq_tail >= (1u << qp->sq_log)) {
+		if (qp->sq_head - vrnic_tail(&qp->sq_tail) >= (1u << qp->sq_log)) {
 			ret = ENOMEM;
 			break;
 		}
@@ -1514,7 +1616,7 @@ int vrnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	pthread_spin_lock(&qp->rq_lock);
 	start = qp->rq_head;
 	for (; wr; wr = wr->next) {
-		if (qp->rq_head - qp->rq_tail >= (1u << qp->rq_log)) {
+		if (qp->rq_head - vrnic_tail(&qp->rq_tail) >= (1u << qp->rq_log)) {
 			ret = ENOMEM;
 			break;
 		}
@@ -1554,7 +1656,7 @@ int vrnic_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
 	if (!vrnic_sq_postable(ibqp))
 		return EINVAL;
 	pthread_spin_lock(&qp->sq_lock);
-	if (qp->sq_head - qp->sq_tail >= (1u << qp->sq_log)) {
+	if (qp->sq_head - vrnic_tail(&qp->sq_tail) >= (1u << qp->sq_log)) {
 		pthread_spin_unlock(&qp->sq_lock);
 		return ENOMEM;
 	}

@@ -21,6 +21,21 @@ struct vrnic_device {
 
 struct vrnic_qp;
 
+/*
+ * Locking.  A CQ's lock covers its consumer index and everything
+ * poll_cq does with a completion: the qp_table lookup and the QP's
+ * sq_tail/rq_tail update happen under the lock of the CQ that holds the
+ * completion.  qp_table slots are written under qp_table_mutex and read
+ * under a CQ lock, with atomics.  destroy_qp clears the QP's slot first,
+ * then takes the lock of its send CQ and then of its receive CQ, one at a
+ * time, and purges the QP's completions (vrnic_cq_clean): once that is
+ * done no poller holds or can find the QP, and it is freed.  A move to
+ * RESET purges the same way, then restarts the rings under sq_lock and
+ * rq_lock.  Order: qp_table_mutex, then one CQ lock; sq_lock and rq_lock
+ * are never held with a CQ lock.  sq_tail/rq_tail are written by pollers
+ * and read by posters: atomics (release/acquire).
+ */
+
 struct vrnic_context {
 	struct verbs_context ibv_ctx;
 	void *db_page;		/* this context's doorbell page (BAR2) */

@@ -25,6 +25,8 @@ bool HostBudget::charge(uint64_t n)
 
 void HostBudget::release(uint64_t n)
 {
+	if (n > used_)
+		over_++;
 	used_ -= std::min(n, used_);
 	if (waiting_ && wake_) {
 		waiting_ = false;

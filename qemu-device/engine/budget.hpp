@@ -27,6 +27,10 @@ public:
 	[[nodiscard]] uint64_t used() const { return used_; }
 	[[nodiscard]] uint64_t peak() const { return peak_; }
 	[[nodiscard]] uint64_t refused() const { return refused_; }
+	// Releases of more than is held: a charge given back twice.  Never
+	// expected; counted (not asserted, QEMU must not abort) so that the
+	// tests can check it stays 0.
+	[[nodiscard]] uint64_t over_released() const { return over_; }
 	// Bytes ever charged: the admin queue's per-poll copy budget is
 	// measured in it (every page list copied was charged first).
 	[[nodiscard]] uint64_t charged_total() const { return total_; }
@@ -39,6 +43,7 @@ private:
 	uint64_t used_ = 0;
 	uint64_t peak_ = 0;
 	uint64_t refused_ = 0;
+	uint64_t over_ = 0;
 	uint64_t total_ = 0;
 	bool waiting_ = false;
 	std::function<void()> wake_;

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -208,6 +209,10 @@ struct Qp {
 	uint64_t ack_deadline = 0;	// 0: not armed
 	uint64_t rnr_deadline = 0;	// 0: not waiting
 	bool sq_kick = false;
+	// A sequence NAK started a go-back-N that has made no progress yet:
+	// further sequence NAKs are ignored until una_psn moves or the ack
+	// timer fires (rxe's started_retry).
+	bool nak_retrying = false;
 
 	// responder
 	uint32_t epsn = 0;
@@ -383,7 +388,10 @@ private:
 	bool load_recv(Qp &qp, const RingMem &ring, uint32_t index,
 		       unsigned int log, unsigned int shift);
 	bool scatter(Qp &qp, std::span<const uint8_t> data);
-	void nak(Qp &qp, uint8_t syndrome, bool fatal);
+	// A NAK for the request at psn (default: the expected PSN, which is
+	// the request that just failed); fatal moves the QP to ERR.
+	void nak(Qp &qp, uint8_t syndrome, bool fatal,
+		 std::optional<uint32_t> psn = std::nullopt);
 	void respond(Qp &qp, unsigned int &budget);
 	void send_ack(Qp &qp, uint8_t syndrome, uint32_t psn);
 	void send_read_response(Qp &qp, RdResource &r, unsigned int &budget);

@@ -131,9 +131,10 @@ void Rdma::send_ack(Qp &qp, uint8_t syndrome, uint32_t psn)
 	xmit(qp, h, {});
 }
 
-void Rdma::nak(Qp &qp, uint8_t syndrome, bool fatal)
+void Rdma::nak(Qp &qp, uint8_t syndrome, bool fatal,
+	       std::optional<uint32_t> psn)
 {
-	send_ack(qp, syndrome, qp.epsn);
+	send_ack(qp, syndrome, psn.value_or(qp.epsn));
 	if (syndrome == kAethNakRemAccess)
 		cnt_.remote_access_err++;
 	if (fatal)
@@ -624,6 +625,7 @@ void Rdma::arm_timer()
 // ack timer measures from now, as long as anything is still unanswered.
 void Rdma::progress(Qp &qp)
 {
+	qp.nak_retrying = false;
 	qp.retry_left = qp.attr.retry_cnt;
 	qp.rnr_left = qp.attr.rnr_retry;
 	qp.ack_deadline = 0;
@@ -738,6 +740,15 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 	}
 	if (h.opcode == ACK) {
 		const uint8_t syn = h.syndrome;
+		// Nor can what is acknowledged already: an ACK before
+		// una_psn - 1 or a NAK before una_psn is stale, a duplicate
+		// or forged.  Ignored, so it can neither fail nor rewind the
+		// QP (a NAK names the request in error, which is unacked).
+		const bool nak = (syn & 0xe0) != kAethAck;
+		if (psn_diff(h.psn, qp.una_psn) < (nak ? 0 : -1)) {
+			cnt_.malformed++;
+			return;
+		}
 		switch (syn & 0xe0) {
 		case kAethAck:
 			ack_upto(qp, psn_add(h.psn, 1));
@@ -777,11 +788,16 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 			if (syn == kAethNakSeq) {
 				cnt_.rcvd_seq_err++;
 				// A go-back-N costs a retry, as a timeout does
-				// (IBA 9.7.5.2.8; rxe's COMPST_ERROR_RETRY): a
-				// repeated NAK cannot make the window resend
-				// forever.  Only an ACK, response or NAK that
-				// moves una_psn gives the retries back.
-				if (qp.inflight.empty() || qp.send_idx == 0)
+				// (IBA 9.7.5.2.8; rxe's COMPST_ERROR_RETRY), and
+				// one is started per gap: until una_psn moves or
+				// the ack timer fires, further sequence NAKs
+				// (duplicates, answers to packets that were
+				// already in flight, or a spoofer's) are ignored,
+				// as rxe's started_retry does.  So neither a
+				// replayed NAK nor a peer provoking NAKs can make
+				// the window resend, or drain the retries, faster
+				// than real progress refills them.
+				if (qp.inflight.empty() || qp.nak_retrying)
 					return;
 				if (qp.retry_left == 0) {
 					requester_error(qp, qp.inflight.front(),
@@ -789,6 +805,7 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 					return;
 				}
 				qp.retry_left--;
+				qp.nak_retrying = true;
 				rewind(qp, h.psn);
 				return;
 			}
@@ -893,6 +910,7 @@ void Rdma::timer()
 			continue;
 		}
 		qp.retry_left--;
+		qp.nak_retrying = false;
 		rewind(qp, resume_psn(qp));
 	}
 	arm_timer();
@@ -1419,9 +1437,12 @@ void Rdma::send_read_response(Qp &qp, RdResource &r, unsigned int &budget)
 				     VRNIC_ACCESS_REMOTE_READ, &mr) != MrCheck::Ok ||
 			  !MrTable::read(plat_, *mr, r.va + off, frame_.data() + hl,
 					 n))) {
-			// The MR went away under a READ in progress.
+			// The MR went away under a READ in progress.  The NAK
+			// names the READ request (IBA: the PSN of the request
+			// in error), not epsn: epsn may already be past every
+			// PSN the requester has sent, and it would drop it.
 			r.pending = false;
-			nak(qp, kAethNakRemAccess, true);
+			nak(qp, kAethNakRemAccess, true, r.psn_first);
 			return;
 		}
 		xmit_frame(finish(frame_.data(), qp.path, hl, n));

@@ -72,7 +72,61 @@ def port_events(stage, a):
 def pair(stage, name, srv, cli, server_cmd, client_cmd, expect, timeout=120):
     """Run server_cmd on srv (in the background) and client_cmd on cli;
     pass when both exit 0 and the client's output contains `expect` (the
-    server side of perftest's READ/atomic latency tests reports nothing)."""
+    server side of perftest's READ/atomic latency tests reports nothing).
+
+    Two known ways for a correct run to fail are shown in full and tried
+    once more, and the result says so: a perftest client that exits 1 with
+    no result line (intermittent under TCG, review section D; issue 14
+    finds out why), and a pingpong under loss whose last ACK was lost after
+    the client left.  Any other failure, or a second one, fails."""
+    first = _pair_once(srv, cli, server_cmd, client_cmd, expect, timeout)
+    if first is None:
+        stage.record(name, "fail", "harness: the VMs did not answer")
+        return
+    ok, rc, srv_rc, out, srv_out = first
+    detail = ""
+    # perftest's intermittent exit 1 (above), or the end of a pingpong
+    # under loss: the client got every message and left, the last ACK to
+    # the server was lost, and the server's retransmissions find no QP
+    # (ibv_rc_pingpong has no closing handshake; any RC NIC ends so).
+    perftest_exit1 = (rc == 1 and expect not in out and
+                      client_cmd.startswith("ib_"))
+    last_ack_lost = (rc == 0 and expect in out and srv_rc == "1" and
+                     "transport retry counter exceeded" in srv_out)
+    if not ok and (perftest_exit1 or last_ack_lost):
+        print("  ! %s; its output and the server's, then one more try:" %
+              ("client exit 1 with no result (known intermittent, issue 14)"
+               if perftest_exit1 else
+               "the client finished, the server's last ACK was lost"))
+        for line in out.splitlines()[-25:]:
+            print("  ! " + line)
+        print("  ! -- server --")
+        for line in srv_out.splitlines()[-12:]:
+            print("  ! " + line)
+        again = _pair_once(srv, cli, server_cmd, client_cmd, expect, timeout)
+        if again is None:
+            stage.record(name, "fail", "harness: the VMs did not answer")
+            return
+        ok, rc, srv_rc, out, srv_out = again
+        detail = "passed on the second try (the first: %s)" % (
+            "client exit 1, no result" if perftest_exit1 else
+            "server retry exceeded after the client finished")
+    if not ok:
+        for line in out.splitlines()[-25:]:
+            print("  | " + line)
+        print("  | -- server --")
+        for line in srv_out.splitlines()[-12:]:
+            print("  | " + line)
+    else:
+        summary = [ln for ln in out.splitlines() if expect in ln or
+                   ln.strip().startswith(("2 ", "8 ", "65536", "4096"))]
+        for line in summary[-2:]:
+            print("  | " + line.strip())
+    stage.record(name, "pass" if ok else "fail",
+                 detail if ok else "client exit %s, server exit %s" % (rc, srv_rc))
+
+
+def _pair_once(srv, cli, server_cmd, client_cmd, expect, timeout):
     print("---- [%s] %s  /  [%s] %s" % (srv.name, server_cmd, cli.name,
                                          client_cmd), flush=True)
     try:
@@ -87,19 +141,10 @@ def pair(stage, name, srv, cli, server_cmd, client_cmd, expect, timeout=120):
         srv_rc = srv.run("cat /tmp/srv.rc")[1].strip()
         srv_out = srv.run("cat /tmp/srv.out")[1]
     except vmlib.VMError as e:
-        stage.record(name, "fail", str(e))
-        return
+        print("  | harness: %s" % e)
+        return None
     ok = rc == 0 and srv_rc == "0" and expect in out
-    if not ok:
-        for line in (out + "\n-- server --\n" + srv_out).splitlines()[-30:]:
-            print("  | " + line)
-    else:
-        summary = [ln for ln in out.splitlines() if expect in ln or
-                   ln.strip().startswith(("2 ", "8 ", "65536", "4096"))]
-        for line in summary[-2:]:
-            print("  | " + line.strip())
-    stage.record(name, "pass" if ok else "fail",
-                 "" if ok else "client exit %s, server exit %s" % (rc, srv_rc))
+    return ok, rc, srv_rc, out, srv_out
 
 
 def capture_test(stage, a, b):
@@ -247,6 +292,10 @@ def verbs_tests(stage, a, b):
     step(stage, a, "srq a: QP to ERR gives IBV_EVENT_QP_LAST_WQE_REACHED",
          shipped("srq_last_wqe.py") + "timeout 30 python3 /tmp/srq_last_wqe.py",
          expect="ok: IBV_EVENT_QP_LAST_WQE_REACHED")
+    # QP lifecycle in the provider: RC and UD reuse after RESET, destroy
+    # purging completions, destroy against pollers on a shared CQ.
+    tap(stage, a, "a: QP lifecycle", "%svrnic_qp_lifecycle 1 5" % T,
+        timeout=300)
     rdma_core_suite(stage, a)
 
 

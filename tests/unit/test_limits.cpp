@@ -87,6 +87,7 @@ TEST(HostBudget, PageAddressZeroIsRefused)
 	point_l1_at_l2(p, 0);	// the review's zeroed page
 	EXPECT_EQ(p.admin(amplifying_mr(pd)).status, VRNIC_ADMIN_ST_BAD_PARAM);
 	EXPECT_EQ(budget_of(p).used(), base);
+	EXPECT_EQ(budget_of(p).over_released(), 0u);
 }
 
 // Duplicate pages are accepted, and charged: repeated CREATE_MR stops
@@ -125,6 +126,7 @@ TEST(HostBudget, Level2AmplificationStopsAtTheBudgetAndDestroyFreesIt)
 		EXPECT_EQ(p.admin(d).status, VRNIC_ADMIN_ST_OK);
 	}
 	EXPECT_EQ(budget_of(p).used(), base) << "page lists leaked";
+	EXPECT_EQ(budget_of(p).over_released(), 0u) << "a charge given back twice";
 	EXPECT_EQ(p.admin(amplifying_mr(pd)).status, VRNIC_ADMIN_ST_OK);
 }
 
@@ -279,8 +281,10 @@ TEST(SendWindow, AQpWaitsForMemoryThenContinues)
 
 // ------------------------------------------------------------- retries
 
-// The same NAK-seq replayed: each go-back-N costs a retry, so the QP ends
-// in RETRY_EXC_ERR after retry_cnt resends of the window, not never.
+// The same NAK-seq replayed: the first starts a go-back-N and costs a
+// retry; the replays are ignored until progress or the ack timer, so the
+// window is resent once, not once per NAK, and the timeouts that follow
+// use up the rest of the retries: RETRY_EXC_ERR, not never.
 TEST(Retries, ARepeatedSequenceNakUsesUpTheRetries)
 {
 	Node a{1}, b{2};
@@ -310,13 +314,110 @@ TEST(Retries, ARepeatedSequenceNakUsesUpTheRetries)
 		a.p.frames.clear();
 		done = a.poll_cq(cqe);
 	}
-	ASSERT_TRUE(done) << "the window was resent " << naks << " times";
+	EXPECT_FALSE(done) << "the NAKs alone ended the QP";
+	EXPECT_EQ(a.counters().rcvd_seq_err, 50u);
+	// One resend of the 64-packet message for 50 NAKs, nothing more.
+	EXPECT_LE(resent, uint64_t(64) * (1024 + 128));
+	EXPECT_GE(resent, uint64_t(kLen));
+	// No progress: the ack timer fires kRetry more times, each another
+	// go-back-N (the NAKs above used one retry), then RETRY_EXC_ERR.
+	unsigned timeouts = 0;
+	for (; timeouts < 20 && !done; timeouts++) {
+		if (!a.p.deadline)
+			break;
+		a.p.now = std::max(a.p.now, a.p.deadline);
+		a.p.deadline = 0;
+		vrnic_engine_timer(a.p.eng);
+		a.p.run();
+		a.p.frames.clear();
+		done = a.poll_cq(cqe);
+	}
+	ASSERT_TRUE(done) << "no RETRY_EXC_ERR after " << timeouts << " timeouts";
 	EXPECT_EQ(cqe.status, VRNIC_WC_ST_RETRY_EXC_ERR);
-	EXPECT_EQ(naks, kRetry + 1u);
-	EXPECT_EQ(a.counters().rcvd_seq_err, kRetry + 1u);
-	// retry_cnt resends of the 64-packet message, nothing more.
-	EXPECT_LE(resent, uint64_t(kRetry) * 64 * (1024 + 128));
-	EXPECT_GE(resent, uint64_t(kRetry) * kLen);
+	EXPECT_EQ(a.counters().retry_timeouts, uint64_t(kRetry));
+}
+
+// A packet lost inside a first message longer than the send window: the
+// responder NAKs the gap once while the requester is still sending that
+// message, and the go-back-N must start from the NAK, not from an ack
+// timeout (with timeout 0 the QP would hang for good).
+TEST(Retries, ANakInsideTheFirstMessageRewindsAtOnce)
+{
+	Node a{1}, b{2};
+	Wire wire;
+	a.connect(b, 3, 100, 200);
+	b.connect(a, 3, 200, 100);
+	a.post_send(send_wqe(1, VRNIC_WR_RDMA_WRITE, Node::kIova, b.mr),
+		    {a.sge(0, 1 << 20)});	// 1024 packets of 1 KiB
+	a.p.run();
+	ASSERT_GT(a.p.frames.size(), 20u);
+	ASSERT_EQ(qp_of(a, a.qp).send_idx, 0u);	// still sending it
+	a.p.frames.erase(a.p.frames.begin() + 10);
+	wire.deliver(a, b);
+	b.p.run();
+	ASSERT_FALSE(b.p.frames.empty());	// the one NAK
+	wire.deliver(b, a);
+	a.p.run();
+	EXPECT_EQ(a.counters().rcvd_seq_err, 1u);
+	const auto done = wire.completions(a, b, a, 1);
+	ASSERT_EQ(done.size(), 1u);
+	EXPECT_EQ(done[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(a.counters().retry_timeouts, 0u) << "recovered by a timeout";
+}
+
+// A NAK for a PSN that is acknowledged already is stale (a duplicate, or
+// a rogue peer's, as the guest attack group sends): it must neither fail
+// nor rewind the QP.  Before, any fatal NAK behind una_psn completed the
+// oldest outstanding WQE with its error and moved the QP to ERR.
+TEST(Retries, AStaleNakIsIgnored)
+{
+	using namespace vrnic::roce;
+	Node a{1}, b{2};
+	Wire wire;
+	a.connect(b, 3, 100, 200);
+	b.connect(a, 3, 200, 100);
+	a.post_send(send_wqe(1, VRNIC_WR_RDMA_WRITE, Node::kIova, b.mr),
+		    {a.sge(0, 8192)});
+	const auto first = wire.completions(a, b, a, 1);
+	ASSERT_EQ(first.size(), 1u);
+	ASSERT_EQ(first[0].status, VRNIC_WC_ST_SUCCESS);
+	// A second WRITE outstanding (not delivered yet): PSN 108.
+	a.post_send(send_wqe(2, VRNIC_WR_RDMA_WRITE, Node::kIova, b.mr),
+		    {a.sge(0, 64)});
+	a.p.run();
+	ASSERT_EQ(a.p.frames.size(), 1u);
+	a.p.frames.clear();
+
+	Path p;
+	p.smac = b.mac();
+	p.dmac = a.mac();
+	p.sgid = b.gid();
+	p.dgid = a.gid();
+	const uint8_t fatal[] = {kAethNakInvReq, kAethNakRemAccess,
+				 kAethNakRemOp};
+	for (const uint8_t syn : fatal) {
+		for (const uint32_t psn : {100u, 107u, (100u - (1u << 20)) & kPsnMask}) {
+			Headers h;
+			h.opcode = ACK;
+			h.dqpn = a.qp;
+			h.psn = psn;
+			h.syndrome = syn;
+			std::vector<uint8_t> f(256);
+			f.resize(finish(f.data(), p, build_headers(f.data(), p, h), 0));
+			vrnic_engine_receive(a.p.eng, f.data(), f.size());
+			a.p.run();
+		}
+	}
+	vrnic_cqe cqe{};
+	EXPECT_FALSE(a.poll_cq(cqe)) << "status " << int(cqe.status);
+	EXPECT_EQ(qp_of(a, a.qp).attr.state, VRNIC_QPS_RTS);
+	EXPECT_TRUE(a.p.frames.empty()) << "a stale NAK made the QP resend";
+	// The real exchange still completes the second WRITE.
+	vrnic_engine_timer(a.p.eng);
+	const auto second = wire.completions(a, b, a, 1);
+	ASSERT_EQ(second.size(), 1u);
+	EXPECT_EQ(second[0].wr_id, 2u);
+	EXPECT_EQ(second[0].status, VRNIC_WC_ST_SUCCESS);
 }
 
 // ------------------------------------------------------- PSN space

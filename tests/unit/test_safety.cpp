@@ -358,6 +358,11 @@ TEST(Lifetimes, DestroyMrUnderAReadResponseOnTheLoopback)
 				      [](const vrnic_cqe &e) { return e.wr_id == 10; });
 	ASSERT_NE(big, got.end());
 	EXPECT_NE(big->status, VRNIC_WC_ST_SUCCESS);
+	// The responder's NAK names the READ, so the requester fails it with
+	// the remote access error at once instead of timing out into
+	// RETRY_EXC_ERR (a NAK carrying epsn == next_psn was dropped).
+	EXPECT_EQ(big->status, VRNIC_WC_ST_REM_ACCESS_ERR);
+	EXPECT_EQ(n.counters().retry_timeouts, 0u);
 }
 
 // A1 from a wire peer: a READ of a fast-register MR, then a SEND with
