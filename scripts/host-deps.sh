@@ -30,6 +30,8 @@ pkgs=(
 	mmdebstrap socat busybox-static e2fsprogs tshark
 	# make bench's plot
 	gnuplot-nox
+	# the guests' MPI test program (mpi.h, mpicc; Open MPI 4.1 as in the image)
+	libopenmpi-dev
 )
 echo "== host packages (apt)"
 if ! apt-get install -y --no-install-recommends "${pkgs[@]}" >/dev/null 2>&1; then
