@@ -202,9 +202,15 @@ static int server(struct sockaddr_in *sin, unsigned char *buf)
 			bad += check("server", buf, size, round);
 		}
 	}
-	if (recv_msg(&done, sizeof(done), TAG_DONE))
+	/*
+	 * Done, and its answer.  A send completes once its data is buffered,
+	 * not delivered, so the listener closes gracefully (flushing the
+	 * answer); the client closes once it has the answer.
+	 */
+	if (recv_msg(&done, sizeof(done), TAG_DONE) ||
+	    send_msg(ep, &done, sizeof(done), TAG_DONE))
 		return -1;
-	close_ep(ep, 1);
+	close_ep(ep, 0);
 	ucp_listener_destroy(listener);
 	printf("listener: %s, every byte checked\n", bad ? "MISMATCH" : "ok");
 	return bad ? -1 : 0;
@@ -250,9 +256,10 @@ static int client(struct sockaddr_in *sin, unsigned char *buf,
 	}
 	/* The lanes the endpoint ended up with, after the wire-up. */
 	ucp_ep_print_info(ep, stdout);
-	if (send_msg(ep, &done, sizeof(done), TAG_DONE))
+	if (send_msg(ep, &done, sizeof(done), TAG_DONE) ||
+	    recv_msg(&done, sizeof(done), TAG_DONE))
 		return -1;
-	close_ep(ep, 0);
+	close_ep(ep, 1);
 	return bad ? -1 : 0;
 }
 
