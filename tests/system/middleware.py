@@ -187,18 +187,20 @@ def sockaddr_test(stage, a, b, net):
     sockaddr), and messages of 8 B..1 MiB go back and forth, each byte
     checked on both sides."""
     for tries_left in (2, 1, 0):
-        if _sockaddr_once(stage, a, b, net, tries_left > 0, tries_left == 2):
+        if _sockaddr_once(stage, a, b, net, tries_left > 0, tries_left == 2,
+                          13340 + 2 - tries_left):
             return
 
 
-def _sockaddr_once(stage, a, b, net, retry, first):
+def _sockaddr_once(stage, a, b, net, retry, first, port):
     """One try; False if it failed in the known rxe way and retry is set
-    (nothing recorded then)."""
+    (nothing recorded then).  Each try has a port of its own: a listener
+    whose client aborted waits out its bounded time before it exits."""
     name = "middleware %s: UCX sockaddr wire-up through rdmacm, echo " \
         "8 B..1 MiB checked" % net.dev
     env = "env UCX_SOCKADDR_TLS_PRIORITY=rdmacm UCX_NET_DEVICES=%s " \
         "UCX_TLS=rc_verbs,ud_verbs" % net.dev
-    prog = T + "vrnic_ucx_sockaddr"
+    prog = "%svrnic_ucx_sockaddr -p %d" % (T, port)
     try:
         b.check("rm -f /tmp/ucxsa.out /tmp/ucxsa.rc; (%s timeout 120 %s "
                 "-l %s > /tmp/ucxsa.out 2>&1; echo $? > /tmp/ucxsa.rc) "
