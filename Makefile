@@ -33,7 +33,7 @@ qemu: deps
 	@scripts/build-qemu.sh | tail -n 1
 
 module: deps
-	@echo "== vrnic.ko for $(KVER)"
+	@echo "== vrnic.ko and vrnic_ib.ko for $(KVER)"
 	@$(MAKE) --no-print-directory -C $(KDIR) M=$(CURDIR) modules >/dev/null
 
 rdma-core: deps
@@ -73,7 +73,7 @@ bench: all
 
 clean:
 	rm -rf $(B)/host $(B)/host-asan $(B)/host-release $(B)/bench $(B)/results $(B)/image $(B)/guest-tests $(B)/vm
-	rm -f kernel/*.o kernel/.*.cmd vrnic.o vrnic.ko vrnic.mod* .vrnic*.cmd \
+	rm -f kernel/*/*.o kernel/*/.*.cmd vrnic*.o vrnic*.ko vrnic*.mod* .vrnic*.cmd \
 		Module.symvers modules.order .Module.symvers.cmd .modules.order.cmd
 
 distclean:

@@ -2,7 +2,25 @@
 /*
  * vrnic user/kernel ABI: the private data that travels with uverbs
  * commands between the vrnic kernel driver and the rdma-core provider.
- * Plain structs of __u32/__aligned_u64, as every rdma/<driver>-abi.h.
+ * Self-contained, as every include/uapi/rdma/<driver>-abi.h: plain structs
+ * of __u32/__aligned_u64 and nothing but <linux/types.h>.
+ *
+ * How it evolves (Documentation/vrnic-spec.rst, "User ABI"):
+ * - A struct only grows at its end, by whole 8-byte words; fields are
+ *   never moved, resized or given a new meaning.
+ * - The kernel zero-extends a shorter request (an older provider) and
+ *   refuses a longer one whose unknown trailing bytes are not zero
+ *   (EOPNOTSUPP).  Reserved fields must be zero (EINVAL).
+ * - The kernel writes at most the response length the provider gave; a
+ *   provider reads only what the kernel's comp_mask says it wrote, beyond
+ *   the fields of VRNIC_UVERBS_ABI_VERSION 1.
+ * - Optional behaviour is asked for with a comp_mask bit of the ucontext
+ *   request and granted with the same bit in the response; the kernel
+ *   refuses (EOPNOTSUPP) a request bit it does not know.
+ * - Capabilities (depths, SGE and inline limits, CQ entries) are the
+ *   kernel's answer in the common uverbs responses; the provider proposes
+ *   ring geometry (depths, WQE strides) and the kernel checks it.
+ * - VRNIC_UVERBS_ABI_VERSION changes only for an incompatible break.
  */
 #ifndef VRNIC_ABI_USER_H
 #define VRNIC_ABI_USER_H
@@ -11,12 +29,26 @@
 
 #define VRNIC_UVERBS_ABI_VERSION 1
 
+/* ibv_open_device: no optional behaviour is defined yet. */
+enum vrnic_alloc_ucontext_req_mask {
+	VRNIC_ALLOC_UCTX_REQ_MASK_ALL = 0,
+};
+
+struct vrnic_alloc_ucontext_req {
+	__u32 comp_mask;		/* enum vrnic_alloc_ucontext_req_mask */
+	__u32 reserved;			/* 0 */
+};
+
+enum vrnic_alloc_ucontext_resp_mask {
+	VRNIC_ALLOC_UCTX_RESP_MASK_ALL = 0,
+};
+
 struct vrnic_alloc_ucontext_resp {
 	__aligned_u64 db_mmap_key;	/* mmap() offset of the doorbell page */
 	__u32 db_page_index;		/* page of BAR2 owned by this context */
 	__u32 db_page_size;
-	__u32 spec_version;		/* VRNIC_SPEC_VERSION of the device */
-	__u32 reserved;
+	__u32 spec_version;		/* device spec: major << 16 | minor */
+	__u32 comp_mask;		/* enum vrnic_alloc_ucontext_resp_mask */
 };
 
 /* ibv_create_cq: the CQE ring and the doorbell record live in user memory. */
@@ -24,7 +56,7 @@ struct vrnic_create_cq_cmd {
 	__aligned_u64 buf_addr;		/* 4 KiB aligned, 32 << log_depth bytes */
 	__aligned_u64 dbrec_addr;	/* struct vrnic_cq_dbrec, 8-byte aligned */
 	__u32 log_depth;
-	__u32 reserved;
+	__u32 reserved;			/* 0 */
 };
 
 struct vrnic_create_cq_resp {
@@ -63,10 +95,10 @@ struct vrnic_create_srq_resp {
 
 /*
  * ibv_create_ah: the kernel resolves the destination MAC and returns the
- * whole address vector (struct vrnic_ud_av of vrnic_hw.h); the provider
- * copies it into each UD WQE.  Since spec 0.6 it names its source only
- * by GID table index: the device takes the source GID, MAC and VLAN from
- * the table the kernel programs, so a process cannot choose them.
+ * whole address vector (struct vrnic_ud_av of the device spec), which the
+ * provider copies into each UD WQE.  Since spec 0.6 it names its source
+ * only by GID table index: the device takes the source GID, MAC and VLAN
+ * from the table the kernel programs, so a process cannot choose them.
  */
 struct vrnic_create_ah_resp {
 	__u8 av[64];

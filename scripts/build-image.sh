@@ -2,7 +2,8 @@
 # Build the guest boot files in build/image:
 #   vmlinuz       the bookworm-backports 6.12 kernel
 #   initrd.img    base.cpio (bookworm userland, cached) + overlay.cpio
-#                 (kernel modules incl. vrnic.ko, rdma-core 56.1, tests)
+#                 (kernel modules incl. vrnic.ko and vrnic_ib.ko,
+#                 rdma-core 56.1, tests)
 # The guest runs entirely from this initramfs; nothing is written back.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,7 +46,8 @@ ov=$img/overlay
 rm -rf "$ov"
 mkdir -p "$ov"
 
-# Kernel modules: the closure of what the guests load, plus vrnic.ko.
+# Kernel modules: the closure of what the guests load, plus vrnic.ko and
+# vrnic_ib.ko (depmod records its auxiliary alias and its use of vrnic.ko).
 if [ ! -e "$ksrc/lib/modules/$kver/modules.dep" ]; then
 	depmod -b "$ksrc" "$kver"
 fi
@@ -62,7 +64,7 @@ done | sort -u | while read -r f; do
 	cp "$f" "$ov/$rel"
 done
 cp "$ksrc/lib/modules/$kver"/modules.{order,builtin,builtin.modinfo} "$ov/lib/modules/$kver/"
-cp "$top/vrnic.ko" "$ov/lib/modules/$kver/extra/"
+cp "$top/vrnic.ko" "$top/vrnic_ib.ko" "$ov/lib/modules/$kver/extra/"
 depmod -b "$ov" "$kver"
 
 # rdma-core 56.1 over bookworm's 44 (same sonames, newer private ABI).

@@ -48,8 +48,8 @@ def kbuild(stage, name, flags):
     # Force a full rebuild so every file is compiled or checked again.
     # (Not "make clean": with M= it deletes every *.ko* below the tree,
     # including the guest kernel's modules in build/.)
-    for pattern in ("kernel/*.o", "kernel/.*.cmd", "vrnic.o", "vrnic.ko",
-                    "vrnic.mod*", ".vrnic*.cmd"):
+    for pattern in ("kernel/*/*.o", "kernel/*/.*.cmd", "vrnic*.o",
+                    "vrnic*.ko", "vrnic*.mod*", ".vrnic*.cmd"):
         for f in glob.glob(os.path.join(TOP, pattern)):
             os.unlink(f)
     rc, out = run(["make", "-C", KDIR, "M=" + TOP, *flags])
@@ -63,7 +63,7 @@ def kbuild(stage, name, flags):
 
 def main():
     stage = Stage("lint")
-    kfiles = sorted(glob.glob(os.path.join(TOP, "kernel/*.[ch]")))
+    kfiles = sorted(glob.glob(os.path.join(TOP, "kernel/*/*.[ch]")))
     ufiles = sorted(glob.glob(os.path.join(TOP, "userspace/*.[ch]")))
     checkpatch(stage, "checkpatch --strict kernel/", kfiles)
     # rdma-core conventions differ from the kernel's in two checked ways:

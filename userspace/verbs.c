@@ -5,6 +5,7 @@
  * written into rings in this process's memory, the producer index into the
  * doorbell record, and the QP number into this context's doorbell page.
  */
+#include <assert.h>
 #include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -39,16 +40,23 @@ DECLARE_DRV_CMD(uvrnic_create_xsrq, IB_USER_VERBS_CMD_CREATE_XSRQ,
 
 #define VRNIC_PAGE	4096
 
+/* NULL with errno set on failure, as every allocation here. */
 static void *vrnic_alloc_queue(size_t size)
 {
 	void *p;
+	int ret;
 
 	size = align(size, VRNIC_PAGE);
-	if (posix_memalign(&p, VRNIC_PAGE, size))
+	ret = posix_memalign(&p, VRNIC_PAGE, size);
+	if (ret) {
+		errno = ret;	/* posix_memalign does not set errno */
 		return NULL;
+	}
 	memset(p, 0, size);
-	if (ibv_dontfork_range(p, size)) {
+	ret = ibv_dontfork_range(p, size);
+	if (ret) {
 		free(p);
+		errno = ret;
 		return NULL;
 	}
 	return p;
@@ -60,6 +68,94 @@ static void vrnic_free_queue(void *p, size_t size)
 		return;
 	ibv_dofork_range(p, align(size, VRNIC_PAGE));
 	free(p);
+}
+
+/*
+ * Doorbell records come from a per-context pool of pages, 512 records of
+ * 8 bytes each (review C.10: a page per record pinned thousands of pages
+ * for thousands of QPs).  The kernel pins each page once per context and
+ * counts its users.  A page goes back when its last record is freed,
+ * which is after the kernel destroyed the last object using it.  Pages
+ * of objects never destroyed stay allocated, like their rings: the device
+ * may write them until the context is closed.
+ */
+#define VRNIC_DBREC_SIZE	8
+#define VRNIC_DBRECS		(VRNIC_PAGE / VRNIC_DBREC_SIZE)
+
+static_assert(sizeof(struct vrnic_qp_dbrec) <= VRNIC_DBREC_SIZE, "dbrec");
+static_assert(sizeof(struct vrnic_cq_dbrec) <= VRNIC_DBREC_SIZE, "dbrec");
+static_assert(sizeof(struct vrnic_srq_dbrec) <= VRNIC_DBREC_SIZE, "dbrec");
+
+struct vrnic_dbrec_page {
+	struct vrnic_dbrec_page *next;
+	uint8_t *page;
+	unsigned int used;
+	uint64_t free[VRNIC_DBRECS / 64];	/* bit set: record free */
+};
+
+/* A zeroed 8-byte doorbell record; NULL with errno set. */
+static void *vrnic_dbrec_alloc(struct vrnic_context *ctx)
+{
+	struct vrnic_dbrec_page *p;
+	unsigned int i, b;
+	uint8_t *rec;
+
+	pthread_mutex_lock(&ctx->dbrec_mutex);
+	for (p = ctx->dbrec_pages; p; p = p->next)
+		if (p->used < VRNIC_DBRECS)
+			break;
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			goto err;
+		p->page = vrnic_alloc_queue(VRNIC_PAGE);
+		if (!p->page) {
+			int err = errno;
+
+			free(p);
+			errno = err;
+			goto err;
+		}
+		memset(p->free, 0xff, sizeof(p->free));
+		p->next = ctx->dbrec_pages;
+		ctx->dbrec_pages = p;
+	}
+	for (i = 0; !p->free[i]; i++)
+		;
+	b = __builtin_ctzll(p->free[i]);
+	p->free[i] &= ~(1ULL << b);
+	p->used++;
+	rec = p->page + (size_t)(i * 64 + b) * VRNIC_DBREC_SIZE;
+	memset(rec, 0, VRNIC_DBREC_SIZE);
+	pthread_mutex_unlock(&ctx->dbrec_mutex);
+	return rec;
+err:
+	pthread_mutex_unlock(&ctx->dbrec_mutex);
+	return NULL;
+}
+
+static void vrnic_dbrec_free(struct vrnic_context *ctx, void *rec)
+{
+	struct vrnic_dbrec_page **pp, *p;
+	size_t n;
+
+	if (!rec)
+		return;
+	pthread_mutex_lock(&ctx->dbrec_mutex);
+	for (pp = &ctx->dbrec_pages; (p = *pp); pp = &p->next) {
+		if ((uint8_t *)rec < p->page ||
+		    (uint8_t *)rec >= p->page + VRNIC_PAGE)
+			continue;
+		n = ((uint8_t *)rec - p->page) / VRNIC_DBREC_SIZE;
+		p->free[n / 64] |= 1ULL << (n % 64);
+		if (!--p->used) {
+			*pp = p->next;
+			vrnic_free_queue(p->page, VRNIC_PAGE);
+			free(p);
+		}
+		break;
+	}
+	pthread_mutex_unlock(&ctx->dbrec_mutex);
 }
 
 static uint32_t vrnic_log2(uint32_t v)
@@ -80,6 +176,55 @@ static inline uint32_t vrnic_tail(const uint32_t *tail)
 static inline void vrnic_set_tail(uint32_t *tail, uint32_t v)
 {
 	__atomic_store_n(tail, v, __ATOMIC_RELEASE);
+}
+
+/*
+ * The work requests each QP type carries (bit per enum vrnic_wr_opcode),
+ * the device's own table (spec, "Queue pairs"): anything else is refused
+ * at post time with EINVAL, as IBA and rxe do, rather than completing with
+ * LOC_QP_OP_ERR and moving the QP to ERR.  REG_MR is the kernel's.
+ */
+#define VRNIC_OP(op)	(1u << (op))
+#define VRNIC_OPS_UD	(VRNIC_OP(VRNIC_WR_SEND) | VRNIC_OP(VRNIC_WR_SEND_IMM))
+#define VRNIC_OPS_UC	(VRNIC_OPS_UD | VRNIC_OP(VRNIC_WR_RDMA_WRITE) | \
+			 VRNIC_OP(VRNIC_WR_RDMA_WRITE_IMM) | \
+			 VRNIC_OP(VRNIC_WR_LOCAL_INV) | VRNIC_OP(VRNIC_WR_BIND_MW))
+#define VRNIC_OPS_RC	((VRNIC_OP(VRNIC_WR_BIND_MW + 1) - 1) & \
+			 ~VRNIC_OP(VRNIC_WR_REG_MR))
+#define VRNIC_OPS_XRC	(VRNIC_OPS_RC & ~(VRNIC_OP(VRNIC_WR_ATOMIC_WRITE) | \
+					  VRNIC_OP(VRNIC_WR_FLUSH)))
+/* IBV_SEND_INLINE carries the data of a SEND or an RDMA WRITE only. */
+#define VRNIC_OPS_INLINE (VRNIC_OP(VRNIC_WR_SEND) | \
+			  VRNIC_OP(VRNIC_WR_SEND_IMM) | \
+			  VRNIC_OP(VRNIC_WR_SEND_INV) | \
+			  VRNIC_OP(VRNIC_WR_RDMA_WRITE) | \
+			  VRNIC_OP(VRNIC_WR_RDMA_WRITE_IMM))
+#define VRNIC_SEND_FLAGS (IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | \
+			  IBV_SEND_FENCE | IBV_SEND_INLINE)
+
+/* The operations of spec versions before ctx's device are left out. */
+static uint32_t vrnic_qp_type_ops(struct ibv_context *ctx, uint8_t type)
+{
+	uint32_t ops = VRNIC_OPS_RC;
+
+	if (!vrnic_spec_has(ctx, VRNIC_SPEC_MINOR_INV))
+		ops &= ~(VRNIC_OP(VRNIC_WR_SEND_INV) |
+			 VRNIC_OP(VRNIC_WR_LOCAL_INV));
+	if (!vrnic_spec_has(ctx, VRNIC_SPEC_MINOR_XRC_MW))
+		ops &= ~(VRNIC_OP(VRNIC_WR_ATOMIC_WRITE) |
+			 VRNIC_OP(VRNIC_WR_FLUSH) | VRNIC_OP(VRNIC_WR_BIND_MW));
+	switch (type) {
+	case VRNIC_QPT_RC:
+		return ops;
+	case VRNIC_QPT_XRC_INI:
+		return ops & VRNIC_OPS_XRC;
+	case VRNIC_QPT_UC:
+		return ops & VRNIC_OPS_UC;
+	case VRNIC_QPT_UD:
+		return ops & VRNIC_OPS_UD;
+	default:		/* XRC_TGT: no send queue here */
+		return 0;
+	}
 }
 
 /* ------------------------------------------------------------------ MR */
@@ -118,6 +263,10 @@ struct ibv_mw *vrnic_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 	struct ibv_alloc_mw cmd = {};
 	struct ibv_mw *mw;
 
+	if (!vrnic_spec_has(pd->context, VRNIC_SPEC_MINOR_XRC_MW)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	mw = calloc(1, sizeof(*mw));
 	if (!mw)
 		return NULL;
@@ -177,7 +326,9 @@ int vrnic_destroy_ah(struct ibv_ah *ibah)
 
 /* ------------------------------------------------------------------ CQ */
 
-static struct vrnic_cq *vrnic_cq_alloc(int cqe)
+static void vrnic_cq_free(struct vrnic_cq *cq);
+
+static struct vrnic_cq *vrnic_cq_alloc(struct vrnic_context *ctx, int cqe)
 {
 	struct vrnic_cq *cq;
 
@@ -188,17 +339,23 @@ static struct vrnic_cq *vrnic_cq_alloc(int cqe)
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return NULL;
-	cq->log_depth = vrnic_log2(cqe < 2 ? 2 : cqe);
-	cq->ring_size = sizeof(struct vrnic_cqe) << cq->log_depth;
-	cq->ring = vrnic_alloc_queue(cq->ring_size);
-	cq->dbrec = vrnic_alloc_queue(VRNIC_PAGE);
-	if (!cq->ring || !cq->dbrec) {
-		vrnic_free_queue(cq->ring, cq->ring_size);
-		vrnic_free_queue(cq->dbrec, VRNIC_PAGE);
+	errno = pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	if (errno) {
 		free(cq);
 		return NULL;
 	}
-	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	cq->log_depth = vrnic_log2(cqe < 2 ? 2 : cqe);
+	cq->ring_size = sizeof(struct vrnic_cqe) << cq->log_depth;
+	cq->ring = vrnic_alloc_queue(cq->ring_size);
+	cq->vctx = ctx;
+	cq->dbrec = cq->ring ? vrnic_dbrec_alloc(ctx) : NULL;
+	if (!cq->dbrec) {
+		int err = errno;
+
+		vrnic_cq_free(cq);
+		errno = err;
+		return NULL;
+	}
 	return cq;
 }
 
@@ -206,7 +363,7 @@ static void vrnic_cq_free(struct vrnic_cq *cq)
 {
 	pthread_spin_destroy(&cq->lock);
 	vrnic_free_queue(cq->ring, cq->ring_size);
-	vrnic_free_queue(cq->dbrec, VRNIC_PAGE);
+	vrnic_dbrec_free(cq->vctx, cq->dbrec);
 	free(cq);
 }
 
@@ -216,7 +373,7 @@ struct ibv_cq *vrnic_create_cq(struct ibv_context *ctx, int cqe,
 {
 	struct uvrnic_create_cq_resp resp = {};
 	struct uvrnic_create_cq cmd = {};
-	struct vrnic_cq *cq = vrnic_cq_alloc(cqe);
+	struct vrnic_cq *cq = vrnic_cq_alloc(to_vctx(ctx), cqe);
 
 	if (!cq)
 		return NULL;
@@ -486,12 +643,18 @@ struct ibv_cq_ex *vrnic_create_cq_ex(struct ibv_context *ctx,
 	struct ibv_cq_ex *cqx;
 	struct vrnic_cq *cq;
 
-	if ((attr->wc_flags & ~VRNIC_CQX_WC_FLAGS) || attr->comp_mask ||
-	    attr->flags) {
+	/*
+	 * SINGLE_THREADED is a hint (the CQ lock stays); IGNORE_OVERRUN and
+	 * parent domains are not supported.
+	 */
+	if ((attr->wc_flags & ~VRNIC_CQX_WC_FLAGS) ||
+	    (attr->comp_mask & ~IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & ~IBV_CREATE_CQ_ATTR_SINGLE_THREADED))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	cq = vrnic_cq_alloc(attr->cqe);
+	cq = vrnic_cq_alloc(to_vctx(ctx), attr->cqe);
 	if (!cq)
 		return NULL;
 	cmd.buf_addr = (uintptr_t)cq->ring;
@@ -560,13 +723,15 @@ static void vrnic_fill_recv_wqe(uint8_t *slot, struct ibv_recv_wr *wr)
 
 static void vrnic_srq_free(struct vrnic_srq *srq)
 {
+	pthread_spin_destroy(&srq->lock);
 	vrnic_free_queue(srq->ring, srq->ring_size);
-	vrnic_free_queue(srq->dbrec, VRNIC_PAGE);
+	vrnic_dbrec_free(srq->vctx, srq->dbrec);
 	free(srq);
 }
 
 /* The SRQ's ring and doorbell record, and what the kernel is told of them. */
-static struct vrnic_srq *vrnic_srq_alloc(struct ibv_srq_attr *attr,
+static struct vrnic_srq *vrnic_srq_alloc(struct vrnic_context *ctx,
+					 struct ibv_srq_attr *attr,
 					 struct vrnic_create_srq_cmd *cmd)
 {
 	struct vrnic_srq *srq;
@@ -579,21 +744,28 @@ static struct vrnic_srq *vrnic_srq_alloc(struct ibv_srq_attr *attr,
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return NULL;
+	errno = pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	if (errno) {
+		free(srq);
+		return NULL;
+	}
 	srq->log = vrnic_log2(attr->max_wr);
 	srq->shift = vrnic_rq_shift(attr->max_sge ? attr->max_sge : 1);
 	srq->ring_size = (size_t)1 << (srq->log + srq->shift);
 	srq->ring = vrnic_alloc_queue(srq->ring_size);
-	srq->dbrec = vrnic_alloc_queue(VRNIC_PAGE);
-	if (!srq->ring || !srq->dbrec) {
+	srq->vctx = ctx;
+	srq->dbrec = srq->ring ? vrnic_dbrec_alloc(ctx) : NULL;
+	if (!srq->dbrec) {
+		int err = errno;
+
 		vrnic_srq_free(srq);
+		errno = err;
 		return NULL;
 	}
 	cmd->buf_addr = (uintptr_t)srq->ring;
 	cmd->dbrec_addr = (uintptr_t)srq->dbrec;
 	cmd->log_depth = srq->log;
 	cmd->wqe_shift = srq->shift;
-	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
-	srq->max_sge = attr->max_sge;
 	return srq;
 }
 
@@ -604,16 +776,17 @@ struct ibv_srq *vrnic_create_srq(struct ibv_pd *pd,
 	struct uvrnic_create_srq cmd = {};
 	struct vrnic_srq *srq;
 
-	srq = vrnic_srq_alloc(&attr->attr, &cmd.drv_payload);
+	srq = vrnic_srq_alloc(to_vctx(pd->context), &attr->attr,
+			      &cmd.drv_payload);
 	if (!srq)
 		return NULL;
 	if (ibv_cmd_create_srq(pd, &srq->vsrq.srq, attr, &cmd.ibv_cmd,
 			       sizeof(cmd), &resp.ibv_resp, sizeof(resp))) {
-		pthread_spin_destroy(&srq->lock);
 		vrnic_srq_free(srq);
 		return NULL;
 	}
 	srq->srqn = resp.srqn;
+	srq->max_sge = attr->attr.max_sge;	/* the kernel's answer */
 	return &srq->vsrq.srq;
 }
 
@@ -647,21 +820,22 @@ struct ibv_srq *vrnic_create_srq_ex(struct ibv_context *ctx,
 		return s;
 	}
 	if (attr->srq_type != IBV_SRQT_XRC ||
+	    !vrnic_spec_has(ctx, VRNIC_SPEC_MINOR_XRC_MW) ||
 	    (attr->comp_mask & need) != need ||
 	    (attr->comp_mask & ~need)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	srq = vrnic_srq_alloc(&attr->attr, &cmd.drv_payload);
+	srq = vrnic_srq_alloc(to_vctx(ctx), &attr->attr, &cmd.drv_payload);
 	if (!srq)
 		return NULL;
 	if (ibv_cmd_create_srq_ex(ctx, &srq->vsrq, attr, &cmd.ibv_cmd,
 				  sizeof(cmd), &resp.ibv_resp, sizeof(resp))) {
-		pthread_spin_destroy(&srq->lock);
 		vrnic_srq_free(srq);
 		return NULL;
 	}
 	srq->srqn = resp.srqn;
+	srq->max_sge = attr->attr.max_sge;	/* the kernel's answer */
 	return &srq->vsrq.srq;
 }
 
@@ -678,6 +852,10 @@ struct ibv_xrcd *vrnic_open_xrcd(struct ibv_context *ctx,
 	struct ibv_open_xrcd cmd = {};
 	struct verbs_xrcd *xrcd;
 
+	if (!vrnic_spec_has(ctx, VRNIC_SPEC_MINOR_XRC_MW)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	xrcd = calloc(1, sizeof(*xrcd));
 	if (!xrcd)
 		return NULL;
@@ -723,7 +901,6 @@ int vrnic_destroy_srq(struct ibv_srq *ibsrq)
 	ret = ibv_cmd_destroy_srq(ibsrq);
 	if (ret)
 		return ret;
-	pthread_spin_destroy(&srq->lock);
 	vrnic_srq_free(srq);
 	return 0;
 }
@@ -785,19 +962,40 @@ static uint32_t vrnic_rq_shift(uint32_t max_sge)
 	return s < 5 ? 5 : s;
 }
 
+/* Both spin locks of a QP, or neither (errno set). */
+static int vrnic_qp_init_locks(struct vrnic_qp *qp)
+{
+	int ret = pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+
+	if (!ret) {
+		ret = pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+		if (ret)
+			pthread_spin_destroy(&qp->sq_lock);
+	}
+	if (ret)
+		errno = ret;
+	return ret;
+}
+
+/* Free a QP whose locks vrnic_qp_init_locks() initialised. */
 static void vrnic_qp_free(struct vrnic_qp *qp)
 {
+	pthread_spin_destroy(&qp->sq_lock);
+	pthread_spin_destroy(&qp->rq_lock);
 	vrnic_free_queue(qp->sq, qp->sq_size);
 	vrnic_free_queue(qp->rq, qp->rq_size);
-	vrnic_free_queue(qp->dbrec, VRNIC_PAGE);
+	if (qp->dbrec)
+		vrnic_dbrec_free(qp->vctx, qp->dbrec);
 	free(qp);
 }
 
 /* Size and allocate the rings for cap; fill the create command. */
-static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *srq,
+static struct vrnic_qp *vrnic_qp_alloc(struct ibv_context *ctx,
+				       enum ibv_qp_type type, struct ibv_srq *srq,
 				       struct ibv_qp_cap *cap, int sq_sig_all,
 				       struct vrnic_create_qp_cmd *cmd)
 {
+	uint32_t minor = VRNIC_SPEC_MINOR_USER;
 	struct vrnic_qp *qp;
 	uint8_t hw_type;
 	bool no_rq = srq;
@@ -808,17 +1006,24 @@ static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *sr
 		break;
 	case IBV_QPT_XRC_SEND:	/* an RC requester without a receive side */
 		hw_type = VRNIC_QPT_XRC_INI;
+		minor = VRNIC_SPEC_MINOR_XRC_MW;
 		no_rq = true;
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
 		break;
 	case IBV_QPT_UC:
 		hw_type = VRNIC_QPT_UC;
+		minor = VRNIC_SPEC_MINOR_UC_UD;
 		break;
 	case IBV_QPT_UD:
 		hw_type = VRNIC_QPT_UD;
+		minor = VRNIC_SPEC_MINOR_UC_UD;
 		break;
 	default:
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!vrnic_spec_has(ctx, minor)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -834,9 +1039,15 @@ static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *sr
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
+	if (vrnic_qp_init_locks(qp)) {
+		free(qp);
+		return NULL;
+	}
 	qp->sq_log = vrnic_log2(cap->max_send_wr ? cap->max_send_wr : 1);
 	qp->rq_log = vrnic_log2(cap->max_recv_wr ? cap->max_recv_wr : 1);
+	qp->vctx = to_vctx(ctx);
 	qp->type = hw_type;
+	qp->ops = vrnic_qp_type_ops(ctx, hw_type);
 	qp->data_off = vrnic_send_wqe_data_off(hw_type);
 	qp->sq_shift = vrnic_sq_shift(hw_type, cap->max_send_sge,
 				      cap->max_inline_data);
@@ -844,10 +1055,15 @@ static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *sr
 	qp->sq_size = (size_t)1 << (qp->sq_log + qp->sq_shift);
 	qp->rq_size = no_rq ? 0 : (size_t)1 << (qp->rq_log + qp->rq_shift);
 	qp->sq = vrnic_alloc_queue(qp->sq_size);
-	qp->rq = no_rq ? NULL : vrnic_alloc_queue(qp->rq_size);
-	qp->dbrec = vrnic_alloc_queue(VRNIC_PAGE);
-	if (!qp->sq || (!qp->rq && !no_rq) || !qp->dbrec) {
+	if (qp->sq && !no_rq)
+		qp->rq = vrnic_alloc_queue(qp->rq_size);
+	if (qp->sq && (qp->rq || no_rq))
+		qp->dbrec = vrnic_dbrec_alloc(qp->vctx);
+	if (!qp->dbrec) {
+		int err = errno;
+
 		vrnic_qp_free(qp);
+		errno = err;
 		return NULL;
 	}
 	qp->sig_all = sq_sig_all;
@@ -865,8 +1081,6 @@ static struct vrnic_qp *vrnic_qp_alloc(enum ibv_qp_type type, struct ibv_srq *sr
 static void vrnic_qp_ready(struct vrnic_context *ctx, struct vrnic_qp *qp,
 			   uint32_t qpn, struct ibv_qp_cap *cap)
 {
-	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	qp->qpn = qpn;
 	qp->max_send_sge = cap->max_send_sge;
 	qp->max_recv_sge = cap->max_recv_sge;
@@ -883,7 +1097,7 @@ struct ibv_qp *vrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	struct uvrnic_create_qp cmd = {};
 	struct vrnic_qp *qp;
 
-	qp = vrnic_qp_alloc(attr->qp_type, attr->srq, &attr->cap,
+	qp = vrnic_qp_alloc(pd->context, attr->qp_type, attr->srq, &attr->cap,
 			    attr->sq_sig_all, &cmd.drv_payload);
 	if (!qp)
 		return NULL;
@@ -931,6 +1145,10 @@ static struct vrnic_send_wqe *vrnic_wr_new(struct vrnic_qp *qp, uint8_t op)
 	qp->wr_cur = NULL;
 	if (qp->wr_err)
 		return NULL;
+	if (!(qp->ops & VRNIC_OP(op)) || (qpx->wr_flags & ~VRNIC_SEND_FLAGS)) {
+		qp->wr_err = EINVAL;
+		return NULL;
+	}
 	if (qp->sq_head - vrnic_tail(&qp->sq_tail) >= (1u << qp->sq_log)) {
 		qp->wr_err = ENOMEM;
 		return NULL;
@@ -1159,9 +1377,13 @@ static void vrnic_wr_set_inline_data_list(struct ibv_qp_ex *qpx,
 
 	if (!w)
 		return;
+	if (!(VRNIC_OPS_INLINE & VRNIC_OP(w->opcode))) {
+		qp->wr_err = EINVAL;
+		return;
+	}
 	dst = (uint8_t *)w + qp->data_off;
 	for (i = 0; i < num_buf; i++) {
-		if (len + buf[i].length > qp->max_inline) {
+		if (buf[i].length > qp->max_inline - len) {	/* no wrap */
 			qp->wr_err = EINVAL;
 			return;
 		}
@@ -1250,9 +1472,35 @@ static void vrnic_wr_abort(struct ibv_qp_ex *qpx)
 			IBV_QP_EX_WITH_ATOMIC_WRITE | \
 			IBV_QP_EX_WITH_FLUSH | \
 			IBV_QP_EX_WITH_BIND_MW)
-/* Only RC has ATOMIC_WRITE and FLUSH (IBA annex A19). */
-#define VRNIC_SEND_OPS_RC_ONLY (IBV_QP_EX_WITH_ATOMIC_WRITE | \
-				IBV_QP_EX_WITH_FLUSH)
+
+/* The device opcodes of send_ops_flags: they must be the QP type's. */
+static uint32_t vrnic_send_ops(uint64_t flags)
+{
+	static const struct {
+		uint64_t flag;
+		uint8_t op;
+	} map[] = {
+		{ IBV_QP_EX_WITH_SEND, VRNIC_WR_SEND },
+		{ IBV_QP_EX_WITH_SEND_WITH_IMM, VRNIC_WR_SEND_IMM },
+		{ IBV_QP_EX_WITH_RDMA_WRITE, VRNIC_WR_RDMA_WRITE },
+		{ IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM, VRNIC_WR_RDMA_WRITE_IMM },
+		{ IBV_QP_EX_WITH_RDMA_READ, VRNIC_WR_RDMA_READ },
+		{ IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP, VRNIC_WR_ATOMIC_CMP_SWP },
+		{ IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, VRNIC_WR_ATOMIC_FETCH_ADD },
+		{ IBV_QP_EX_WITH_SEND_WITH_INV, VRNIC_WR_SEND_INV },
+		{ IBV_QP_EX_WITH_LOCAL_INV, VRNIC_WR_LOCAL_INV },
+		{ IBV_QP_EX_WITH_ATOMIC_WRITE, VRNIC_WR_ATOMIC_WRITE },
+		{ IBV_QP_EX_WITH_FLUSH, VRNIC_WR_FLUSH },
+		{ IBV_QP_EX_WITH_BIND_MW, VRNIC_WR_BIND_MW },
+	};
+	uint32_t ops = 0;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(map); i++)
+		if (flags & map[i].flag)
+			ops |= VRNIC_OP(map[i].op);
+	return ops;
+}
 
 /*
  * The receive side of XRC is a kernel QP with nothing in this process:
@@ -1264,9 +1512,11 @@ static struct vrnic_qp *vrnic_xrc_recv_alloc(void)
 
 	if (!qp)
 		return NULL;
+	if (vrnic_qp_init_locks(qp)) {
+		free(qp);
+		return NULL;
+	}
 	qp->type = VRNIC_QPT_XRC_TGT;
-	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	return qp;
 }
 
@@ -1332,16 +1582,20 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
 	     attr->create_flags) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
-	     ((attr->send_ops_flags & ~VRNIC_SEND_OPS) ||
-	      (attr->qp_type != IBV_QPT_RC &&
-	       (attr->send_ops_flags & VRNIC_SEND_OPS_RC_ONLY))))) {
+	     (attr->send_ops_flags & ~VRNIC_SEND_OPS))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	qp = vrnic_qp_alloc(attr->qp_type, attr->srq, &attr->cap,
+	qp = vrnic_qp_alloc(ctx, attr->qp_type, attr->srq, &attr->cap,
 			    attr->sq_sig_all, &cmd.drv_payload);
 	if (!qp)
 		return NULL;
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (vrnic_send_ops(attr->send_ops_flags) & ~qp->ops)) {
+		vrnic_qp_free(qp);
+		errno = EOPNOTSUPP;	/* an operation the QP type lacks */
+		return NULL;
+	}
 	/* The legacy command has no room for (zero) creation flags. */
 	mask = attr->comp_mask;
 	attr->comp_mask &= ~IBV_QP_INIT_ATTR_CREATE_FLAGS;
@@ -1440,8 +1694,6 @@ int vrnic_destroy_qp(struct ibv_qp *ibqp)
 	/* After this no poller holds qp (locking order: vrnic.h). */
 	if (qp->type != VRNIC_QPT_XRC_TGT)
 		vrnic_qp_clean_cqs(qp);
-	pthread_spin_destroy(&qp->sq_lock);
-	pthread_spin_destroy(&qp->rq_lock);
 	vrnic_qp_free(qp);
 	return 0;
 }
@@ -1486,12 +1738,15 @@ static int vrnic_build_send(struct vrnic_qp *qp, struct ibv_send_wr *wr,
 	int op = vrnic_wr_opcode(wr->opcode);
 	int i;
 
-	if (op < 0)
+	if (op < 0 || !(qp->ops & VRNIC_OP(op)) ||
+	    (wr->send_flags & ~VRNIC_SEND_FLAGS) ||
+	    ((wr->send_flags & IBV_SEND_INLINE) &&
+	     !(VRNIC_OPS_INLINE & VRNIC_OP(op))))
 		return EINVAL;
 	if (qp->type == VRNIC_QPT_UD) {
 		struct vrnic_ud_av *av = (struct vrnic_ud_av *)(w + 1);
 
-		if (op > VRNIC_WR_SEND_IMM || !wr->wr.ud.ah)
+		if (!wr->wr.ud.ah)
 			return EINVAL;
 		*av = to_vah(wr->wr.ud.ah)->av;
 		av->dest_qpn = htole32(wr->wr.ud.remote_qpn);
@@ -1544,8 +1799,8 @@ static int vrnic_build_send(struct vrnic_qp *qp, struct ibv_send_wr *wr,
 		uint32_t len = 0;
 
 		for (i = 0; i < wr->num_sge; i++) {
-			if (len + wr->sg_list[i].length > qp->max_inline)
-				return EINVAL;
+			if (wr->sg_list[i].length > qp->max_inline - len)
+				return EINVAL;	/* len <= max_inline: no wrap */
 			memcpy(dst + len, (void *)(uintptr_t)wr->sg_list[i].addr,
 			       wr->sg_list[i].length);
 			len += wr->sg_list[i].length;
@@ -1573,7 +1828,8 @@ int vrnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	uint32_t start;
 	int ret = 0;
 
-	if (!vrnic_sq_postable(ibqp)) {
+	/* An XRC receive QP (or an ibv_open_qp handle of one) has no SQ. */
+	if (!qp->sq || !vrnic_sq_postable(ibqp)) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -1653,7 +1909,7 @@ int vrnic_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
 
 	if (mw->type != IBV_MW_TYPE_1 || mw->pd != ibqp->pd)
 		return EINVAL;
-	if (!vrnic_sq_postable(ibqp))
+	if (!qp->sq || !vrnic_sq_postable(ibqp))
 		return EINVAL;
 	pthread_spin_lock(&qp->sq_lock);
 	if (qp->sq_head - vrnic_tail(&qp->sq_tail) >= (1u << qp->sq_log)) {

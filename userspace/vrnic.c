@@ -16,8 +16,8 @@
 
 #include "vrnic.h"
 
-DECLARE_DRV_CMD(uvrnic_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT, empty,
-		vrnic_alloc_ucontext_resp);
+DECLARE_DRV_CMD(uvrnic_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT,
+		vrnic_alloc_ucontext_req, vrnic_alloc_ucontext_resp);
 
 static int vrnic_query_device_ex(struct ibv_context *ctx,
 				 const struct ibv_query_device_ex_input *input,
@@ -73,6 +73,7 @@ static void vrnic_free_context(struct ibv_context *ibctx)
 	if (ctx->db_page)
 		munmap(ctx->db_page, ctx->db_page_size);
 	pthread_mutex_destroy(&ctx->qp_table_mutex);
+	pthread_mutex_destroy(&ctx->dbrec_mutex);
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);
 }
@@ -121,7 +122,7 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 						 void *private_data)
 {
 	struct uvrnic_alloc_ucontext_resp resp = {};
-	struct ibv_get_context cmd = {};
+	struct uvrnic_alloc_ucontext cmd = {};	/* comp_mask: nothing asked */
 	struct vrnic_context *ctx;
 
 	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
@@ -129,12 +130,18 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 	if (!ctx)
 		return NULL;
 
-	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd),
+	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd.ibv_cmd, sizeof(cmd),
 				&resp.ibv_resp, sizeof(resp)))
 		goto err_free;
 
+	/*
+	 * The same major version, and at least the minor one of user
+	 * contexts; later features are checked where they are used
+	 * (vrnic_spec_has()).
+	 */
 	if (resp.db_page_size != VRNIC_DB_PAGE_SIZE ||
-	    resp.spec_version >> 16 != VRNIC_SPEC_VERSION_MAJOR) {
+	    resp.spec_version >> 16 != VRNIC_SPEC_VERSION_MAJOR ||
+	    (resp.spec_version & 0xffff) < VRNIC_SPEC_MINOR_USER) {
 		verbs_err(&ctx->ibv_ctx,
 			  "vrnic: unsupported device (spec 0x%x, page %u)\n",
 			  resp.spec_version, resp.db_page_size);
@@ -151,7 +158,17 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 		goto err_free;
 	}
 
-	pthread_mutex_init(&ctx->qp_table_mutex, NULL);
+	errno = pthread_mutex_init(&ctx->qp_table_mutex, NULL);
+	if (errno) {
+		munmap(ctx->db_page, ctx->db_page_size);
+		goto err_free;
+	}
+	errno = pthread_mutex_init(&ctx->dbrec_mutex, NULL);
+	if (errno) {
+		pthread_mutex_destroy(&ctx->qp_table_mutex);
+		munmap(ctx->db_page, ctx->db_page_size);
+		goto err_free;
+	}
 	verbs_set_ops(&ctx->ibv_ctx, &vrnic_ctx_ops);
 	return &ctx->ibv_ctx;
 

@@ -20,6 +20,7 @@ struct vrnic_device {
 };
 
 struct vrnic_qp;
+struct vrnic_dbrec_page;
 
 /*
  * Locking.  A CQ's lock covers its consumer index and everything
@@ -36,6 +37,14 @@ struct vrnic_qp;
  * and read by posters: atomics (release/acquire).
  */
 
+/* The spec minor version each feature the provider uses came with. */
+enum {
+	VRNIC_SPEC_MINOR_USER	= 2,	/* user contexts, doorbells, RC */
+	VRNIC_SPEC_MINOR_UC_UD	= 3,	/* UC and UD QPs */
+	VRNIC_SPEC_MINOR_INV	= 4,	/* SEND_INV, LOCAL_INV */
+	VRNIC_SPEC_MINOR_XRC_MW	= 5,	/* XRC, windows, ATOMIC_WRITE, FLUSH */
+};
+
 struct vrnic_context {
 	struct verbs_context ibv_ctx;
 	void *db_page;		/* this context's doorbell page (BAR2) */
@@ -43,6 +52,8 @@ struct vrnic_context {
 	uint32_t db_page_size;
 	uint32_t spec_version;
 	pthread_mutex_t qp_table_mutex;
+	pthread_mutex_t dbrec_mutex;	/* dbrec_pages */
+	struct vrnic_dbrec_page *dbrec_pages;	/* doorbell record pool */
 	struct vrnic_qp *qp_table[VRNIC_QP_TABLE_SIZE];	/* by QPN index */
 };
 
@@ -55,7 +66,8 @@ struct vrnic_cq {
 	uint32_t ci;
 	uint32_t cqn;
 	uint8_t arm_sn;
-	struct vrnic_cq_dbrec *dbrec;	/* in its own page */
+	struct vrnic_context *vctx;
+	struct vrnic_cq_dbrec *dbrec;	/* from the context's pool */
 	struct ibv_wc cur;		/* ibv_cq_ex: the completion being read */
 };
 
@@ -67,7 +79,8 @@ struct vrnic_srq {
 	size_t ring_size;
 	uint32_t log, shift, max_sge;
 	uint32_t head;
-	struct vrnic_srq_dbrec *dbrec;	/* in its own page; ci device-written */
+	struct vrnic_context *vctx;
+	struct vrnic_srq_dbrec *dbrec;	/* pooled; ci device-written */
 };
 
 /* The UD address vector, built by the kernel at create time. */
@@ -89,9 +102,11 @@ struct vrnic_qp {
 	uint32_t sq_log, rq_log, sq_shift, rq_shift;
 	uint32_t sq_head, rq_head;
 	uint32_t sq_tail, rq_tail;	/* from completions */
-	struct vrnic_qp_dbrec *dbrec;	/* in its own page */
+	struct vrnic_context *vctx;	/* NULL: XRC receive QP */
+	struct vrnic_qp_dbrec *dbrec;	/* from the context's pool */
 	bool sig_all;
 	uint32_t max_send_sge, max_recv_sge, max_inline;
+	uint32_t ops;			/* 1 << VRNIC_WR_* it may post */
 	/* ibv_wr_* state between wr_start and wr_complete/wr_abort */
 	uint32_t wr_start_head;
 	struct vrnic_send_wqe *wr_cur;
@@ -101,6 +116,12 @@ struct vrnic_qp {
 static inline struct vrnic_context *to_vctx(struct ibv_context *ibctx)
 {
 	return container_of(ibctx, struct vrnic_context, ibv_ctx.context);
+}
+
+/* Whether the device implements spec 0.minor (same major: vrnic.c). */
+static inline bool vrnic_spec_has(struct ibv_context *ibctx, uint32_t minor)
+{
+	return (to_vctx(ibctx)->spec_version & 0xffff) >= minor;
 }
 
 static inline struct vrnic_cq *to_vcq(struct ibv_cq *ibcq)

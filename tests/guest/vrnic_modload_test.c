@@ -1,9 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * vrnic_modload_test: rmmod/modprobe vrnic N times.  Every cycle must bring
- * vrnic0 and its netdev back, and the cycles must leak nothing visible:
- * unreclaimable slab, interrupt vectors and module references return to
- * where they were, and the kernel logs no warning.
+ * vrnic_modload_test: take the two modules (vrnic.ko, the PCI function,
+ * and vrnic_ib.ko, the RDMA driver on its auxiliary device) away and back
+ * N times, in turn in the three ways they can go:
+ *   - rmmod vrnic_ib, then rmmod vrnic (vrnic0 goes first, then the
+ *     netdev), then modprobe vrnic;
+ *   - modprobe -r vrnic_ib, which takes vrnic along once it is unused,
+ *     then modprobe vrnic;
+ *   - the function first: the PCI device is unbound from vrnic while
+ *     vrnic_ib is loaded (its auxiliary device goes, and vrnic0 with it),
+ *     rmmod vrnic_ib, then the device is bound again.
+ * Every time, vrnic_ib comes back by the auxiliary device's modalias
+ * (vrnic-uevent does what udev would), and vrnic0 and the netdev with it.
+ * Before the cycles, rmmod vrnic and modprobe -r vrnic while vrnic_ib uses
+ * vrnic must be refused and change nothing.  The cycles must leak nothing
+ * visible: unreclaimable slab and interrupt vectors return to where they
+ * were, and the kernel logs no warning.
  *
  * Usage: vrnic_modload_test [cycles]   (default 20)
  */
@@ -46,13 +58,87 @@ static int wait_for_device(double timeout)
 	return -1;
 }
 
-static int cycle(void)
+static int module_loaded(const char *name)
 {
-	if (system("rmmod vrnic") || !access("/sys/class/infiniband/vrnic0", F_OK))
-		return -1;
-	if (system("modprobe vrnic"))
-		return -1;
+	char *mods = vt_read_file("/proc/modules");
+	char key[64];
+	int found;
+
+	snprintf(key, sizeof(key), "\n%s ", name);
+	found = mods && (!strncmp(mods, key + 1, strlen(key + 1)) ||
+			 strstr(mods, key));
+	free(mods);
+	return found;
+}
+
+static int ib_gone(void)
+{
+	return access("/sys/class/infiniband/vrnic0", F_OK) &&
+	       !module_loaded("vrnic_ib");
+}
+
+static int netdev_there(void)
+{
+	return !system("vrnic-netdev >/dev/null");
+}
+
+static char bdf[64];	/* the vrnic PCI function */
+
+static int find_bdf(void)
+{
+	char *out = NULL;
+	int rc = vt_run(&out, 0, "cd /sys/bus/pci/drivers/vrnic && ls -d 0000:*");
+
+	if (!rc && out && sscanf(out, "%63s", bdf) == 1) {
+		free(out);
+		return 0;
+	}
+	free(out);
+	return -1;
+}
+
+static int cycle(int i)
+{
+	switch (i % 3) {
+	case 0:		/* the RDMA driver first, then the function */
+		if (system("rmmod vrnic_ib") || !ib_gone() || !netdev_there())
+			return -1;
+		if (system("rmmod vrnic") || module_loaded("vrnic") ||
+		    netdev_there())
+			return -1;
+		if (system("modprobe vrnic"))
+			return -1;
+		break;
+	case 1:		/* both with one command */
+		if (system("modprobe -r vrnic_ib") || !ib_gone() ||
+		    module_loaded("vrnic") || netdev_there())
+			return -1;
+		if (system("modprobe vrnic"))
+			return -1;
+		break;
+	default:	/* the function's device first, vrnic_ib still loaded */
+		if (vt_run(NULL, 0, "echo %s > /sys/bus/pci/drivers/vrnic/unbind",
+			   bdf) ||
+		    !access("/sys/class/infiniband/vrnic0", F_OK) ||
+		    !module_loaded("vrnic_ib") || netdev_there())
+			return -1;
+		if (system("rmmod vrnic_ib") || !ib_gone())
+			return -1;
+		if (vt_run(NULL, 0, "echo %s > /sys/bus/pci/drivers/vrnic/bind",
+			   bdf))
+			return -1;
+		break;
+	}
 	return wait_for_device(30);
+}
+
+/* vrnic_ib uses vrnic's symbols: vrnic alone cannot be unloaded. */
+static int refused_while_used(void)
+{
+	return system("rmmod vrnic 2>/dev/null") &&
+	       system("modprobe -r vrnic 2>/dev/null") &&
+	       module_loaded("vrnic") && module_loaded("vrnic_ib") &&
+	       !wait_for_device(5);
 }
 
 static int count_warnings(void)
@@ -75,24 +161,29 @@ int main(int argc, char **argv)
 	int irq0, irq1, warn0, warn1, i, ok = 1;
 
 	ksft_print_header();
-	ksft_set_plan(4);
+	ksft_set_plan(5);
 	if (wait_for_device(30))
 		ksft_exit_fail_msg("vrnic0 is not there to start with\n");
+	if (find_bdf())
+		ksft_exit_fail_msg("no PCI device bound to vrnic\n");
+	ksft_test_result(refused_while_used(),
+			 "rmmod/modprobe -r vrnic refused while vrnic_ib uses it\n");
 
-	/* One warm-up cycle fills caches that are not leaks. */
-	if (cycle())
-		ksft_exit_fail_msg("warm-up cycle failed\n");
+	/* Warm-up cycles, one of each kind, fill caches that are not leaks. */
+	for (i = 0; i < 3; i++)
+		if (cycle(i))
+			ksft_exit_fail_msg("warm-up cycle %d failed\n", i + 1);
 	system("sync; echo 3 > /proc/sys/vm/drop_caches");
 	slab0 = meminfo_kb("SUnreclaim:");
 	irq0 = count_lines("/proc/interrupts", "vrnic-");
 	warn0 = count_warnings();
 
 	for (i = 0; i < cycles && ok; i++)
-		if (cycle()) {
+		if (cycle(i)) {
 			ok = 0;
 			ksft_print_msg("cycle %d failed\n", i + 1);
 		}
-	ksft_test_result(ok, "rmmod/modprobe x%d: vrnic0 and its netdev come back\n",
+	ksft_test_result(ok, "unload/reload x%d, both orders: vrnic0 and its netdev come back\n",
 			 cycles);
 
 	system("sync; echo 3 > /proc/sys/vm/drop_caches");

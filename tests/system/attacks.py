@@ -13,7 +13,8 @@ One group, run on the main VM pair (run(stage, a, b) from guest_tests.py):
              to a's live QPs from a raw AF_PACKET socket (this file, run in
              the guest as "attacks.py wire ...");
   read-uaf   the review's A.1 sequence (tests/guest/vrnic_read_uaf.c);
-  mr-pages   a hostile guest kernel (vrnic.ko unbound, the device driven
+  mr-pages   a hostile guest kernel (vrnic.ko unbound, which takes vrnic0
+             away through its auxiliary device; the device driven
              from user space through sysfs) repeats the review's A.2
              CREATE_MR; QEMU's RSS is measured on the host
              (tests/guest/vrnic_rogue_driver.c);
@@ -558,14 +559,16 @@ def mr_pages_check(stage, a):
                  % (rss0, rss1, grow, budget, RSS_SLACK_MIB))
     if not record_alive(stage, prefix, a):
         return
-    # Back to the real driver: it resets the device on probe.
+    # Back to the real driver: it resets the device on probe and adds the
+    # auxiliary device again, which vrnic_ib (still loaded) binds.
     rc, out = a.run("echo %s > /sys/bus/pci/drivers/vrnic/bind; "
                     "vrnic-up 1500 && ibv_devinfo -d vrnic0 | grep -q "
                     "PORT_ACTIVE && ping -c 3 -i 0.2 -W 5 10.10.0.2"
                     % bdf, timeout=120)
     if rc:
         show(out, 10)
-    stage.record("%s: vrnic.ko rebound, ibv_devinfo and ping work" % prefix,
+    stage.record("%s: vrnic.ko rebound, vrnic_ib back on it, ibv_devinfo "
+                 "and ping work" % prefix,
                  "pass" if rc == 0 else "fail", out.strip()[-200:])
 
 

@@ -75,27 +75,32 @@ def pair(stage, name, srv, cli, server_cmd, client_cmd, expect, timeout=120):
     server side of perftest's READ/atomic latency tests reports nothing).
 
     Two known ways for a correct run to fail are shown in full and tried
-    once more, and the result says so: a perftest client that exits 1 with
-    no result line (intermittent under TCG, review section D; issue 14
-    finds out why), and a pingpong under loss whose last ACK was lost after
-    the client left.  Any other failure, or a second one, fails."""
+    once more, and the result says so.  (1) perftest cannot calibrate its
+    clock: get_cpu_mhz() fits rdtsc against gettimeofday() over a few
+    tens of microseconds and gives up ("Correlation coefficient r^2 ...
+    < 0.9", "Can't produce a report", exit 1) when the host deschedules
+    the vCPU during the fit, which a busy TCG host does.  No RDMA is
+    involved; it matches the "exit 1 with no result" of review section D.
+    (2) A pingpong under loss whose last ACK was lost after the client
+    left.  Any other failure, or a second one, fails."""
     first = _pair_once(srv, cli, server_cmd, client_cmd, expect, timeout)
     if first is None:
         stage.record(name, "fail", "harness: the VMs did not answer")
         return
     ok, rc, srv_rc, out, srv_out = first
     detail = ""
-    # perftest's intermittent exit 1 (above), or the end of a pingpong
+    # perftest's clock calibration (above), or the end of a pingpong
     # under loss: the client got every message and left, the last ACK to
     # the server was lost, and the server's retransmissions find no QP
     # (ibv_rc_pingpong has no closing handshake; any RC NIC ends so).
-    perftest_exit1 = (rc == 1 and expect not in out and
-                      client_cmd.startswith("ib_"))
+    no_clock = "Can't produce a report"
+    perftest_exit1 = ((rc == 1 and no_clock in out) or
+                      (srv_rc == "1" and no_clock in srv_out))
     last_ack_lost = (rc == 0 and expect in out and srv_rc == "1" and
                      "transport retry counter exceeded" in srv_out)
     if not ok and (perftest_exit1 or last_ack_lost):
         print("  ! %s; its output and the server's, then one more try:" %
-              ("client exit 1 with no result (known intermittent, issue 14)"
+              ("perftest could not calibrate its clock on the busy host"
                if perftest_exit1 else
                "the client finished, the server's last ACK was lost"))
         for line in out.splitlines()[-25:]:
@@ -109,7 +114,7 @@ def pair(stage, name, srv, cli, server_cmd, client_cmd, expect, timeout=120):
             return
         ok, rc, srv_rc, out, srv_out = again
         detail = "passed on the second try (the first: %s)" % (
-            "client exit 1, no result" if perftest_exit1 else
+            "perftest's clock calibration failed" if perftest_exit1 else
             "server retry exceeded after the client finished")
     if not ok:
         for line in out.splitlines()[-25:]:
@@ -296,6 +301,10 @@ def verbs_tests(stage, a, b):
     # purging completions, destroy against pollers on a shared CQ.
     tap(stage, a, "a: QP lifecycle", "%svrnic_qp_lifecycle 1 5" % T,
         timeout=300)
+    # Verbs conformance at the edges: CQ depth, SRQ SGEs, opcode and flag
+    # checks per QP type, XRC receive QPs, inline lengths, the uAPI.
+    tap(stage, a, "a: verbs conformance", "%svrnic_conformance 1" % T,
+        timeout=600)
     rdma_core_suite(stage, a)
 
 
@@ -610,13 +619,51 @@ rmmod nvmet_rdma nvmet""" % {"nvmet": NVMET, "nqn": NQN}
              "'WARNING:|BUG:|Oops|Call Trace|restrack|leak|QP fatal' && "
              "echo clean; %s")
     if host_vrnic:
-        step(stage, b, tb + " rmmod nvme_rdma vrnic, dmesg clean",
-             check % ("nvme_rdma vrnic", "modprobe vrnic"), "clean")
+        step(stage, b, tb + " rmmod nvme_rdma vrnic_ib vrnic, dmesg clean",
+             check % ("nvme_rdma vrnic_ib vrnic", "modprobe vrnic"),
+             "clean")
     else:
         step(stage, b, tb + " rmmod nvme_rdma, dmesg clean",
              check % ("nvme_rdma", "true"), "clean")
-    step(stage, a, ta + " rmmod vrnic after nvmet_rdma, dmesg clean",
-         check % ("vrnic", "modprobe vrnic"), "clean")
+    step(stage, a, ta + " rmmod vrnic_ib vrnic after nvmet_rdma, dmesg clean",
+         check % ("vrnic_ib vrnic", "modprobe vrnic"), "clean")
+
+
+def shutdown_test(stage, vm):
+    """The guest kernel reboots (reboot(2), which runs every driver's
+    .shutdown) with vrnic up: the driver must reset the device, so that
+    it stops DMA into memory the next kernel owns (kexec).  QEMU runs with
+    -no-reboot, so the guest's reboot ends QEMU without a system reset:
+    a vrnic_reset trace event in its log can only come from the driver.
+    Ends the VM."""
+    name = "%s: reboot resets the device (.shutdown)" % vm.name
+    if vm.proc.poll() is not None:
+        stage.record(name, "fail", "not run: QEMU is not running")
+        return
+    log = vm.path("qemu.log")
+    try:
+        vm.check("ip -br link show $(vrnic-netdev) | grep -q UP")
+        size0 = os.path.getsize(log)
+        vm.qmp("human-monitor-command",
+               **{"command-line": "log trace:vrnic_reset"})
+        # RB_AUTOBOOT: the kernel's own restart path, device_shutdown()
+        # first; no init scripts in the way.
+        vm.run("sync; python3 -c 'import ctypes; "
+               "ctypes.CDLL(None).reboot(0x01234567)' &", timeout=10)
+    except vmlib.VMError as e:
+        stage.record(name, "fail", "harness: %s" % e)
+        return
+    try:
+        vm.proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        stage.record(name, "fail", "the guest did not reboot in 120 s")
+        return
+    with open(log, "rb") as f:
+        f.seek(size0)
+        tail = f.read().decode(errors="replace")
+    resets = [ln for ln in tail.splitlines() if "vrnic_reset" in ln]
+    stage.record(name, "pass" if resets else "fail",
+                 "%d device resets after the reboot request" % len(resets))
 
 
 def interop_tests(stage):
@@ -748,6 +795,9 @@ def main():
         port_events(stage, a)
         tap(stage, b, "b: module reload", "%svrnic_modload_test 20" % T,
             timeout=600)
+        # PCI remove while a process holds a user context (disassociate).
+        tap(stage, b, "b: PCI remove under a live context",
+            "%svrnic_disassociate_test" % T, timeout=300)
         if set_mtu(stage, (b,), 1500):
             tap(stage, a, "ping a->b after reload",
                 "%svrnic_ping_test %s 1500 100" % (T, b.ip), timeout=120)
@@ -755,6 +805,7 @@ def main():
         # QEMU), tests/system/attacks.py.
         import attacks  # noqa: E402
         attacks.run(stage, a, b)
+        shutdown_test(stage, b)
     except vmlib.VMError as e:
         stage.record("harness", "fail", str(e))
     finally:

@@ -23,7 +23,7 @@ static void vrnic_srq_free_mem(struct vrnic_dev *vdev, struct vrnic_srq *srq)
 		dma_free_coherent(dev, sizeof(*srq->dbrec), srq->dbrec,
 				  srq->dbrec_dma);
 	ib_umem_release(srq->umem);
-	ib_umem_release(srq->dbrec_umem);
+	vrnic_unpin_dbrec(srq->dbrec_page);
 }
 
 static int vrnic_srq_arm(struct vrnic_dev *vdev, struct vrnic_srq *srq,
@@ -77,8 +77,7 @@ int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (udata) {
 		struct vrnic_create_srq_cmd ucmd = {};
 
-		ret = ib_copy_from_udata(&ucmd, udata,
-					 min(sizeof(ucmd), udata->inlen));
+		ret = vrnic_udata_req(udata, &ucmd, sizeof(ucmd));
 		if (ret)
 			return ret;
 		if (ucmd.log_depth < srq->log || ucmd.wqe_shift < srq->shift ||
@@ -91,7 +90,7 @@ int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 				     &list, &list_dma, &list_size);
 		if (ret)
 			goto err_mem;
-		ret = vrnic_pin_dbrec(vdev, ucmd.dbrec_addr, &srq->dbrec_umem,
+		ret = vrnic_pin_dbrec(udata, ucmd.dbrec_addr, &srq->dbrec_page,
 				      &srq->dbrec_dma);
 		if (ret)
 			goto err_mem;

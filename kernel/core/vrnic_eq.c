@@ -9,18 +9,18 @@
  */
 #include <linux/dma-mapping.h>
 
-#include "vrnic.h"
+#include "vrnic_core.h"
 #include "vrnic_trace.h"
 
-static int vrnic_eq_alloc_ring(struct vrnic_dev *vdev, struct vrnic_eq *eq,
+static int vrnic_eq_alloc_ring(struct vrnic_pf *pf, struct vrnic_eq *eq,
 			       u8 eqn, u32 log_depth, u16 vector)
 {
-	eq->ring = dma_alloc_coherent(&vdev->pdev->dev,
+	eq->ring = dma_alloc_coherent(&pf->pdev->dev,
 				      sizeof(*eq->ring) << log_depth,
 				      &eq->dma, GFP_KERNEL);
 	if (!eq->ring)
 		return -ENOMEM;
-	eq->vdev = vdev;
+	eq->pf = pf;
 	eq->eqn = eqn;
 	eq->log_depth = log_depth;
 	eq->vector = vector;
@@ -28,9 +28,9 @@ static int vrnic_eq_alloc_ring(struct vrnic_dev *vdev, struct vrnic_eq *eq,
 	return 0;
 }
 
-static void vrnic_eq_free_ring(struct vrnic_dev *vdev, struct vrnic_eq *eq)
+static void vrnic_eq_free_ring(struct vrnic_pf *pf, struct vrnic_eq *eq)
 {
-	dma_free_coherent(&vdev->pdev->dev, sizeof(*eq->ring) << eq->log_depth,
+	dma_free_coherent(&pf->pdev->dev, sizeof(*eq->ring) << eq->log_depth,
 			  eq->ring, eq->dma);
 	eq->ring = NULL;
 }
@@ -51,27 +51,27 @@ void vrnic_eq_arm(struct vrnic_eq *eq)
 	u32 v = eq->ci | VRNIC_EQ_DB_ARM;
 
 	if (eq->eqn == 0) {
-		vrnic_wr(eq->vdev, VRNIC_REG_AEQ_DB, v);
+		vrnic_wr(eq->pf, VRNIC_REG_AEQ_DB, v);
 	} else {
 		v |= (u32)eq->eqn << VRNIC_EQ_DB_EQN_SHIFT;
-		vrnic_db(eq->vdev, VRNIC_DB_EQ, v);
+		vrnic_db(eq->pf, VRNIC_DB_EQ, v);
 	}
 }
 
 static irqreturn_t vrnic_aeq_irq(int irq, void *data)
 {
 	struct vrnic_eq *eq = data;
-	struct vrnic_dev *vdev = eq->vdev;
+	struct vrnic_pf *pf = eq->pf;
 	struct vrnic_eqe *eqe;
 	bool admin = false;
 
-	atomic_inc(&vdev->test_irqs);
+	atomic_inc(&pf->test_irqs);
 	if (!eq->ring)
 		return IRQ_HANDLED;	/* self-test interrupt before setup */
 
 	while ((eqe = vrnic_eq_next(eq))) {
 		if (eqe->type != VRNIC_EQE_ADMIN_DONE)
-			trace_vrnic_async_event(dev_name(&vdev->pdev->dev),
+			trace_vrnic_async_event(dev_name(&pf->pdev->dev),
 						eqe->type,
 						le32_to_cpu(eqe->id));
 		switch (eqe->type) {
@@ -80,33 +80,26 @@ static irqreturn_t vrnic_aeq_irq(int irq, void *data)
 			break;
 		case VRNIC_EQE_PORT_UP:
 		case VRNIC_EQE_PORT_DOWN:
-			if (!READ_ONCE(vdev->port_events))
-				break;	/* probe or remove in progress */
-			vrnic_eth_link_change(vdev,
-					      eqe->type == VRNIC_EQE_PORT_UP);
-			vrnic_ib_port_event(vdev,
-					    eqe->type == VRNIC_EQE_PORT_UP);
+			if (READ_ONCE(pf->port_events))	/* not in probe/remove */
+				vrnic_eth_link_change(pf,
+						      eqe->type == VRNIC_EQE_PORT_UP);
+			vrnic_rdma_async_event(pf, eqe->type, 0);
 			break;
 		case VRNIC_EQE_FATAL:
-			dev_err(&vdev->pdev->dev, "device fatal error %u\n",
+			dev_err(&pf->pdev->dev, "device fatal error %u\n",
 				le32_to_cpu(eqe->id));
+			vrnic_rdma_async_event(pf, eqe->type,
+					       le32_to_cpu(eqe->id));
 			break;
 		case VRNIC_EQE_CQ_ERROR:
-			vrnic_cq_event(vdev, le32_to_cpu(eqe->id), true);
-			break;
 		case VRNIC_EQE_QP_FATAL:
-			vrnic_qp_event(vdev, le32_to_cpu(eqe->id),
-				       IB_EVENT_QP_FATAL);
-			break;
 		case VRNIC_EQE_QP_LAST_WQE:
-			vrnic_qp_event(vdev, le32_to_cpu(eqe->id),
-				       IB_EVENT_QP_LAST_WQE_REACHED);
-			break;
 		case VRNIC_EQE_SRQ_LIMIT:
-			vrnic_srq_event(vdev, le32_to_cpu(eqe->id));
+			vrnic_rdma_async_event(pf, eqe->type,
+					       le32_to_cpu(eqe->id));
 			break;
 		default:
-			dev_warn_ratelimited(&vdev->pdev->dev,
+			dev_warn_ratelimited(&pf->pdev->dev,
 					     "unexpected async event 0x%x\n",
 					     eqe->type);
 			break;
@@ -114,7 +107,7 @@ static irqreturn_t vrnic_aeq_irq(int irq, void *data)
 		eq->ci++;
 	}
 	if (admin)
-		vrnic_aq_poll(vdev);
+		vrnic_aq_poll(pf);
 	vrnic_eq_arm(eq);
 	return IRQ_HANDLED;
 }
@@ -122,10 +115,10 @@ static irqreturn_t vrnic_aeq_irq(int irq, void *data)
 static irqreturn_t vrnic_ceq_irq(int irq, void *data)
 {
 	struct vrnic_eq *eq = data;
-	struct vrnic_dev *vdev = eq->vdev;
+	struct vrnic_pf *pf = eq->pf;
 	struct vrnic_eqe *eqe;
 
-	atomic_inc(&vdev->test_irqs);
+	atomic_inc(&pf->test_irqs);
 	if (!eq->ring)
 		return IRQ_HANDLED;
 
@@ -133,13 +126,13 @@ static irqreturn_t vrnic_ceq_irq(int irq, void *data)
 		switch (eqe->type) {
 		case VRNIC_EQE_ETH_TX:
 		case VRNIC_EQE_ETH_RX:
-			vrnic_eth_event(vdev, eqe->type);
+			vrnic_eth_event(pf, eqe->type);
 			break;
 		case VRNIC_EQE_CQ:
-			vrnic_cq_event(vdev, le32_to_cpu(eqe->id), false);
+			vrnic_rdma_comp_event(pf, le32_to_cpu(eqe->id));
 			break;
 		default:
-			dev_warn_ratelimited(&vdev->pdev->dev,
+			dev_warn_ratelimited(&pf->pdev->dev,
 					     "unexpected event 0x%x on EQ %u\n",
 					     eqe->type, eq->eqn);
 			break;
@@ -151,46 +144,46 @@ static irqreturn_t vrnic_ceq_irq(int irq, void *data)
 }
 
 /* Allocate the AEQ, program it and hook vector 0 (before CTRL.ENABLE). */
-int vrnic_aeq_alloc(struct vrnic_dev *vdev)
+int vrnic_aeq_alloc(struct vrnic_pf *pf)
 {
-	struct vrnic_eq *eq = &vdev->aeq;
+	struct vrnic_eq *eq = &pf->aeq;
 	int ret;
 
-	ret = vrnic_eq_alloc_ring(vdev, eq, 0, VRNIC_AEQ_LOG_DEPTH,
+	ret = vrnic_eq_alloc_ring(pf, eq, 0, VRNIC_AEQ_LOG_DEPTH,
 				  VRNIC_AEQ_VECTOR);
 	if (ret)
 		return ret;
-	vrnic_wr(vdev, VRNIC_REG_AEQ_BASE_LO, lower_32_bits(eq->dma));
-	vrnic_wr(vdev, VRNIC_REG_AEQ_BASE_HI, upper_32_bits(eq->dma));
-	vrnic_wr(vdev, VRNIC_REG_AEQ_LOG_DEPTH, VRNIC_AEQ_LOG_DEPTH);
+	vrnic_wr(pf, VRNIC_REG_AEQ_BASE_LO, lower_32_bits(eq->dma));
+	vrnic_wr(pf, VRNIC_REG_AEQ_BASE_HI, upper_32_bits(eq->dma));
+	vrnic_wr(pf, VRNIC_REG_AEQ_LOG_DEPTH, VRNIC_AEQ_LOG_DEPTH);
 	return 0;
 }
 
-void vrnic_aeq_free(struct vrnic_dev *vdev)
+void vrnic_aeq_free(struct vrnic_pf *pf)
 {
-	vrnic_eq_free_ring(vdev, &vdev->aeq);
+	vrnic_eq_free_ring(pf, &pf->aeq);
 }
 
 /* Interrupt handlers are installed once at probe for every vector. */
-int vrnic_eq_request_irqs(struct vrnic_dev *vdev)
+int vrnic_eq_request_irqs(struct vrnic_pf *pf)
 {
 	unsigned int i;
 	int ret;
 
-	snprintf(vdev->aeq.name, sizeof(vdev->aeq.name), "vrnic-aeq@%s",
-		 pci_name(vdev->pdev));
-	vdev->aeq.vdev = vdev;
-	ret = request_irq(pci_irq_vector(vdev->pdev, VRNIC_AEQ_VECTOR),
-			  vrnic_aeq_irq, 0, vdev->aeq.name, &vdev->aeq);
+	snprintf(pf->aeq.name, sizeof(pf->aeq.name), "vrnic-aeq@%s",
+		 pci_name(pf->pdev));
+	pf->aeq.pf = pf;
+	ret = request_irq(pci_irq_vector(pf->pdev, VRNIC_AEQ_VECTOR),
+			  vrnic_aeq_irq, 0, pf->aeq.name, &pf->aeq);
 	if (ret)
 		return ret;
-	for (i = 1; i < vdev->num_vectors; i++) {
-		struct vrnic_eq *eq = &vdev->ceq[i];
+	for (i = 1; i < pf->num_vectors; i++) {
+		struct vrnic_eq *eq = &pf->ceq[i];
 
-		eq->vdev = vdev;
+		eq->pf = pf;
 		snprintf(eq->name, sizeof(eq->name), "vrnic-ceq%u@%s", i,
-			 pci_name(vdev->pdev));
-		ret = request_irq(pci_irq_vector(vdev->pdev, i), vrnic_ceq_irq,
+			 pci_name(pf->pdev));
+		ret = request_irq(pci_irq_vector(pf->pdev, i), vrnic_ceq_irq,
 				  0, eq->name, eq);
 		if (ret)
 			goto err;
@@ -198,85 +191,85 @@ int vrnic_eq_request_irqs(struct vrnic_dev *vdev)
 	return 0;
 err:
 	while (--i > 0)
-		free_irq(pci_irq_vector(vdev->pdev, i), &vdev->ceq[i]);
-	free_irq(pci_irq_vector(vdev->pdev, VRNIC_AEQ_VECTOR), &vdev->aeq);
+		free_irq(pci_irq_vector(pf->pdev, i), &pf->ceq[i]);
+	free_irq(pci_irq_vector(pf->pdev, VRNIC_AEQ_VECTOR), &pf->aeq);
 	return ret;
 }
 
-void vrnic_eq_free_irqs(struct vrnic_dev *vdev)
+void vrnic_eq_free_irqs(struct vrnic_pf *pf)
 {
 	unsigned int i;
 
-	for (i = 1; i < vdev->num_vectors; i++)
-		free_irq(pci_irq_vector(vdev->pdev, i), &vdev->ceq[i]);
-	free_irq(pci_irq_vector(vdev->pdev, VRNIC_AEQ_VECTOR), &vdev->aeq);
+	for (i = 1; i < pf->num_vectors; i++)
+		free_irq(pci_irq_vector(pf->pdev, i), &pf->ceq[i]);
+	free_irq(pci_irq_vector(pf->pdev, VRNIC_AEQ_VECTOR), &pf->aeq);
 }
 
-static int vrnic_ceq_create(struct vrnic_dev *vdev, unsigned int i)
+static int vrnic_ceq_create(struct vrnic_pf *pf, unsigned int i)
 {
-	struct vrnic_eq *eq = &vdev->ceq[i];
+	struct vrnic_eq *eq = &pf->ceq[i];
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_CREATE_EQ };
 	struct vrnic_eq tmp = *eq;
 	int ret;
 
 	/* Build the ring off to the side: the IRQ handler may look at eq. */
-	ret = vrnic_eq_alloc_ring(vdev, &tmp, i, VRNIC_CEQ_LOG_DEPTH, i);
+	ret = vrnic_eq_alloc_ring(pf, &tmp, i, VRNIC_CEQ_LOG_DEPTH, i);
 	if (ret)
 		return ret;
 	cmd.create_eq.base = cpu_to_le64(tmp.dma);
 	cmd.create_eq.log_depth = VRNIC_CEQ_LOG_DEPTH;
 	cmd.create_eq.eqn = i;
 	cmd.create_eq.vector = cpu_to_le16(i);
-	ret = vrnic_admin_exec(vdev, &cmd, NULL);
+	ret = vrnic_pf_admin_exec(pf, &cmd, NULL);
 	if (ret) {
-		vrnic_eq_free_ring(vdev, &tmp);
+		vrnic_eq_free_ring(pf, &tmp);
 		return ret;
 	}
-	disable_irq(pci_irq_vector(vdev->pdev, i));
+	disable_irq(pci_irq_vector(pf->pdev, i));
 	*eq = tmp;
-	enable_irq(pci_irq_vector(vdev->pdev, i));
+	enable_irq(pci_irq_vector(pf->pdev, i));
 	vrnic_eq_arm(eq);
 	return 0;
 }
 
-static void vrnic_ceq_destroy(struct vrnic_dev *vdev, unsigned int i)
+static void vrnic_ceq_destroy(struct vrnic_pf *pf, unsigned int i)
 {
-	struct vrnic_eq *eq = &vdev->ceq[i];
+	struct vrnic_eq *eq = &pf->ceq[i];
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DESTROY_EQ };
-	int irq = pci_irq_vector(vdev->pdev, i);
+	int irq = pci_irq_vector(pf->pdev, i);
 	int ret;
 
 	cmd.destroy.id = cpu_to_le32(i);
-	ret = vrnic_admin_exec(vdev, &cmd, NULL);
+	ret = vrnic_pf_admin_exec(pf, &cmd, NULL);
 	if (ret)
-		dev_warn(&vdev->pdev->dev, "destroy EQ %u failed: %d\n", i, ret);
+		dev_warn(&pf->pdev->dev, "destroy EQ %u failed: %d\n", i, ret);
 	/* Wait out a running handler before the ring goes away. */
 	disable_irq(irq);
-	vrnic_eq_free_ring(vdev, eq);
+	vrnic_eq_free_ring(pf, eq);
 	enable_irq(irq);
 }
 
-int vrnic_ceqs_create(struct vrnic_dev *vdev)
+int vrnic_ceqs_create(struct vrnic_pf *pf)
 {
 	unsigned int i;
 	int ret;
 
-	for (i = 1; i <= vdev->num_ceqs; i++) {
-		ret = vrnic_ceq_create(vdev, i);
+	for (i = 1; i <= pf->num_ceqs; i++) {
+		ret = vrnic_ceq_create(pf, i);
 		if (ret)
 			goto err;
 	}
 	return 0;
 err:
 	while (--i > 0)
-		vrnic_ceq_destroy(vdev, i);
+		vrnic_ceq_destroy(pf, i);
 	return ret;
 }
 
-void vrnic_ceqs_destroy(struct vrnic_dev *vdev)
+void vrnic_ceqs_destroy(struct vrnic_pf *pf)
 {
 	unsigned int i;
 
-	for (i = vdev->num_ceqs; i > 0; i--)
-		vrnic_ceq_destroy(vdev, i);
+	for (i = pf->num_ceqs; i > 0; i--)
+		vrnic_ceq_destroy(pf, i);
 }

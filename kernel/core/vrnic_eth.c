@@ -11,7 +11,7 @@
 #include <linux/ethtool.h>
 #include <linux/if_vlan.h>
 
-#include "vrnic.h"
+#include "vrnic_core.h"
 
 #define VRNIC_ETH_EQN	1
 #define VRNIC_ETH_QID	0
@@ -26,19 +26,19 @@ static u32 vrnic_ring_free(const struct vrnic_eth_ring *r)
 	return r->depth - (u16)(r->pi - r->ci);
 }
 
-static int vrnic_ring_alloc(struct vrnic_dev *vdev, struct vrnic_eth_ring *r)
+static int vrnic_ring_alloc(struct vrnic_pf *pf, struct vrnic_eth_ring *r)
 {
 	r->depth = 1U << VRNIC_ETH_LOG_DEPTH;
 	r->pi = 0;
 	r->ci = 0;
-	r->desc = dma_alloc_coherent(&vdev->pdev->dev,
+	r->desc = dma_alloc_coherent(&pf->pdev->dev,
 				     r->depth * sizeof(*r->desc), &r->dma,
 				     GFP_KERNEL);
 	if (!r->desc)
 		return -ENOMEM;
 	r->bufs = kcalloc(r->depth, sizeof(*r->bufs), GFP_KERNEL);
 	if (!r->bufs) {
-		dma_free_coherent(&vdev->pdev->dev, r->depth * sizeof(*r->desc),
+		dma_free_coherent(&pf->pdev->dev, r->depth * sizeof(*r->desc),
 				  r->desc, r->dma);
 		r->desc = NULL;
 		return -ENOMEM;
@@ -46,7 +46,7 @@ static int vrnic_ring_alloc(struct vrnic_dev *vdev, struct vrnic_eth_ring *r)
 	return 0;
 }
 
-static void vrnic_ring_free_bufs(struct vrnic_dev *vdev,
+static void vrnic_ring_free_bufs(struct vrnic_pf *pf,
 				 struct vrnic_eth_ring *r,
 				 enum dma_data_direction dir)
 {
@@ -57,18 +57,18 @@ static void vrnic_ring_free_bufs(struct vrnic_dev *vdev,
 
 		if (!b->skb)
 			continue;
-		dma_unmap_single(&vdev->pdev->dev, b->dma, b->len, dir);
+		dma_unmap_single(&pf->pdev->dev, b->dma, b->len, dir);
 		dev_kfree_skb_any(b->skb);
 		b->skb = NULL;
 	}
 	kfree(r->bufs);
 	r->bufs = NULL;
-	dma_free_coherent(&vdev->pdev->dev, r->depth * sizeof(*r->desc),
+	dma_free_coherent(&pf->pdev->dev, r->depth * sizeof(*r->desc),
 			  r->desc, r->dma);
 	r->desc = NULL;
 }
 
-static int vrnic_ring_create(struct vrnic_dev *vdev, struct vrnic_eth_ring *r,
+static int vrnic_ring_create(struct vrnic_pf *pf, struct vrnic_eth_ring *r,
 			     u8 type)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_CREATE_ETH_RING };
@@ -78,38 +78,38 @@ static int vrnic_ring_create(struct vrnic_dev *vdev, struct vrnic_eth_ring *r,
 	cmd.create_eth_ring.log_depth = VRNIC_ETH_LOG_DEPTH;
 	cmd.create_eth_ring.qid = VRNIC_ETH_QID;
 	cmd.create_eth_ring.eqn = VRNIC_ETH_EQN;
-	return vrnic_admin_exec(vdev, &cmd, NULL);
+	return vrnic_pf_admin_exec(pf, &cmd, NULL);
 }
 
-static void vrnic_ring_destroy(struct vrnic_dev *vdev, u8 type)
+static void vrnic_ring_destroy(struct vrnic_pf *pf, u8 type)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DESTROY_ETH_RING };
 	int ret;
 
 	cmd.destroy.id = cpu_to_le32((u32)type << 8 | VRNIC_ETH_QID);
-	ret = vrnic_admin_exec(vdev, &cmd, NULL);
+	ret = vrnic_pf_admin_exec(pf, &cmd, NULL);
 	if (ret)
-		dev_warn(&vdev->pdev->dev, "destroy Ethernet ring %u: %d\n",
+		dev_warn(&pf->pdev->dev, "destroy Ethernet ring %u: %d\n",
 			 type, ret);
 }
 
-static void vrnic_ring_arm(struct vrnic_dev *vdev, u32 db, u16 ci)
+static void vrnic_ring_arm(struct vrnic_pf *pf, u32 db, u16 ci)
 {
-	vrnic_db(vdev, db, (u32)VRNIC_ETH_QID << VRNIC_ETH_DB_QID_SHIFT | ci);
+	vrnic_db(pf, db, (u32)VRNIC_ETH_QID << VRNIC_ETH_DB_QID_SHIFT | ci);
 }
 
 /* Post one fresh RX buffer at the producer index; false if out of memory. */
 static bool vrnic_rx_post_one(struct vrnic_netdev_priv *priv)
 {
 	struct vrnic_eth_ring *r = &priv->rx;
-	struct device *dev = &priv->vdev->pdev->dev;
+	struct device *dev = &priv->pf->pdev->dev;
 	u32 idx = r->pi & (r->depth - 1);
 	struct vrnic_eth_buf *b = &r->bufs[idx];
 	struct vrnic_eth_desc *d = &r->desc[idx];
 	struct sk_buff *skb;
 	dma_addr_t dma;
 
-	skb = netdev_alloc_skb_ip_align(priv->vdev->netdev, priv->rx_buf_len);
+	skb = netdev_alloc_skb_ip_align(priv->pf->netdev, priv->rx_buf_len);
 	if (!skb)
 		return false;
 	dma = dma_map_single(dev, skb->data, priv->rx_buf_len, DMA_FROM_DEVICE);
@@ -137,15 +137,15 @@ static void vrnic_rx_refill(struct vrnic_netdev_priv *priv)
 	while (vrnic_ring_free(r) && vrnic_rx_post_one(priv))
 		;
 	if (r->pi != old)
-		vrnic_db(priv->vdev, VRNIC_DB_ETH_RX,
+		vrnic_db(priv->pf, VRNIC_DB_ETH_RX,
 			 (u32)VRNIC_ETH_QID << VRNIC_ETH_DB_QID_SHIFT | r->pi);
 }
 
 static void vrnic_tx_clean(struct vrnic_netdev_priv *priv, int budget)
 {
-	struct net_device *ndev = priv->vdev->netdev;
+	struct net_device *ndev = priv->pf->netdev;
 	struct vrnic_eth_ring *r = &priv->tx;
-	struct device *dev = &priv->vdev->pdev->dev;
+	struct device *dev = &priv->pf->pdev->dev;
 	unsigned int pkts = 0, bytes = 0;
 
 	while (r->ci != r->pi) {
@@ -173,9 +173,9 @@ static void vrnic_tx_clean(struct vrnic_netdev_priv *priv, int budget)
 
 static int vrnic_rx_poll(struct vrnic_netdev_priv *priv, int budget)
 {
-	struct net_device *ndev = priv->vdev->netdev;
+	struct net_device *ndev = priv->pf->netdev;
 	struct vrnic_eth_ring *r = &priv->rx;
-	struct device *dev = &priv->vdev->pdev->dev;
+	struct device *dev = &priv->pf->pdev->dev;
 	int done = 0;
 
 	while (done < budget && r->ci != r->pi) {
@@ -221,56 +221,56 @@ static int vrnic_napi_poll(struct napi_struct *napi, int budget)
 		/* Arming with our consumer index makes the device report
 		 * anything that completed after we looked.
 		 */
-		vrnic_ring_arm(priv->vdev, VRNIC_DB_ETH_TX_ARM, priv->tx.ci);
-		vrnic_ring_arm(priv->vdev, VRNIC_DB_ETH_RX_ARM, priv->rx.ci);
+		vrnic_ring_arm(priv->pf, VRNIC_DB_ETH_TX_ARM, priv->tx.ci);
+		vrnic_ring_arm(priv->pf, VRNIC_DB_ETH_RX_ARM, priv->rx.ci);
 	}
 	return done;
 }
 
 /* Called from the completion EQ handler. */
-void vrnic_eth_event(struct vrnic_dev *vdev, u8 type)
+void vrnic_eth_event(struct vrnic_pf *pf, u8 type)
 {
-	struct vrnic_netdev_priv *priv = vrnic_priv(vdev->netdev);
+	struct vrnic_netdev_priv *priv = vrnic_priv(pf->netdev);
 
 	if (READ_ONCE(priv->rings_live))
 		napi_schedule(&priv->napi);
 }
 
-void vrnic_eth_link_change(struct vrnic_dev *vdev, bool up)
+void vrnic_eth_link_change(struct vrnic_pf *pf, bool up)
 {
-	netdev_info(vdev->netdev, "link %s\n", up ? "up" : "down");
+	netdev_info(pf->netdev, "link %s\n", up ? "up" : "down");
 	if (up)
-		netif_carrier_on(vdev->netdev);
+		netif_carrier_on(pf->netdev);
 	else
-		netif_carrier_off(vdev->netdev);
+		netif_carrier_off(pf->netdev);
 }
 
 static int vrnic_open(struct net_device *ndev)
 {
 	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
-	struct vrnic_dev *vdev = priv->vdev;
+	struct vrnic_pf *pf = priv->pf;
 	int ret;
 
 	priv->rx_buf_len = ALIGN(ndev->mtu + ETH_HLEN + VLAN_HLEN, 64);
-	ret = vrnic_ring_alloc(vdev, &priv->tx);
+	ret = vrnic_ring_alloc(pf, &priv->tx);
 	if (ret)
 		return ret;
-	ret = vrnic_ring_alloc(vdev, &priv->rx);
+	ret = vrnic_ring_alloc(pf, &priv->rx);
 	if (ret)
 		goto err_tx;
-	ret = vrnic_ring_create(vdev, &priv->tx, VRNIC_ETH_RING_TX);
+	ret = vrnic_ring_create(pf, &priv->tx, VRNIC_ETH_RING_TX);
 	if (ret)
 		goto err_rx;
-	ret = vrnic_ring_create(vdev, &priv->rx, VRNIC_ETH_RING_RX);
+	ret = vrnic_ring_create(pf, &priv->rx, VRNIC_ETH_RING_RX);
 	if (ret)
 		goto err_tx_ring;
 
 	napi_enable(&priv->napi);
 	WRITE_ONCE(priv->rings_live, true);
 	vrnic_rx_refill(priv);
-	vrnic_ring_arm(vdev, VRNIC_DB_ETH_TX_ARM, priv->tx.ci);
-	vrnic_ring_arm(vdev, VRNIC_DB_ETH_RX_ARM, priv->rx.ci);
-	if (vrnic_rd(vdev, VRNIC_REG_LINK) & VRNIC_LINK_UP)
+	vrnic_ring_arm(pf, VRNIC_DB_ETH_TX_ARM, priv->tx.ci);
+	vrnic_ring_arm(pf, VRNIC_DB_ETH_RX_ARM, priv->rx.ci);
+	if (vrnic_rd(pf, VRNIC_REG_LINK) & VRNIC_LINK_UP)
 		netif_carrier_on(ndev);
 	else
 		netif_carrier_off(ndev);
@@ -278,27 +278,27 @@ static int vrnic_open(struct net_device *ndev)
 	return 0;
 
 err_tx_ring:
-	vrnic_ring_destroy(vdev, VRNIC_ETH_RING_TX);
+	vrnic_ring_destroy(pf, VRNIC_ETH_RING_TX);
 err_rx:
-	vrnic_ring_free_bufs(vdev, &priv->rx, DMA_FROM_DEVICE);
+	vrnic_ring_free_bufs(pf, &priv->rx, DMA_FROM_DEVICE);
 err_tx:
-	vrnic_ring_free_bufs(vdev, &priv->tx, DMA_TO_DEVICE);
+	vrnic_ring_free_bufs(pf, &priv->tx, DMA_TO_DEVICE);
 	return ret;
 }
 
 static int vrnic_stop(struct net_device *ndev)
 {
 	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
-	struct vrnic_dev *vdev = priv->vdev;
+	struct vrnic_pf *pf = priv->pf;
 
 	netif_stop_queue(ndev);
 	WRITE_ONCE(priv->rings_live, false);
 	napi_disable(&priv->napi);
 	/* Once destroyed, the device no longer touches the buffers. */
-	vrnic_ring_destroy(vdev, VRNIC_ETH_RING_TX);
-	vrnic_ring_destroy(vdev, VRNIC_ETH_RING_RX);
-	vrnic_ring_free_bufs(vdev, &priv->tx, DMA_TO_DEVICE);
-	vrnic_ring_free_bufs(vdev, &priv->rx, DMA_FROM_DEVICE);
+	vrnic_ring_destroy(pf, VRNIC_ETH_RING_TX);
+	vrnic_ring_destroy(pf, VRNIC_ETH_RING_RX);
+	vrnic_ring_free_bufs(pf, &priv->tx, DMA_TO_DEVICE);
+	vrnic_ring_free_bufs(pf, &priv->rx, DMA_FROM_DEVICE);
 	return 0;
 }
 
@@ -307,7 +307,7 @@ static netdev_tx_t vrnic_start_xmit(struct sk_buff *skb,
 {
 	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
 	struct vrnic_eth_ring *r = &priv->tx;
-	struct device *dev = &priv->vdev->pdev->dev;
+	struct device *dev = &priv->pf->pdev->dev;
 	struct vrnic_eth_desc *d;
 	struct vrnic_eth_buf *b;
 	dma_addr_t dma;
@@ -344,7 +344,7 @@ static netdev_tx_t vrnic_start_xmit(struct sk_buff *skb,
 	if (!vrnic_ring_free(r))
 		netif_stop_queue(ndev);
 	if (!netdev_xmit_more() || netif_queue_stopped(ndev))
-		vrnic_db(priv->vdev, VRNIC_DB_ETH_TX,
+		vrnic_db(priv->pf, VRNIC_DB_ETH_TX,
 			 (u32)VRNIC_ETH_QID << VRNIC_ETH_DB_QID_SHIFT | r->pi);
 	return NETDEV_TX_OK;
 }
@@ -357,7 +357,7 @@ static int vrnic_change_mtu(struct net_device *ndev, int mtu)
 	int ret;
 
 	cmd.set_port.mtu = cpu_to_le32(mtu);
-	ret = vrnic_admin_exec(priv->vdev, &cmd, NULL);
+	ret = vrnic_pf_admin_exec(priv->pf, &cmd, NULL);
 	if (ret)
 		return ret;
 	/* RX buffers are sized for the MTU: rebuild the rings. */
@@ -389,10 +389,10 @@ static void vrnic_get_drvinfo(struct net_device *ndev,
 			      struct ethtool_drvinfo *info)
 {
 	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
-	u32 ver = le32_to_cpu(priv->vdev->attr.spec_version);
+	u32 ver = le32_to_cpu(priv->pf->attr.spec_version);
 
 	strscpy(info->driver, DRV_NAME, sizeof(info->driver));
-	strscpy(info->bus_info, pci_name(priv->vdev->pdev),
+	strscpy(info->bus_info, pci_name(priv->pf->pdev),
 		sizeof(info->bus_info));
 	snprintf(info->fw_version, sizeof(info->fw_version), "spec %u.%u",
 		 ver >> 16, ver & 0xffff);
@@ -420,8 +420,8 @@ static void vrnic_get_ethtool_stats(struct net_device *ndev,
 	/* The device-wide counters; the RoCE ones are rdma statistic's. */
 	BUILD_BUG_ON(offsetof(struct vrnic_stats, sent_pkts) !=
 		     sizeof(u64) * ARRAY_SIZE(vrnic_stat_names));
-	if (vrnic_admin_query(priv->vdev, VRNIC_ADMIN_QUERY_STATS, &st,
-			      sizeof(st)))
+	if (vrnic_pf_admin_query(priv->pf, VRNIC_ADMIN_QUERY_STATS, &st,
+				 sizeof(st)))
 		memset(&st, 0, sizeof(st));
 	for (i = 0; i < ARRAY_SIZE(vrnic_stat_names); i++)
 		data[i] = le64_to_cpu(v[i]);
@@ -435,7 +435,7 @@ static const struct ethtool_ops vrnic_ethtool_ops = {
 	.get_ethtool_stats = vrnic_get_ethtool_stats,
 };
 
-int vrnic_netdev_register(struct vrnic_dev *vdev)
+int vrnic_netdev_register(struct vrnic_pf *pf)
 {
 	struct vrnic_netdev_priv *priv;
 	struct net_device *ndev;
@@ -446,13 +446,13 @@ int vrnic_netdev_register(struct vrnic_dev *vdev)
 	ndev = alloc_etherdev(sizeof(*priv));
 	if (!ndev)
 		return -ENOMEM;
-	SET_NETDEV_DEV(ndev, &vdev->pdev->dev);
+	SET_NETDEV_DEV(ndev, &pf->pdev->dev);
 	priv = netdev_priv(ndev);
-	priv->vdev = vdev;
-	vdev->netdev = ndev;
+	priv->pf = pf;
+	pf->netdev = ndev;
 
-	lo = vrnic_rd(vdev, VRNIC_REG_MAC_LO);
-	hi = vrnic_rd(vdev, VRNIC_REG_MAC_HI);
+	lo = vrnic_rd(pf, VRNIC_REG_MAC_LO);
+	hi = vrnic_rd(pf, VRNIC_REG_MAC_HI);
 	mac[0] = lo;
 	mac[1] = lo >> 8;
 	mac[2] = lo >> 16;
@@ -467,7 +467,7 @@ int vrnic_netdev_register(struct vrnic_dev *vdev)
 	ndev->netdev_ops = &vrnic_netdev_ops;
 	ndev->ethtool_ops = &vrnic_ethtool_ops;
 	ndev->min_mtu = VRNIC_ETH_MIN_MTU;
-	ndev->max_mtu = min_t(u32, vrnic_rd(vdev, VRNIC_REG_MAX_MTU),
+	ndev->max_mtu = min_t(u32, vrnic_rd(pf, VRNIC_REG_MAX_MTU),
 			      VRNIC_ETH_MAX_MTU);
 	netif_napi_add(ndev, &priv->napi, vrnic_napi_poll);
 	netif_carrier_off(ndev);
@@ -476,17 +476,17 @@ int vrnic_netdev_register(struct vrnic_dev *vdev)
 	if (ret) {
 		netif_napi_del(&priv->napi);
 		free_netdev(ndev);
-		vdev->netdev = NULL;
+		pf->netdev = NULL;
 	}
 	return ret;
 }
 
-void vrnic_netdev_unregister(struct vrnic_dev *vdev)
+void vrnic_netdev_unregister(struct vrnic_pf *pf)
 {
-	struct vrnic_netdev_priv *priv = vrnic_priv(vdev->netdev);
+	struct vrnic_netdev_priv *priv = vrnic_priv(pf->netdev);
 
-	unregister_netdev(vdev->netdev);
+	unregister_netdev(pf->netdev);
 	netif_napi_del(&priv->napi);
-	free_netdev(vdev->netdev);
-	vdev->netdev = NULL;
+	free_netdev(pf->netdev);
+	pf->netdev = NULL;
 }

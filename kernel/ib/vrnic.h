@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * vrnic: Linux driver for the vrnic RoCEv2 RDMA NIC.
+ * vrnic_ib: the RDMA driver of the vrnic RoCEv2 NIC.  It binds to the
+ * auxiliary device "vrnic.rdma.<n>" of the PCI function driver (vrnic.ko,
+ * ../core) and registers the ib_device.  Admin commands go through the
+ * function's exported calls (vrnic_aux.h); its EQ handlers call back here.
  */
 #ifndef _VRNIC_H_
 #define _VRNIC_H_
 
-#include <linux/completion.h>
-#include <linux/interrupt.h>
 #include <linux/netdevice.h>
 #include <linux/pci.h>
-#include <linux/semaphore.h>
 #include <linux/spinlock.h>
 #include <linux/xarray.h>
 #include <rdma/ib_umem.h>
@@ -21,89 +21,20 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "vrnic_hw.h"
+#include "vrnic_aux.h"
 
-#define DRV_NAME		"vrnic"
-
-#define VRNIC_AQ_LOG_DEPTH	5
-#define VRNIC_AEQ_LOG_DEPTH	7
-#define VRNIC_CEQ_LOG_DEPTH	8
-#define VRNIC_ADMIN_TIMEOUT_MS	5000
-#define VRNIC_ETH_LOG_DEPTH	8
-
-struct vrnic_dev;
-
-/* Admin queue: commands in, phase-tagged completions out. */
-struct vrnic_aq_wait {
-	struct completion done;
-	u8 status;
-	u32 result;
-};
-
-struct vrnic_aq {
-	struct vrnic_admin_cmd *sq;
-	dma_addr_t sq_dma;
-	struct vrnic_admin_cqe *cq;
-	dma_addr_t cq_dma;
-	u32 depth;
-	u16 pi;			/* next command slot */
-	u16 ci;			/* next completion to look at */
-	spinlock_t lock;	/* protects pi, ci and the waits */
-	struct semaphore slots;	/* free submission slots */
-	struct vrnic_aq_wait *waits;
-	bool dead;		/* a command timed out: device unusable */
-};
-
-/* Event queue: the AEQ (eqn 0) or a completion EQ. */
-struct vrnic_eq {
-	struct vrnic_dev *vdev;
-	struct vrnic_eqe *ring;
-	dma_addr_t dma;
-	u32 log_depth;
-	u16 ci;
-	u8 eqn;
-	u16 vector;
-	char name[32];
-};
-
-struct vrnic_eth_buf {
-	struct sk_buff *skb;
-	dma_addr_t dma;
-	u32 len;
-};
-
-struct vrnic_eth_ring {
-	struct vrnic_eth_desc *desc;
-	dma_addr_t dma;
-	struct vrnic_eth_buf *bufs;
-	u32 depth;
-	u16 pi;			/* next descriptor the driver posts */
-	u16 ci;			/* next descriptor the driver reaps */
-};
-
-struct vrnic_netdev_priv {
-	struct vrnic_dev *vdev;
-	struct napi_struct napi;
-	struct vrnic_eth_ring tx;
-	struct vrnic_eth_ring rx;
-	u32 rx_buf_len;
-	bool rings_live;
-};
-
+/* The RDMA device: what it needs of the function is copied at probe. */
 struct vrnic_dev {
 	struct ib_device ibdev;
-	struct pci_dev *pdev;
-	void __iomem *regs;
+	struct vrnic_pf *pf;	/* the function, for admin commands */
+	struct pci_dev *pdev;	/* DMA device */
 	void __iomem *db;	/* doorbell page 0 */
 	resource_size_t db_bar_start;
 	struct net_device *netdev;
-	struct vrnic_aq aq;
-	struct vrnic_eq aeq;
-	struct vrnic_eq ceq[VRNIC_MAX_EQS];
-	unsigned int num_ceqs;	/* ceq[1..num_ceqs] */
-	unsigned int num_vectors;
+	unsigned int num_ceqs;	/* completion EQs 1..num_ceqs */
 	struct vrnic_device_attr attr;
-	atomic_t test_irqs;
-	bool port_events;	/* netdev and ib_device may see port events */
+	struct vrnic_rdma_client client;	/* EQ events from the function */
+	bool port_events;	/* the ib_device may see port events */
 	struct xarray cq_xa;	/* cqn -> struct vrnic_cq, for events */
 	struct xarray qp_xa;	/* qpn -> struct vrnic_qp, for events */
 	struct xarray srq_xa;	/* srqn -> struct vrnic_srq, for events */
@@ -113,6 +44,22 @@ struct vrnic_ucontext {
 	struct ib_ucontext ibucontext;
 	struct rdma_user_mmap_entry *db_entry;
 	u32 page;		/* doorbell page = device context id */
+	struct mutex dbrec_lock;	/* dbrec_pages */
+	struct list_head dbrec_pages;	/* struct vrnic_dbrec_page */
+};
+
+/*
+ * A pinned page of a process's doorbell records, shared by every object of
+ * the context whose record lies in it (the provider packs them), so that
+ * a thousand QPs pin a few pages, not a thousand.
+ */
+struct vrnic_dbrec_page {
+	struct list_head list;
+	struct vrnic_ucontext *uctx;
+	struct ib_umem *umem;
+	unsigned long user_virt;	/* page-aligned */
+	dma_addr_t dma;
+	unsigned int refcnt;		/* under uctx->dbrec_lock */
 };
 
 struct vrnic_user_mmap_entry {
@@ -173,7 +120,7 @@ struct vrnic_cq {
 	dma_addr_t dbrec_dma;
 	/* user CQs */
 	struct ib_umem *umem;
-	struct ib_umem *dbrec_umem;
+	struct vrnic_dbrec_page *dbrec_page;
 };
 
 struct vrnic_srq {
@@ -190,7 +137,8 @@ struct vrnic_srq {
 	spinlock_t lock;	/* head */
 	u32 head;
 	/* user SRQs */
-	struct ib_umem *umem, *dbrec_umem;
+	struct ib_umem *umem;
+	struct vrnic_dbrec_page *dbrec_page;
 };
 
 struct vrnic_qp {
@@ -214,7 +162,8 @@ struct vrnic_qp {
 	spinlock_t rq_lock;	/* rq_head, rq_tail */
 	u32 sq_head, sq_tail, rq_head, rq_tail;
 	/* user QPs */
-	struct ib_umem *sq_umem, *rq_umem, *dbrec_umem;
+	struct ib_umem *sq_umem, *rq_umem;
+	struct vrnic_dbrec_page *dbrec_page;
 };
 
 static inline struct vrnic_cq *to_vcq(struct ib_cq *ibcq)
@@ -258,19 +207,27 @@ static inline u32 vrnic_uctx_of(struct ib_udata *udata)
 	return uctx ? uctx->page : 0;
 }
 
+/*
+ * Read a provider's request of size bytes (spec, "User ABI"): a shorter
+ * one, from an older provider, is zero-extended; the bytes of a longer one
+ * beyond what this driver knows must be zero.
+ */
+static inline int vrnic_udata_req(struct ib_udata *udata, void *req,
+				  size_t size)
+{
+	int ret = ib_copy_from_udata(req, udata, min(size, udata->inlen));
+
+	if (ret)
+		return ret;
+	if (udata->inlen > size &&
+	    !ib_is_udata_cleared(udata, size, udata->inlen - size))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
 static inline struct vrnic_dev *to_vdev(struct ib_device *ibdev)
 {
 	return container_of(ibdev, struct vrnic_dev, ibdev);
-}
-
-static inline u32 vrnic_rd(struct vrnic_dev *vdev, u32 reg)
-{
-	return readl(vdev->regs + reg);
-}
-
-static inline void vrnic_wr(struct vrnic_dev *vdev, u32 reg, u32 val)
-{
-	writel(val, vdev->regs + reg);
 }
 
 static inline void vrnic_db(struct vrnic_dev *vdev, u32 off, u32 val)
@@ -278,29 +235,18 @@ static inline void vrnic_db(struct vrnic_dev *vdev, u32 off, u32 val)
 	writel(val, vdev->db + off);
 }
 
-/* vrnic_admin.c */
-int vrnic_aq_init(struct vrnic_dev *vdev);
-void vrnic_aq_free(struct vrnic_dev *vdev);
-void vrnic_aq_poll(struct vrnic_dev *vdev);
-int vrnic_admin_exec(struct vrnic_dev *vdev, struct vrnic_admin_cmd *cmd,
-		     u32 *result);
-int vrnic_admin_query(struct vrnic_dev *vdev, u8 opcode, void *out,
-		      size_t len);
+/* Admin commands run on the function's admin queue (sleeps). */
+static inline int vrnic_admin_exec(struct vrnic_dev *vdev,
+				   struct vrnic_admin_cmd *cmd, u32 *result)
+{
+	return vrnic_pf_admin_exec(vdev->pf, cmd, result);
+}
 
-/* vrnic_eq.c */
-int vrnic_aeq_alloc(struct vrnic_dev *vdev);
-void vrnic_aeq_free(struct vrnic_dev *vdev);
-int vrnic_eq_request_irqs(struct vrnic_dev *vdev);
-void vrnic_eq_free_irqs(struct vrnic_dev *vdev);
-int vrnic_ceqs_create(struct vrnic_dev *vdev);
-void vrnic_ceqs_destroy(struct vrnic_dev *vdev);
-void vrnic_eq_arm(struct vrnic_eq *eq);
-
-/* vrnic_eth.c */
-int vrnic_netdev_register(struct vrnic_dev *vdev);
-void vrnic_netdev_unregister(struct vrnic_dev *vdev);
-void vrnic_eth_event(struct vrnic_dev *vdev, u8 type);
-void vrnic_eth_link_change(struct vrnic_dev *vdev, bool up);
+static inline int vrnic_admin_query(struct vrnic_dev *vdev, u8 opcode,
+				    void *out, size_t len)
+{
+	return vrnic_pf_admin_query(vdev->pf, opcode, out, len);
+}
 
 /* vrnic_mr.c */
 struct ib_mr *vrnic_get_dma_mr(struct ib_pd *ibpd, int access);
@@ -330,8 +276,9 @@ int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int vrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 void vrnic_cq_clean(struct vrnic_cq *cq, u32 qpn);
 void vrnic_cq_event(struct vrnic_dev *vdev, u32 cqn, bool error);
-int vrnic_pin_dbrec(struct vrnic_dev *vdev, u64 addr, struct ib_umem **umem,
-		    dma_addr_t *dma);
+int vrnic_pin_dbrec(struct ib_udata *udata, u64 addr,
+		    struct vrnic_dbrec_page **page, dma_addr_t *dma);
+void vrnic_unpin_dbrec(struct vrnic_dbrec_page *page);
 
 /* vrnic_srq.c */
 int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,

@@ -11,29 +11,77 @@
 #include "vrnic.h"
 #include "vrnic-abi.h"
 
-/* Pin the user page holding a doorbell record; *dma is its bus address. */
-int vrnic_pin_dbrec(struct vrnic_dev *vdev, u64 addr, struct ib_umem **umem,
-		    dma_addr_t *dma)
+/*
+ * Pin the user page holding a doorbell record, or take another reference
+ * on it when an object of the same context already pinned it (mlx5's
+ * mlx5_ib_db_map_user); *dma is the record's bus address.
+ */
+int vrnic_pin_dbrec(struct ib_udata *udata, u64 addr,
+		    struct vrnic_dbrec_page **pagep, dma_addr_t *dma)
 {
+	struct vrnic_ucontext *uctx =
+		rdma_udata_to_drv_context(udata, struct vrnic_ucontext,
+					  ibucontext);
+	struct vrnic_dbrec_page *page;
 	struct ib_block_iter biter;
+	int ret = 0;
 
-	if (addr & 7)
+	if (!uctx || (addr & 7))
 		return -EINVAL;
-	*umem = ib_umem_get(&vdev->ibdev, addr & PAGE_MASK, PAGE_SIZE,
-			    IB_ACCESS_LOCAL_WRITE);
-	if (IS_ERR(*umem)) {
-		int ret = PTR_ERR(*umem);
+	mutex_lock(&uctx->dbrec_lock);
+	list_for_each_entry(page, &uctx->dbrec_pages, list)
+		if (page->user_virt == (addr & PAGE_MASK))
+			goto found;
+	page = kzalloc(sizeof(*page), GFP_KERNEL);
+	if (!page) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	page->uctx = uctx;
+	page->user_virt = addr & PAGE_MASK;
+	page->umem = ib_umem_get(uctx->ibucontext.device, page->user_virt,
+				 PAGE_SIZE, IB_ACCESS_LOCAL_WRITE);
+	if (IS_ERR(page->umem)) {
+		ret = PTR_ERR(page->umem);
+		kfree(page);
+		goto out;
+	}
+	ret = -EINVAL;
+	rdma_umem_for_each_dma_block(page->umem, &biter, PAGE_SIZE) {
+		page->dma = rdma_block_iter_dma_address(&biter);
+		ret = 0;
+		break;
+	}
+	if (ret) {
+		ib_umem_release(page->umem);
+		kfree(page);
+		goto out;
+	}
+	list_add(&page->list, &uctx->dbrec_pages);
+found:
+	page->refcnt++;
+	*pagep = page;
+	*dma = page->dma + (addr & ~PAGE_MASK);
+out:
+	mutex_unlock(&uctx->dbrec_lock);
+	return ret;
+}
 
-		*umem = NULL;
-		return ret;
+/* Drop an object's reference on its doorbell record page (NULL: none). */
+void vrnic_unpin_dbrec(struct vrnic_dbrec_page *page)
+{
+	struct vrnic_ucontext *uctx;
+
+	if (!page)
+		return;
+	uctx = page->uctx;
+	mutex_lock(&uctx->dbrec_lock);
+	if (!--page->refcnt) {
+		list_del(&page->list);
+		ib_umem_release(page->umem);
+		kfree(page);
 	}
-	rdma_umem_for_each_dma_block(*umem, &biter, PAGE_SIZE) {
-		*dma = rdma_block_iter_dma_address(&biter) + (addr & ~PAGE_MASK);
-		return 0;
-	}
-	ib_umem_release(*umem);
-	*umem = NULL;
-	return -EINVAL;
+	mutex_unlock(&uctx->dbrec_lock);
 }
 
 /* Release whatever memory a CQ holds; fields never set are NULL. */
@@ -47,7 +95,7 @@ static void vrnic_cq_free_mem(struct vrnic_dev *vdev, struct vrnic_cq *cq)
 	if (cq->dbrec)
 		dma_free_coherent(dev, sizeof(*cq->dbrec), cq->dbrec,
 				  cq->dbrec_dma);
-	ib_umem_release(cq->dbrec_umem);
+	vrnic_unpin_dbrec(cq->dbrec_page);
 	ib_umem_release(cq->umem);
 }
 
@@ -79,11 +127,10 @@ int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		struct vrnic_create_cq_cmd ucmd = {};
 		struct vrnic_create_cq_resp uresp = {};
 
-		ret = ib_copy_from_udata(&ucmd, udata,
-					 min(sizeof(ucmd), udata->inlen));
+		ret = vrnic_udata_req(udata, &ucmd, sizeof(ucmd));
 		if (ret)
 			return ret;
-		if (ucmd.log_depth < cq->log_depth ||
+		if (ucmd.reserved || ucmd.log_depth < cq->log_depth ||
 		    ucmd.log_depth > VRNIC_MAX_CQ_LOG_DEPTH ||
 		    ucmd.buf_addr & (SZ_4K - 1))
 			return -EINVAL;
@@ -96,7 +143,7 @@ int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			cq->umem = NULL;
 			return ret;
 		}
-		ret = vrnic_pin_dbrec(vdev, ucmd.dbrec_addr, &cq->dbrec_umem,
+		ret = vrnic_pin_dbrec(udata, ucmd.dbrec_addr, &cq->dbrec_page,
 				      &cq->dbrec_dma);
 		if (ret)
 			goto err_mem;
@@ -134,7 +181,8 @@ int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			goto err_mem;
 	}
 	cq->cqn = cqn;
-	ibcq->cqe = (1 << cq->log_depth) - 1;
+	/* The device fills all 2^n entries before it overflows (spec). */
+	ibcq->cqe = 1 << cq->log_depth;
 	ret = xa_insert_irq(&vdev->cq_xa, cqn, cq, GFP_KERNEL);
 	if (ret)
 		goto err_destroy;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * vrnic tracepoints: the control path as the driver sees it.
+ * vrnic tracepoints of the function driver: admin commands, async events.
+ * vrnic_ib.ko adds its own (vrnic_ib_trace.h) to the same system.
  *
  *   echo 1 > /sys/kernel/tracing/events/vrnic/enable
  *
@@ -15,13 +16,6 @@
 #define _VRNIC_TRACE_H
 
 #include <linux/tracepoint.h>
-#include <rdma/ib_verbs.h>
-
-#define vrnic_show_qp_state(state)				\
-	__print_symbolic(state, { IB_QPS_RESET, "RESET" },	\
-			 { IB_QPS_INIT, "INIT" }, { IB_QPS_RTR, "RTR" }, \
-			 { IB_QPS_RTS, "RTS" }, { IB_QPS_SQD, "SQD" },	\
-			 { IB_QPS_SQE, "SQE" }, { IB_QPS_ERR, "ERR" })
 
 /* An admin command completed (or failed): opcode, device status, time. */
 TRACE_EVENT(vrnic_admin_cmd,
@@ -57,30 +51,6 @@ TRACE_EVENT(vrnic_async_event,
 			   __entry->id = id;),
 	    TP_printk("%s: type=0x%02x id=%u", __get_str(dev),
 		      __entry->type, __entry->id)
-);
-
-/* A QP state transition was requested; ret is the outcome. */
-TRACE_EVENT(vrnic_modify_qp,
-	    TP_PROTO(const char *dev, u32 qpn, int cur, int next, u32 vmask,
-		     int ret),
-	    TP_ARGS(dev, qpn, cur, next, vmask, ret),
-	    TP_STRUCT__entry(__string(dev, dev)
-			     __field(u32, qpn)
-			     __field(int, cur)
-			     __field(int, next)
-			     __field(u32, vmask)
-			     __field(int, ret)),
-	    TP_fast_assign(__assign_str(dev);
-			   __entry->qpn = qpn;
-			   __entry->cur = cur;
-			   __entry->next = next;
-			   __entry->vmask = vmask;
-			   __entry->ret = ret;),
-	    TP_printk("%s: qpn=%u %s -> %s attr_mask=0x%x ret=%d",
-		      __get_str(dev), __entry->qpn,
-		      vrnic_show_qp_state(__entry->cur),
-		      vrnic_show_qp_state(__entry->next),
-		      __entry->vmask, __entry->ret)
 );
 
 #endif /* _VRNIC_TRACE_H */

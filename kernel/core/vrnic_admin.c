@@ -8,14 +8,15 @@
  */
 #include <linux/dma-mapping.h>
 #include <linux/errno.h>
+#include <linux/module.h>
 
-#include "vrnic.h"
+#include "vrnic_core.h"
 #include "vrnic_trace.h"
 
-int vrnic_aq_init(struct vrnic_dev *vdev)
+int vrnic_aq_init(struct vrnic_pf *pf)
 {
-	struct vrnic_aq *aq = &vdev->aq;
-	struct device *dev = &vdev->pdev->dev;
+	struct vrnic_aq *aq = &pf->aq;
+	struct device *dev = &pf->pdev->dev;
 	u32 i;
 
 	aq->depth = 1U << VRNIC_AQ_LOG_DEPTH;
@@ -38,11 +39,11 @@ int vrnic_aq_init(struct vrnic_dev *vdev)
 	aq->ci = 0;
 	aq->dead = false;
 
-	vrnic_wr(vdev, VRNIC_REG_AQ_BASE_LO, lower_32_bits(aq->sq_dma));
-	vrnic_wr(vdev, VRNIC_REG_AQ_BASE_HI, upper_32_bits(aq->sq_dma));
-	vrnic_wr(vdev, VRNIC_REG_ACQ_BASE_LO, lower_32_bits(aq->cq_dma));
-	vrnic_wr(vdev, VRNIC_REG_ACQ_BASE_HI, upper_32_bits(aq->cq_dma));
-	vrnic_wr(vdev, VRNIC_REG_AQ_LOG_DEPTH, VRNIC_AQ_LOG_DEPTH);
+	vrnic_wr(pf, VRNIC_REG_AQ_BASE_LO, lower_32_bits(aq->sq_dma));
+	vrnic_wr(pf, VRNIC_REG_AQ_BASE_HI, upper_32_bits(aq->sq_dma));
+	vrnic_wr(pf, VRNIC_REG_ACQ_BASE_LO, lower_32_bits(aq->cq_dma));
+	vrnic_wr(pf, VRNIC_REG_ACQ_BASE_HI, upper_32_bits(aq->cq_dma));
+	vrnic_wr(pf, VRNIC_REG_AQ_LOG_DEPTH, VRNIC_AQ_LOG_DEPTH);
 	return 0;
 
 err_cq:
@@ -52,10 +53,10 @@ err_sq:
 	return -ENOMEM;
 }
 
-void vrnic_aq_free(struct vrnic_dev *vdev)
+void vrnic_aq_free(struct vrnic_pf *pf)
 {
-	struct vrnic_aq *aq = &vdev->aq;
-	struct device *dev = &vdev->pdev->dev;
+	struct vrnic_aq *aq = &pf->aq;
+	struct device *dev = &pf->pdev->dev;
 
 	kfree(aq->waits);
 	dma_free_coherent(dev, aq->depth * sizeof(*aq->cq), aq->cq, aq->cq_dma);
@@ -63,9 +64,9 @@ void vrnic_aq_free(struct vrnic_dev *vdev)
 }
 
 /* Reap completions; called from the async EQ handler and on timeouts. */
-void vrnic_aq_poll(struct vrnic_dev *vdev)
+void vrnic_aq_poll(struct vrnic_pf *pf)
 {
-	struct vrnic_aq *aq = &vdev->aq;
+	struct vrnic_aq *aq = &pf->aq;
 	u32 mask = aq->depth - 1;
 	unsigned long flags;
 
@@ -82,7 +83,7 @@ void vrnic_aq_poll(struct vrnic_dev *vdev)
 		dma_rmb();
 		token = le16_to_cpu(cqe->token);
 		if (token != aq->ci) {
-			dev_err_ratelimited(&vdev->pdev->dev,
+			dev_err_ratelimited(&pf->pdev->dev,
 					    "admin completion token %u, expected %u\n",
 					    token, aq->ci);
 		}
@@ -118,17 +119,17 @@ static int vrnic_admin_errno(u8 status)
 }
 
 /**
- * vrnic_admin_exec - run one admin command and wait for its completion
- * @vdev: device
+ * vrnic_pf_admin_exec - run one admin command and wait for its completion
+ * @pf: device
  * @cmd: command; token is filled in here
  * @result: optional, receives the completion's result field
  *
  * Sleeps.  Returns 0 or a negative errno derived from the device status.
  */
-int vrnic_admin_exec(struct vrnic_dev *vdev, struct vrnic_admin_cmd *cmd,
-		     u32 *result)
+int vrnic_pf_admin_exec(struct vrnic_pf *pf, struct vrnic_admin_cmd *cmd,
+			u32 *result)
 {
-	struct vrnic_aq *aq = &vdev->aq;
+	struct vrnic_aq *aq = &pf->aq;
 	struct vrnic_aq_wait *w;
 	ktime_t start = ktime_get();
 	unsigned long left;
@@ -152,18 +153,18 @@ int vrnic_admin_exec(struct vrnic_dev *vdev, struct vrnic_admin_cmd *cmd,
 	reinit_completion(&w->done);
 	memcpy(&aq->sq[token & (aq->depth - 1)], cmd, sizeof(*cmd));
 	/* writel orders the command write before the doorbell. */
-	vrnic_wr(vdev, VRNIC_REG_AQ_DB, aq->pi);
+	vrnic_wr(pf, VRNIC_REG_AQ_DB, aq->pi);
 	spin_unlock_irq(&aq->lock);
 
 	left = wait_for_completion_timeout(&w->done,
 					   msecs_to_jiffies(VRNIC_ADMIN_TIMEOUT_MS));
 	if (!left) {
 		/* The event may have been lost: look once more. */
-		vrnic_aq_poll(vdev);
+		vrnic_aq_poll(pf);
 		if (!completion_done(&w->done)) {
-			dev_err(&vdev->pdev->dev,
+			dev_err(&pf->pdev->dev,
 				"admin command 0x%x timed out, status 0x%x\n",
-				cmd->opcode, vrnic_rd(vdev, VRNIC_REG_STATUS));
+				cmd->opcode, vrnic_rd(pf, VRNIC_REG_STATUS));
 			spin_lock_irq(&aq->lock);
 			aq->dead = true;
 			spin_unlock_irq(&aq->lock);
@@ -171,24 +172,25 @@ int vrnic_admin_exec(struct vrnic_dev *vdev, struct vrnic_admin_cmd *cmd,
 		}
 	}
 	ret = vrnic_admin_errno(w->status);
-	trace_vrnic_admin_cmd(dev_name(&vdev->pdev->dev), cmd->opcode, token,
+	trace_vrnic_admin_cmd(dev_name(&pf->pdev->dev), cmd->opcode, token,
 			      w->status, w->result,
 			      ktime_us_delta(ktime_get(), start));
 	if (ret)
-		dev_dbg(&vdev->pdev->dev, "admin command 0x%x status %u\n",
+		dev_dbg(&pf->pdev->dev, "admin command 0x%x status %u\n",
 			cmd->opcode, w->status);
 	if (result)
 		*result = w->result;
 	up(&aq->slots);
 	return ret;
 }
+EXPORT_SYMBOL_NS_GPL(vrnic_pf_admin_exec, VRNIC);
 
 /* Run a QUERY_* command into a bounce buffer and copy out len bytes. */
-int vrnic_admin_query(struct vrnic_dev *vdev, u8 opcode, void *out,
-		      size_t len)
+int vrnic_pf_admin_query(struct vrnic_pf *pf, u8 opcode, void *out,
+			 size_t len)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = opcode };
-	struct device *dev = &vdev->pdev->dev;
+	struct device *dev = &pf->pdev->dev;
 	dma_addr_t dma;
 	void *buf;
 	int ret;
@@ -198,9 +200,10 @@ int vrnic_admin_query(struct vrnic_dev *vdev, u8 opcode, void *out,
 		return -ENOMEM;
 	cmd.query.out_addr = cpu_to_le64(dma);
 	cmd.query.out_len = cpu_to_le32(PAGE_SIZE);
-	ret = vrnic_admin_exec(vdev, &cmd, NULL);
+	ret = vrnic_pf_admin_exec(pf, &cmd, NULL);
 	if (!ret)
 		memcpy(out, buf, len);
 	dma_free_coherent(dev, PAGE_SIZE, buf, dma);
 	return ret;
 }
+EXPORT_SYMBOL_NS_GPL(vrnic_pf_admin_query, VRNIC);

@@ -11,7 +11,7 @@
 
 #include "vrnic.h"
 #include "vrnic-abi.h"
-#include "vrnic_trace.h"
+#include "vrnic_ib_trace.h"
 
 #define VRNIC_SEND_WQE_HDR	sizeof(struct vrnic_send_wqe)
 #define VRNIC_RECV_WQE_HDR	sizeof(struct vrnic_recv_wqe)
@@ -63,7 +63,7 @@ static void vrnic_qp_free_mem(struct vrnic_dev *vdev, struct vrnic_qp *qp)
 				  qp->dbrec_dma);
 	ib_umem_release(qp->sq_umem);
 	ib_umem_release(qp->rq_umem);
-	ib_umem_release(qp->dbrec_umem);
+	vrnic_unpin_dbrec(qp->dbrec_page);
 }
 
 /*
@@ -177,10 +177,8 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	if (udata) {
 		struct vrnic_create_qp_cmd ucmd = {};
-		struct ib_block_iter biter;
 
-		ret = ib_copy_from_udata(&ucmd, udata,
-					 min(sizeof(ucmd), udata->inlen));
+		ret = vrnic_udata_req(udata, &ucmd, sizeof(ucmd));
 		if (ret)
 			return ret;
 		/* The provider may ask for more, never for less. */
@@ -210,18 +208,10 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			if (ret)
 				goto err_mem;
 		}
-		qp->dbrec_umem = ib_umem_get(ibqp->device, ucmd.dbrec_addr & PAGE_MASK,
-					     PAGE_SIZE, IB_ACCESS_LOCAL_WRITE);
-		if (IS_ERR(qp->dbrec_umem)) {
-			ret = PTR_ERR(qp->dbrec_umem);
-			qp->dbrec_umem = NULL;
+		ret = vrnic_pin_dbrec(udata, ucmd.dbrec_addr, &qp->dbrec_page,
+				      &qp->dbrec_dma);
+		if (ret)
 			goto err_mem;
-		}
-		rdma_umem_for_each_dma_block(qp->dbrec_umem, &biter, PAGE_SIZE) {
-			qp->dbrec_dma = rdma_block_iter_dma_address(&biter) +
-					(ucmd.dbrec_addr & ~PAGE_MASK);
-			break;
-		}
 		cmd.create_qp.sq_base = cpu_to_le64(sq_list_dma);
 		cmd.create_qp.rq_base = cpu_to_le64(rq_list_dma);
 		cmd.create_qp.sq_flags = VRNIC_RING_PAGED;
@@ -427,10 +417,11 @@ int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 
 	if (mask & ~VRNIC_QP_SUPPORTED_MASK)
 		return -EOPNOTSUPP;
-	/* Controlled Q_Keys are for privileged consumers (IBA 10.2.5). */
-	if (udata && (mask & IB_QP_QKEY) &&
-	    (attr->qkey & VRNIC_QKEY_PRIVILEGED) && !capable(CAP_NET_RAW))
-		return -EPERM;
+	/*
+	 * Controlled Q_Keys (IBA 10.2.5) are ib_core's policy: uverbs refuses
+	 * them to processes without CAP_NET_RAW unless the administrator set
+	 * "rdma system set privileged-qkey on".
+	 */
 	if (mask & IB_QP_CUR_STATE)
 		cur = attr->cur_qp_state;
 	next = (mask & IB_QP_STATE) ? attr->qp_state : cur;

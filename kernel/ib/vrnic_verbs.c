@@ -143,9 +143,19 @@ static int vrnic_alloc_ucontext(struct ib_ucontext *ibuctx,
 	struct vrnic_dev *vdev = to_vdev(ibuctx->device);
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_CREATE_UCTX };
 	struct vrnic_alloc_ucontext_resp resp = {};
+	struct vrnic_alloc_ucontext_req req = {};
 	struct vrnic_user_mmap_entry *entry;
 	u32 page;
 	int ret;
+
+	/* No request bit is defined yet: a provider asking for one is newer. */
+	ret = vrnic_udata_req(udata, &req, sizeof(req));
+	if (ret)
+		return ret;
+	if (req.comp_mask & ~VRNIC_ALLOC_UCTX_REQ_MASK_ALL)
+		return -EOPNOTSUPP;
+	if (req.reserved)
+		return -EINVAL;
 
 	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
 	if (!entry)
@@ -171,11 +181,14 @@ static int vrnic_alloc_ucontext(struct ib_ucontext *ibuctx,
 	}
 	uctx->db_entry = &entry->rdma_entry;
 	uctx->page = page;
+	mutex_init(&uctx->dbrec_lock);
+	INIT_LIST_HEAD(&uctx->dbrec_pages);
 
 	resp.db_mmap_key = rdma_user_mmap_get_offset(uctx->db_entry);
 	resp.db_page_index = page;
 	resp.db_page_size = VRNIC_DB_PAGE_SIZE;
 	resp.spec_version = le32_to_cpu(vdev->attr.spec_version);
+	resp.comp_mask = 0;	/* no optional field yet */
 	ret = ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
 	if (ret) {
 		rdma_user_mmap_entry_remove(uctx->db_entry);
@@ -193,6 +206,9 @@ static void vrnic_dealloc_ucontext(struct ib_ucontext *ibuctx)
 	struct vrnic_ucontext *uctx =
 		container_of(ibuctx, struct vrnic_ucontext, ibucontext);
 
+	/* ib_core destroyed every object first: no record page is left. */
+	WARN_ON(!list_empty(&uctx->dbrec_pages));
+	mutex_destroy(&uctx->dbrec_lock);
 	rdma_user_mmap_entry_remove(uctx->db_entry);
 }
 
@@ -234,6 +250,19 @@ static void vrnic_mmap_free(struct rdma_user_mmap_entry *rentry)
 		dev_warn(&entry->vdev->pdev->dev,
 			 "releasing doorbell page %u: %d\n", entry->page, ret);
 	kfree(entry);
+}
+
+/*
+ * The device is going away (PCI remove, rmmod) while a process still holds
+ * this context.  ib_core has already zapped its only mapping, the doorbell
+ * page (rdma_user_mmap_io), and next destroys every object of the context
+ * through the usual verbs while the device is still there, then sends the
+ * process IB_EVENT_DEVICE_FATAL.  Nothing else points the process at the
+ * device: its rings and CQ buffers are its own memory.  Having the op lets
+ * ib_unregister_device return without waiting for the process to exit.
+ */
+static void vrnic_disassociate_ucontext(struct ib_ucontext *ibuctx)
+{
 }
 
 /* ------------------------------------------------------------- PDs --- */
@@ -498,6 +527,7 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	.destroy_qp = vrnic_destroy_qp,
 	.destroy_srq = vrnic_destroy_srq,
 	.detach_mcast = vrnic_detach_mcast,
+	.disassociate_ucontext = vrnic_disassociate_ucontext,
 	.get_dma_mr = vrnic_get_dma_mr,
 	.get_hw_stats = vrnic_get_hw_stats,
 	.get_link_layer = vrnic_get_link_layer,

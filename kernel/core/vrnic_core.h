@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * vrnic: the PCI function driver (vrnic.ko).  It owns the PCI device, the
+ * admin queue, the event queues and the Ethernet netdev, and creates the
+ * auxiliary device the RDMA driver (vrnic_ib.ko) binds to.
+ */
+#ifndef _VRNIC_CORE_H_
+#define _VRNIC_CORE_H_
+
+#include <linux/completion.h>
+#include <linux/interrupt.h>
+#include <linux/netdevice.h>
+#include <linux/pci.h>
+#include <linux/semaphore.h>
+#include <linux/spinlock.h>
+
+#include "vrnic_hw.h"
+#include "vrnic_aux.h"
+
+#define DRV_NAME		"vrnic"
+
+#define VRNIC_AQ_LOG_DEPTH	5
+#define VRNIC_AEQ_LOG_DEPTH	7
+#define VRNIC_CEQ_LOG_DEPTH	8
+#define VRNIC_ADMIN_TIMEOUT_MS	5000
+#define VRNIC_ETH_LOG_DEPTH	8
+
+struct vrnic_pf;
+
+/* Admin queue: commands in, phase-tagged completions out. */
+struct vrnic_aq_wait {
+	struct completion done;
+	u8 status;
+	u32 result;
+};
+
+struct vrnic_aq {
+	struct vrnic_admin_cmd *sq;
+	dma_addr_t sq_dma;
+	struct vrnic_admin_cqe *cq;
+	dma_addr_t cq_dma;
+	u32 depth;
+	u16 pi;			/* next command slot */
+	u16 ci;			/* next completion to look at */
+	spinlock_t lock;	/* protects pi, ci and the waits */
+	struct semaphore slots;	/* free submission slots */
+	struct vrnic_aq_wait *waits;
+	bool dead;		/* a command timed out: device unusable */
+};
+
+/* Event queue: the AEQ (eqn 0) or a completion EQ. */
+struct vrnic_eq {
+	struct vrnic_pf *pf;
+	struct vrnic_eqe *ring;
+	dma_addr_t dma;
+	u32 log_depth;
+	u16 ci;
+	u8 eqn;
+	u16 vector;
+	char name[32];
+};
+
+struct vrnic_eth_buf {
+	struct sk_buff *skb;
+	dma_addr_t dma;
+	u32 len;
+};
+
+struct vrnic_eth_ring {
+	struct vrnic_eth_desc *desc;
+	dma_addr_t dma;
+	struct vrnic_eth_buf *bufs;
+	u32 depth;
+	u16 pi;			/* next descriptor the driver posts */
+	u16 ci;			/* next descriptor the driver reaps */
+};
+
+struct vrnic_netdev_priv {
+	struct vrnic_pf *pf;
+	struct napi_struct napi;
+	struct vrnic_eth_ring tx;
+	struct vrnic_eth_ring rx;
+	u32 rx_buf_len;
+	bool rings_live;
+};
+
+/* One PCI function. */
+struct vrnic_pf {
+	struct pci_dev *pdev;
+	void __iomem *regs;
+	void __iomem *db;	/* doorbell page 0 */
+	resource_size_t db_bar_start;
+	struct net_device *netdev;
+	struct vrnic_aq aq;
+	struct vrnic_eq aeq;
+	struct vrnic_eq ceq[VRNIC_MAX_EQS];
+	unsigned int num_ceqs;	/* ceq[1..num_ceqs] */
+	unsigned int num_vectors;
+	struct vrnic_device_attr attr;
+	atomic_t test_irqs;
+	bool port_events;	/* the netdev may see port events */
+	struct vrnic_adev *adev;	/* the RDMA auxiliary device */
+	spinlock_t rdma_lock;	/* serializes (un)registering rdma */
+	struct vrnic_rdma_client __rcu *rdma;	/* bound RDMA driver */
+};
+
+static inline u32 vrnic_rd(struct vrnic_pf *pf, u32 reg)
+{
+	return readl(pf->regs + reg);
+}
+
+static inline void vrnic_wr(struct vrnic_pf *pf, u32 reg, u32 val)
+{
+	writel(val, pf->regs + reg);
+}
+
+static inline void vrnic_db(struct vrnic_pf *pf, u32 off, u32 val)
+{
+	writel(val, pf->db + off);
+}
+
+/* vrnic_admin.c */
+int vrnic_aq_init(struct vrnic_pf *pf);
+void vrnic_aq_free(struct vrnic_pf *pf);
+void vrnic_aq_poll(struct vrnic_pf *pf);
+
+/* vrnic_eq.c */
+int vrnic_aeq_alloc(struct vrnic_pf *pf);
+void vrnic_aeq_free(struct vrnic_pf *pf);
+int vrnic_eq_request_irqs(struct vrnic_pf *pf);
+void vrnic_eq_free_irqs(struct vrnic_pf *pf);
+int vrnic_ceqs_create(struct vrnic_pf *pf);
+void vrnic_ceqs_destroy(struct vrnic_pf *pf);
+void vrnic_eq_arm(struct vrnic_eq *eq);
+
+/* vrnic_eth.c */
+int vrnic_netdev_register(struct vrnic_pf *pf);
+void vrnic_netdev_unregister(struct vrnic_pf *pf);
+void vrnic_eth_event(struct vrnic_pf *pf, u8 type);
+void vrnic_eth_link_change(struct vrnic_pf *pf, bool up);
+
+/* vrnic_aux.c */
+int vrnic_aux_add(struct vrnic_pf *pf);
+void vrnic_aux_del(struct vrnic_pf *pf);
+void vrnic_rdma_async_event(struct vrnic_pf *pf, u8 type, u32 id);
+void vrnic_rdma_comp_event(struct vrnic_pf *pf, u32 cqn);
+
+#endif /* _VRNIC_CORE_H_ */

@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vrnic: PCI function driver for the vrnic RoCEv2 RDMA NIC (QEMU device
+ * "vrnic").  The RDMA part is vrnic_ib.ko, bound to an auxiliary device.
+ *
+ * Probe order: map the BARs, reset the device, take the MSI-X vectors,
+ * run the test-register self-test, bring up the admin queue and the async
+ * EQ, query the device, create the completion EQs, register the netdev
+ * and, on top of it, add the auxiliary device "vrnic.rdma.<n>" that
+ * vrnic_ib.ko registers the ib_device for.  Remove undoes it in reverse:
+ * the auxiliary device goes first, so the ib_device is gone before any of
+ * what it uses.
+ *
+ * vrnic_ib.ko is loaded by the auxiliary device's modalias
+ * (auxiliary:vrnic.rdma, MODULE_DEVICE_TABLE) as udev does for any device.
+ * It uses this module's symbols: it goes first on unload ("rmmod vrnic_ib
+ * vrnic", or "modprobe -r vrnic_ib", which takes vrnic along).
+ */
+#include <linux/delay.h>
+#include <linux/dma-mapping.h>
+#include <linux/module.h>
+#include <linux/rtnetlink.h>
+#include <linux/slab.h>
+
+#include "vrnic_core.h"
+#define CREATE_TRACE_POINTS
+#include "vrnic_trace.h"
+
+#define VRNIC_RESET_TIMEOUT_MS	1000
+#define VRNIC_TEST_TIMEOUT_MS	1000
+#define VRNIC_TEST_DMA_LEN	256
+
+static int vrnic_reset(struct vrnic_pf *pf)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(VRNIC_RESET_TIMEOUT_MS);
+
+	vrnic_wr(pf, VRNIC_REG_CTRL, VRNIC_CTRL_RESET);
+	while (!(vrnic_rd(pf, VRNIC_REG_STATUS) & VRNIC_STATUS_RESET_DONE)) {
+		if (time_after(jiffies, end))
+			return -ETIMEDOUT;
+		usleep_range(100, 200);
+	}
+	return 0;
+}
+
+static int vrnic_wait_test_dma(struct vrnic_pf *pf)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(VRNIC_TEST_TIMEOUT_MS);
+	u32 st;
+
+	while ((st = vrnic_rd(pf, VRNIC_REG_TEST_DMA_STATUS)) ==
+	       VRNIC_TEST_DMA_ST_BUSY) {
+		if (time_after(jiffies, end))
+			return -ETIMEDOUT;
+		usleep_range(50, 100);
+	}
+	return st == VRNIC_TEST_DMA_ST_DONE ? 0 : -EIO;
+}
+
+/* Exercise the test registers: scratch, every interrupt vector, DMA. */
+static int vrnic_self_test(struct vrnic_pf *pf)
+{
+	static const u32 patterns[] = { 0, 0xffffffff, 0xa5a55a5a, 0x12345678 };
+	struct device *dev = &pf->pdev->dev;
+	unsigned long end;
+	dma_addr_t dma;
+	unsigned int i;
+	u8 *buf;
+	int ret;
+
+	for (i = 0; i < ARRAY_SIZE(patterns); i++) {
+		vrnic_wr(pf, VRNIC_REG_SCRATCH, patterns[i]);
+		if (vrnic_rd(pf, VRNIC_REG_SCRATCH) != patterns[i]) {
+			dev_err(dev, "self-test: scratch register failed\n");
+			return -EIO;
+		}
+	}
+
+	for (i = 0; i < pf->num_vectors; i++) {
+		int before = atomic_read(&pf->test_irqs);
+
+		vrnic_wr(pf, VRNIC_REG_TEST_IRQ, i);
+		end = jiffies + msecs_to_jiffies(VRNIC_TEST_TIMEOUT_MS);
+		while (atomic_read(&pf->test_irqs) == before) {
+			if (time_after(jiffies, end)) {
+				dev_err(dev, "self-test: no interrupt on vector %u\n",
+					i);
+				return -EIO;
+			}
+			usleep_range(50, 100);
+		}
+	}
+
+	buf = dma_alloc_coherent(dev, VRNIC_TEST_DMA_LEN, &dma, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	vrnic_wr(pf, VRNIC_REG_TEST_DMA_ADDR_LO, lower_32_bits(dma));
+	vrnic_wr(pf, VRNIC_REG_TEST_DMA_ADDR_HI, upper_32_bits(dma));
+	vrnic_wr(pf, VRNIC_REG_TEST_DMA_LEN, VRNIC_TEST_DMA_LEN);
+	vrnic_wr(pf, VRNIC_REG_TEST_DMA_CTRL, VRNIC_TEST_DMA_FILL);
+	ret = vrnic_wait_test_dma(pf);
+	for (i = 0; !ret && i < VRNIC_TEST_DMA_LEN; i++)
+		if (buf[i] != (u8)(i ^ 0x5a))
+			ret = -EIO;
+	if (!ret) {
+		vrnic_wr(pf, VRNIC_REG_TEST_DMA_CTRL, VRNIC_TEST_DMA_INVERT);
+		ret = vrnic_wait_test_dma(pf);
+	}
+	for (i = 0; !ret && i < VRNIC_TEST_DMA_LEN; i++)
+		if (buf[i] != (u8)~(i ^ 0x5a))
+			ret = -EIO;
+	dma_free_coherent(dev, VRNIC_TEST_DMA_LEN, buf, dma);
+	if (ret) {
+		dev_err(dev, "self-test: test DMA failed: %d\n", ret);
+		return ret;
+	}
+	dev_info(dev, "self-test passed: scratch, %u interrupt vectors, DMA\n",
+		 pf->num_vectors);
+	return 0;
+}
+
+static int vrnic_enable(struct vrnic_pf *pf)
+{
+	u32 status;
+
+	vrnic_wr(pf, VRNIC_REG_CTRL, VRNIC_CTRL_ENABLE);
+	status = vrnic_rd(pf, VRNIC_REG_STATUS);
+	if (!(status & VRNIC_STATUS_READY)) {
+		dev_err(&pf->pdev->dev, "device not ready: status 0x%x error %u\n",
+			status, vrnic_rd(pf, VRNIC_REG_ERROR));
+		return -EIO;
+	}
+	vrnic_eq_arm(&pf->aeq);
+	return 0;
+}
+
+static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct vrnic_pf *pf;
+	u32 version;
+	int nvec;
+	int ret;
+
+	ret = pci_enable_device_mem(pdev);
+	if (ret)
+		return ret;
+	ret = pci_request_mem_regions(pdev, DRV_NAME);
+	if (ret)
+		goto err_disable;
+	pci_set_master(pdev);
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (ret)
+		goto err_regions;
+
+	pf = kzalloc(sizeof(*pf), GFP_KERNEL);
+	if (!pf) {
+		ret = -ENOMEM;
+		goto err_regions;
+	}
+	pf->pdev = pdev;
+	pci_set_drvdata(pdev, pf);
+	spin_lock_init(&pf->rdma_lock);
+	atomic_set(&pf->test_irqs, 0);
+
+	pf->regs = pci_iomap(pdev, VRNIC_REG_BAR, VRNIC_REG_BAR_SIZE);
+	pf->db = pci_iomap(pdev, VRNIC_DB_BAR, VRNIC_DB_PAGE_SIZE);
+	if (!pf->regs || !pf->db) {
+		ret = -ENOMEM;
+		goto err_iomap;
+	}
+	pf->db_bar_start = pci_resource_start(pdev, VRNIC_DB_BAR);
+	BUILD_BUG_ON(VRNIC_DB_PAGE_SIZE != PAGE_SIZE);
+
+	version = vrnic_rd(pf, VRNIC_REG_VERSION);
+	if (version >> 16 != VRNIC_SPEC_VERSION_MAJOR) {
+		dev_err(&pdev->dev, "unsupported device spec version %u.%u\n",
+			version >> 16, version & 0xffff);
+		ret = -ENODEV;
+		goto err_iomap;
+	}
+	ret = vrnic_reset(pf);
+	if (ret) {
+		dev_err(&pdev->dev, "device reset timed out\n");
+		goto err_iomap;
+	}
+
+	nvec = pci_alloc_irq_vectors(pdev, 2,
+				     min_t(u32, vrnic_rd(pf, VRNIC_REG_NUM_MSIX),
+					   num_online_cpus() + 1),
+				     PCI_IRQ_MSIX);
+	if (nvec < 0) {
+		ret = nvec;
+		goto err_iomap;
+	}
+	pf->num_vectors = nvec;
+	pf->num_ceqs = nvec - 1;
+	ret = vrnic_eq_request_irqs(pf);
+	if (ret)
+		goto err_vectors;
+
+	ret = vrnic_self_test(pf);
+	if (ret)
+		goto err_irqs;
+
+	ret = vrnic_aq_init(pf);
+	if (ret)
+		goto err_irqs;
+	ret = vrnic_aeq_alloc(pf);
+	if (ret)
+		goto err_aq;
+	ret = vrnic_enable(pf);
+	if (ret)
+		goto err_aeq;
+	ret = vrnic_pf_admin_query(pf, VRNIC_ADMIN_QUERY_DEVICE, &pf->attr,
+				   sizeof(pf->attr));
+	if (ret)
+		goto err_enable;
+	ret = vrnic_ceqs_create(pf);
+	if (ret)
+		goto err_enable;
+	ret = vrnic_netdev_register(pf);
+	if (ret)
+		goto err_ceqs;
+	WRITE_ONCE(pf->port_events, true);
+	ret = vrnic_aux_add(pf);
+	if (ret)
+		goto err_netdev;
+
+	dev_info(&pdev->dev, "%s and %s ready, spec %u.%u, %u vectors\n",
+		 netdev_name(pf->netdev), dev_name(&pf->adev->adev.dev),
+		 version >> 16, version & 0xffff, nvec);
+	return 0;
+
+err_netdev:
+	WRITE_ONCE(pf->port_events, false);
+	synchronize_irq(pci_irq_vector(pdev, VRNIC_AEQ_VECTOR));
+	vrnic_netdev_unregister(pf);
+err_ceqs:
+	vrnic_ceqs_destroy(pf);
+err_enable:
+	vrnic_reset(pf);
+err_aeq:
+	vrnic_aeq_free(pf);
+err_aq:
+	vrnic_aq_free(pf);
+err_irqs:
+	vrnic_eq_free_irqs(pf);
+err_vectors:
+	pci_free_irq_vectors(pdev);
+err_iomap:
+	if (pf->db)
+		pci_iounmap(pdev, pf->db);
+	if (pf->regs)
+		pci_iounmap(pdev, pf->regs);
+	kfree(pf);
+err_regions:
+	pci_release_mem_regions(pdev);
+err_disable:
+	pci_disable_device(pdev);
+	return ret;
+}
+
+static void vrnic_remove(struct pci_dev *pdev)
+{
+	struct vrnic_pf *pf = pci_get_drvdata(pdev);
+
+	/* The RDMA driver unbinds first: the ib_device uses all below. */
+	vrnic_aux_del(pf);
+	/* No port event may reach the netdev past this point. */
+	WRITE_ONCE(pf->port_events, false);
+	synchronize_irq(pci_irq_vector(pdev, VRNIC_AEQ_VECTOR));
+	vrnic_netdev_unregister(pf);
+	vrnic_ceqs_destroy(pf);
+	/* Reset stops all DMA before the rings are freed. */
+	vrnic_reset(pf);
+	vrnic_eq_free_irqs(pf);
+	vrnic_aeq_free(pf);
+	vrnic_aq_free(pf);
+	pci_free_irq_vectors(pdev);
+	pci_iounmap(pdev, pf->db);
+	pci_iounmap(pdev, pf->regs);
+	kfree(pf);
+	pci_release_mem_regions(pdev);
+	pci_disable_device(pdev);
+}
+
+/*
+ * Reboot, power-off or kexec: the next kernel (or firmware) owns the memory
+ * the device's rings and queues live in, so the device must stop DMA and
+ * interrupts now.  The netdev stops transmitting, the reset quiesces the
+ * device, later admin commands fail at once, and bus mastering goes off.
+ * Nothing is freed: the system is going down.
+ */
+static void vrnic_shutdown(struct pci_dev *pdev)
+{
+	struct vrnic_pf *pf = pci_get_drvdata(pdev);
+
+	if (!pf)
+		return;
+	rtnl_lock();
+	netif_device_detach(pf->netdev);
+	rtnl_unlock();
+	spin_lock_irq(&pf->aq.lock);
+	pf->aq.dead = true;
+	spin_unlock_irq(&pf->aq.lock);
+	if (vrnic_reset(pf))
+		dev_warn(&pdev->dev, "shutdown: device reset timed out\n");
+	pci_clear_master(pdev);
+}
+
+static const struct pci_device_id vrnic_pci_ids[] = {
+	{ PCI_DEVICE(VRNIC_PCI_VENDOR_ID, VRNIC_PCI_DEVICE_ID) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, vrnic_pci_ids);
+
+static struct pci_driver vrnic_pci_driver = {
+	.name = DRV_NAME,
+	.id_table = vrnic_pci_ids,
+	.probe = vrnic_probe,
+	.remove = vrnic_remove,
+	.shutdown = vrnic_shutdown,
+};
+module_pci_driver(vrnic_pci_driver);
+
+MODULE_AUTHOR("vrnic developers");
+MODULE_DESCRIPTION("vrnic RoCEv2 NIC PCI function driver");
+MODULE_LICENSE("Dual BSD/GPL");

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vrnic_ib: the RDMA driver of the vrnic RoCEv2 NIC, an auxiliary driver.
+ *
+ * The PCI function driver (vrnic.ko) creates the auxiliary device
+ * "vrnic.rdma.<n>" once its netdev is registered and deletes it first on
+ * remove.  Probe registers for the function's RDMA events, then the
+ * ib_device; remove unregisters the ib_device (its clients still get
+ * completions while they drain), then the events.
+ */
+#include <linux/auxiliary_bus.h>
+#include <linux/module.h>
+
+#include "vrnic.h"
+#define CREATE_TRACE_POINTS
+#include "vrnic_ib_trace.h"
+
+static struct vrnic_dev *to_vdev_client(struct vrnic_rdma_client *client)
+{
+	return container_of(client, struct vrnic_dev, client);
+}
+
+static void vrnic_ib_async_event(struct vrnic_rdma_client *client, u8 type,
+				 u32 id)
+{
+	struct vrnic_dev *vdev = to_vdev_client(client);
+
+	switch (type) {
+	case VRNIC_EQE_PORT_UP:
+	case VRNIC_EQE_PORT_DOWN:
+		if (READ_ONCE(vdev->port_events))
+			vrnic_ib_port_event(vdev, type == VRNIC_EQE_PORT_UP);
+		break;
+	case VRNIC_EQE_CQ_ERROR:
+		vrnic_cq_event(vdev, id, true);
+		break;
+	case VRNIC_EQE_QP_FATAL:
+		vrnic_qp_event(vdev, id, IB_EVENT_QP_FATAL);
+		break;
+	case VRNIC_EQE_QP_LAST_WQE:
+		vrnic_qp_event(vdev, id, IB_EVENT_QP_LAST_WQE_REACHED);
+		break;
+	case VRNIC_EQE_SRQ_LIMIT:
+		vrnic_srq_event(vdev, id);
+		break;
+	default:	/* FATAL: the function driver logs it */
+		break;
+	}
+}
+
+static void vrnic_ib_comp_event(struct vrnic_rdma_client *client, u32 cqn)
+{
+	vrnic_cq_event(to_vdev_client(client), cqn, false);
+}
+
+static const struct vrnic_rdma_ops vrnic_ib_rdma_ops = {
+	.async_event = vrnic_ib_async_event,
+	.comp_event = vrnic_ib_comp_event,
+};
+
+static int vrnic_ib_probe(struct auxiliary_device *adev,
+			  const struct auxiliary_device_id *id)
+{
+	struct vrnic_adev *vadev = to_vrnic_adev(adev);
+	struct vrnic_dev *vdev;
+	int ret;
+
+	vdev = ib_alloc_device(vrnic_dev, ibdev);
+	if (!vdev)
+		return -ENOMEM;
+	vdev->pf = vadev->pf;
+	vdev->pdev = vadev->pdev;
+	vdev->db = vadev->db;
+	vdev->db_bar_start = vadev->db_bar_start;
+	vdev->netdev = vadev->netdev;
+	vdev->num_ceqs = vadev->num_ceqs;
+	vdev->attr = *vadev->attr;
+	vdev->client.ops = &vrnic_ib_rdma_ops;
+	xa_init_flags(&vdev->cq_xa, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&vdev->qp_xa, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&vdev->srq_xa, XA_FLAGS_LOCK_IRQ);
+
+	ret = vrnic_pf_register_rdma(vdev->pf, &vdev->client);
+	if (ret)
+		goto err_dealloc;
+	ret = vrnic_ib_register(vdev);
+	if (ret)
+		goto err_client;
+	WRITE_ONCE(vdev->port_events, true);
+	auxiliary_set_drvdata(adev, vdev);
+	dev_info(&adev->dev, "%s ready on %s\n", dev_name(&vdev->ibdev.dev),
+		 netdev_name(vdev->netdev));
+	return 0;
+
+err_client:
+	vrnic_pf_unregister_rdma(vdev->pf);
+err_dealloc:
+	ib_dealloc_device(&vdev->ibdev);
+	return ret;
+}
+
+static void vrnic_ib_remove(struct auxiliary_device *adev)
+{
+	struct vrnic_dev *vdev = auxiliary_get_drvdata(adev);
+
+	/* Port events stop first; the handlers run under RCU. */
+	WRITE_ONCE(vdev->port_events, false);
+	synchronize_rcu();
+	vrnic_ib_unregister(vdev);
+	vrnic_pf_unregister_rdma(vdev->pf);
+	WARN_ON(!xa_empty(&vdev->cq_xa) || !xa_empty(&vdev->qp_xa) ||
+		!xa_empty(&vdev->srq_xa));
+	ib_dealloc_device(&vdev->ibdev);
+}
+
+static const struct auxiliary_device_id vrnic_ib_id_table[] = {
+	{ .name = "vrnic." VRNIC_AUX_RDMA },
+	{ }
+};
+MODULE_DEVICE_TABLE(auxiliary, vrnic_ib_id_table);
+
+static struct auxiliary_driver vrnic_ib_driver = {
+	.name = "rdma",
+	.probe = vrnic_ib_probe,
+	.remove = vrnic_ib_remove,
+	.id_table = vrnic_ib_id_table,
+};
+module_auxiliary_driver(vrnic_ib_driver);
+
+MODULE_IMPORT_NS(VRNIC);
+MODULE_AUTHOR("vrnic developers");
+MODULE_DESCRIPTION("vrnic RoCEv2 NIC RDMA driver (auxiliary)");
+MODULE_LICENSE("Dual BSD/GPL");

@@ -1,0 +1,1242 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Verbs conformance of the provider and the driver at the edges middleware
+ * reaches (issue 15, review B.9, B.10, B.15, C.3-C.5, C.7-C.9), from one
+ * guest process over loopback QPs on vrnic0.  Each test runs in a child
+ * process, so that a crash (a write through NULL, a memcpy overrun) is one
+ * failed result and not the end of the run.
+ *
+ *   vrnic_conformance [GID_INDEX]
+ *
+ * Output is TAP (kselftest).
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
+#include <linux/netlink.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
+
+#include "vrnic-abi.h"
+
+#include "kselftest.h"
+
+#define BUF		(64 * 1024)
+#define MSG		64
+#define GRH		40
+#define QKEY		0x11111111u
+#define WAIT_S		20
+#define CHILD_S		300
+
+/* rdma_netlink.h of Linux 6.12 (the build host's may be older). */
+#define VT_NL_TYPE(client, op)			(((client) << 10) + (op))
+#define VT_RDMA_NL_NLDEV			5
+#define VT_RDMA_NLDEV_CMD_SYS_SET		7
+#define VT_RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE	96
+
+struct env {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	union ibv_gid gid;
+	int gid_index;
+};
+
+static int gid_index = 1;
+
+#define FAIL(...) do { ksft_print_msg(__VA_ARGS__); return 0; } while (0)
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int env_open(struct env *e)
+{
+	struct ibv_device **list;
+	int i;
+
+	memset(e, 0, sizeof(*e));
+	e->gid_index = gid_index;
+	list = ibv_get_device_list(NULL);
+	for (i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), "vrnic0"))
+			e->ctx = ibv_open_device(list[i]);
+	if (list)
+		ibv_free_device_list(list);
+	if (!e->ctx)
+		FAIL("cannot open vrnic0: %s\n", strerror(errno));
+	e->buf = calloc(1, BUF);
+	e->pd = ibv_alloc_pd(e->ctx);
+	if (!e->buf || !e->pd || ibv_query_gid(e->ctx, 1, e->gid_index, &e->gid))
+		FAIL("setup: %s\n", strerror(errno));
+	e->mr = ibv_reg_mr(e->pd, e->buf, BUF, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			   IBV_ACCESS_REMOTE_ATOMIC);
+	if (!e->mr)
+		FAIL("reg_mr: %s\n", strerror(errno));
+	return 1;
+}
+
+/* INIT -> RTR -> RTS; dest is the peer QPN (ignored for UD). */
+static int to_rts(struct env *e, struct ibv_qp *qp, uint32_t dest)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	if (qp->qp_type == IBV_QPT_UD) {
+		a.qkey = QKEY;
+		if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				  IBV_QP_PORT | IBV_QP_QKEY))
+			return -1;
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTR;
+		if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+			return -1;
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTS;
+		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	}
+	a.qp_access_flags = qp->qp_type == IBV_QPT_UC ? IBV_ACCESS_REMOTE_WRITE :
+			    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			    IBV_ACCESS_REMOTE_ATOMIC;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = e->gid;
+	a.ah_attr.grh.sgid_index = e->gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(qp, &a, qp->qp_type == IBV_QPT_UC ?
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN :
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	if (qp->qp_type == IBV_QPT_XRC_RECV)	/* no retry attributes */
+		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+				     IBV_QP_TIMEOUT);
+	a.retry_cnt = 3;
+	a.rnr_retry = 3;
+	a.max_rd_atomic = 1;
+	return ibv_modify_qp(qp, &a, qp->qp_type == IBV_QPT_UC ?
+			     IBV_QP_STATE | IBV_QP_SQ_PSN :
+			     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			     IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static struct ibv_qp *make_qp(struct env *e, enum ibv_qp_type type,
+			      struct ibv_cq *scq, struct ibv_cq *rcq,
+			      uint32_t depth, uint32_t inline_len)
+{
+	struct ibv_qp_init_attr ia;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = type;
+	ia.send_cq = scq;
+	ia.recv_cq = rcq;
+	ia.cap.max_send_wr = depth;
+	ia.cap.max_recv_wr = depth;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = inline_len;
+	ia.sq_sig_all = 1;
+	return ibv_create_qp(e->pd, &ia);
+}
+
+/* Poll cq until n completions arrived (all successful) or WAIT_S passed. */
+static int poll_n(struct ibv_cq *cq, int n)
+{
+	double end = now() + WAIT_S;
+	struct ibv_wc wc[16];
+	int got = 0, i, k;
+
+	while (got < n && now() < end) {
+		k = ibv_poll_cq(cq, 16, wc);
+		if (k < 0)
+			FAIL("poll_cq: %d\n", k);
+		for (i = 0; i < k; i++)
+			if (wc[i].status != IBV_WC_SUCCESS)
+				FAIL("completion %d: %s\n", got + i,
+				     ibv_wc_status_str(wc[i].status));
+		got += k;
+		if (!k)
+			usleep(1000);
+	}
+	if (got != n)
+		FAIL("%d of %d completions\n", got, n);
+	return 1;
+}
+
+/* ------------------------------------------------------- CQ depth --- */
+
+/*
+ * A CQ holds at least what was asked for, and ibv_create_cq reports its
+ * true depth (review B.15, C.4: 256 gave 255).  Then a CQ is filled to its
+ * reported depth by a UD QP sending to itself, unpolled: every completion
+ * must be there, and none in error.
+ */
+static int cq_depth(struct env *e)
+{
+	static const int asks[] = { 1, 2, 3, 255, 256, 257, 1000, 4096 };
+	struct ibv_qp *qp = NULL;
+	struct ibv_cq *cq, *rcq;
+	struct ibv_ah *ah;
+	unsigned int i;
+	int n;
+
+	for (i = 0; i < ARRAY_SIZE(asks); i++) {
+		cq = ibv_create_cq(e->ctx, asks[i], NULL, NULL, 0);
+		if (!cq)
+			FAIL("create_cq(%d): %s\n", asks[i], strerror(errno));
+		n = cq->cqe;
+		ibv_destroy_cq(cq);
+		if (n < asks[i])
+			FAIL("create_cq(%d) reports %d entries\n", asks[i], n);
+	}
+
+	cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
+	rcq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
+	if (!cq || !rcq)
+		FAIL("create_cq: %s\n", strerror(errno));
+	n = cq->cqe;
+	qp = make_qp(e, IBV_QPT_UD, cq, rcq, n, 0);
+	if (!qp || to_rts(e, qp, 0))
+		FAIL("UD QP: %s\n", strerror(errno));
+	{
+		struct ibv_ah_attr aa = {
+			.is_global = 1, .port_num = 1,
+			.grh = { .dgid = e->gid, .sgid_index = e->gid_index,
+				 .hop_limit = 64 },
+		};
+
+		ah = ibv_create_ah(e->pd, &aa);
+		if (!ah)
+			FAIL("create_ah: %s\n", strerror(errno));
+	}
+	for (i = 0; i < (unsigned int)n; i++) {
+		struct ibv_sge rs = {
+			.addr = (uintptr_t)e->buf + 4096 + i * (GRH + MSG),
+			.length = GRH + MSG, .lkey = e->mr->lkey,
+		};
+		struct ibv_recv_wr rwr = { .wr_id = i, .sg_list = &rs,
+					   .num_sge = 1 }, *rbad;
+		struct ibv_sge ss = { .addr = (uintptr_t)e->buf, .length = MSG,
+				      .lkey = e->mr->lkey };
+		struct ibv_send_wr swr = {
+			.wr_id = i, .sg_list = &ss, .num_sge = 1,
+			.opcode = IBV_WR_SEND,
+			.wr.ud = { .ah = ah, .remote_qpn = qp->qp_num,
+				   .remote_qkey = QKEY },
+		}, *sbad;
+
+		if (ibv_post_recv(qp, &rwr, &rbad))
+			FAIL("post_recv %u\n", i);
+		if (ibv_post_send(qp, &swr, &sbad))
+			FAIL("post_send %u\n", i);
+	}
+	/* All receives done means all sends completed into the unpolled CQ. */
+	if (!poll_n(rcq, n))
+		FAIL("receives of a CQ filled to its reported depth %d\n", n);
+	if (!poll_n(cq, n))
+		FAIL("a CQ of reported depth %d did not hold %d completions\n",
+		     n, n);
+	ibv_destroy_qp(qp);
+	ibv_destroy_ah(ah);
+	ibv_destroy_cq(cq);
+	ibv_destroy_cq(rcq);
+	return 1;
+}
+
+/* ------------------------------------------------------- SRQ SGEs --- */
+
+/*
+ * ibv_create_srq reports the SGE limit the kernel gave it (review C.3:
+ * asking for 2 was told 3, then a post of 3 SGEs failed; asking for 0
+ * failed every post).  A receive with exactly the reported number of SGEs
+ * is accepted, one more is refused with EINVAL and *bad_wr set.
+ */
+static int srq_sge(struct env *e)
+{
+	static const uint32_t asks[] = { 0, 1, 2, 5 };
+	struct ibv_sge sge[64];
+	unsigned int i;
+	uint32_t k;
+
+	for (k = 0; k < 64; k++) {
+		sge[k].addr = (uintptr_t)e->buf + k * 64;
+		sge[k].length = 64;
+		sge[k].lkey = e->mr->lkey;
+	}
+	for (i = 0; i < ARRAY_SIZE(asks); i++) {
+		struct ibv_srq_init_attr ia = {
+			.attr = { .max_wr = 8, .max_sge = asks[i] },
+		};
+		struct ibv_recv_wr wr = { .wr_id = 1, .sg_list = sge }, *bad = NULL;
+		struct ibv_srq_attr qa;
+		struct ibv_srq *srq;
+		int ret;
+
+		srq = ibv_create_srq(e->pd, &ia);
+		if (!srq)
+			FAIL("create_srq(max_sge %u): %s\n", asks[i],
+			     strerror(errno));
+		if (ia.attr.max_sge < asks[i] || ia.attr.max_sge < 1 ||
+		    ia.attr.max_sge > 64)
+			FAIL("create_srq(max_sge %u) reports %u\n", asks[i],
+			     ia.attr.max_sge);
+		if (ibv_query_srq(srq, &qa) || qa.max_sge != ia.attr.max_sge)
+			FAIL("query_srq: max_sge %u, create said %u\n",
+			     qa.max_sge, ia.attr.max_sge);
+		wr.num_sge = ia.attr.max_sge;
+		ret = ibv_post_srq_recv(srq, &wr, &bad);
+		if (ret)
+			FAIL("max_sge %u (asked %u): a receive of %u SGEs: %s\n",
+			     ia.attr.max_sge, asks[i], ia.attr.max_sge,
+			     strerror(ret));
+		wr.num_sge = ia.attr.max_sge + 1;
+		ret = ibv_post_srq_recv(srq, &wr, &bad);
+		if (ret != EINVAL || bad != &wr)
+			FAIL("max_sge %u: a receive of %u SGEs: %d, bad_wr %s\n",
+			     ia.attr.max_sge, wr.num_sge, ret,
+			     bad == &wr ? "set" : "not set");
+		ibv_destroy_srq(srq);
+	}
+	return 1;
+}
+
+/* -------------------------------------------- opcodes per QP type --- */
+
+static int send_wr(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad = NULL;
+	int ret = ibv_post_send(qp, wr, &bad);
+
+	if (ret && bad != wr) {
+		ksft_print_msg("post_send %d: *bad_wr not the refused WR\n", ret);
+		return -1;
+	}
+	return ret;
+}
+
+/* One SEND from a to b, received and completed on both sides. */
+static int moves(struct env *e, struct ibv_qp *a, struct ibv_qp *b,
+		 struct ibv_cq *cq)
+{
+	struct ibv_sge rs = { .addr = (uintptr_t)e->buf + 8192, .length = MSG,
+			      .lkey = e->mr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 7, .sg_list = &rs, .num_sge = 1 },
+			   *rbad;
+	struct ibv_sge ss = { .addr = (uintptr_t)e->buf, .length = MSG,
+			      .lkey = e->mr->lkey };
+	struct ibv_send_wr swr = { .wr_id = 8, .sg_list = &ss, .num_sge = 1,
+				   .opcode = IBV_WR_SEND };
+
+	if (ibv_post_recv(b, &rwr, &rbad) || send_wr(a, &swr))
+		FAIL("a SEND: post failed\n");
+	return poll_n(cq, 2);
+}
+
+static int refused(struct ibv_qp *qp, const char *what,
+		   enum ibv_wr_opcode op, unsigned int flags, uint64_t raddr,
+		   uint32_t rkey, uint64_t laddr, uint32_t lkey)
+{
+	struct ibv_sge sge = { .addr = laddr, .length = 8, .lkey = lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 0xbad, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = flags,
+	};
+	int ret;
+
+	if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = rkey;
+	} else {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
+	ret = send_wr(qp, &wr);
+	if (ret != EINVAL)
+		FAIL("%s: post_send returned %d, not EINVAL\n", what, ret);
+	return 1;
+}
+
+/*
+ * Review C.5: operations a QP type cannot carry, and IBV_SEND_INLINE on
+ * anything but SEND and RDMA WRITE, were accepted at post time; the device
+ * then failed the WQE and the QP went to ERR.  IBA and rxe refuse them
+ * with EINVAL and *bad_wr set.  Afterwards both QPs still move a SEND.
+ * A chain stops at its first bad WR: the good one before it is posted.
+ */
+static int opcodes(struct env *e)
+{
+	uint64_t la = (uintptr_t)e->buf + 1024, ra = (uintptr_t)e->buf + 2048;
+	uint32_t lk = e->mr->lkey, rk = e->mr->rkey;
+	struct ibv_qp *rc[2], *uc[2];
+	struct ibv_cq *cq;
+	int ok = 1;
+
+	cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
+	if (!cq)
+		FAIL("create_cq: %s\n", strerror(errno));
+	rc[0] = make_qp(e, IBV_QPT_RC, cq, cq, 8, 64);
+	rc[1] = make_qp(e, IBV_QPT_RC, cq, cq, 8, 64);
+	uc[0] = make_qp(e, IBV_QPT_UC, cq, cq, 8, 64);
+	uc[1] = make_qp(e, IBV_QPT_UC, cq, cq, 8, 64);
+	if (!rc[0] || !rc[1] || !uc[0] || !uc[1] ||
+	    to_rts(e, rc[0], rc[1]->qp_num) || to_rts(e, rc[1], rc[0]->qp_num) ||
+	    to_rts(e, uc[0], uc[1]->qp_num) || to_rts(e, uc[1], uc[0]->qp_num))
+		FAIL("QPs: %s\n", strerror(errno));
+
+	ok &= refused(uc[0], "uc READ", IBV_WR_RDMA_READ, 0, ra, rk, la, lk);
+	ok &= refused(uc[0], "uc CMP_SWP", IBV_WR_ATOMIC_CMP_AND_SWP, 0, ra,
+		      rk, la, lk);
+	ok &= refused(uc[0], "uc FETCH_ADD", IBV_WR_ATOMIC_FETCH_AND_ADD, 0,
+		      ra, rk, la, lk);
+	ok &= refused(uc[0], "uc SEND_WITH_INV", IBV_WR_SEND_WITH_INV, 0, 0, 0,
+		      la, lk);
+	ok &= refused(rc[0], "rc READ|INLINE", IBV_WR_RDMA_READ,
+		      IBV_SEND_INLINE, ra, rk, la, lk);
+	ok &= refused(rc[0], "rc CMP_SWP|INLINE", IBV_WR_ATOMIC_CMP_AND_SWP,
+		      IBV_SEND_INLINE, ra, rk, la, lk);
+	ok &= refused(rc[0], "rc FETCH_ADD|INLINE",
+		      IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_SEND_INLINE, ra, rk,
+		      la, lk);
+	ok &= refused(rc[0], "rc LOCAL_INV|INLINE", IBV_WR_LOCAL_INV,
+		      IBV_SEND_INLINE, 0, 0, la, lk);
+	ok &= refused(rc[0], "rc SEND|IP_CSUM", IBV_WR_SEND, IBV_SEND_IP_CSUM,
+		      0, 0, la, lk);
+	ok &= refused(rc[0], "rc opcode 0x7f", (enum ibv_wr_opcode)0x7f, 0, 0,
+		      0, la, lk);
+	if (!ok)
+		return 0;
+	{
+		/* A good SEND, then a READ: the SEND goes, the READ is bad. */
+		struct ibv_sge rs = { .addr = (uintptr_t)e->buf + 8192,
+				      .length = MSG, .lkey = lk };
+		struct ibv_recv_wr rwr = { .wr_id = 9, .sg_list = &rs,
+					   .num_sge = 1 }, *rbad;
+		struct ibv_sge s1 = { .addr = (uintptr_t)e->buf, .length = MSG,
+				      .lkey = lk };
+		struct ibv_sge s2 = { .addr = la, .length = 8, .lkey = lk };
+		struct ibv_send_wr w2 = { .wr_id = 11, .sg_list = &s2,
+					  .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_READ,
+					  .wr.rdma = { ra, rk } };
+		struct ibv_send_wr w1 = { .wr_id = 10, .sg_list = &s1,
+					  .num_sge = 1, .opcode = IBV_WR_SEND,
+					  .next = &w2 }, *bad = NULL;
+		int ret;
+
+		if (ibv_post_recv(uc[1], &rwr, &rbad))
+			FAIL("post_recv\n");
+		ret = ibv_post_send(uc[0], &w1, &bad);
+		if (ret != EINVAL || bad != &w2)
+			FAIL("uc chain SEND, READ: %d, bad_wr %s\n", ret,
+			     bad == &w2 ? "the READ" :
+			     bad == &w1 ? "the SEND" : "other");
+		if (!poll_n(cq, 2))
+			FAIL("uc chain: the SEND before the bad WR did not move\n");
+	}
+	if (!moves(e, rc[0], rc[1], cq) || !moves(e, uc[0], uc[1], cq))
+		FAIL("a QP that refused WRs no longer moves a SEND\n");
+	ibv_destroy_qp(rc[0]);
+	ibv_destroy_qp(rc[1]);
+	ibv_destroy_qp(uc[0]);
+	ibv_destroy_qp(uc[1]);
+	ibv_destroy_cq(cq);
+	return 1;
+}
+
+/* The same through ibv_wr_*: at create time and at wr_complete. */
+static int opcodes_ex(struct env *e)
+{
+	struct ibv_qp_init_attr_ex ia = {
+		.qp_type = IBV_QPT_UC,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1,
+			 .max_recv_sge = 1, .max_inline_data = 64 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = e->pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND |
+				  IBV_QP_EX_WITH_RDMA_READ,
+	};
+	struct ibv_qp_ex *qx;
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	int ret;
+
+	cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
+	if (!cq)
+		FAIL("create_cq: %s\n", strerror(errno));
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	qp = ibv_create_qp_ex(e->ctx, &ia);
+	if (qp)
+		FAIL("a UC QP with IBV_QP_EX_WITH_RDMA_READ was created\n");
+	if (errno != EOPNOTSUPP && errno != EINVAL)
+		FAIL("UC QP with READ: errno %d\n", errno);
+
+	ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
+	qp = ibv_create_qp_ex(e->ctx, &ia);
+	if (!qp || to_rts(e, qp, qp->qp_num))
+		FAIL("UC QP ex: %s\n", strerror(errno));
+	qx = ibv_qp_to_qp_ex(qp);
+	/* READ on UC: not an operation of the type. */
+	ibv_wr_start(qx);
+	qx->wr_id = 1;
+	qx->wr_flags = 0;
+	ibv_wr_rdma_read(qx, e->mr->rkey, (uintptr_t)e->buf);
+	ibv_wr_set_sge(qx, e->mr->lkey, (uintptr_t)e->buf + 64, 8);
+	ret = ibv_wr_complete(qx);
+	if (ret != EINVAL)
+		FAIL("ibv_wr_rdma_read on UC: wr_complete %d\n", ret);
+	/* Inline data on a READ: refused (on RC, where READ is valid). */
+	ibv_destroy_qp(qp);
+	ia.qp_type = IBV_QPT_RC;
+	ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_READ;
+	qp = ibv_create_qp_ex(e->ctx, &ia);
+	if (!qp || to_rts(e, qp, qp->qp_num))
+		FAIL("RC QP ex: %s\n", strerror(errno));
+	qx = ibv_qp_to_qp_ex(qp);
+	ibv_wr_start(qx);
+	qx->wr_id = 2;
+	qx->wr_flags = 0;
+	ibv_wr_rdma_read(qx, e->mr->rkey, (uintptr_t)e->buf);
+	ibv_wr_set_inline_data(qx, e->buf + 64, 8);
+	ret = ibv_wr_complete(qx);
+	if (ret != EINVAL)
+		FAIL("ibv_wr_set_inline_data on a READ: wr_complete %d\n", ret);
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+	return 1;
+}
+
+/* --------------------------------------------- XRC receive QPs --- */
+
+/*
+ * Review C.8: ibv_post_send on an XRC receive QP, or on an ibv_open_qp
+ * handle of one, wrote through NULL (it has no send queue in the
+ * process).  Both post_send and post_recv return EINVAL with *bad_wr set,
+ * in RTS too; so does post_recv on an XRC send QP (no receive queue).
+ */
+static int xrc_recv_post(struct env *e)
+{
+	struct ibv_xrcd_init_attr xa = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1, .oflags = O_CREAT,
+	};
+	struct ibv_sge sge = { .addr = (uintptr_t)e->buf, .length = MSG,
+			       .lkey = e->mr->lkey };
+	struct ibv_send_wr swr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				   .opcode = IBV_WR_SEND }, *sbad;
+	struct ibv_recv_wr rwr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1 },
+			   *rbad;
+	struct ibv_qp *tgt, *handle, *ini, *qps[2];
+	struct ibv_qp_init_attr_ex ia;
+	struct ibv_qp_open_attr oa;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qia;
+	struct ibv_xrcd *xrcd;
+	struct ibv_cq *cq;
+	int i, ret;
+
+	cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
+	xrcd = ibv_open_xrcd(e->ctx, &xa);
+	if (!cq || !xrcd)
+		FAIL("cq/xrcd: %s\n", strerror(errno));
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_XRC_RECV;
+	ia.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+	ia.xrcd = xrcd;
+	tgt = ibv_create_qp_ex(e->ctx, &ia);
+	if (!tgt || to_rts(e, tgt, tgt->qp_num))
+		FAIL("XRC receive QP to RTS: %s\n", strerror(errno));
+	memset(&oa, 0, sizeof(oa));
+	oa.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+		       IBV_QP_OPEN_ATTR_TYPE;
+	oa.qp_num = tgt->qp_num;
+	oa.xrcd = xrcd;
+	oa.qp_type = IBV_QPT_XRC_RECV;
+	handle = ibv_open_qp(e->ctx, &oa);
+	/* Learn the state through the handle: it is RTS. */
+	if (!handle || ibv_query_qp(handle, &qa, IBV_QP_STATE, &qia) ||
+	    handle->state != IBV_QPS_RTS)
+		FAIL("open_qp: %s\n", strerror(errno));
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_XRC_SEND;
+	ia.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ia.pd = e->pd;
+	ia.send_cq = cq;
+	ia.cap.max_send_wr = 4;
+	ia.cap.max_send_sge = 1;
+	ini = ibv_create_qp_ex(e->ctx, &ia);
+	if (!ini)
+		FAIL("XRC send QP: %s\n", strerror(errno));
+
+	qps[0] = tgt;
+	qps[1] = handle;
+	for (i = 0; i < 2; i++) {
+		sbad = NULL;
+		ret = ibv_post_send(qps[i], &swr, &sbad);
+		if (ret != EINVAL || sbad != &swr)
+			FAIL("post_send on an XRC receive QP%s: %d\n",
+			     i ? " handle" : "", ret);
+		rbad = NULL;
+		ret = ibv_post_recv(qps[i], &rwr, &rbad);
+		if (ret != EINVAL || rbad != &rwr)
+			FAIL("post_recv on an XRC receive QP%s: %d\n",
+			     i ? " handle" : "", ret);
+	}
+	rbad = NULL;
+	ret = ibv_post_recv(ini, &rwr, &rbad);
+	if (ret != EINVAL || rbad != &rwr)
+		FAIL("post_recv on an XRC send QP: %d\n", ret);
+	ibv_destroy_qp(ini);
+	ibv_destroy_qp(handle);
+	ibv_destroy_qp(tgt);
+	ibv_close_xrcd(xrcd);
+	ibv_destroy_cq(cq);
+	return 1;
+}
+
+/* ---------------------------------------------------- inline sums --- */
+
+/*
+ * Review C.9: the inline length check added lengths in 32 bits, so
+ * { 8, 0xfffffffc } summed to 4, passed, and memcpy ran off the buffer.
+ * Both post_send and ibv_wr_set_inline_data_list must say EINVAL.
+ */
+static int inline_wrap(struct env *e)
+{
+	struct ibv_qp_init_attr_ex ia = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 2,
+			 .max_recv_sge = 1, .max_inline_data = 64 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = e->pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND,
+	};
+	struct ibv_sge sge[2] = {
+		{ .addr = (uintptr_t)e->buf, .length = 8, .lkey = e->mr->lkey },
+		{ .addr = (uintptr_t)e->buf + 8, .length = 0xfffffffcu,
+		  .lkey = e->mr->lkey },
+	};
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = sge, .num_sge = 2,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_INLINE };
+	struct ibv_data_buf db[2] = {
+		{ .addr = e->buf, .length = 8 },
+		{ .addr = e->buf + 8, .length = SIZE_MAX - 3 },
+	};
+	struct ibv_qp_ex *qx;
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	int ret;
+
+	cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
+	if (!cq)
+		FAIL("create_cq: %s\n", strerror(errno));
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	qp = ibv_create_qp_ex(e->ctx, &ia);
+	if (!qp || to_rts(e, qp, qp->qp_num))
+		FAIL("RC QP: %s\n", strerror(errno));
+	ret = send_wr(qp, &wr);
+	if (ret != EINVAL)
+		FAIL("inline { 8, 0xfffffffc }: post_send %d\n", ret);
+	sge[0].length = 0xffffffffu;
+	sge[1].length = 2;
+	ret = send_wr(qp, &wr);
+	if (ret != EINVAL)
+		FAIL("inline { 0xffffffff, 2 }: post_send %d\n", ret);
+	qx = ibv_qp_to_qp_ex(qp);
+	ibv_wr_start(qx);
+	qx->wr_id = 2;
+	qx->wr_flags = 0;
+	ibv_wr_send(qx);
+	ibv_wr_set_inline_data_list(qx, 2, db);
+	ret = ibv_wr_complete(qx);
+	if (ret != EINVAL)
+		FAIL("ibv_wr_set_inline_data_list { 8, SIZE_MAX - 3 }: %d\n",
+		     ret);
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+	return 1;
+}
+
+/* ------------------------------------------- create_cq_ex, errno --- */
+
+/*
+ * Review C.7, C.11: ibv_create_cq_ex refused the hint
+ * IBV_CREATE_CQ_ATTR_SINGLE_THREADED (comp_mask FLAGS).  It is accepted
+ * and the CQ works; IGNORE_OVERRUN, which vrnic does not do, is refused
+ * with errno set.  Every refusal below sets errno.
+ */
+static int cq_ex_flags(struct env *e)
+{
+	struct ibv_cq_init_attr_ex ca = {
+		.cqe = 32,
+		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN,
+		.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+		.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED,
+	};
+	struct ibv_poll_cq_attr pa = {};
+	struct ibv_qp_init_attr qa = {};
+	struct ibv_srq_init_attr sa = {};
+	struct ibv_cq_ex *cqx;
+	struct ibv_qp *qp;
+
+	cqx = ibv_create_cq_ex(e->ctx, &ca);
+	if (!cqx)
+		FAIL("create_cq_ex(SINGLE_THREADED): %s\n", strerror(errno));
+	if (ibv_cq_ex_to_cq(cqx)->cqe < 32)
+		FAIL("create_cq_ex(32) reports %d\n", ibv_cq_ex_to_cq(cqx)->cqe);
+	if (ibv_start_poll(cqx, &pa) != ENOENT)
+		FAIL("an empty CQ polled something\n");
+	ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
+
+	ca.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+	errno = 0;
+	cqx = ibv_create_cq_ex(e->ctx, &ca);
+	if (cqx || !errno)
+		FAIL("create_cq_ex(IGNORE_OVERRUN): %p, errno %d\n",
+		     (void *)cqx, errno);
+
+	errno = 0;
+	if (ibv_create_cq(e->ctx, 0, NULL, NULL, 0) || errno != EINVAL)
+		FAIL("create_cq(0): errno %d\n", errno);
+	errno = 0;
+	if (ibv_create_cq(e->ctx, 1 << 30, NULL, NULL, 0) || !errno)
+		FAIL("create_cq(2^30): errno %d\n", errno);
+	qa.qp_type = IBV_QPT_RC;
+	qa.send_cq = ibv_create_cq(e->ctx, 4, NULL, NULL, 0);
+	qa.recv_cq = qa.send_cq;
+	if (!qa.send_cq)
+		FAIL("create_cq: %s\n", strerror(errno));
+	qa.cap.max_send_wr = 1u << 30;
+	qa.cap.max_send_sge = 1;
+	errno = 0;
+	qp = ibv_create_qp(e->pd, &qa);
+	if (qp || !errno)
+		FAIL("create_qp(2^30 WRs): errno %d\n", errno);
+	errno = 0;
+	sa.attr.max_wr = 0;
+	if (ibv_create_srq(e->pd, &sa) || !errno)
+		FAIL("create_srq(0 WRs): errno %d\n", errno);
+	ibv_destroy_cq(qa.send_cq);
+	return 1;
+}
+
+/* ------------------------------------------------------------ uAPI --- */
+
+struct raw_ctx {
+	int fd;
+	int async_fd;
+	struct vrnic_alloc_ucontext_resp resp;
+};
+
+/* The uverbs character device of vrnic0, opened anew (no context yet). */
+static int open_uverbs(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	char path[128] = "";
+	int i;
+
+	for (i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), "vrnic0"))
+			snprintf(path, sizeof(path), "/dev/infiniband/%s",
+				 list[i]->dev_name);
+	if (list)
+		ibv_free_device_list(list);
+	return path[0] ? open(path, O_RDWR | O_CLOEXEC) : -1;
+}
+
+/*
+ * GET_CONTEXT by hand, with the driver request req and, when extra is
+ * set, 8 more request bytes holding *extra.  0 or the errno of write().
+ */
+static int raw_get_context(struct raw_ctx *c,
+			   const struct vrnic_alloc_ucontext_req *req,
+			   const uint64_t *extra)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_get_context cmd;
+		struct vrnic_alloc_ucontext_req req;
+		uint64_t extra;
+	} m;
+	struct {
+		struct ib_uverbs_get_context_resp r;
+		struct vrnic_alloc_ucontext_resp d;
+	} r;
+	size_t len = extra ? sizeof(m) : offsetof(typeof(m), extra);
+
+	memset(&m, 0, sizeof(m));
+	memset(&r, 0, sizeof(r));
+	m.hdr.command = IB_USER_VERBS_CMD_GET_CONTEXT;
+	m.hdr.in_words = len / 4;
+	m.hdr.out_words = sizeof(r) / 4;
+	m.cmd.response = (uintptr_t)&r;
+	m.req = *req;
+	if (extra)
+		m.extra = *extra;
+	c->async_fd = -1;
+	c->fd = open_uverbs();
+	if (c->fd < 0)
+		return -1;
+	if (write(c->fd, &m, len) != (ssize_t)len)
+		return errno;
+	c->async_fd = r.r.async_fd;
+	c->resp = r.d;
+	return 0;
+}
+
+static void raw_close(struct raw_ctx *c)
+{
+	if (c->async_fd >= 0)
+		close(c->async_fd);
+	if (c->fd >= 0)
+		close(c->fd);
+}
+
+/* CREATE_CQ by hand on c with driver command cq (+ 8 bytes *extra). */
+static int raw_create_cq(struct raw_ctx *c, const struct vrnic_create_cq_cmd *cq,
+			 const uint64_t *extra)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_create_cq cmd;
+		struct vrnic_create_cq_cmd drv;
+		uint64_t extra;
+	} m;
+	struct {
+		struct ib_uverbs_create_cq_resp r;
+		struct vrnic_create_cq_resp d;
+	} r;
+	size_t len = extra ? sizeof(m) : offsetof(typeof(m), extra);
+
+	memset(&m, 0, sizeof(m));
+	m.hdr.command = IB_USER_VERBS_CMD_CREATE_CQ;
+	m.hdr.in_words = len / 4;
+	m.hdr.out_words = sizeof(r) / 4;
+	m.cmd.response = (uintptr_t)&r;
+	m.cmd.cqe = 2;
+	m.cmd.comp_channel = -1;
+	m.drv = *cq;
+	if (extra)
+		m.extra = *extra;
+	if (write(c->fd, &m, len) != (ssize_t)len)
+		return errno;
+	return 0;
+}
+
+/*
+ * Review B.10: the ucontext request had no comp_mask, requests were read
+ * with min(sizeof, inlen) and trailing bytes and reserved fields never
+ * checked, so no field could ever be added.  Now: an unknown comp_mask
+ * bit or non-zero trailing bytes are EOPNOTSUPP, a reserved field EINVAL;
+ * zero trailing bytes (a newer provider asking nothing new) are accepted,
+ * and the response carries comp_mask 0 and the spec version.
+ */
+static int uapi_checks(struct env *e)
+{
+	struct vrnic_alloc_ucontext_req req = {};
+	struct vrnic_create_cq_cmd cq = {};
+	uint64_t one = 1, zero = 0;
+	struct raw_ctx c;
+	void *ring;
+	int ret;
+
+	(void)e;
+	req.comp_mask = 1u << 31;
+	ret = raw_get_context(&c, &req, NULL);
+	raw_close(&c);
+	if (ret != EOPNOTSUPP)
+		FAIL("ucontext comp_mask bit 31: %d, not EOPNOTSUPP\n", ret);
+	req.comp_mask = 0;
+	req.reserved = 1;
+	ret = raw_get_context(&c, &req, NULL);
+	raw_close(&c);
+	if (ret != EINVAL)
+		FAIL("ucontext reserved 1: %d, not EINVAL\n", ret);
+	req.reserved = 0;
+	ret = raw_get_context(&c, &req, &one);
+	raw_close(&c);
+	if (ret != EOPNOTSUPP)
+		FAIL("ucontext trailing bytes 1: %d, not EOPNOTSUPP\n", ret);
+	ret = raw_get_context(&c, &req, &zero);
+	if (ret)
+		FAIL("ucontext with zero trailing bytes: %s\n", strerror(ret));
+	if (c.resp.comp_mask || c.resp.spec_version >> 16 != 0 ||
+	    !c.resp.db_page_size)
+		FAIL("ucontext response: comp_mask 0x%x spec 0x%x page %u\n",
+		     c.resp.comp_mask, c.resp.spec_version,
+		     c.resp.db_page_size);
+
+	/* A CQ whose rings would be fine: only the ABI checks refuse it. */
+	if (posix_memalign(&ring, 4096, 8192))
+		FAIL("posix_memalign\n");
+	memset(ring, 0, 8192);
+	cq.buf_addr = (uintptr_t)ring;
+	cq.dbrec_addr = (uintptr_t)ring + 4096;
+	cq.log_depth = 1;
+	cq.reserved = 1;
+	ret = raw_create_cq(&c, &cq, NULL);
+	if (ret != EINVAL)
+		FAIL("create_cq reserved 1: %d, not EINVAL\n", ret);
+	cq.reserved = 0;
+	ret = raw_create_cq(&c, &cq, &one);
+	if (ret != EOPNOTSUPP)
+		FAIL("create_cq trailing bytes 1: %d, not EOPNOTSUPP\n", ret);
+	ret = raw_create_cq(&c, &cq, &zero);
+	if (ret)
+		FAIL("create_cq, zero trailing bytes: %s\n", strerror(ret));
+	raw_close(&c);
+	free(ring);
+	return 1;
+}
+
+/* ----------------------------------------------------------- Q_Key --- */
+
+/*
+ * Set ib_core's privileged-qkey mode (RDMA_NLDEV_CMD_SYS_SET; the guest's
+ * iproute2 predates "rdma system set privileged-qkey").  0 or -errno.
+ */
+static int set_privileged_qkey(uint8_t on)
+{
+	struct {
+		struct nlmsghdr h;
+		struct nlattr a;
+		uint8_t v;
+		uint8_t pad[3];
+	} m;
+	struct {
+		struct nlmsghdr h;
+		struct nlmsgerr e;
+		uint8_t more[256];
+	} r;
+	int fd, ret;
+
+	memset(&m, 0, sizeof(m));
+	m.h.nlmsg_len = sizeof(m);
+	m.h.nlmsg_type = VT_NL_TYPE(VT_RDMA_NL_NLDEV, VT_RDMA_NLDEV_CMD_SYS_SET);
+	m.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	m.h.nlmsg_seq = 1;
+	m.a.nla_len = NLA_HDRLEN + 1;
+	m.a.nla_type = VT_RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE;
+	m.v = on;
+	fd = socket(AF_NETLINK, SOCK_RAW, NETLINK_RDMA);
+	if (fd < 0)
+		return -errno;
+	if (send(fd, &m, sizeof(m), 0) != sizeof(m)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	ret = recv(fd, &r, sizeof(r), 0);
+	close(fd);
+	if (ret < (int)(sizeof(r.h) + sizeof(r.e)) || r.h.nlmsg_type != NLMSG_ERROR)
+		return -EIO;
+	return r.e.error;
+}
+
+/* Drop CAP_NET_RAW (the capability ib_core asks for) from this process. */
+static int drop_net_raw(void)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[2];
+	const uint32_t bit = 1u << (CAP_NET_RAW % 32);
+
+	if (syscall(SYS_capget, &h, d))
+		return -1;
+	d[CAP_NET_RAW / 32].effective &= ~bit;
+	d[CAP_NET_RAW / 32].permitted &= ~bit;
+	d[CAP_NET_RAW / 32].inheritable &= ~bit;
+	return syscall(SYS_capset, &h, d);
+}
+
+/*
+ * In a child without CAP_NET_RAW: set Q_Key qkey on a fresh UD QP.  The
+ * device is opened after the drop (uverbs refuses a file used with other
+ * credentials than it was opened with).  0, an errno, or >= 100 when the
+ * setup failed.
+ */
+static int unprivileged_qkey(uint32_t qkey)
+{
+	int st = 0;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return 100;
+	if (!pid) {
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
+					 .port_num = 1, .qkey = qkey };
+		struct ibv_cq *cq;
+		struct ibv_qp *qp;
+		struct env e;
+
+		if (drop_net_raw())
+			_exit(101);
+		if (!env_open(&e))
+			_exit(102);
+		cq = ibv_create_cq(e.ctx, 4, NULL, NULL, 0);
+		qp = cq ? make_qp(&e, IBV_QPT_UD, cq, cq, 4, 0) : NULL;
+		if (!qp)
+			_exit(103);
+		_exit(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				    IBV_QP_PORT | IBV_QP_QKEY));
+	}
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return 104;
+	return WEXITSTATUS(st);
+}
+
+/*
+ * Review B.9: the driver refused controlled Q_Keys (bit 31) to processes
+ * without CAP_NET_RAW itself, overriding ib_core's privileged-qkey
+ * setting.  With the setting on, an unprivileged process may set one;
+ * with it off ib_core refuses (EPERM), and a privileged one always may.
+ */
+static int qkey_policy(struct env *e)
+{
+	const uint32_t qkey = 0x80010011u;
+	int on, off;
+
+	if (geteuid())
+		FAIL("must run as root to set privileged-qkey\n");
+	if (set_privileged_qkey(1))
+		FAIL("setting privileged-qkey on failed\n");
+	on = unprivileged_qkey(qkey);
+	if (set_privileged_qkey(0))
+		FAIL("setting privileged-qkey off failed\n");
+	off = unprivileged_qkey(qkey);
+	if (on >= 100 || off >= 100)
+		FAIL("unprivileged child: setup failed (%d, %d)\n", on, off);
+	if (on)
+		FAIL("privileged-qkey on: an unprivileged Q_Key 0x%x: %s\n",
+		     qkey, strerror(on));
+	if (off != EPERM)
+		FAIL("privileged-qkey off: an unprivileged Q_Key 0x%x: %d, not EPERM\n",
+		     qkey, off);
+	{
+		struct ibv_cq *cq = ibv_create_cq(e->ctx, 4, NULL, NULL, 0);
+		struct ibv_qp *qp = cq ? make_qp(e, IBV_QPT_UD, cq, cq, 4, 0) :
+				    NULL;
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
+					 .port_num = 1, .qkey = qkey };
+
+		if (!qp || ibv_modify_qp(qp, &a, IBV_QP_STATE |
+					 IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_QKEY))
+			FAIL("privileged: Q_Key 0x%x: %s\n", qkey,
+			     strerror(errno));
+		ibv_destroy_qp(qp);
+		ibv_destroy_cq(cq);
+	}
+	return 1;
+}
+
+/* ------------------------------------------------ doorbell records --- */
+
+/* This process's pinned memory (VmPin), in 4 KiB pages; -1 if unknown. */
+static long pinned_pages(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb < 0 ? -1 : kb / 4;
+}
+
+#define NOBJ	1000
+
+/*
+ * Review C.10: every CQ, QP and SRQ pinned a whole page for its 8-byte
+ * doorbell record, so 1000 QPs and 1000 CQs pinned 2000 pages besides
+ * their rings.  The provider now packs records into shared pages and the
+ * kernel pins each page once per context.  1000 CQs of 2 entries (one
+ * ring page each) and 1000 UD QPs of one WR (an SQ and an RQ page each)
+ * may pin their rings and at most 8 pages more.
+ */
+static int dbrec_pool(struct env *e)
+{
+	static struct ibv_cq *cq[NOBJ];
+	static struct ibv_qp *qp[NOBJ];
+	long p0, p1, p2;
+	int i, ok = 1;
+
+	p0 = pinned_pages();
+	if (p0 < 0)
+		FAIL("no VmPin in /proc/self/status\n");
+	for (i = 0; i < NOBJ; i++) {
+		cq[i] = ibv_create_cq(e->ctx, 2, NULL, NULL, 0);
+		if (!cq[i])
+			FAIL("create_cq %d: %s\n", i, strerror(errno));
+	}
+	p1 = pinned_pages();
+	for (i = 0; i < NOBJ; i++) {
+		qp[i] = make_qp(e, IBV_QPT_UD, cq[i], cq[i], 1, 0);
+		if (!qp[i])
+			FAIL("create_qp %d: %s\n", i, strerror(errno));
+	}
+	p2 = pinned_pages();
+	ksft_print_msg("%d CQs pinned %ld pages, %d QPs %ld pages\n", NOBJ,
+		       p1 - p0, NOBJ, p2 - p1);
+	if (p1 - p0 > NOBJ + 8) {
+		ksft_print_msg("CQs: %ld pages for %d ring pages\n", p1 - p0,
+			       NOBJ);
+		ok = 0;
+	}
+	if (p2 - p1 > 2 * NOBJ + 8) {
+		ksft_print_msg("QPs: %ld pages for %d ring pages\n", p2 - p1,
+			       2 * NOBJ);
+		ok = 0;
+	}
+	/* The records still work: the last QP moves a datagram to itself. */
+	if (ok && !to_rts(e, qp[NOBJ - 1], 0)) {
+		struct ibv_ah_attr aa = {
+			.is_global = 1, .port_num = 1,
+			.grh = { .dgid = e->gid, .sgid_index = e->gid_index,
+				 .hop_limit = 64 },
+		};
+		struct ibv_ah *ah = ibv_create_ah(e->pd, &aa);
+		struct ibv_sge rs = { .addr = (uintptr_t)e->buf + 4096,
+				      .length = GRH + MSG, .lkey = e->mr->lkey };
+		struct ibv_recv_wr rwr = { .sg_list = &rs, .num_sge = 1 }, *rb;
+		struct ibv_sge ss = { .addr = (uintptr_t)e->buf, .length = MSG,
+				      .lkey = e->mr->lkey };
+		struct ibv_send_wr swr = {
+			.sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+			.wr.ud = { .ah = ah, .remote_qpn = qp[NOBJ - 1]->qp_num,
+				   .remote_qkey = QKEY },
+		}, *sb;
+
+		if (!ah || ibv_post_recv(qp[NOBJ - 1], &rwr, &rb) ||
+		    ibv_post_send(qp[NOBJ - 1], &swr, &sb) ||
+		    !poll_n(cq[NOBJ - 1], 2)) {
+			ksft_print_msg("a datagram on QP %d did not move\n",
+				       NOBJ - 1);
+			ok = 0;
+		}
+		if (ah)
+			ibv_destroy_ah(ah);
+	}
+	for (i = 0; i < NOBJ; i++)
+		if (ibv_destroy_qp(qp[i]) || ibv_destroy_cq(cq[i]))
+			FAIL("destroy %d: %s\n", i, strerror(errno));
+	if (pinned_pages() != p0)
+		FAIL("%ld pages still pinned after destroy\n",
+		     pinned_pages() - p0);
+	return ok;
+}
+
+/* -------------------------------------------------------- harness --- */
+
+struct test {
+	int (*fn)(struct env *e);
+	const char *name;
+};
+
+static const struct test tests[] = {
+	{ cq_depth, "cq: holds at least the requested entries, reports its true depth" },
+	{ srq_sge, "srq: max_sge is the kernel's answer, posts up to it work" },
+	{ opcodes, "post_send: bad opcode for the QP type, INLINE, flags: EINVAL" },
+	{ opcodes_ex, "ibv_wr_*: bad operation for the QP type, inline READ refused" },
+	{ xrc_recv_post, "xrc: posts on an XRC receive QP or its open_qp handle: EINVAL" },
+	{ inline_wrap, "inline: a length sum that wraps 32 or 64 bits is EINVAL, no overrun" },
+	{ cq_ex_flags, "create_cq_ex: SINGLE_THREADED taken; errno on every refusal" },
+	{ uapi_checks, "uapi: comp_mask, reserved and trailing bytes are checked" },
+	{ qkey_policy, "qkey: ib_core's privileged-qkey setting rules controlled Q_Keys" },
+	{ dbrec_pool, "dbrec: 1000 QPs and CQs pin their records in a few pages" },
+};
+
+/* Run one test in a child; a crash or a hang is a failure. */
+static int run(const struct test *t)
+{
+	double end = now() + CHILD_S;
+	struct env e;
+	int st = 0;
+	pid_t pid, w;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		ksft_exit_fail_msg("fork: %s\n", strerror(errno));
+	if (!pid) {
+		alarm(CHILD_S);
+		_exit(env_open(&e) && t->fn(&e) ? 0 : 1);
+	}
+	do {
+		w = waitpid(pid, &st, WNOHANG);
+		if (!w)
+			usleep(10000);
+	} while (!w && now() < end + 5);
+	if (!w) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		ksft_print_msg("%s: hung\n", t->name);
+		return 0;
+	}
+	if (WIFSIGNALED(st)) {
+		ksft_print_msg("%s: killed by signal %d\n", t->name,
+			       WTERMSIG(st));
+		return 0;
+	}
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned int i;
+
+	if (argc > 1)
+		gid_index = atoi(argv[1]);
+	ksft_print_header();
+	ksft_set_plan(ARRAY_SIZE(tests));
+	for (i = 0; i < ARRAY_SIZE(tests); i++)
+		ksft_test_result(run(&tests[i]), "%s\n", tests[i].name);
+	ksft_finished();
+	return 0;
+}
