@@ -210,8 +210,10 @@ def _sockaddr_once(stage, a, b, net, retry, first, port):
         print("---- [a] %s %s -c %s" % (env, prog, net.b_ip), flush=True)
         rc, out = a.run("%s timeout 120 %s -c %s 2>&1" % (env, prog, net.b_ip),
                         timeout=130)
-        b.run("for i in $(seq 60); do [ -e /tmp/ucxsa.rc ] && exit 0; "
-              "sleep 0.5; done; exit 1", timeout=45)
+        # The listener's graceful close can wait for a peer that is gone
+        # (seen over rxe) until the program's own 90 s deadline.
+        b.run("for i in $(seq 200); do [ -e /tmp/ucxsa.rc ] && exit 0; "
+              "sleep 0.5; done; exit 1", timeout=115)
         srv_rc = b.run("cat /tmp/ucxsa.rc")[1].strip()
         srv = b.run("cat /tmp/ucxsa.out")[1]
     except vmlib.VMError as e:
