@@ -17,6 +17,10 @@ Host limits (Google Benchmark, tests/bench/engine_bench.cpp, Release,
 medians of 5): single-core memcpy, the frame rate of the AF_UNIX socket
 under the wires' netdev (stream; dgram for comparison), RoCE frames
 built/parsed per second and ICRC GB/s.
+
+Middleware (issue 16, tests/system/middleware.py BenchSection): UCX
+tag_bw/tag_lat and MPI_Allreduce over vrnic, rxe and TCP (UCX's tcp
+transport; Open MPI's ob1/btl tcp), in the same runs.
 """
 
 import json
@@ -28,7 +32,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "tests", "system"))
 import vm as vmlib  # noqa: E402
+import middleware  # noqa: E402
 
 TOP = vmlib.TOP
 OUT = os.path.join(TOP, "build", "bench")
@@ -281,6 +288,7 @@ def report(bench, host, elapsed):
     v, r = bench.median(m, "vrnic"), bench.median(m, "rxe")
     lines += ["", "Message rate, ib_write_bw 64 B: vrnic %s Mpps, rxe %s "
               "Mpps (%s×)." % (fr(v, 3), fr(r, 3), fr(ratio(v, r), 2))]
+    lines += middleware_report(bench)
 
     # Targets (issue 6).
     w64 = "ib_write_bw 64 KiB"
@@ -324,6 +332,33 @@ def report(bench, host, elapsed):
     return "\n".join(lines), met, len(targets)
 
 
+MW_BW = (middleware.BENCH_UCX_BW,) + middleware.BENCH_MPI_BW
+MW_LAT = (middleware.BENCH_UCX_LAT, middleware.BENCH_MPI_LAT)
+
+
+def middleware_report(bench):
+    """The middleware table: UCX and Open MPI over vrnic, rxe and TCP."""
+    lines = ["", "## Middleware: UCX 1.13 and Open MPI 4.1 (issue 16)", "",
+             "UCX_TLS=rc_verbs,ud_verbs on vrnic0:1 and rxe0:1, UCX_TLS=tcp "
+             "on the virtio-net; MPI_Allreduce with 2 ranks (one per VM), "
+             "pml ucx over vrnic and rxe, pml ob1/btl tcp on the "
+             "virtio-net.  Bus bandwidth = 2 (n-1)/n × bytes / time.  "
+             "UCX tag_lat is ucx_perftest's one-way 50th percentile; UCX "
+             "tag_bw its overall MiB/s (UCX's MB is 2^20).", "",
+             "| test | vrnic | rxe | TCP | vrnic/rxe | vrnic/TCP | "
+             "vrnic beats TCP |", "|---|---|---|---|---|---|---|"]
+    for m in MW_BW + MW_LAT:
+        v, r, t = (bench.median(m, s) for s in ("vrnic", "rxe", "tcp"))
+        d = 2 if m in MW_LAT else 1
+        beats = None if v is None or t is None else \
+            (v < t if m in MW_LAT else v > t)
+        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            m, fr(v, d), fr(r, d), fr(t, d), fr(ratio(v, r), 2),
+            fr(ratio(v, t), 2), "—" if beats is None else
+            ("yes" if beats else "**no**")))
+    return lines
+
+
 def plot(bench):
     dat = os.path.join(OUT, "bw.dat")
     with open(dat, "w") as f:
@@ -334,7 +369,13 @@ def plot(bench):
             f.write('"%s" %s %s %s\n' % (
                 m.replace("ib_", ""), bench.median(m, "vrnic") or 0,
                 bench.median(m, "rxe") or 0, tcp_bw))
-    script = """set terminal png size 1100,600 noenhanced
+        # Middleware: TCP is UCX's tcp transport / Open MPI's btl tcp.
+        for m in MW_BW:
+            f.write('"%s" %s %s %s\n' % (
+                m.replace(" (MiB/s)", "").replace("MPI_Allreduce", "Allreduce"),
+                bench.median(m, "vrnic") or 0, bench.median(m, "rxe") or 0,
+                bench.median(m, "tcp") or 0))
+    script = """set terminal png size 1300,600 noenhanced
 set output '%s'
 set title 'vrnic vs rxe vs TCP (iperf3), two TCG VMs, MiB/s (log scale)'
 set style data histograms
@@ -345,7 +386,7 @@ set key top left
 set xtics rotate by -20
 set ylabel 'MiB/s'
 plot '%s' using 2:xtic(1) title 'vrnic', '' using 3 title 'rxe', \\
-     '' using 4 title 'TCP (iperf3, one figure)'
+     '' using 4 title 'TCP (iperf3; UCX tcp, MPI btl tcp for UCX/Allreduce)'
 """ % (os.path.join(OUT, "bench.png"), dat)
     subprocess.run(["gnuplot"], input=script, text=True, check=True)
 
@@ -361,9 +402,12 @@ def main():
             row["items_per_second"] / 1e6))
     log("== booting VMs a and b (vrnic + virtio-net each)")
     a, b = vmlib.boot_bench()
+    mw = None
     try:
         setup(a, b)
         bench = Bench(a, b)
+        mw = middleware.BenchSection(a, b)
+        mw.start()
         for rep in range(REPEAT):
             log("== run %d/%d" % (rep + 1, REPEAT))
             for tool, size, qps in BW_RUNS:
@@ -373,7 +417,10 @@ def main():
                 for system in ("vrnic", "rxe"):
                     bench.lat(system, tool)
             bench.tcp()
+            mw.run(bench, log)
     finally:
+        if mw:
+            mw.stop()
         a.kill()
         b.kill()
     text, met, total = report(bench, host, time.time() - t0)

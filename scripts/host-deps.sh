@@ -30,6 +30,9 @@ pkgs=(
 	mmdebstrap socat busybox-static e2fsprogs tshark
 	# make bench's plot
 	gnuplot-nox
+	# the guests' MPI and UCX test programs (Open MPI 4.1, UCX 1.13 as in the
+	# image)
+	libopenmpi-dev libucx-dev
 )
 echo "== host packages (apt)"
 if ! apt-get install -y --no-install-recommends "${pkgs[@]}" >/dev/null 2>&1; then

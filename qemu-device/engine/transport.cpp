@@ -50,6 +50,14 @@ bool is_rd_atomic(uint8_t op)
 	       op == VRNIC_WR_ATOMIC_WRITE || op == VRNIC_WR_FLUSH;
 }
 
+// A READ or atomic response that has not all left yet: an ACK of a later
+// request must go behind it, since responses leave in PSN order (respond()).
+bool responses_due(const std::deque<RdResource> &resources)
+{
+	return std::any_of(resources.begin(), resources.end(),
+			   [](const RdResource &r) { return r.pending; });
+}
+
 // A FLUSH's extended transport header: one placement type or both, at
 // one of the two levels, nothing else.
 bool valid_feth(uint64_t feth)
@@ -1222,10 +1230,14 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 			qp.msn++;
 		// The ACK that ends a message leaves before its completion is
 		// visible, so a consumer that sees the CQE and destroys the QP
-		// cannot strand the requester.  Others are coalesced.
+		// cannot strand the requester.  Others are coalesced, and so is
+		// this one while an earlier READ or atomic response has yet to
+		// leave: an ACK that overtook it would tell the requester the
+		// response was lost (an implied NAK), and it would ask again.
+		// (Destroying the QP then strands the requester anyway.)
 		if (uc) {
 			// no acknowledgements
-		} else if (h.ackreq && last) {
+		} else if (h.ackreq && last && !responses_due(qp.resources)) {
 			qp.ack_pending = false;
 			send_ack(qp, kCredits, h.psn);
 		} else if (h.ackreq) {

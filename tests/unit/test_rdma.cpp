@@ -362,6 +362,40 @@ TEST_F(Pair, MessagesLongerThanTheAckTimeoutComplete)
 	EXPECT_EQ(a.counters().retry_timeouts, 0u);
 }
 
+// A SEND behind a READ: the responder's ACK of the SEND must not leave
+// before the READ's response (IBA: responses in PSN order).  Found with
+// UCX over vrnic (issue 16): UCX's rendezvous READs data while it SENDs
+// control messages on the same QP.  An ACK that overtakes the response
+// is, to the requester, an ACK past an unanswered READ: an implied NAK,
+// so it asks again, and the responder, replaying a READ whose first
+// response is still in flight, sent responses out of order and at last
+// refused a new READ for want of a free responder resource (QP fatal).
+TEST_F(Pair, AckOfASendBehindAReadWaitsForTheReadResponse)
+{
+	connect(5);	// MTU 4096
+	for (uint32_t i = 0; i < 8 * 0x20000; i++)
+		*b.data(0x400000 + i) = uint8_t(i * 7 + i / 251);
+	for (int i = 0; i < 8; i++) {
+		const uint64_t off = uint64_t(i) * 0x20000;
+		b.post_recv(100 + i, {b.sge(0x800000 + off, 64)});
+		a.post_send(wqe(VRNIC_WR_RDMA_READ, 2 * i,
+				Node::kIova + 0x400000 + off, b.mr),
+			    {a.sge(off, 65536)});
+		a.post_send(wqe(VRNIC_WR_SEND, 2 * i + 1), {a.sge(0x200000, 64)});
+	}
+	auto sc = wait(a, 16);
+	ASSERT_EQ(sc.size(), 16u);
+	for (size_t i = 0; i < sc.size(); i++) {
+		EXPECT_EQ(sc[i].wr_id, i);
+		EXPECT_EQ(sc[i].status, VRNIC_WC_ST_SUCCESS) << "wr " << i;
+	}
+	for (uint64_t i = 0; i < 8; i++)
+		EXPECT_TRUE(same(a, i * 0x20000, b, 0x400000 + i * 0x20000,
+				 65536)) << "READ " << i;
+	EXPECT_EQ(b.counters().duplicate_request, 0u)
+		<< "the requester asked again: an ACK overtook a READ response";
+}
+
 // ------------------------------------------------------ error statuses
 
 TEST_F(Pair, RetryExhaustionIsRetryExcErr)
