@@ -10,11 +10,17 @@
 #include <linux/etherdevice.h>
 #include <linux/ethtool.h>
 #include <linux/if_vlan.h>
+#include <net/netdev_queues.h>
 
 #include "vrnic_core.h"
 
 #define VRNIC_ETH_EQN	1
 #define VRNIC_ETH_QID	0
+/* Each frame takes one TX descriptor (no scatter-gather): stop the queue
+ * when none is left, wake it once a quarter of the ring is free again.
+ */
+#define VRNIC_TX_STOP_THRS	1
+#define VRNIC_TX_WAKE_THRS	(1U << (VRNIC_ETH_LOG_DEPTH - 2))
 
 static struct vrnic_netdev_priv *vrnic_priv(struct net_device *ndev)
 {
@@ -129,6 +135,14 @@ static bool vrnic_rx_post_one(struct vrnic_netdev_priv *priv)
 	return true;
 }
 
+/* Hand the descriptors below the producer index to the device. */
+static void vrnic_ring_doorbell(struct vrnic_pf *pf, u32 db, u16 pi)
+{
+	/* The descriptors must be visible before the device may read them. */
+	dma_wmb();
+	vrnic_db(pf, db, (u32)VRNIC_ETH_QID << VRNIC_ETH_DB_QID_SHIFT | pi);
+}
+
 static void vrnic_rx_refill(struct vrnic_netdev_priv *priv)
 {
 	struct vrnic_eth_ring *r = &priv->rx;
@@ -137,13 +151,13 @@ static void vrnic_rx_refill(struct vrnic_netdev_priv *priv)
 	while (vrnic_ring_free(r) && vrnic_rx_post_one(priv))
 		;
 	if (r->pi != old)
-		vrnic_db(priv->pf, VRNIC_DB_ETH_RX,
-			 (u32)VRNIC_ETH_QID << VRNIC_ETH_DB_QID_SHIFT | r->pi);
+		vrnic_ring_doorbell(priv->pf, VRNIC_DB_ETH_RX, r->pi);
 }
 
 static void vrnic_tx_clean(struct vrnic_netdev_priv *priv, int budget)
 {
 	struct net_device *ndev = priv->pf->netdev;
+	struct netdev_queue *txq = netdev_get_tx_queue(ndev, 0);
 	struct vrnic_eth_ring *r = &priv->tx;
 	struct device *dev = &priv->pf->pdev->dev;
 	unsigned int pkts = 0, bytes = 0;
@@ -167,8 +181,11 @@ static void vrnic_tx_clean(struct vrnic_netdev_priv *priv, int budget)
 	}
 	ndev->stats.tx_packets += pkts;
 	ndev->stats.tx_bytes += bytes;
-	if (unlikely(netif_queue_stopped(ndev)) && vrnic_ring_free(r) > 2)
-		netif_wake_queue(ndev);
+	/* BQL completion, then wake with the barrier that pairs with the
+	 * re-check in netif_txq_maybe_stop().
+	 */
+	netif_txq_completed_wake(txq, pkts, bytes, vrnic_ring_free(r),
+				 VRNIC_TX_WAKE_THRS);
 }
 
 static int vrnic_rx_poll(struct vrnic_netdev_priv *priv, int budget)
@@ -265,6 +282,7 @@ static int vrnic_open(struct net_device *ndev)
 	if (ret)
 		goto err_tx_ring;
 
+	netdev_tx_reset_queue(netdev_get_tx_queue(ndev, 0));
 	napi_enable(&priv->napi);
 	WRITE_ONCE(priv->rings_live, true);
 	vrnic_rx_refill(priv);
@@ -291,12 +309,13 @@ static int vrnic_stop(struct net_device *ndev)
 	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
 	struct vrnic_pf *pf = priv->pf;
 
-	netif_stop_queue(ndev);
+	netif_tx_disable(ndev);
 	WRITE_ONCE(priv->rings_live, false);
 	napi_disable(&priv->napi);
 	/* Once destroyed, the device no longer touches the buffers. */
 	vrnic_ring_destroy(pf, VRNIC_ETH_RING_TX);
 	vrnic_ring_destroy(pf, VRNIC_ETH_RING_RX);
+	netdev_tx_reset_queue(netdev_get_tx_queue(ndev, 0));
 	vrnic_ring_free_bufs(pf, &priv->tx, DMA_TO_DEVICE);
 	vrnic_ring_free_bufs(pf, &priv->rx, DMA_FROM_DEVICE);
 	return 0;
@@ -306,22 +325,27 @@ static netdev_tx_t vrnic_start_xmit(struct sk_buff *skb,
 				    struct net_device *ndev)
 {
 	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+	struct netdev_queue *txq = netdev_get_tx_queue(ndev, 0);
 	struct vrnic_eth_ring *r = &priv->tx;
 	struct device *dev = &priv->pf->pdev->dev;
 	struct vrnic_eth_desc *d;
 	struct vrnic_eth_buf *b;
+	unsigned int len;
 	dma_addr_t dma;
 	u32 idx;
 
+	/* Cannot happen: the queue is stopped before the ring fills up. */
 	if (unlikely(!vrnic_ring_free(r))) {
-		netif_stop_queue(ndev);
+		netif_tx_stop_queue(txq);
+		netdev_err_once(ndev, "TX ring full while the queue is awake\n");
 		return NETDEV_TX_BUSY;
 	}
 	if (skb_put_padto(skb, ETH_ZLEN)) {
 		ndev->stats.tx_dropped++;
 		return NETDEV_TX_OK;
 	}
-	dma = dma_map_single(dev, skb->data, skb->len, DMA_TO_DEVICE);
+	len = skb->len;
+	dma = dma_map_single(dev, skb->data, len, DMA_TO_DEVICE);
 	if (dma_mapping_error(dev, dma)) {
 		ndev->stats.tx_dropped++;
 		dev_kfree_skb_any(skb);
@@ -331,22 +355,46 @@ static netdev_tx_t vrnic_start_xmit(struct sk_buff *skb,
 	b = &r->bufs[idx];
 	b->skb = skb;
 	b->dma = dma;
-	b->len = skb->len;
+	b->len = len;
 	d = &r->desc[idx];
 	d->addr = cpu_to_le64(dma);
-	d->len = cpu_to_le16(skb->len);
+	d->len = cpu_to_le16(len);
 	d->flags = cpu_to_le16(VRNIC_ETH_DESC_EOP);
 	d->wb_len = 0;
 	d->wb_status = 0;
 	r->pi++;
 	skb_tx_timestamp(skb);
 
-	if (!vrnic_ring_free(r))
-		netif_stop_queue(ndev);
-	if (!netdev_xmit_more() || netif_queue_stopped(ndev))
-		vrnic_db(priv->pf, VRNIC_DB_ETH_TX,
-			 (u32)VRNIC_ETH_QID << VRNIC_ETH_DB_QID_SHIFT | r->pi);
+	/* Stop while the ring has no room for another frame; the helper
+	 * re-checks after a barrier so that a concurrent clean cannot miss
+	 * the wake.
+	 */
+	netif_txq_maybe_stop(txq, vrnic_ring_free(r), VRNIC_TX_STOP_THRS,
+			     VRNIC_TX_WAKE_THRS);
+	/* Ring the doorbell unless more frames follow (and the queue is
+	 * still awake to send them).
+	 */
+	if (__netdev_tx_sent_queue(txq, len, netdev_xmit_more()))
+		vrnic_ring_doorbell(priv->pf, VRNIC_DB_ETH_TX, r->pi);
 	return NETDEV_TX_OK;
+}
+
+/* The stack saw the queue stopped for a watchdog period.  Completions
+ * should have woken it: log the ring state, ring the TX doorbell again in
+ * case the device missed it, and run the NAPI poll to reap and re-arm.
+ * The stack counts the event in the queue's tx_timeout attribute.
+ */
+static void vrnic_tx_timeout(struct net_device *ndev, unsigned int txqueue)
+{
+	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+	struct vrnic_eth_ring *r = &priv->tx;
+
+	netdev_warn(ndev, "TX timeout on queue %u: pi %u ci %u free %u\n",
+		    txqueue, r->pi, r->ci, vrnic_ring_free(r));
+	if (!READ_ONCE(priv->rings_live))
+		return;
+	vrnic_ring_doorbell(priv->pf, VRNIC_DB_ETH_TX, r->pi);
+	napi_schedule(&priv->napi);
 }
 
 static int vrnic_change_mtu(struct net_device *ndev, int mtu)
@@ -373,6 +421,7 @@ static const struct net_device_ops vrnic_netdev_ops = {
 	.ndo_open = vrnic_open,
 	.ndo_stop = vrnic_stop,
 	.ndo_start_xmit = vrnic_start_xmit,
+	.ndo_tx_timeout = vrnic_tx_timeout,
 	.ndo_change_mtu = vrnic_change_mtu,
 	.ndo_set_mac_address = eth_mac_addr,
 	.ndo_validate_addr = eth_validate_addr,
