@@ -155,16 +155,23 @@ static void vrnic_ring_doorbell(struct vrnic_pf *pf, u32 db, u16 pi)
 	vrnic_db(pf, db, (u32)VRNIC_ETH_QID << VRNIC_ETH_DB_QID_SHIFT | pi);
 }
 
-static void vrnic_rx_refill(struct vrnic_netdev_priv *priv)
+/* Fill the free RX slots; false if an allocation failed and the ring is
+ * left short, so that the caller retries later.
+ */
+static bool vrnic_rx_refill(struct vrnic_netdev_priv *priv)
 {
 	struct vrnic_eth_ring *r = &priv->rx;
 	u16 old = r->pi;
+	bool ok = true;
 
-	while (vrnic_ring_free(r) &&
-	       vrnic_rx_post_one(priv, r, priv->rx_buf_len))
-		;
+	while (vrnic_ring_free(r)) {
+		ok = vrnic_rx_post_one(priv, r, priv->rx_buf_len);
+		if (!ok)
+			break;
+	}
 	if (r->pi != old)
 		vrnic_ring_doorbell(priv->pf, VRNIC_DB_ETH_RX, r->pi);
+	return ok;
 }
 
 static void vrnic_tx_clean(struct vrnic_netdev_priv *priv, int budget)
@@ -235,7 +242,11 @@ static int vrnic_rx_poll(struct vrnic_netdev_priv *priv, int budget)
 		ndev->stats.rx_bytes += len;
 		napi_gro_receive(&priv->napi, skb);
 	}
-	vrnic_rx_refill(priv);
+	/* Out of memory: stay scheduled, so that NAPI polls again and the
+	 * refill is retried instead of leaving the ring short forever.
+	 */
+	if (!vrnic_rx_refill(priv))
+		return budget;
 	return done;
 }
 
@@ -337,6 +348,9 @@ static int vrnic_rings_start(struct vrnic_netdev_priv *priv)
 	vrnic_ring_doorbell(pf, VRNIC_DB_ETH_RX, priv->rx.pi);
 	vrnic_ring_arm(pf, VRNIC_DB_ETH_TX_ARM, priv->tx.ci);
 	vrnic_ring_arm(pf, VRNIC_DB_ETH_RX_ARM, priv->rx.ci);
+	/* A short RX ring gets no event: let NAPI retry the refill. */
+	if (vrnic_ring_free(&priv->rx))
+		napi_schedule(&priv->napi);
 	if (vrnic_rd(pf, VRNIC_REG_LINK) & VRNIC_LINK_UP)
 		netif_carrier_on(ndev);
 	else
