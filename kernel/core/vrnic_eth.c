@@ -10,11 +10,17 @@
 #include <linux/etherdevice.h>
 #include <linux/ethtool.h>
 #include <linux/if_vlan.h>
+#include <net/netdev_queues.h>
 
 #include "vrnic_core.h"
 
 #define VRNIC_ETH_EQN	1
 #define VRNIC_ETH_QID	0
+/* Each frame takes one TX descriptor (no scatter-gather): stop the queue
+ * when none is left, wake it once a quarter of the ring is free again.
+ */
+#define VRNIC_TX_STOP_THRS	1
+#define VRNIC_TX_WAKE_THRS	(1U << (VRNIC_ETH_LOG_DEPTH - 2))
 
 static struct vrnic_netdev_priv *vrnic_priv(struct net_device *ndev)
 {
@@ -46,9 +52,9 @@ static int vrnic_ring_alloc(struct vrnic_pf *pf, struct vrnic_eth_ring *r)
 	return 0;
 }
 
-static void vrnic_ring_free_bufs(struct vrnic_pf *pf,
-				 struct vrnic_eth_ring *r,
-				 enum dma_data_direction dir)
+/* Drop every buffer of a ring the device no longer owns; empty it. */
+static void vrnic_ring_reset(struct vrnic_pf *pf, struct vrnic_eth_ring *r,
+			     enum dma_data_direction dir)
 {
 	u32 i;
 
@@ -61,6 +67,16 @@ static void vrnic_ring_free_bufs(struct vrnic_pf *pf,
 		dev_kfree_skb_any(b->skb);
 		b->skb = NULL;
 	}
+	memset(r->desc, 0, r->depth * sizeof(*r->desc));
+	r->pi = 0;
+	r->ci = 0;
+}
+
+static void vrnic_ring_free_bufs(struct vrnic_pf *pf,
+				 struct vrnic_eth_ring *r,
+				 enum dma_data_direction dir)
+{
+	vrnic_ring_reset(pf, r, dir);
 	kfree(r->bufs);
 	r->bufs = NULL;
 	dma_free_coherent(&pf->pdev->dev, r->depth * sizeof(*r->desc),
@@ -98,10 +114,12 @@ static void vrnic_ring_arm(struct vrnic_pf *pf, u32 db, u16 ci)
 	vrnic_db(pf, db, (u32)VRNIC_ETH_QID << VRNIC_ETH_DB_QID_SHIFT | ci);
 }
 
-/* Post one fresh RX buffer at the producer index; false if out of memory. */
-static bool vrnic_rx_post_one(struct vrnic_netdev_priv *priv)
+/* Post one fresh RX buffer at the producer index; false if out of memory.
+ * The device only looks at it once the producer index is rung.
+ */
+static bool vrnic_rx_post_one(struct vrnic_netdev_priv *priv,
+			      struct vrnic_eth_ring *r, u32 buf_len)
 {
-	struct vrnic_eth_ring *r = &priv->rx;
 	struct device *dev = &priv->pf->pdev->dev;
 	u32 idx = r->pi & (r->depth - 1);
 	struct vrnic_eth_buf *b = &r->bufs[idx];
@@ -109,19 +127,19 @@ static bool vrnic_rx_post_one(struct vrnic_netdev_priv *priv)
 	struct sk_buff *skb;
 	dma_addr_t dma;
 
-	skb = netdev_alloc_skb_ip_align(priv->pf->netdev, priv->rx_buf_len);
+	skb = netdev_alloc_skb_ip_align(priv->pf->netdev, buf_len);
 	if (!skb)
 		return false;
-	dma = dma_map_single(dev, skb->data, priv->rx_buf_len, DMA_FROM_DEVICE);
+	dma = dma_map_single(dev, skb->data, buf_len, DMA_FROM_DEVICE);
 	if (dma_mapping_error(dev, dma)) {
 		dev_kfree_skb_any(skb);
 		return false;
 	}
 	b->skb = skb;
 	b->dma = dma;
-	b->len = priv->rx_buf_len;
+	b->len = buf_len;
 	d->addr = cpu_to_le64(dma);
-	d->len = cpu_to_le16(priv->rx_buf_len);
+	d->len = cpu_to_le16(buf_len);
 	d->flags = 0;
 	d->wb_len = 0;
 	d->wb_status = 0;
@@ -129,21 +147,37 @@ static bool vrnic_rx_post_one(struct vrnic_netdev_priv *priv)
 	return true;
 }
 
-static void vrnic_rx_refill(struct vrnic_netdev_priv *priv)
+/* Hand the descriptors below the producer index to the device. */
+static void vrnic_ring_doorbell(struct vrnic_pf *pf, u32 db, u16 pi)
+{
+	/* The descriptors must be visible before the device may read them. */
+	dma_wmb();
+	vrnic_db(pf, db, (u32)VRNIC_ETH_QID << VRNIC_ETH_DB_QID_SHIFT | pi);
+}
+
+/* Fill the free RX slots; false if an allocation failed and the ring is
+ * left short, so that the caller retries later.
+ */
+static bool vrnic_rx_refill(struct vrnic_netdev_priv *priv)
 {
 	struct vrnic_eth_ring *r = &priv->rx;
 	u16 old = r->pi;
+	bool ok = true;
 
-	while (vrnic_ring_free(r) && vrnic_rx_post_one(priv))
-		;
+	while (vrnic_ring_free(r)) {
+		ok = vrnic_rx_post_one(priv, r, priv->rx_buf_len);
+		if (!ok)
+			break;
+	}
 	if (r->pi != old)
-		vrnic_db(priv->pf, VRNIC_DB_ETH_RX,
-			 (u32)VRNIC_ETH_QID << VRNIC_ETH_DB_QID_SHIFT | r->pi);
+		vrnic_ring_doorbell(priv->pf, VRNIC_DB_ETH_RX, r->pi);
+	return ok;
 }
 
 static void vrnic_tx_clean(struct vrnic_netdev_priv *priv, int budget)
 {
 	struct net_device *ndev = priv->pf->netdev;
+	struct netdev_queue *txq = netdev_get_tx_queue(ndev, 0);
 	struct vrnic_eth_ring *r = &priv->tx;
 	struct device *dev = &priv->pf->pdev->dev;
 	unsigned int pkts = 0, bytes = 0;
@@ -167,8 +201,11 @@ static void vrnic_tx_clean(struct vrnic_netdev_priv *priv, int budget)
 	}
 	ndev->stats.tx_packets += pkts;
 	ndev->stats.tx_bytes += bytes;
-	if (unlikely(netif_queue_stopped(ndev)) && vrnic_ring_free(r) > 2)
-		netif_wake_queue(ndev);
+	/* BQL completion, then wake with the barrier that pairs with the
+	 * re-check in netif_txq_maybe_stop().
+	 */
+	netif_txq_completed_wake(txq, pkts, bytes, vrnic_ring_free(r),
+				 VRNIC_TX_WAKE_THRS);
 }
 
 static int vrnic_rx_poll(struct vrnic_netdev_priv *priv, int budget)
@@ -205,7 +242,11 @@ static int vrnic_rx_poll(struct vrnic_netdev_priv *priv, int budget)
 		ndev->stats.rx_bytes += len;
 		napi_gro_receive(&priv->napi, skb);
 	}
-	vrnic_rx_refill(priv);
+	/* Out of memory: stay scheduled, so that NAPI polls again and the
+	 * refill is retried instead of leaving the ring short forever.
+	 */
+	if (!vrnic_rx_refill(priv))
+		return budget;
 	return done;
 }
 
@@ -245,60 +286,121 @@ void vrnic_eth_link_change(struct vrnic_pf *pf, bool up)
 		netif_carrier_off(pf->netdev);
 }
 
-static int vrnic_open(struct net_device *ndev)
+/* Allocate a TX and an RX ring in host memory, the RX ring filled with
+ * buffers of @buf_len.  Nothing is shown to the device yet.
+ */
+static int vrnic_rings_alloc(struct vrnic_netdev_priv *priv,
+			     struct vrnic_eth_ring *tx,
+			     struct vrnic_eth_ring *rx, u32 buf_len)
 {
-	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
 	struct vrnic_pf *pf = priv->pf;
 	int ret;
 
-	priv->rx_buf_len = ALIGN(ndev->mtu + ETH_HLEN + VLAN_HLEN, 64);
-	ret = vrnic_ring_alloc(pf, &priv->tx);
+	ret = vrnic_ring_alloc(pf, tx);
 	if (ret)
 		return ret;
-	ret = vrnic_ring_alloc(pf, &priv->rx);
+	ret = vrnic_ring_alloc(pf, rx);
 	if (ret)
 		goto err_tx;
+	while (vrnic_ring_free(rx)) {
+		if (!vrnic_rx_post_one(priv, rx, buf_len)) {
+			ret = -ENOMEM;
+			goto err_rx;
+		}
+	}
+	return 0;
+
+err_rx:
+	vrnic_ring_free_bufs(pf, rx, DMA_FROM_DEVICE);
+err_tx:
+	vrnic_ring_free_bufs(pf, tx, DMA_TO_DEVICE);
+	return ret;
+}
+
+static void vrnic_rings_free(struct vrnic_netdev_priv *priv,
+			     struct vrnic_eth_ring *tx,
+			     struct vrnic_eth_ring *rx)
+{
+	vrnic_ring_free_bufs(priv->pf, tx, DMA_TO_DEVICE);
+	vrnic_ring_free_bufs(priv->pf, rx, DMA_FROM_DEVICE);
+}
+
+/* Give priv->tx and priv->rx to the device and start the data path.  On
+ * failure the device has no ring and NAPI stays disabled.
+ */
+static int vrnic_rings_start(struct vrnic_netdev_priv *priv)
+{
+	struct vrnic_pf *pf = priv->pf;
+	struct net_device *ndev = pf->netdev;
+	int ret;
+
 	ret = vrnic_ring_create(pf, &priv->tx, VRNIC_ETH_RING_TX);
 	if (ret)
-		goto err_rx;
+		return ret;
 	ret = vrnic_ring_create(pf, &priv->rx, VRNIC_ETH_RING_RX);
-	if (ret)
-		goto err_tx_ring;
-
+	if (ret) {
+		vrnic_ring_destroy(pf, VRNIC_ETH_RING_TX);
+		return ret;
+	}
+	netdev_tx_reset_queue(netdev_get_tx_queue(ndev, 0));
 	napi_enable(&priv->napi);
 	WRITE_ONCE(priv->rings_live, true);
-	vrnic_rx_refill(priv);
+	vrnic_ring_doorbell(pf, VRNIC_DB_ETH_RX, priv->rx.pi);
 	vrnic_ring_arm(pf, VRNIC_DB_ETH_TX_ARM, priv->tx.ci);
 	vrnic_ring_arm(pf, VRNIC_DB_ETH_RX_ARM, priv->rx.ci);
+	/* A short RX ring gets no event: let NAPI retry the refill. */
+	if (vrnic_ring_free(&priv->rx))
+		napi_schedule(&priv->napi);
 	if (vrnic_rd(pf, VRNIC_REG_LINK) & VRNIC_LINK_UP)
 		netif_carrier_on(ndev);
 	else
 		netif_carrier_off(ndev);
-	netif_start_queue(ndev);
+	netif_wake_queue(ndev);
 	return 0;
+}
 
-err_tx_ring:
+/* Stop the data path and take the rings back from the device; the host
+ * memory stays allocated.
+ */
+static void vrnic_rings_stop(struct vrnic_netdev_priv *priv)
+{
+	struct vrnic_pf *pf = priv->pf;
+
+	netif_tx_disable(pf->netdev);
+	WRITE_ONCE(priv->rings_live, false);
+	napi_disable(&priv->napi);
+	/* Once destroyed, the device no longer touches the buffers. */
 	vrnic_ring_destroy(pf, VRNIC_ETH_RING_TX);
-err_rx:
-	vrnic_ring_free_bufs(pf, &priv->rx, DMA_FROM_DEVICE);
-err_tx:
-	vrnic_ring_free_bufs(pf, &priv->tx, DMA_TO_DEVICE);
+	vrnic_ring_destroy(pf, VRNIC_ETH_RING_RX);
+	netdev_tx_reset_queue(netdev_get_tx_queue(pf->netdev, 0));
+}
+
+static u32 vrnic_rx_buf_len(int mtu)
+{
+	return ALIGN(mtu + ETH_HLEN + VLAN_HLEN, 64);
+}
+
+static int vrnic_open(struct net_device *ndev)
+{
+	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+	int ret;
+
+	priv->rx_buf_len = vrnic_rx_buf_len(ndev->mtu);
+	ret = vrnic_rings_alloc(priv, &priv->tx, &priv->rx, priv->rx_buf_len);
+	if (ret)
+		return ret;
+	ret = vrnic_rings_start(priv);
+	if (ret)
+		vrnic_rings_free(priv, &priv->tx, &priv->rx);
 	return ret;
 }
 
 static int vrnic_stop(struct net_device *ndev)
 {
 	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
-	struct vrnic_pf *pf = priv->pf;
 
-	netif_stop_queue(ndev);
-	WRITE_ONCE(priv->rings_live, false);
-	napi_disable(&priv->napi);
-	/* Once destroyed, the device no longer touches the buffers. */
-	vrnic_ring_destroy(pf, VRNIC_ETH_RING_TX);
-	vrnic_ring_destroy(pf, VRNIC_ETH_RING_RX);
-	vrnic_ring_free_bufs(pf, &priv->tx, DMA_TO_DEVICE);
-	vrnic_ring_free_bufs(pf, &priv->rx, DMA_FROM_DEVICE);
+	vrnic_rings_stop(priv);
+	vrnic_rings_free(priv, &priv->tx, &priv->rx);
 	return 0;
 }
 
@@ -306,22 +408,27 @@ static netdev_tx_t vrnic_start_xmit(struct sk_buff *skb,
 				    struct net_device *ndev)
 {
 	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+	struct netdev_queue *txq = netdev_get_tx_queue(ndev, 0);
 	struct vrnic_eth_ring *r = &priv->tx;
 	struct device *dev = &priv->pf->pdev->dev;
 	struct vrnic_eth_desc *d;
 	struct vrnic_eth_buf *b;
+	unsigned int len;
 	dma_addr_t dma;
 	u32 idx;
 
+	/* Cannot happen: the queue is stopped before the ring fills up. */
 	if (unlikely(!vrnic_ring_free(r))) {
-		netif_stop_queue(ndev);
+		netif_tx_stop_queue(txq);
+		netdev_err_once(ndev, "TX ring full while the queue is awake\n");
 		return NETDEV_TX_BUSY;
 	}
 	if (skb_put_padto(skb, ETH_ZLEN)) {
 		ndev->stats.tx_dropped++;
 		return NETDEV_TX_OK;
 	}
-	dma = dma_map_single(dev, skb->data, skb->len, DMA_TO_DEVICE);
+	len = skb->len;
+	dma = dma_map_single(dev, skb->data, len, DMA_TO_DEVICE);
 	if (dma_mapping_error(dev, dma)) {
 		ndev->stats.tx_dropped++;
 		dev_kfree_skb_any(skb);
@@ -331,48 +438,127 @@ static netdev_tx_t vrnic_start_xmit(struct sk_buff *skb,
 	b = &r->bufs[idx];
 	b->skb = skb;
 	b->dma = dma;
-	b->len = skb->len;
+	b->len = len;
 	d = &r->desc[idx];
 	d->addr = cpu_to_le64(dma);
-	d->len = cpu_to_le16(skb->len);
+	d->len = cpu_to_le16(len);
 	d->flags = cpu_to_le16(VRNIC_ETH_DESC_EOP);
 	d->wb_len = 0;
 	d->wb_status = 0;
 	r->pi++;
 	skb_tx_timestamp(skb);
 
-	if (!vrnic_ring_free(r))
-		netif_stop_queue(ndev);
-	if (!netdev_xmit_more() || netif_queue_stopped(ndev))
-		vrnic_db(priv->pf, VRNIC_DB_ETH_TX,
-			 (u32)VRNIC_ETH_QID << VRNIC_ETH_DB_QID_SHIFT | r->pi);
+	/* Stop while the ring has no room for another frame; the helper
+	 * re-checks after a barrier so that a concurrent clean cannot miss
+	 * the wake.
+	 */
+	netif_txq_maybe_stop(txq, vrnic_ring_free(r), VRNIC_TX_STOP_THRS,
+			     VRNIC_TX_WAKE_THRS);
+	/* Ring the doorbell unless more frames follow (and the queue is
+	 * still awake to send them).
+	 */
+	if (__netdev_tx_sent_queue(txq, len, netdev_xmit_more()))
+		vrnic_ring_doorbell(priv->pf, VRNIC_DB_ETH_TX, r->pi);
 	return NETDEV_TX_OK;
 }
 
+/* The stack saw the queue stopped for a watchdog period.  Completions
+ * should have woken it: log the ring state, ring the TX doorbell again in
+ * case the device missed it, and run the NAPI poll to reap and re-arm.
+ * The stack counts the event in the queue's tx_timeout attribute.
+ */
+static void vrnic_tx_timeout(struct net_device *ndev, unsigned int txqueue)
+{
+	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+	struct vrnic_eth_ring *r = &priv->tx;
+
+	netdev_warn(ndev, "TX timeout on queue %u: pi %u ci %u free %u\n",
+		    txqueue, r->pi, r->ci, vrnic_ring_free(r));
+	if (!READ_ONCE(priv->rings_live))
+		return;
+	vrnic_ring_doorbell(priv->pf, VRNIC_DB_ETH_TX, r->pi);
+	napi_schedule(&priv->napi);
+}
+
+/* Change the MTU without a window in which a failure leaves the
+ * interface up without rings: the rings for the new MTU are allocated
+ * and filled first, and the old ones are released only once the device
+ * runs on the new ones.  On failure the old configuration keeps running.
+ */
 static int vrnic_change_mtu(struct net_device *ndev, int mtu)
 {
 	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_SET_PORT };
+	struct vrnic_eth_ring old_tx, old_rx, new_tx = {}, new_rx = {};
+	u32 old_len = priv->rx_buf_len, new_len = vrnic_rx_buf_len(mtu);
 	bool running = netif_running(ndev);
-	int ret;
+	int ret, ret2;
 
+	if (running) {
+		ret = vrnic_rings_alloc(priv, &new_tx, &new_rx, new_len);
+		if (ret)
+			return ret;
+	}
 	cmd.set_port.mtu = cpu_to_le32(mtu);
 	ret = vrnic_pf_admin_exec(priv->pf, &cmd, NULL);
 	if (ret)
-		return ret;
-	/* RX buffers are sized for the MTU: rebuild the rings. */
+		goto err_free_new;
+	if (!running) {
+		WRITE_ONCE(ndev->mtu, mtu);
+		return 0;
+	}
+
+	vrnic_rings_stop(priv);
+	old_tx = priv->tx;
+	old_rx = priv->rx;
+	priv->tx = new_tx;
+	priv->rx = new_rx;
+	priv->rx_buf_len = new_len;
+	ret = vrnic_rings_start(priv);
+	if (!ret) {
+		WRITE_ONCE(ndev->mtu, mtu);
+		vrnic_rings_free(priv, &old_tx, &old_rx);
+		return 0;
+	}
+
+	/* Back to the old rings and MTU.  The device starts a created ring
+	 * at index 0: restart both old rings empty, refill the RX one.
+	 */
+	new_tx = priv->tx;
+	new_rx = priv->rx;
+	priv->tx = old_tx;
+	priv->rx = old_rx;
+	priv->rx_buf_len = old_len;
+	vrnic_ring_reset(priv->pf, &priv->tx, DMA_TO_DEVICE);
+	vrnic_ring_reset(priv->pf, &priv->rx, DMA_FROM_DEVICE);
+	while (vrnic_ring_free(&priv->rx) &&
+	       vrnic_rx_post_one(priv, &priv->rx, old_len))
+		;
+	cmd.set_port.mtu = cpu_to_le32(ndev->mtu);
+	ret2 = vrnic_pf_admin_exec(priv->pf, &cmd, NULL);
+	if (!ret2)
+		ret2 = vrnic_rings_start(priv);
+	if (ret2) {
+		/* The device refuses its rings: stay up without a data path
+		 * but with NAPI enabled and rings allocated, so that ndo_stop
+		 * still works.
+		 */
+		netdev_err(ndev, "cannot restore the rings after a failed MTU change: %d\n",
+			   ret2);
+		netif_carrier_off(ndev);
+		napi_enable(&priv->napi);
+	}
+err_free_new:
 	if (running)
-		vrnic_stop(ndev);
-	WRITE_ONCE(ndev->mtu, mtu);
-	if (running)
-		return vrnic_open(ndev);
-	return 0;
+		vrnic_rings_free(priv, &new_tx, &new_rx);
+	return ret;
 }
 
 static const struct net_device_ops vrnic_netdev_ops = {
 	.ndo_open = vrnic_open,
 	.ndo_stop = vrnic_stop,
 	.ndo_start_xmit = vrnic_start_xmit,
+	.ndo_tx_timeout = vrnic_tx_timeout,
 	.ndo_change_mtu = vrnic_change_mtu,
 	.ndo_set_mac_address = eth_mac_addr,
 	.ndo_validate_addr = eth_validate_addr,

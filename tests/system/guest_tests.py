@@ -42,6 +42,49 @@ def set_mtu(stage, vms, mtu):
     return True
 
 
+DMESG_BAD = r"NETDEV WATCHDOG|blocked for more than|hung_task|WARNING:|BUG:|Oops"
+
+
+def mtu_traffic_tests(stage, a, b):
+    """MTU changes under traffic (issue 14): while a TCP stream and a ping
+    flood run from a to b over the vrnic netdev, a changes its MTU 1500 ->
+    9000 -> 4000 -> ... several times.  Each change rebuilds a's rings under
+    load (TX ring full, queue stopped, BQL in flight).  Then the interface
+    must be up, ping must work, the kernel must not have logged a watchdog,
+    hung task or WARN, and rmmod must be clean."""
+    if not set_mtu(stage, (b,), 9000):  # b takes every size a sends
+        return
+    b.run("(timeout 60 iperf3 -s -1 >/dev/null 2>&1 &)", timeout=30)
+    mtus = [1500, 9000, 4000, 9000, 1500, 4000, 1500]
+    steps = "; ".join("ip link set dev $d mtu %d || exit 10; sleep 1" % m
+                      for m in mtus)
+    ok = step(stage, a, "a: 7 MTU changes under iperf3 and ping -f",
+              "dmesg -C; d=$(vrnic-netdev); "
+              "(timeout 40 iperf3 -c %s -t 30 >/tmp/iperf.log 2>&1 &); "
+              % b.ip +
+              "(timeout 35 ping -q -f -s 1400 %s >/tmp/pingf.log 2>&1 &); "
+              % b.ip +
+              "sleep 3; " + steps + "; "
+              "ip -o link show dev $d | grep -q 'state UP' || exit 11; "
+              "[ \"$(cat /sys/class/net/$d/mtu)\" = 1500 ] || exit 12; "
+              "echo changes done",
+              expect="changes done", timeout=180)
+    if ok:
+        step(stage, a, "a: ping b after the MTU changes",
+             "pkill -x iperf3; pkill -x ping; sleep 1; "
+             "tail -4 /tmp/iperf.log; tail -2 /tmp/pingf.log; "
+             "ping -c 10 -i 0.2 -W 2 %s | tail -2" % b.ip,
+             expect=" 0% packet loss", timeout=60)
+        step(stage, a, "a: no watchdog, hung task or WARN in dmesg",
+             "! dmesg | grep -E '%s'" % DMESG_BAD, timeout=30)
+    step(stage, a, "a: rmmod vrnic_ib vrnic is clean after the MTU changes",
+         "pkill -x iperf3; pkill -x ping; sleep 1; "
+         "timeout 60 rmmod vrnic_ib vrnic && ! lsmod | grep -q '^vrnic' && "
+         "! dmesg | grep -E '%s'" % DMESG_BAD, timeout=90)
+    b.run("pkill -x iperf3", timeout=30)
+    set_mtu(stage, (a, b), 1500)
+
+
 def port_events(stage, a):
     name = "a: port events"
     a.check("rm -f /tmp/port_event.ready /tmp/pe.tap /tmp/pe.rc; "
@@ -787,6 +830,7 @@ def main():
                 tap(stage, a, "ping a->b MTU %d" % mtu,
                     "%svrnic_ping_test %s %d 1000" % (T, b.ip, mtu),
                     timeout=300)
+        mtu_traffic_tests(stage, a, b)
         set_mtu(stage, (a, b), 1500)
         capture_test(stage, a, b)
         rc_tests(stage, a, b)
