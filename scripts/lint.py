@@ -48,7 +48,8 @@ def kbuild(stage, name, flags):
     # Force a full rebuild so every file is compiled or checked again.
     # (Not "make clean": with M= it deletes every *.ko* below the tree,
     # including the guest kernel's modules in build/.)
-    for pattern in ("kernel/*/*.o", "kernel/*/.*.cmd", "vrnic*.o",
+    for pattern in ("kernel/*/*.o", "kernel/*/.*.cmd", "kernel/*/.*.o.d",
+                    "vrnic*.o",
                     "vrnic*.ko", "vrnic*.mod*", ".vrnic*.cmd"):
         for f in glob.glob(os.path.join(TOP, pattern)):
             os.unlink(f)
