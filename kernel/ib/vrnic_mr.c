@@ -122,6 +122,12 @@ struct vrnic_mr_pbl {
 	__le64 *l2;
 	dma_addr_t l2_dma;
 	__le64 **l1;
+	/*
+	 * The level-1 pages' DMA handles, kept here and not read back from
+	 * l2: the device can write l2, and freeing an address it chose would
+	 * unmap someone else's memory and leave this page mapped.
+	 */
+	dma_addr_t *l1_dma;
 	size_t nl1;
 };
 
@@ -132,11 +138,12 @@ static void vrnic_mr_pbl_free(struct vrnic_dev *vdev, struct vrnic_mr_pbl *p)
 	struct device *dev = &vdev->pdev->dev;
 	size_t i;
 
-	for (i = 0; p->l1 && i < p->nl1; i++)
+	for (i = 0; p->l1 && p->l1_dma && i < p->nl1; i++)
 		if (p->l1[i])
 			dma_free_coherent(dev, VRNIC_PBL_PAGE_SIZE, p->l1[i],
-					  le64_to_cpu(p->l2[i]));
+					  p->l1_dma[i]);
 	kvfree(p->l1);
+	kvfree(p->l1_dma);
 	if (p->l2)
 		dma_free_coherent(dev, p->nl1 * sizeof(*p->l2), p->l2,
 				  p->l2_dma);
@@ -148,21 +155,21 @@ static int vrnic_mr_pbl_fill(struct vrnic_dev *vdev, struct ib_umem *umem,
 {
 	struct device *dev = &vdev->pdev->dev;
 	struct ib_block_iter biter;
-	dma_addr_t dma;
 	size_t i;
 
 	p->nl1 = DIV_ROUND_UP(npages, VRNIC_PBL_PER_PAGE);
 	p->l1 = kvcalloc(p->nl1, sizeof(*p->l1), GFP_KERNEL);
+	p->l1_dma = kvcalloc(p->nl1, sizeof(*p->l1_dma), GFP_KERNEL);
 	p->l2 = dma_alloc_coherent(dev, p->nl1 * sizeof(*p->l2), &p->l2_dma,
 				   GFP_KERNEL);
-	if (!p->l1 || !p->l2)
+	if (!p->l1 || !p->l1_dma || !p->l2)
 		return -ENOMEM;
 	for (i = 0; i < p->nl1; i++) {
-		p->l1[i] = dma_alloc_coherent(dev, VRNIC_PBL_PAGE_SIZE, &dma,
-					      GFP_KERNEL);
+		p->l1[i] = dma_alloc_coherent(dev, VRNIC_PBL_PAGE_SIZE,
+					      &p->l1_dma[i], GFP_KERNEL);
 		if (!p->l1[i])
 			return -ENOMEM;
-		p->l2[i] = cpu_to_le64(dma);
+		p->l2[i] = cpu_to_le64(p->l1_dma[i]);
 	}
 	i = 0;
 	rdma_umem_for_each_dma_block(umem, &biter, pgsz) {
@@ -174,13 +181,6 @@ static int vrnic_mr_pbl_fill(struct vrnic_dev *vdev, struct ib_umem *umem,
 	}
 	return 0;
 }
-
-/*
- * Page sizes the device takes for an MR (page_shift 12..30).  A user MR
- * uses the largest one its pages allow (huge pages: 2 MiB or 1 GiB), so
- * its page list is that much shorter.
- */
-#define VRNIC_MR_PGSZ_BITMAP	GENMASK_ULL(30, 12)
 
 /*
  * Whether [virt, virt + length) fits in the device's MR page limit even
