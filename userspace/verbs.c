@@ -1911,6 +1911,10 @@ int vrnic_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
 		return EINVAL;
 	if (!qp->sq || !vrnic_sq_postable(ibqp))
 		return EINVAL;
+	/* As post_send: an operation the QP type lacks, or an unknown flag. */
+	if (!(qp->ops & VRNIC_OP(VRNIC_WR_BIND_MW)) ||
+	    (mw_bind->send_flags & ~(IBV_SEND_SIGNALED | IBV_SEND_FENCE)))
+		return EINVAL;
 	pthread_spin_lock(&qp->sq_lock);
 	if (qp->sq_head - vrnic_tail(&qp->sq_tail) >= (1u << qp->sq_log)) {
 		pthread_spin_unlock(&qp->sq_lock);

@@ -393,6 +393,45 @@ static int refused(struct ibv_qp *qp, const char *what,
 }
 
 /*
+ * ibv_bind_mw() goes through the same post-time check: a UD QP has no
+ * window binds, and a bind takes only SIGNALED and FENCE.  (Before, it
+ * posted both; the device failed the bind and the QP went to ERR.)
+ */
+static int bind_refused(struct env *e, struct ibv_cq *cq)
+{
+	struct ibv_mw_bind b = {
+		.wr_id = 0xb1, .send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = e->mr, .addr = (uintptr_t)e->buf,
+			       .length = 64,
+			       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE },
+	};
+	struct ibv_qp *ud = make_qp(e, IBV_QPT_UD, cq, cq, 8, 0), *rc;
+	struct ibv_mw *mw = ibv_alloc_mw(e->pd, IBV_MW_TYPE_1);
+	int ret, ok = 1;
+
+	rc = make_qp(e, IBV_QPT_RC, cq, cq, 8, 0);
+	if (!mw)
+		FAIL("alloc_mw type 1: %s\n", strerror(errno));
+	if (!ud || !rc || to_rts(e, ud, 0) || to_rts(e, rc, rc->qp_num))
+		FAIL("QPs for bind_mw: %s\n", strerror(errno));
+	ret = ibv_bind_mw(ud, mw, &b);
+	if (ret != EINVAL) {
+		ksft_print_msg("ud bind_mw: %d, not EINVAL\n", ret);
+		ok = 0;
+	}
+	b.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	ret = ibv_bind_mw(rc, mw, &b);
+	if (ret != EINVAL) {
+		ksft_print_msg("rc bind_mw with INLINE: %d, not EINVAL\n", ret);
+		ok = 0;
+	}
+	ibv_destroy_qp(ud);
+	ibv_destroy_qp(rc);
+	ibv_dealloc_mw(mw);
+	return ok;
+}
+
+/*
  * Review C.5: operations a QP type cannot carry, and IBV_SEND_INLINE on
  * anything but SEND and RDMA WRITE, were accepted at post time; the device
  * then failed the WQE and the QP went to ERR.  IBA and rxe refuse them
@@ -439,6 +478,7 @@ static int opcodes(struct env *e)
 		      0, 0, la, lk);
 	ok &= refused(rc[0], "rc opcode 0x7f", (enum ibv_wr_opcode)0x7f, 0, 0,
 		      0, la, lk);
+	ok &= bind_refused(e, cq);
 	if (!ok)
 		return 0;
 	{
