@@ -24,6 +24,13 @@
 #include "vrnic_aux.h"
 
 /* The RDMA device: what it needs of the function is copied at probe. */
+/*
+ * Page sizes the device takes for an MR (page_shift 12..30), reported as
+ * page_size_cap.  A user MR uses the largest one its pages allow (huge
+ * pages: 2 MiB or 1 GiB), so its page list is that much shorter.
+ */
+#define VRNIC_MR_PGSZ_BITMAP	GENMASK_ULL(30, 12)
+
 struct vrnic_dev {
 	struct ib_device ibdev;
 	struct vrnic_pf *pf;	/* the function, for admin commands */

@@ -27,7 +27,7 @@ static int vrnic_query_device(struct ib_device *ibdev,
 	attr->fw_ver = le64_to_cpu(a->fw_version);
 	attr->sys_image_guid = cpu_to_be64(le64_to_cpu(a->sys_image_guid));
 	attr->max_mr_size = le64_to_cpu(a->max_mr_size);
-	attr->page_size_cap = PAGE_SIZE;
+	attr->page_size_cap = VRNIC_MR_PGSZ_BITMAP;
 	attr->vendor_id = vdev->pdev->vendor;
 	attr->vendor_part_id = vdev->pdev->device;
 	attr->hw_ver = vdev->pdev->revision;
