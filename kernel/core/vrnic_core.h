@@ -99,6 +99,7 @@ struct vrnic_pf {
 	struct vrnic_device_attr attr;
 	atomic_t test_irqs;
 	bool port_events;	/* the netdev may see port events */
+	bool eth_events;	/* the netdev may see ETH_TX/ETH_RX events */
 	struct vrnic_adev *adev;	/* the RDMA auxiliary device */
 	spinlock_t rdma_lock;	/* serializes (un)registering rdma */
 	struct vrnic_rdma_client __rcu *rdma;	/* bound RDMA driver */

@@ -271,8 +271,12 @@ static int vrnic_napi_poll(struct napi_struct *napi, int budget)
 /* Called from the completion EQ handler. */
 void vrnic_eth_event(struct vrnic_pf *pf, u8 type)
 {
-	struct vrnic_netdev_priv *priv = vrnic_priv(pf->netdev);
+	struct vrnic_netdev_priv *priv;
 
+	/* Before the netdev is registered or once it is going: no netdev. */
+	if (!READ_ONCE(pf->eth_events))
+		return;
+	priv = vrnic_priv(pf->netdev);
 	if (READ_ONCE(priv->rings_live))
 		napi_schedule(&priv->napi);
 }
@@ -663,14 +667,24 @@ int vrnic_netdev_register(struct vrnic_pf *pf)
 		netif_napi_del(&priv->napi);
 		free_netdev(ndev);
 		pf->netdev = NULL;
+		return ret;
 	}
-	return ret;
+	WRITE_ONCE(pf->eth_events, true);
+	return 0;
 }
 
 void vrnic_netdev_unregister(struct vrnic_pf *pf)
 {
 	struct vrnic_netdev_priv *priv = vrnic_priv(pf->netdev);
+	unsigned int i;
 
+	/*
+	 * No ETH event handler may touch the netdev once it is freed: stop
+	 * them, and wait for any that is running on a completion vector.
+	 */
+	WRITE_ONCE(pf->eth_events, false);
+	for (i = 1; i < pf->num_vectors; i++)
+		synchronize_irq(pci_irq_vector(pf->pdev, i));
 	unregister_netdev(pf->netdev);
 	netif_napi_del(&priv->napi);
 	free_netdev(pf->netdev);
