@@ -5,6 +5,7 @@
 // datagram.cpp.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -413,6 +414,21 @@ private:
 	std::vector<Qp> qps_;
 	std::vector<Srq> srqs_;
 	std::vector<Xrcd> xrcds_;
+	// The slots of each table used since the last reset are [0, n): a
+	// reset restores only those, and the sweeps over a table stop there.
+	// A slot past the mark is as the constructor or the last reset left it
+	// (only creates write an invalid slot, and they move the mark first).
+	struct Used {
+		uint32_t pd = 0, cq = 0, qp = 0, srq = 0, xrcd = 0;
+	} used_;
+	static void mark(uint32_t &n, uint32_t i) { n = std::max(n, i + 1); }
+	template <typename T>
+	static std::span<T> used(std::vector<T> &tab, uint32_t n) { return {tab.data(), n}; }
+	template <typename T>
+	static std::span<const T> used(const std::vector<T> &tab, uint32_t n)
+	{
+		return {tab.data(), n};
+	}
 	std::vector<McastAttach> mcast_;	// at most VRNIC_MAX_MCAST_ATTACH
 	MrTable mrs_;
 	GidTable gids_;

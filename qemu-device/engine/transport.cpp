@@ -610,7 +610,7 @@ void Rdma::arm_timer()
 {
 	uint64_t next = 0;
 
-	for (const auto &q : qps_) {
+	for (const auto &q : used(qps_, used_.qp)) {
 		if (!q.valid)
 			continue;
 		for (uint64_t d : {q.ack_deadline, q.rnr_deadline})
@@ -891,7 +891,7 @@ void Rdma::timer()
 {
 	const uint64_t now = plat_.now_ns();
 
-	for (auto &qp : qps_) {
+	for (auto &qp : used(qps_, used_.qp)) {
 		if (!qp.valid)
 			continue;
 		if (qp.rnr_deadline && now >= qp.rnr_deadline) {
@@ -1550,7 +1550,7 @@ bool Rdma::poll()
 		loopback_.pop();
 		budget--;
 	}
-	for (auto &qp : qps_) {
+	for (auto &qp : used(qps_, used_.qp)) {
 		if (!qp.valid || budget == 0)
 			continue;
 		if (qp.attr.state == VRNIC_QPS_ERR) {

@@ -602,3 +602,80 @@ TEST(HostBudget, RingsAndQpsAreChargedAndCredited)
 	ASSERT_EQ(a.p.admin(dq).status, VRNIC_ADMIN_ST_OK);
 	EXPECT_EQ(hb.used(), full - 512 * 8);
 }
+
+// A reset restores only the slots used since the last one (it is cheap
+// with few objects) but every object is gone after it, wherever its slot
+// is: all charges back, every handle stale, and handles made after the
+// reset differ from every one made before it.
+TEST(HostBudget, AResetGivesBackEveryChargeWhereverTheObjectIs)
+{
+	Node a{1, true};
+	const vrnic::HostBudget &hb = budget_of(a.p);
+	vrnic_admin_cmd q = op(VRNIC_ADMIN_CREATE_QP);
+	q.create_qp.sq_base = Node::kSq;
+	q.create_qp.rq_base = Node::kRq;
+	q.create_qp.dbrec = Node::kQpDb + 0x40;
+	q.create_qp.pdn = a.pd;
+	q.create_qp.send_cqn = q.create_qp.recv_cqn = a.cq;
+	q.create_qp.sq_wqe_shift = 6;
+	q.create_qp.rq_wqe_shift = 5;
+	q.create_qp.type = VRNIC_QPT_RC;
+	std::vector<uint32_t> qps{a.qp}, mrs;
+	for (int i = 0; i < 40; i++)
+		qps.push_back(a.admin_ok(q));
+	for (int i = 0; i < 3000; i++) {
+		vrnic_admin_cmd m = op(VRNIC_ADMIN_CREATE_MR);
+		m.create_mr.pdn = a.pd;
+		m.create_mr.npages = 1;
+		m.create_mr.pbl_mode = VRNIC_PBL_FAST;
+		mrs.push_back(a.admin_ok(m));
+	}
+	// Holes: the even ones go, the last slots stay used.
+	for (size_t i = 0; i + 1 < qps.size(); i += 2) {
+		vrnic_admin_cmd d = op(VRNIC_ADMIN_DESTROY_QP);
+		d.destroy.id = qps[i];
+		ASSERT_EQ(a.p.admin(d).status, VRNIC_ADMIN_ST_OK);
+	}
+	for (size_t i = 0; i + 1 < mrs.size(); i += 2) {
+		vrnic_admin_cmd d = op(VRNIC_ADMIN_DESTROY_MR);
+		d.destroy.id = mrs[i];
+		ASSERT_EQ(a.p.admin(d).status, VRNIC_ADMIN_ST_OK);
+	}
+	ASSERT_GT(hb.used(), 0u);
+
+	vrnic_engine_reset(a.p.eng);
+	EXPECT_EQ(hb.used(), 0u) << "a reset kept a charge";
+	EXPECT_EQ(hb.over_released(), 0u);
+	for (uint32_t qpn : qps)
+		EXPECT_EQ(a.p.eng->dev.rdma().qp(qpn), nullptr) << std::hex << qpn;
+
+	a.p.aq_pi = 0;
+	a.p.enable();
+	vrnic_admin_cmd eq = op(VRNIC_ADMIN_CREATE_EQ);
+	eq.create_eq.base = Node::kEq;
+	eq.create_eq.log_depth = 6;
+	eq.create_eq.eqn = 1;
+	eq.create_eq.vector = 1;
+	a.admin_ok(eq);
+	a.pd = a.admin_ok(op(VRNIC_ADMIN_CREATE_PD));
+	vrnic_admin_cmd cq = op(VRNIC_ADMIN_CREATE_CQ);
+	cq.create_cq.base = Node::kCq;
+	cq.create_cq.dbrec = Node::kCqDb;
+	cq.create_cq.log_depth = 4;
+	cq.create_cq.eqn = 1;
+	a.cq = a.admin_ok(cq);
+	q.create_qp.pdn = a.pd;
+	q.create_qp.send_cqn = q.create_qp.recv_cqn = a.cq;
+	for (size_t i = 0; i < qps.size(); i++) {
+		const uint32_t qpn = a.admin_ok(q);
+		EXPECT_EQ(std::count(qps.begin(), qps.end(), qpn), 0) << std::hex << qpn;
+	}
+	for (size_t i = 0; i < mrs.size(); i++) {
+		vrnic_admin_cmd m = op(VRNIC_ADMIN_CREATE_MR);
+		m.create_mr.pdn = a.pd;
+		m.create_mr.npages = 1;
+		m.create_mr.pbl_mode = VRNIC_PBL_FAST;
+		const uint32_t key = a.admin_ok(m);
+		EXPECT_EQ(std::count(mrs.begin(), mrs.end(), key), 0) << std::hex << key;
+	}
+}
