@@ -326,8 +326,13 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 			      uint64_t(1) << (c.rq_log_depth + c.rq_wqe_shift),
 			      nomem)))
 		return nomem ? VRNIC_ADMIN_ST_NO_RESOURCE : VRNIC_ADMIN_ST_BAD_PARAM;
+	// RC, UC and XRC initiators also reserve their first WQE copies (a
+	// QP never holds more copies than its SQ has slots).
+	const uint64_t copies = c.type == VRNIC_QPT_UD || c.type == VRNIC_QPT_GSI
+					? 0 : std::min(kReservedCopies, 1u << c.sq_log_depth) *
+						      send_wqe_charge(c.sq_wqe_shift);
 	Charge reserve;
-	if (!reserve.take(budget_, kQpReserve))
+	if (!reserve.take(budget_, kQpReserve + copies))
 		return VRNIC_ADMIN_ST_NO_RESOURCE;
 	// The GSI QP is QP1, always: index 1, generation 0.  Others start at 2.
 	const bool gsi = c.type == VRNIC_QPT_GSI;

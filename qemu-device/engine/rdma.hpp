@@ -311,7 +311,19 @@ public:
 	// kWindow + kLookahead copies (each charged to the budget).
 	static constexpr unsigned int kLookahead = 16;
 	// Host bytes charged per copied send WQE: the copy and its stride.
-	[[nodiscard]] static uint64_t send_wqe_charge(const Qp &qp);
+	[[nodiscard]] static uint64_t send_wqe_charge(const Qp &qp)
+	{
+		return send_wqe_charge(qp.sq_shift);
+	}
+	[[nodiscard]] static uint64_t send_wqe_charge(unsigned int sq_shift)
+	{
+		return sizeof(SendWqe) + (uint64_t(1) << sq_shift);
+	}
+	// Send WQE copies each RC, UC and XRC initiator QP reserves at
+	// CREATE_QP: while it holds fewer, a copy is taken from that
+	// reservation, so a QP can always send whatever the others hold.
+	// Copies beyond it are charged to the budget, per user context.
+	static constexpr unsigned int kReservedCopies = 16;
 
 private:
 	template <typename T> T *lookup(std::vector<T> &tab, uint32_t handle);

@@ -287,16 +287,14 @@ void Rdma::fail_fetched(Qp &qp, SendWqe &&w, uint8_t status)
 	qp_error(qp);
 }
 
-uint64_t Rdma::send_wqe_charge(const Qp &qp)
-{
-	return sizeof(SendWqe) + (uint64_t(1) << qp.sq_shift);
-}
-
 // Copy posted WQEs, no further ahead than the send window can use: each
 // takes at least one PSN of the window or is a local operation, so
-// kWindow + kLookahead copies keep the window full.  A copy the host
-// budget cannot take now is not fetched yet; the QP waits (no error)
-// until memory comes back.
+// kWindow + kLookahead copies keep the window full.  While the QP holds
+// fewer than kReservedCopies, a copy uses the QP's reservation (charged
+// at CREATE_QP): at most kReservedCopies copies are ever uncharged, since
+// one is only added to fewer.  Others are charged to the budget within
+// the QP's user context's cap; a copy it cannot take now is not fetched
+// yet, and the QP waits (no error) until memory comes back.
 void Rdma::fetch_sq(Qp &qp, unsigned int &budget)
 {
 	const size_t cap = std::min<size_t>(size_t(1) << qp.sq_log,
@@ -307,7 +305,8 @@ void Rdma::fetch_sq(Qp &qp, unsigned int &budget)
 		return;
 	while (qp.sq_head != pi && qp.inflight.size() < cap && budget > 0) {
 		SendWqe w;
-		if (!w.charge.take(budget_, send_wqe_charge(qp)))
+		if (qp.inflight.size() >= kReservedCopies &&
+		    !w.charge.take(budget_, send_wqe_charge(qp), qp.uctx))
 			break;
 		uint8_t status = VRNIC_WC_ST_SUCCESS;
 		const bool ok = read_send_wqe(qp, qp.sq_head, w, status);
