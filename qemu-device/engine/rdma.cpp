@@ -697,8 +697,9 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 	if (attrs & VRNIC_QP_ATTR_AV) {
 		roce::Path p;
 		std::memcpy(p.dgid.data(), a.dgid, 16);
-		// Source GID and MAC from the GID table entry, of dgid's family.
-		if (!gids_.source(a.sgid_index, p))
+		// Source GID and MAC from the GID table entry, of dgid's family;
+		// the bytes that held them before spec 0.6 stay reserved (0).
+		if (!gids_.source(a.sgid_index, p) || !all_zero(a.rsvd_av) || !all_zero(a.rsvd_smac))
 			return VRNIC_ADMIN_ST_BAD_PARAM;
 		std::memcpy(p.dmac.data(), a.dmac, 6);
 		p.traffic_class = a.traffic_class;

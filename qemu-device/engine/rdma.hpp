@@ -24,6 +24,12 @@
 
 namespace vrnic {
 
+// Reserved bytes of a guest structure: all 0, or the structure is refused.
+template <size_t N> bool all_zero(const uint8_t (&b)[N])
+{
+	return std::all_of(b, b + N, [](uint8_t v) { return v == 0; });
+}
+
 struct DeviceCounters;
 
 struct RdmaCounters {
