@@ -166,7 +166,8 @@ private:
 	Platform plat_;
 	vrnic_engine_config cfg_;
 	Run run_ = Run::Idle;
-	bool draining_ = false;
+	bool sending_ = false;		// a frame is being handed over
+	size_t drop_after_send_ = 0;	// queued behind it before a reset
 	bool reset_pending_ = false;
 	bool timer_pending_ = false;
 	std::optional<bool> link_pending_;
