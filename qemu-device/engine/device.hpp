@@ -112,8 +112,9 @@ public:
 	static constexpr size_t kOutboxBytes = 4 << 20;
 	static constexpr unsigned int kDrainFrames = 1024;
 	static constexpr size_t kTxRoom = 2 * (size_t(VRNIC_ETH_MAX_FRAME) + 8);
+	// A queued frame takes its length, a 4-byte header and padding to 4.
 	static constexpr size_t kRdmaRoom =
-		2 * size_t(Rdma::kPktBudget) * (4096 + 256);
+		2 * size_t(Rdma::kPktBudget) * (roce::kMaxFrame + 8);
 	// Bytes of page lists an admin pass copies before it yields: one
 	// largest list (8 MiB) more at most.
 	static constexpr uint64_t kAdminCopyBudget = 8ull << 20;
