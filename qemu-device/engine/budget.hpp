@@ -11,17 +11,18 @@
 #include <cstdint>
 #include <functional>
 
+#include "vrnic_engine.h"
 #include "vrnic_hw.h"
 
 namespace vrnic {
 
 class HostBudget {
 public:
-	// The default of the QEMU property host-mem-budget.
-	static constexpr uint64_t kDefault = 256ull << 20;
-	// Bounds on what the property may be set to.
-	static constexpr uint64_t kMin = 16ull << 20;
-	static constexpr uint64_t kMax = 1ull << 40;
+	// The default of the QEMU property host-mem-budget, and the bounds
+	// on what it may be set to (vrnic_engine.h, shared with the glue).
+	static constexpr uint64_t kDefault = VRNIC_HOST_MEM_BUDGET_DEFAULT;
+	static constexpr uint64_t kMin = VRNIC_HOST_MEM_BUDGET_MIN;
+	static constexpr uint64_t kMax = VRNIC_HOST_MEM_BUDGET_MAX;
 
 	explicit HostBudget(uint64_t limit);
 

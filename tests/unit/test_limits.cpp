@@ -76,6 +76,16 @@ TEST(HostBudget, QueryDeviceReportsIt)
 		  vrnic::HostBudget::kDefault);
 }
 
+// The engine clamps the configured budget to the bounds vrnic_engine.h
+// gives the QEMU glue (one definition for both).
+TEST(HostBudget, TheBoundsAreTheOnesTheGlueChecks)
+{
+	EXPECT_EQ(vrnic::HostBudget(1).limit(), VRNIC_HOST_MEM_BUDGET_MIN);
+	EXPECT_EQ(vrnic::HostBudget(1ull << 50).limit(), VRNIC_HOST_MEM_BUDGET_MAX);
+	EXPECT_EQ(vrnic::HostBudget(0).limit(), VRNIC_HOST_MEM_BUDGET_DEFAULT);
+	EXPECT_EQ(vrnic::HostBudget(VRNIC_HOST_MEM_BUDGET_MIN).limit(), VRNIC_HOST_MEM_BUDGET_MIN);
+}
+
 // Page address 0 is refused (no bus address of a page the driver gives is
 // 0); the charge taken for the attempt is returned.
 TEST(HostBudget, PageAddressZeroIsRefused)
