@@ -812,8 +812,19 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 				syn == kAethNakInvReq ? VRNIC_WC_ST_REM_INV_REQ_ERR :
 				syn == kAethNakRemAccess ? VRNIC_WC_ST_REM_ACCESS_ERR :
 							   VRNIC_WC_ST_REM_OP_ERR;
-			if (!qp.inflight.empty())
-				requester_error(qp, qp.inflight.front(), st);
+			// The NAK's PSN is the PSN of the request in error (IBA):
+			// the WQE whose PSNs hold it fails; an older one still
+			// waiting (a READ's response) is flushed behind it.
+			for (size_t i = 0; i < qp.send_idx && i < qp.inflight.size(); i++) {
+				SendWqe &w = qp.inflight[i];
+				if (w.psn_assigned && !is_local(w.opcode) &&
+				    psn_diff(h.psn, w.psn_first) >= 0 &&
+				    psn_diff(h.psn, w.psn_last) <= 0) {
+					requester_error(qp, w, st);
+					return;
+				}
+			}
+			cnt_.malformed++;	// a PSN no request was sent with
 			return;
 		}
 		default:

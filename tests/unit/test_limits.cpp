@@ -511,6 +511,47 @@ TEST(Retries, AStaleNakIsIgnored)
 	EXPECT_EQ(second[0].status, VRNIC_WC_ST_SUCCESS);
 }
 
+// A fatal NAK names the request in error by its PSN.  Here a READ (PSN
+// 100, its response not yet back) is followed by a WRITE (PSN 101), and
+// the responder refuses the WRITE: the WRITE completes with
+// REM_ACCESS_ERR and the READ is flushed.  Before, the error went to the
+// oldest outstanding WQE, the READ.
+TEST(Retries, AFatalNakFailsTheWqeThatHoldsItsPsn)
+{
+	using namespace vrnic::roce;
+	Node a{1}, b{2};
+	a.connect(b, 3, 100, 200);
+	b.connect(a, 3, 200, 100);
+	a.post_send(send_wqe(1, VRNIC_WR_RDMA_READ, Node::kIova, b.mr), {a.sge(0, 64)});
+	a.post_send(send_wqe(2, VRNIC_WR_RDMA_WRITE, Node::kIova, b.mr), {a.sge(0, 64)});
+	a.p.run();
+	ASSERT_EQ(a.p.frames.size(), 2u);
+	a.p.frames.clear();
+
+	Path p;
+	p.smac = b.mac();
+	p.dmac = a.mac();
+	p.sgid = b.gid();
+	p.dgid = a.gid();
+	Headers h;
+	h.opcode = ACK;
+	h.dqpn = a.qp;
+	h.psn = 101;
+	h.syndrome = kAethNakRemAccess;
+	std::vector<uint8_t> f(256);
+	f.resize(finish(f.data(), p, build_headers(f.data(), p, h), 0));
+	vrnic_engine_receive(a.p.eng, f.data(), f.size());
+	a.p.run();
+	vrnic_cqe c1{}, c2{};
+	ASSERT_TRUE(a.poll_cq(c1));
+	ASSERT_TRUE(a.poll_cq(c2));
+	EXPECT_EQ(c1.wr_id, 1u);
+	EXPECT_EQ(c1.status, VRNIC_WC_ST_WR_FLUSH_ERR);
+	EXPECT_EQ(c2.wr_id, 2u);
+	EXPECT_EQ(c2.status, VRNIC_WC_ST_REM_ACCESS_ERR);
+	EXPECT_EQ(qp_of(a, a.qp).attr.state, VRNIC_QPS_ERR);
+}
+
 // ------------------------------------------------------- PSN space
 
 namespace {
