@@ -168,7 +168,6 @@ private:
 	vrnic_engine_config cfg_;
 	Run run_ = Run::Idle;
 	bool sending_ = false;		// a frame is being handed over
-	size_t drop_after_send_ = 0;	// queued behind it before a reset
 	bool reset_pending_ = false;
 	bool timer_pending_ = false;
 	std::optional<bool> link_pending_;
@@ -179,6 +178,8 @@ private:
 	uint32_t error_ = 0;
 	uint32_t scratch_ = 0;
 	uint64_t test_dma_addr_ = 0;
+	// Frames queued behind the one being handed over when a reset came.
+	size_t drop_after_send_ = 0;
 	uint32_t test_dma_len_ = 0;
 	uint32_t test_dma_op_ = 0;
 	uint32_t test_dma_status_ = VRNIC_TEST_DMA_ST_IDLE;
