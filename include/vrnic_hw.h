@@ -693,13 +693,13 @@ struct vrnic_ud_av {
 	__le32 qkey;			/* VRNIC_QKEY_PRIVILEGED: the QP's */
 	__u8 dgid[16];			/* IPv4: ::ffff:a.b.c.d; or multicast */
 	__u8 sgid_index;		/* < VRNIC_GID_TABLE_LEN, a valid entry */
-	__u8 rsvd_sgid[15];		/* ignored (source GID before 0.6) */
+	__u8 rsvd_sgid[15];		/* 0 (source GID before 0.6) */
 	__u8 dmac[6];
 	__u8 traffic_class;
 	__u8 hop_limit;			/* 0: 64 */
 	__le32 flow_label;
 	__le16 udp_sport;		/* 0: the device picks one per QP pair */
-	__u8 rsvd[10];
+	__u8 rsvd[10];			/* 0 */
 };
 
 /* UD and GSI QPs carry an address vector in every send WQE. */

@@ -45,10 +45,6 @@ struct VrnicState {
     uint64_t host_mem_budget;   /* property host-mem-budget, bytes */
 };
 
-/* Bounds of host-mem-budget (the engine's HostBudget::kMin/kMax). */
-#define VRNIC_HOST_MEM_BUDGET_MIN   (16ULL << 20)
-#define VRNIC_HOST_MEM_BUDGET_MAX   (1ULL << 40)
-
 /* ---------------------------------------------------- platform layer --- */
 
 static bool vrnic_dma_hits_own_bars(VrnicState *s, uint64_t addr, size_t len)
@@ -436,7 +432,7 @@ static const Property vrnic_properties[] = {
     /* Host memory the guest may make the device hold (spec: Resource
      * limits). */
     DEFINE_PROP_SIZE("host-mem-budget", VrnicState, host_mem_budget,
-                     256ULL << 20),
+                     VRNIC_HOST_MEM_BUDGET_DEFAULT),
 };
 
 static void vrnic_class_init(ObjectClass *klass, void *data)

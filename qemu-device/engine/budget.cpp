@@ -34,4 +34,27 @@ void HostBudget::release(uint64_t n)
 	}
 }
 
+bool HostBudget::charge(uint64_t n, uint32_t ctx)
+{
+	if (ctx >= ctx_used_.size() || n > ctx_cap() - std::min(ctx_cap(), ctx_used_[ctx])) {
+		refused_++;
+		waiting_ = true;
+		return false;
+	}
+	if (!charge(n))
+		return false;
+	ctx_used_[ctx] += n;
+	return true;
+}
+
+void HostBudget::release(uint64_t n, uint32_t ctx)
+{
+	if (ctx < ctx_used_.size()) {
+		if (n > ctx_used_[ctx])
+			over_++;
+		ctx_used_[ctx] -= std::min(n, ctx_used_[ctx]);
+	}
+	release(n);
+}
+
 } // namespace vrnic

@@ -2,26 +2,43 @@
 // The device-wide host-memory budget: every host allocation whose size the
 // guest chooses (MR and ring page lists, copied WQEs, responder resources)
 // is charged here first and refused, or deferred, when the budget is spent.
+// Copied send WQEs beyond each QP's own reserved ones are also counted per
+// user context (doorbell page), and no context may hold more than half of
+// the budget in them: one process cannot stall every other QP.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
+
+#include "vrnic_engine.h"
+#include "vrnic_hw.h"
 
 namespace vrnic {
 
 class HostBudget {
 public:
-	// The default of the QEMU property host-mem-budget.
-	static constexpr uint64_t kDefault = 256ull << 20;
-	// Bounds on what the property may be set to.
-	static constexpr uint64_t kMin = 16ull << 20;
-	static constexpr uint64_t kMax = 1ull << 40;
+	// The default of the QEMU property host-mem-budget, and the bounds
+	// on what it may be set to (vrnic_engine.h, shared with the glue).
+	static constexpr uint64_t kDefault = VRNIC_HOST_MEM_BUDGET_DEFAULT;
+	static constexpr uint64_t kMin = VRNIC_HOST_MEM_BUDGET_MIN;
+	static constexpr uint64_t kMax = VRNIC_HOST_MEM_BUDGET_MAX;
 
 	explicit HostBudget(uint64_t limit);
 
 	// Take n bytes; false (nothing taken) if that would pass the limit.
 	[[nodiscard]] bool charge(uint64_t n);
 	void release(uint64_t n);
+	// The same for WQE copies of user context ctx (< VRNIC_NUM_DB_PAGES,
+	// 0 the kernel's): also false if the context's copies would pass
+	// ctx_cap().
+	[[nodiscard]] bool charge(uint64_t n, uint32_t ctx);
+	void release(uint64_t n, uint32_t ctx);
+	[[nodiscard]] uint64_t ctx_cap() const { return limit_ / 2; }
+	[[nodiscard]] uint64_t ctx_used(uint32_t ctx) const
+	{
+		return ctx < ctx_used_.size() ? ctx_used_[ctx] : 0;
+	}
 
 	[[nodiscard]] uint64_t limit() const { return limit_; }
 	[[nodiscard]] uint64_t used() const { return used_; }
@@ -47,6 +64,7 @@ private:
 	uint64_t total_ = 0;
 	bool waiting_ = false;
 	std::function<void()> wake_;
+	std::array<uint64_t, VRNIC_NUM_DB_PAGES> ctx_used_{};
 };
 
 // Bytes charged to a HostBudget on behalf of the object that holds this;
@@ -56,7 +74,7 @@ public:
 	Charge() = default;
 	Charge(const Charge &) = delete;
 	Charge &operator=(const Charge &) = delete;
-	Charge(Charge &&o) noexcept : b_(o.b_), n_(o.n_)
+	Charge(Charge &&o) noexcept : b_(o.b_), n_(o.n_), ctx_(o.ctx_)
 	{
 		o.b_ = nullptr;
 		o.n_ = 0;
@@ -67,6 +85,7 @@ public:
 			reset();
 			b_ = o.b_;
 			n_ = o.n_;
+			ctx_ = o.ctx_;
 			o.b_ = nullptr;
 			o.n_ = 0;
 		}
@@ -82,20 +101,37 @@ public:
 			return false;
 		b_ = &b;
 		n_ = n;
+		ctx_ = kNoCtx;
+		return true;
+	}
+	// Charge n bytes of WQE copies of user context ctx.
+	[[nodiscard]] bool take(HostBudget &b, uint64_t n, uint32_t ctx)
+	{
+		reset();
+		if (!b.charge(n, ctx))
+			return false;
+		b_ = &b;
+		n_ = n;
+		ctx_ = ctx;
 		return true;
 	}
 	void reset()
 	{
-		if (b_)
+		if (b_ && ctx_ != kNoCtx)
+			b_->release(n_, ctx_);
+		else if (b_)
 			b_->release(n_);
 		b_ = nullptr;
 		n_ = 0;
+		ctx_ = kNoCtx;
 	}
 	[[nodiscard]] uint64_t bytes() const { return n_; }
 
 private:
+	static constexpr uint32_t kNoCtx = ~0u;
 	HostBudget *b_ = nullptr;
 	uint64_t n_ = 0;
+	uint32_t ctx_ = kNoCtx;
 };
 
 } // namespace vrnic

@@ -42,13 +42,14 @@ bool Rdma::ud_transmit(Qp &qp, const SendWqe &w, uint8_t &status)
 		return false;
 	}
 	std::memcpy(path.dgid.data(), av.dgid, 16);
-	// The source GID and MAC are the GID table entry's, never the WQE's.
-	if (!gids_.source(av.sgid_index, path)) {
+	// The source GID and MAC are the GID table entry's, never the WQE's;
+	// the bytes that held a source GID before spec 0.6 stay reserved (0).
+	if (!all_zero(av.rsvd_sgid) || !gids_.source(av.sgid_index, path)) {
 		cnt_.bad_sgid++;
 		status = VRNIC_WC_ST_LOC_QP_OP_ERR;	// unusable address
 		return false;
 	}
-	if (le(av.dest_qpn) > kPsnMask) {
+	if (le(av.dest_qpn) > kPsnMask || !all_zero(av.rsvd)) {
 		status = VRNIC_WC_ST_LOC_QP_OP_ERR;	// unusable address
 		return false;
 	}

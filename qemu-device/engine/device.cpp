@@ -61,9 +61,13 @@ void Device::reset()
 	admin_pending_ = false;
 	tx_pending_ = false;
 	timer_pending_ = false;
-	// Frames already queued are dropped, unless they are being handed
-	// over right now (a nested entry during the exit path).
-	if (!draining_)
+	// Frames queued before a reset never leave after it, deferred reset
+	// or not.  One being handed over right now (a reset from the
+	// platform's send callback) is popped by the exit path when the
+	// callback returns, and the ones behind it with it.
+	if (sending_)
+		drop_after_send_ = out_.frames.frames() - 1;
+	else
 		out_.frames.clear();
 	for (auto &eq : eqs_)
 		eq.disable();
@@ -154,14 +158,14 @@ void Device::leave(Run prev) noexcept
 		run_ = Run::Draining;	// nested in an exit: it sends for us
 		return;
 	}
-	draining_ = true;
 	try {
 		drain();
 	} catch (...) {
 		run_ = Run::Running;
 		internal_error();
 	}
-	draining_ = false;
+	sending_ = false;
+	drop_after_send_ = 0;
 	run_ = Run::Idle;
 }
 
@@ -190,8 +194,13 @@ void Device::drain()
 			return;
 		}
 		// The frame stays queued (and untouched) until sent.
+		sending_ = true;
 		plat_.send_now(out_.frames.front());
+		sending_ = false;
 		out_.frames.pop();
+		for (; drop_after_send_ > 0 && !out_.frames.empty(); drop_after_send_--)
+			out_.frames.pop();
+		drop_after_send_ = 0;
 	}
 }
 

@@ -112,8 +112,9 @@ public:
 	static constexpr size_t kOutboxBytes = 4 << 20;
 	static constexpr unsigned int kDrainFrames = 1024;
 	static constexpr size_t kTxRoom = 2 * (size_t(VRNIC_ETH_MAX_FRAME) + 8);
+	// A queued frame takes its length, a 4-byte header and padding to 4.
 	static constexpr size_t kRdmaRoom =
-		2 * size_t(Rdma::kPktBudget) * (4096 + 256);
+		2 * size_t(Rdma::kPktBudget) * (roce::kMaxFrame + 8);
 	// Bytes of page lists an admin pass copies before it yields: one
 	// largest list (8 MiB) more at most.
 	static constexpr uint64_t kAdminCopyBudget = 8ull << 20;
@@ -166,7 +167,7 @@ private:
 	Platform plat_;
 	vrnic_engine_config cfg_;
 	Run run_ = Run::Idle;
-	bool draining_ = false;
+	bool sending_ = false;		// a frame is being handed over
 	bool reset_pending_ = false;
 	bool timer_pending_ = false;
 	std::optional<bool> link_pending_;
@@ -177,6 +178,8 @@ private:
 	uint32_t error_ = 0;
 	uint32_t scratch_ = 0;
 	uint64_t test_dma_addr_ = 0;
+	// Frames queued behind the one being handed over when a reset came.
+	size_t drop_after_send_ = 0;
 	uint32_t test_dma_len_ = 0;
 	uint32_t test_dma_op_ = 0;
 	uint32_t test_dma_status_ = VRNIC_TEST_DMA_ST_IDLE;

@@ -50,17 +50,20 @@ bool decode_pages(std::vector<uint64_t> &pages, unsigned int shift)
 
 void MrTable::reset()
 {
-	for (auto &m : mrs_) {
+	// Slots past used_ are untouched since the last reset.
+	for (uint32_t i = 0; i < used_; i++) {
+		Mr &m = mrs_[i];
 		const uint8_t key = m.key;
 		m = Mr();
 		m.key = key;	// keys keep moving across resets
 	}
 	next_ = 0;
+	used_ = 0;
 }
 
 bool MrTable::pd_in_use(uint32_t pdn) const
 {
-	return std::any_of(mrs_.begin(), mrs_.end(), [pdn](const Mr &m) {
+	return std::any_of(mrs_.begin(), mrs_.begin() + used_, [pdn](const Mr &m) {
 		return m.valid && m.pdn == pdn;
 	});
 }
@@ -160,6 +163,7 @@ uint8_t MrTable::insert(Mr &&m, uint32_t &key)
 		const uint32_t idx = (next_ + n) % uint32_t(mrs_.size());
 		if (mrs_[idx].valid)
 			continue;
+		used_ = std::max(used_, idx + 1);
 		m.key = uint8_t(mrs_[idx].key + 1);
 		m.valid = true;
 		mrs_[idx] = std::move(m);

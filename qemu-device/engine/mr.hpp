@@ -96,6 +96,9 @@ private:
 	HostBudget &budget_;
 	std::vector<Mr> mrs_;
 	uint32_t next_ = 0;	// where the free slot search starts
+	// Slots used since the last reset are [0, used_); the others are as
+	// the constructor or the last reset left them.
+	uint32_t used_ = 0;
 };
 
 } // namespace vrnic

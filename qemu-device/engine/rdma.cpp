@@ -43,28 +43,30 @@ Rdma::Rdma(const Platform &plat, HostBudget &budget, DeviceCounters &dcnt,
 void Rdma::reset()
 {
 	// Generations survive a reset so that pre-reset handles stay stale.
-	for (auto &p : pds_) {
+	// Only the slots used since the last reset can differ from new ones.
+	for (auto &p : used(pds_, used_.pd)) {
 		const uint16_t gen = p.gen;
 		p = Pd();
 		p.gen = gen;
 	}
-	for (auto &c : cqs_) {
+	for (auto &c : used(cqs_, used_.cq)) {
 		const uint16_t gen = c.gen;
 		c = Cq();
 		c.gen = gen;
 	}
-	for (auto &q : qps_) {
+	for (auto &q : used(qps_, used_.qp)) {
 		const uint16_t gen = q.gen;
 		q = Qp();
 		q.gen = gen;
 	}
-	for (auto &q : srqs_) {
+	for (auto &q : used(srqs_, used_.srq)) {
 		const uint16_t gen = q.gen;
 		q = Srq();
 		q.gen = gen;
 	}
-	for (auto &x : xrcds_)
+	for (auto &x : used(xrcds_, used_.xrcd))
 		x.valid = false;
+	used_ = Used();
 	mrs_.reset();
 	gids_.reset();
 	mcast_.clear();
@@ -120,10 +122,10 @@ const Qp *Rdma::qp(uint32_t qpn) const
 bool Rdma::uctx_in_use(uint32_t uctx) const
 {
 	auto owned = [uctx](const auto &o) { return o.valid && o.uctx == uctx; };
-	return std::any_of(pds_.begin(), pds_.end(), owned) ||
-	       std::any_of(cqs_.begin(), cqs_.end(), owned) ||
-	       std::any_of(qps_.begin(), qps_.end(), owned) ||
-	       std::any_of(srqs_.begin(), srqs_.end(), owned);
+	return std::ranges::any_of(used(pds_, used_.pd), owned) ||
+	       std::ranges::any_of(used(cqs_, used_.cq), owned) ||
+	       std::ranges::any_of(used(qps_, used_.qp), owned) ||
+	       std::ranges::any_of(used(srqs_, used_.srq), owned);
 }
 
 bool Rdma::admin(const vrnic_admin_cmd &cmd, uint8_t &status, uint32_t &result)
@@ -210,6 +212,7 @@ uint8_t Rdma::create_pd(const vrnic_admin_create_pd &c, uint32_t &result)
 	for (uint32_t i = 1; i < pds_.size(); i++) {
 		if (pds_[i].valid)
 			continue;
+		mark(used_.pd, i);
 		pds_[i].valid = true;
 		pds_[i].gen++;
 		pds_[i].uctx = uctx;
@@ -226,10 +229,10 @@ uint8_t Rdma::destroy_pd(uint32_t pdn)
 	if (!pd)
 		return VRNIC_ADMIN_ST_NOT_FOUND;
 	if (mrs_.pd_in_use(pdn) ||
-	    std::any_of(qps_.begin(), qps_.end(), [pdn](const Qp &q) {
+	    std::ranges::any_of(used(qps_, used_.qp), [pdn](const Qp &q) {
 		    return q.valid && q.type != VRNIC_QPT_XRC_TGT && q.pdn == pdn;
 	    }) ||
-	    std::any_of(srqs_.begin(), srqs_.end(), [pdn](const Srq &q) {
+	    std::ranges::any_of(used(srqs_, used_.srq), [pdn](const Srq &q) {
 		    return q.valid && q.pdn == pdn;
 	    }))
 		return VRNIC_ADMIN_ST_BUSY;
@@ -254,6 +257,7 @@ uint8_t Rdma::create_cq(const vrnic_admin_create_cq &c, uint32_t &result)
 	for (uint32_t i = 1; i < cqs_.size(); i++) {
 		if (cqs_[i].valid)
 			continue;
+		mark(used_.cq, i);
 		Cq &cq = cqs_[i];
 		const auto gen = uint16_t(cq.gen + 1);
 		cq = Cq();
@@ -322,8 +326,13 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 			      uint64_t(1) << (c.rq_log_depth + c.rq_wqe_shift),
 			      nomem)))
 		return nomem ? VRNIC_ADMIN_ST_NO_RESOURCE : VRNIC_ADMIN_ST_BAD_PARAM;
+	// RC, UC and XRC initiators also reserve their first WQE copies (a
+	// QP never holds more copies than its SQ has slots).
+	const uint64_t copies = c.type == VRNIC_QPT_UD || c.type == VRNIC_QPT_GSI
+					? 0 : std::min(kReservedCopies, 1u << c.sq_log_depth) *
+						      send_wqe_charge(c.sq_wqe_shift);
 	Charge reserve;
-	if (!reserve.take(budget_, kQpReserve))
+	if (!reserve.take(budget_, kQpReserve + copies))
 		return VRNIC_ADMIN_ST_NO_RESOURCE;
 	// The GSI QP is QP1, always: index 1, generation 0.  Others start at 2.
 	const bool gsi = c.type == VRNIC_QPT_GSI;
@@ -331,6 +340,7 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 	     i < (gsi ? VRNIC_GSI_QPN + 1 : qps_.size()); i++) {
 		if (qps_[i].valid)
 			continue;
+		mark(used_.qp, i);
 		Qp &qp = qps_[i];
 		const auto gen = gsi ? uint16_t(0) : uint16_t(qp.gen + 1);
 		qp = Qp();
@@ -376,6 +386,7 @@ uint8_t Rdma::create_xrc_tgt(const vrnic_admin_create_qp &c, uint32_t &result)
 	for (uint32_t i = 2; i < qps_.size(); i++) {
 		if (qps_[i].valid)
 			continue;
+		mark(used_.qp, i);
 		Qp &qp = qps_[i];
 		const auto gen = uint16_t(qp.gen + 1);
 		qp = Qp();
@@ -397,6 +408,7 @@ uint8_t Rdma::alloc_xrcd(uint32_t &result)
 	for (uint32_t i = 1; i < xrcds_.size(); i++) {
 		if (xrcds_[i].valid)
 			continue;
+		mark(used_.xrcd, i);
 		xrcds_[i].valid = true;
 		xrcds_[i].gen++;
 		result = handle(i, xrcds_[i].gen);
@@ -411,10 +423,10 @@ uint8_t Rdma::dealloc_xrcd(uint32_t xrcdn)
 
 	if (!x)
 		return VRNIC_ADMIN_ST_NOT_FOUND;
-	if (std::any_of(qps_.begin(), qps_.end(), [xrcdn](const Qp &q) {
+	if (std::ranges::any_of(used(qps_, used_.qp), [xrcdn](const Qp &q) {
 		    return q.valid && q.type == VRNIC_QPT_XRC_TGT && q.xrcdn == xrcdn;
 	    }) ||
-	    std::any_of(srqs_.begin(), srqs_.end(), [xrcdn](const Srq &q) {
+	    std::ranges::any_of(used(srqs_, used_.srq), [xrcdn](const Srq &q) {
 		    return q.valid && q.type == VRNIC_SRQT_XRC && q.xrcdn == xrcdn;
 	    }))
 		return VRNIC_ADMIN_ST_BUSY;
@@ -485,7 +497,7 @@ uint8_t Rdma::set_gid(const vrnic_admin_set_gid &c)
 
 	if (st != VRNIC_ADMIN_ST_OK || !changed)
 		return st;
-	for (auto &qp : qps_) {
+	for (auto &qp : used(qps_, used_.qp)) {
 		if (qp.valid && !qp.datagram() && qp.attr.sgid_index == c.index &&
 		    qp.attr.state >= VRNIC_QPS_RTR && qp.attr.state <= VRNIC_QPS_SQE)
 			qp_error(qp);
@@ -515,6 +527,7 @@ uint8_t Rdma::create_srq(const vrnic_admin_create_srq &c, uint32_t &result)
 	for (uint32_t i = 1; i < srqs_.size(); i++) {
 		if (srqs_[i].valid)
 			continue;
+		mark(used_.srq, i);
 		Srq &srq = srqs_[i];
 		const auto gen = uint16_t(srq.gen + 1);
 		srq = Srq();
@@ -684,8 +697,9 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 	if (attrs & VRNIC_QP_ATTR_AV) {
 		roce::Path p;
 		std::memcpy(p.dgid.data(), a.dgid, 16);
-		// Source GID and MAC from the GID table entry, of dgid's family.
-		if (!gids_.source(a.sgid_index, p))
+		// Source GID and MAC from the GID table entry, of dgid's family;
+		// the bytes that held them before spec 0.6 stay reserved (0).
+		if (!gids_.source(a.sgid_index, p) || !all_zero(a.rsvd_av) || !all_zero(a.rsvd_smac))
 			return VRNIC_ADMIN_ST_BAD_PARAM;
 		std::memcpy(p.dmac.data(), a.dmac, 6);
 		p.traffic_class = a.traffic_class;

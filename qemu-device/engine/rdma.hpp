@@ -5,6 +5,7 @@
 // datagram.cpp.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -22,6 +23,12 @@
 #include "vrnic_hw.h"
 
 namespace vrnic {
+
+// Reserved bytes of a guest structure: all 0, or the structure is refused.
+template <size_t N> bool all_zero(const uint8_t (&b)[N])
+{
+	return std::all_of(b, b + N, [](uint8_t v) { return v == 0; });
+}
 
 struct DeviceCounters;
 
@@ -310,7 +317,19 @@ public:
 	// kWindow + kLookahead copies (each charged to the budget).
 	static constexpr unsigned int kLookahead = 16;
 	// Host bytes charged per copied send WQE: the copy and its stride.
-	[[nodiscard]] static uint64_t send_wqe_charge(const Qp &qp);
+	[[nodiscard]] static uint64_t send_wqe_charge(const Qp &qp)
+	{
+		return send_wqe_charge(qp.sq_shift);
+	}
+	[[nodiscard]] static uint64_t send_wqe_charge(unsigned int sq_shift)
+	{
+		return sizeof(SendWqe) + (uint64_t(1) << sq_shift);
+	}
+	// Send WQE copies each RC, UC and XRC initiator QP reserves at
+	// CREATE_QP: while it holds fewer, a copy is taken from that
+	// reservation, so a QP can always send whatever the others hold.
+	// Copies beyond it are charged to the budget, per user context.
+	static constexpr unsigned int kReservedCopies = 16;
 
 private:
 	template <typename T> T *lookup(std::vector<T> &tab, uint32_t handle);
@@ -413,6 +432,21 @@ private:
 	std::vector<Qp> qps_;
 	std::vector<Srq> srqs_;
 	std::vector<Xrcd> xrcds_;
+	// The slots of each table used since the last reset are [0, n): a
+	// reset restores only those, and the sweeps over a table stop there.
+	// A slot past the mark is as the constructor or the last reset left it
+	// (only creates write an invalid slot, and they move the mark first).
+	struct Used {
+		uint32_t pd = 0, cq = 0, qp = 0, srq = 0, xrcd = 0;
+	} used_;
+	static void mark(uint32_t &n, uint32_t i) { n = std::max(n, i + 1); }
+	template <typename T>
+	static std::span<T> used(std::vector<T> &tab, uint32_t n) { return {tab.data(), n}; }
+	template <typename T>
+	static std::span<const T> used(const std::vector<T> &tab, uint32_t n)
+	{
+		return {tab.data(), n};
+	}
 	std::vector<McastAttach> mcast_;	// at most VRNIC_MAX_MCAST_ATTACH
 	MrTable mrs_;
 	GidTable gids_;

@@ -42,6 +42,13 @@ constexpr size_t kEthLen = 14, kIp4Len = 20, kIp6Len = 40, kUdpLen = 8;
 constexpr size_t kBthLen = 12, kRethLen = 16, kAethLen = 4, kAtomicLen = 28;
 constexpr size_t kAtomicAckLen = 8, kImmLen = 4, kIethLen = 4, kIcrcLen = 4;
 constexpr size_t kDethLen = 8, kFethLen = 4, kXrcethLen = 4;
+// The largest RoCEv2 frame the device builds: IPv6, the most extended
+// headers an opcode has (XRCETH and AtomicETH; those with a payload have
+// fewer), a payload of the largest path MTU, the ICRC.  test_icrc checks
+// every opcode against it.
+constexpr size_t kMaxPathMtu = 4096;
+constexpr size_t kMaxFrame = kEthLen + kIp6Len + kUdpLen + kBthLen + kXrcethLen +
+			     kAtomicLen + kMaxPathMtu + kIcrcLen;
 constexpr uint32_t kPsnMask = 0xffffff;
 
 // AETH syndromes.

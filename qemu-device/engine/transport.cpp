@@ -295,16 +295,14 @@ void Rdma::fail_fetched(Qp &qp, SendWqe &&w, uint8_t status)
 	qp_error(qp);
 }
 
-uint64_t Rdma::send_wqe_charge(const Qp &qp)
-{
-	return sizeof(SendWqe) + (uint64_t(1) << qp.sq_shift);
-}
-
 // Copy posted WQEs, no further ahead than the send window can use: each
 // takes at least one PSN of the window or is a local operation, so
-// kWindow + kLookahead copies keep the window full.  A copy the host
-// budget cannot take now is not fetched yet; the QP waits (no error)
-// until memory comes back.
+// kWindow + kLookahead copies keep the window full.  While the QP holds
+// fewer than kReservedCopies, a copy uses the QP's reservation (charged
+// at CREATE_QP): at most kReservedCopies copies are ever uncharged, since
+// one is only added to fewer.  Others are charged to the budget within
+// the QP's user context's cap; a copy it cannot take now is not fetched
+// yet, and the QP waits (no error) until memory comes back.
 void Rdma::fetch_sq(Qp &qp, unsigned int &budget)
 {
 	const size_t cap = std::min<size_t>(size_t(1) << qp.sq_log,
@@ -315,7 +313,8 @@ void Rdma::fetch_sq(Qp &qp, unsigned int &budget)
 		return;
 	while (qp.sq_head != pi && qp.inflight.size() < cap && budget > 0) {
 		SendWqe w;
-		if (!w.charge.take(budget_, send_wqe_charge(qp)))
+		if (qp.inflight.size() >= kReservedCopies &&
+		    !w.charge.take(budget_, send_wqe_charge(qp), qp.uctx))
 			break;
 		uint8_t status = VRNIC_WC_ST_SUCCESS;
 		const bool ok = read_send_wqe(qp, qp.sq_head, w, status);
@@ -618,7 +617,7 @@ void Rdma::arm_timer()
 {
 	uint64_t next = 0;
 
-	for (const auto &q : qps_) {
+	for (const auto &q : used(qps_, used_.qp)) {
 		if (!q.valid)
 			continue;
 		for (uint64_t d : {q.ack_deadline, q.rnr_deadline})
@@ -821,8 +820,19 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 				syn == kAethNakInvReq ? VRNIC_WC_ST_REM_INV_REQ_ERR :
 				syn == kAethNakRemAccess ? VRNIC_WC_ST_REM_ACCESS_ERR :
 							   VRNIC_WC_ST_REM_OP_ERR;
-			if (!qp.inflight.empty())
-				requester_error(qp, qp.inflight.front(), st);
+			// The NAK's PSN is the PSN of the request in error (IBA):
+			// the WQE whose PSNs hold it fails; an older one still
+			// waiting (a READ's response) is flushed behind it.
+			for (size_t i = 0; i < qp.send_idx && i < qp.inflight.size(); i++) {
+				SendWqe &w = qp.inflight[i];
+				if (w.psn_assigned && !is_local(w.opcode) &&
+				    psn_diff(h.psn, w.psn_first) >= 0 &&
+				    psn_diff(h.psn, w.psn_last) <= 0) {
+					requester_error(qp, w, st);
+					return;
+				}
+			}
+			cnt_.malformed++;	// a PSN no request was sent with
 			return;
 		}
 		default:
@@ -899,7 +909,7 @@ void Rdma::timer()
 {
 	const uint64_t now = plat_.now_ns();
 
-	for (auto &qp : qps_) {
+	for (auto &qp : used(qps_, used_.qp)) {
 		if (!qp.valid)
 			continue;
 		if (qp.rnr_deadline && now >= qp.rnr_deadline) {
@@ -1562,7 +1572,7 @@ bool Rdma::poll()
 		loopback_.pop();
 		budget--;
 	}
-	for (auto &qp : qps_) {
+	for (auto &qp : used(qps_, used_.qp)) {
 		if (!qp.valid || budget == 0)
 			continue;
 		if (qp.attr.state == VRNIC_QPS_ERR) {

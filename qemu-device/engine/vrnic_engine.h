@@ -67,13 +67,19 @@ struct vrnic_platform_ops {
 		      uint64_t b, uint64_t c);
 };
 
+/* host_mem_budget: its default and bounds (the QEMU property
+ * host-mem-budget refuses values outside them). */
+#define VRNIC_HOST_MEM_BUDGET_DEFAULT	(256ULL << 20)
+#define VRNIC_HOST_MEM_BUDGET_MIN	(16ULL << 20)
+#define VRNIC_HOST_MEM_BUDGET_MAX	(1ULL << 40)
+
 struct vrnic_engine_config {
 	uint8_t mac[6];
 	uint32_t num_msix;		/* vectors the glue provides */
 	bool link_up;
 	/* Host memory the guest may make the device hold (page lists,
-	 * copied WQEs, ...), in bytes; 0 = the default (256 MiB).  Clamped
-	 * to [16 MiB, 1 TiB]. */
+	 * copied WQEs, ...), in bytes; 0 = VRNIC_HOST_MEM_BUDGET_DEFAULT.
+	 * Clamped to [VRNIC_HOST_MEM_BUDGET_MIN, VRNIC_HOST_MEM_BUDGET_MAX]. */
 	uint64_t host_mem_budget;
 };
 

@@ -63,16 +63,19 @@ struct GidUd : ::testing::Test {
 		a.ud_ready(kQkey, 10);
 		b.ud_ready(kQkey, 20);
 	}
-	// A UD send from a naming sgid_index, with a forged source GID in
-	// the bytes that carried one before spec 0.6.
-	void send(uint8_t sgid_index, const std::array<uint8_t, 16> &dgid)
+	// A UD send from a naming sgid_index; forge: with a source GID in
+	// the bytes that carried one before spec 0.6 (reserved since).
+	void send(uint8_t sgid_index, const std::array<uint8_t, 16> &dgid,
+		  bool forge = false, uint8_t rsvd = 0)
 	{
 		auto av = b.av(kQkey);
 		std::memcpy(av.dgid, dgid.data(), 16);
 		av.sgid_index = sgid_index;
 		const uint8_t forged[15] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff,
 					    1, 2, 3, 4};
-		std::memcpy(av.rsvd_sgid, forged, sizeof(forged));
+		if (forge)
+			std::memcpy(av.rsvd_sgid, forged, sizeof(forged));
+		av.rsvd[9] = rsvd;
 		a.post_send(send_wqe(7), {a.sge(0x8000, 64)}, {}, &av);
 		run_alone(a);
 	}
@@ -255,6 +258,25 @@ TEST_F(GidUd, SendTakesSourceIpAndMacFromTheEntry)
 	EXPECT_EQ(a.counters().bad_sgid, 0u);
 }
 
+// The bytes that held the source GID before spec 0.6 are reserved: a
+// WQE with anything in them is refused, even with a valid entry, so that
+// they stay free for a later use.
+TEST_F(GidUd, ASourceGidInTheReservedBytesIsRefused)
+{
+	send(Node::kGid4, b.gid(), true);
+	expect_refused(0);
+}
+
+TEST_F(GidUd, AnAddressVectorWithReservedBytesSetIsRefused)
+{
+	send(Node::kGid4, b.gid(), false, 1);
+	EXPECT_TRUE(a.p.frames.empty()) << "no frame may leave";
+	vrnic_cqe c{};
+	ASSERT_TRUE(a.poll_cq(c));
+	EXPECT_EQ(c.status, VRNIC_WC_ST_LOC_QP_OP_ERR);
+	EXPECT_EQ(qp_state(a), VRNIC_QPS_ERR);
+}
+
 TEST_F(GidUd, EmptyEntryErrorsTheWqeAndTheQp)
 {
 	send(7, b.gid());	// never programmed
@@ -351,4 +373,32 @@ TEST(GidRc, Ipv6PathUsesTheEntry)
 	EXPECT_TRUE(q->path.ipv6);
 	EXPECT_EQ(q->path.sgid, a.gid6());
 	EXPECT_EQ(q->path.smac, a.mac());
+}
+
+// MODIFY_QP: the reserved bytes of the address vector (source GID and
+// source MAC before spec 0.6) must be 0.
+TEST(GidRc, ReservedAddressVectorBytesAreBadParam)
+{
+	Node a{1}, b{2};
+	vrnic_qp_attr at{};
+	at.state = VRNIC_QPS_INIT;
+	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), 0);
+	at.state = VRNIC_QPS_RTR;
+	at.path_mtu = 3;
+	at.dest_qpn = b.qp;
+	const auto dg = b.gid();
+	std::memcpy(at.dgid, dg.data(), 16);
+	at.sgid_index = Node::kGid4;
+	const auto dm = b.mac();
+	std::memcpy(at.dmac, dm.data(), 6);
+	const uint32_t mask = VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_AV | VRNIC_QP_ATTR_PATH_MTU |
+			      VRNIC_QP_ATTR_DEST_QPN | VRNIC_QP_ATTR_RQ_PSN |
+			      VRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC | VRNIC_QP_ATTR_MIN_RNR_TIMER;
+	at.rsvd_av[14] = 1;
+	EXPECT_EQ(a.modify(mask, at), VRNIC_ADMIN_ST_BAD_PARAM);
+	at.rsvd_av[14] = 0;
+	at.rsvd_smac[0] = 0x52;
+	EXPECT_EQ(a.modify(mask, at), VRNIC_ADMIN_ST_BAD_PARAM);
+	at.rsvd_smac[0] = 0;
+	EXPECT_EQ(a.modify(mask, at), VRNIC_ADMIN_ST_OK);
 }

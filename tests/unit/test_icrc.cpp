@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "device.hpp"
 #include "roce.hpp"
 
 using namespace vrnic::roce;
@@ -68,4 +70,30 @@ TEST(Icrc, MatchesZlibOverRandomFrames)
 			EXPECT_EQ(parse(f, pkt), ParseResult::Ok);
 		}
 	}
+}
+
+// No opcode's frame is larger than roce::kMaxFrame (what the device keeps
+// room for in its outbox per packet of a round), and the path MTUs the
+// device takes stay within kMaxPathMtu.
+TEST(Roce, EveryOpcodeFitsTheLargestFrame)
+{
+	using namespace vrnic::roce;
+	Path p;
+	p.ipv6 = true;
+	size_t largest = 0;
+	for (uint8_t t : {RC, UC, UD, XRC}) {
+		for (unsigned op = 0; op < 32; op++) {
+			const uint16_t f = opcode_headers(uint8_t(t | op));
+			if (!f)
+				continue;
+			const size_t n = header_len(p, t, uint8_t(op)) +
+					 ((f & H_PAYLOAD) ? kMaxPathMtu : 0) + kIcrcLen;
+			EXPECT_LE(n, kMaxFrame) << std::hex << unsigned(t | op);
+			largest = std::max(largest, n);
+		}
+	}
+	EXPECT_GT(largest + 64, kMaxFrame) << "kMaxFrame is far from any real frame";
+	EXPECT_EQ(128u << 5, kMaxPathMtu);	// path_mtu 5, the largest MODIFY_QP takes
+	EXPECT_GE(vrnic::Device::kRdmaRoom,
+		  2 * size_t(vrnic::Rdma::kPktBudget) * kMaxFrame);
 }

@@ -76,6 +76,16 @@ TEST(HostBudget, QueryDeviceReportsIt)
 		  vrnic::HostBudget::kDefault);
 }
 
+// The engine clamps the configured budget to the bounds vrnic_engine.h
+// gives the QEMU glue (one definition for both).
+TEST(HostBudget, TheBoundsAreTheOnesTheGlueChecks)
+{
+	EXPECT_EQ(vrnic::HostBudget(1).limit(), VRNIC_HOST_MEM_BUDGET_MIN);
+	EXPECT_EQ(vrnic::HostBudget(1ull << 50).limit(), VRNIC_HOST_MEM_BUDGET_MAX);
+	EXPECT_EQ(vrnic::HostBudget(0).limit(), VRNIC_HOST_MEM_BUDGET_DEFAULT);
+	EXPECT_EQ(vrnic::HostBudget(VRNIC_HOST_MEM_BUDGET_MIN).limit(), VRNIC_HOST_MEM_BUDGET_MIN);
+}
+
 // Page address 0 is refused (no bus address of a page the driver gives is
 // 0); the charge taken for the attempt is returned.
 TEST(HostBudget, PageAddressZeroIsRefused)
@@ -236,8 +246,9 @@ TEST(SendWindow, WqesAreFetchedNoFurtherThanTheWindow)
 		  cap * vrnic::Rdma::send_wqe_charge(qp_of(a, qpn)));
 }
 
-// When the budget cannot take another WQE copy, the QP waits without an
-// error and goes on once memory is given back.
+// When the budget cannot take another WQE copy, the QP still sends what
+// its own reservation holds (kReservedCopies copies at a time); beyond
+// that it waits without an error and goes on once memory is given back.
 TEST(SendWindow, AQpWaitsForMemoryThenContinues)
 {
 	Node a{1, false, Node::kCqLog, VRNIC_QPT_RC, 16ull << 20}, b{2};
@@ -262,21 +273,101 @@ TEST(SendWindow, AQpWaitsForMemoryThenContinues)
 		}
 	}
 	ASSERT_LT(hb.limit() - hb.used(), wqe);
-	b.post_recv(1, {b.sge(0, 4096)});
-	a.post_send(send_wqe(7), {a.sge(0, 100)});
-	wire.run(a, b, [] { return false; }, 50);
-	vrnic_cqe cqe;
-	EXPECT_FALSE(a.poll_cq(cqe)) << "completed without memory for its copy";
+	constexpr unsigned kRes = vrnic::Rdma::kReservedCopies, kMore = 3;
+	for (unsigned i = 0; i < kRes + kMore; i++) {
+		b.post_recv(i, {b.sge(0, 4096)});
+		a.post_send(send_wqe(i), {a.sge(0, 100)});
+	}
+	a.p.run();	// the peer hears nothing yet
+	EXPECT_EQ(qp_of(a, a.qp).inflight.size(), kRes) << "only the reserved copies are fetched";
 	EXPECT_EQ(qp_of(a, a.qp).attr.state, VRNIC_QPS_RTS) << "waiting is no error";
-	EXPECT_TRUE(qp_of(a, a.qp).inflight.empty());
+	vrnic_cqe cqe;
+	EXPECT_FALSE(a.poll_cq(cqe));
 
 	vrnic_admin_cmd d = op(VRNIC_ADMIN_DESTROY_MR);
 	d.destroy.id = fillers.front();	// 512 pages: 4 KiB back
 	ASSERT_EQ(a.p.admin(d).status, VRNIC_ADMIN_ST_OK);
-	const auto sc = wire.completions(a, b, a, 1);
-	ASSERT_EQ(sc.size(), 1u);
-	EXPECT_EQ(sc[0].wr_id, 7u);
-	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	a.p.run();
+	EXPECT_EQ(qp_of(a, a.qp).inflight.size(), kRes + kMore) << "memory came back";
+	const auto sc = wire.completions(a, b, a, kRes + kMore);
+	ASSERT_EQ(sc.size(), kRes + kMore);
+	for (unsigned i = 0; i < kRes + kMore; i++) {
+		EXPECT_EQ(sc[i].wr_id, i);
+		EXPECT_EQ(sc[i].status, VRNIC_WC_ST_SUCCESS);
+	}
+}
+
+// One user context fills many QPs with WQEs toward a silent peer: its
+// copies stop at half the budget (its cap), and a QP of another context
+// (the kernel's here) still sends, with more than its reserved copies in
+// flight.  Before the cap, the first context took the whole budget.
+TEST(HostBudget, AContextAtItsCapCannotStopAnotherContextsQp)
+{
+	Node a{1, false, Node::kCqLog, VRNIC_QPT_RC, 16ull << 20}, b{2};
+	Wire wire;
+	const vrnic::HostBudget &hb = budget_of(a.p);
+	const uint32_t ux = a.admin_ok(op(VRNIC_ADMIN_CREATE_UCTX));
+	vrnic_admin_cmd c = op(VRNIC_ADMIN_CREATE_PD);
+	c.create_pd.uctx = ux;
+	const uint32_t pd = a.admin_ok(c);
+	c = op(VRNIC_ADMIN_CREATE_CQ);
+	c.create_cq.base = Node::B + 0x1100000;
+	c.create_cq.dbrec = Node::kCqDb + 0x40;
+	c.create_cq.uctx = ux;
+	c.create_cq.log_depth = 4;
+	c.create_cq.eqn = 1;
+	const uint32_t cq = a.admin_ok(c);
+	// 24 QPs of 512 WQEs of 1 KiB: 24 x 512 copies would be more than
+	// the whole budget.
+	constexpr unsigned kQps = 24, kLog = 9, kShift = 10;
+	constexpr uint64_t kRings = Node::B + 0x1200000;
+	const uint32_t kernel_qp = a.qp;
+	for (unsigned n = 0; n < kQps; n++) {
+		const uint64_t sq = kRings + (uint64_t(n) << (kLog + kShift));
+		const uint64_t db = Node::B + 0x40400 + n * 8;
+		c = op(VRNIC_ADMIN_CREATE_QP);
+		c.create_qp.sq_base = sq;
+		c.create_qp.rq_base = Node::kRq;
+		c.create_qp.dbrec = db;
+		c.create_qp.uctx = ux;
+		c.create_qp.pdn = pd;
+		c.create_qp.send_cqn = c.create_qp.recv_cqn = cq;
+		c.create_qp.sq_log_depth = kLog;
+		c.create_qp.sq_wqe_shift = kShift;
+		c.create_qp.rq_wqe_shift = 5;
+		c.create_qp.type = VRNIC_QPT_RC;
+		a.qp = a.admin_ok(c);
+		a.connect(b, 3, 100, 200);
+		for (uint32_t i = 0; i < (1u << kLog); i++)	// zero-length SENDs
+			a.p.store(sq + (uint64_t(i) << kShift), send_wqe(i));
+		a.p.store<uint32_t>(db, 1u << kLog);
+		a.p.db(ux, VRNIC_DB_SQ, a.qp);
+		a.p.run();
+		a.p.frames.clear();	// the peer is silent
+	}
+	a.qp = kernel_qp;
+	EXPECT_LE(hb.ctx_used(ux), hb.ctx_cap());
+	EXPECT_GT(hb.ctx_used(ux) + 2 * vrnic::Rdma::send_wqe_charge(kShift), hb.ctx_cap())
+		<< "the context did not reach its cap";
+	EXPECT_LT(hb.used(), hb.limit() - (1u << 20));
+
+	// The kernel's QP sends 200 messages, more than its reservation
+	// at a time.
+	a.connect(b, 3, 100, 200);
+	b.connect(a, 3, 200, 100);
+	constexpr unsigned kMsgs = 200;
+	for (unsigned i = 0; i < kMsgs; i++) {
+		b.post_recv(i, {b.sge(0, 64)});
+		a.post_send(send_wqe(i), {a.sge(0, 64)});
+	}
+	a.p.run();
+	EXPECT_GT(qp_of(a, a.qp).inflight.size(), vrnic::Rdma::kReservedCopies);
+	const auto sc = wire.completions(a, b, a, kMsgs);
+	ASSERT_EQ(sc.size(), kMsgs);
+	for (unsigned i = 0; i < kMsgs; i++) {
+		EXPECT_EQ(sc[i].wr_id, i);
+		EXPECT_EQ(sc[i].status, VRNIC_WC_ST_SUCCESS);
+	}
 }
 
 // ------------------------------------------------------------- retries
@@ -418,6 +509,47 @@ TEST(Retries, AStaleNakIsIgnored)
 	ASSERT_EQ(second.size(), 1u);
 	EXPECT_EQ(second[0].wr_id, 2u);
 	EXPECT_EQ(second[0].status, VRNIC_WC_ST_SUCCESS);
+}
+
+// A fatal NAK names the request in error by its PSN.  Here a READ (PSN
+// 100, its response not yet back) is followed by a WRITE (PSN 101), and
+// the responder refuses the WRITE: the WRITE completes with
+// REM_ACCESS_ERR and the READ is flushed.  Before, the error went to the
+// oldest outstanding WQE, the READ.
+TEST(Retries, AFatalNakFailsTheWqeThatHoldsItsPsn)
+{
+	using namespace vrnic::roce;
+	Node a{1}, b{2};
+	a.connect(b, 3, 100, 200);
+	b.connect(a, 3, 200, 100);
+	a.post_send(send_wqe(1, VRNIC_WR_RDMA_READ, Node::kIova, b.mr), {a.sge(0, 64)});
+	a.post_send(send_wqe(2, VRNIC_WR_RDMA_WRITE, Node::kIova, b.mr), {a.sge(0, 64)});
+	a.p.run();
+	ASSERT_EQ(a.p.frames.size(), 2u);
+	a.p.frames.clear();
+
+	Path p;
+	p.smac = b.mac();
+	p.dmac = a.mac();
+	p.sgid = b.gid();
+	p.dgid = a.gid();
+	Headers h;
+	h.opcode = ACK;
+	h.dqpn = a.qp;
+	h.psn = 101;
+	h.syndrome = kAethNakRemAccess;
+	std::vector<uint8_t> f(256);
+	f.resize(finish(f.data(), p, build_headers(f.data(), p, h), 0));
+	vrnic_engine_receive(a.p.eng, f.data(), f.size());
+	a.p.run();
+	vrnic_cqe c1{}, c2{};
+	ASSERT_TRUE(a.poll_cq(c1));
+	ASSERT_TRUE(a.poll_cq(c2));
+	EXPECT_EQ(c1.wr_id, 1u);
+	EXPECT_EQ(c1.status, VRNIC_WC_ST_WR_FLUSH_ERR);
+	EXPECT_EQ(c2.wr_id, 2u);
+	EXPECT_EQ(c2.status, VRNIC_WC_ST_REM_ACCESS_ERR);
+	EXPECT_EQ(qp_of(a, a.qp).attr.state, VRNIC_QPS_ERR);
 }
 
 // ------------------------------------------------------- PSN space
@@ -601,4 +733,81 @@ TEST(HostBudget, RingsAndQpsAreChargedAndCredited)
 	dq.destroy.id = qp;
 	ASSERT_EQ(a.p.admin(dq).status, VRNIC_ADMIN_ST_OK);
 	EXPECT_EQ(hb.used(), full - 512 * 8);
+}
+
+// A reset restores only the slots used since the last one (it is cheap
+// with few objects) but every object is gone after it, wherever its slot
+// is: all charges back, every handle stale, and handles made after the
+// reset differ from every one made before it.
+TEST(HostBudget, AResetGivesBackEveryChargeWhereverTheObjectIs)
+{
+	Node a{1, true};
+	const vrnic::HostBudget &hb = budget_of(a.p);
+	vrnic_admin_cmd q = op(VRNIC_ADMIN_CREATE_QP);
+	q.create_qp.sq_base = Node::kSq;
+	q.create_qp.rq_base = Node::kRq;
+	q.create_qp.dbrec = Node::kQpDb + 0x40;
+	q.create_qp.pdn = a.pd;
+	q.create_qp.send_cqn = q.create_qp.recv_cqn = a.cq;
+	q.create_qp.sq_wqe_shift = 6;
+	q.create_qp.rq_wqe_shift = 5;
+	q.create_qp.type = VRNIC_QPT_RC;
+	std::vector<uint32_t> qps{a.qp}, mrs;
+	for (int i = 0; i < 40; i++)
+		qps.push_back(a.admin_ok(q));
+	for (int i = 0; i < 3000; i++) {
+		vrnic_admin_cmd m = op(VRNIC_ADMIN_CREATE_MR);
+		m.create_mr.pdn = a.pd;
+		m.create_mr.npages = 1;
+		m.create_mr.pbl_mode = VRNIC_PBL_FAST;
+		mrs.push_back(a.admin_ok(m));
+	}
+	// Holes: the even ones go, the last slots stay used.
+	for (size_t i = 0; i + 1 < qps.size(); i += 2) {
+		vrnic_admin_cmd d = op(VRNIC_ADMIN_DESTROY_QP);
+		d.destroy.id = qps[i];
+		ASSERT_EQ(a.p.admin(d).status, VRNIC_ADMIN_ST_OK);
+	}
+	for (size_t i = 0; i + 1 < mrs.size(); i += 2) {
+		vrnic_admin_cmd d = op(VRNIC_ADMIN_DESTROY_MR);
+		d.destroy.id = mrs[i];
+		ASSERT_EQ(a.p.admin(d).status, VRNIC_ADMIN_ST_OK);
+	}
+	ASSERT_GT(hb.used(), 0u);
+
+	vrnic_engine_reset(a.p.eng);
+	EXPECT_EQ(hb.used(), 0u) << "a reset kept a charge";
+	EXPECT_EQ(hb.over_released(), 0u);
+	for (uint32_t qpn : qps)
+		EXPECT_EQ(a.p.eng->dev.rdma().qp(qpn), nullptr) << std::hex << qpn;
+
+	a.p.aq_pi = 0;
+	a.p.enable();
+	vrnic_admin_cmd eq = op(VRNIC_ADMIN_CREATE_EQ);
+	eq.create_eq.base = Node::kEq;
+	eq.create_eq.log_depth = 6;
+	eq.create_eq.eqn = 1;
+	eq.create_eq.vector = 1;
+	a.admin_ok(eq);
+	a.pd = a.admin_ok(op(VRNIC_ADMIN_CREATE_PD));
+	vrnic_admin_cmd cq = op(VRNIC_ADMIN_CREATE_CQ);
+	cq.create_cq.base = Node::kCq;
+	cq.create_cq.dbrec = Node::kCqDb;
+	cq.create_cq.log_depth = 4;
+	cq.create_cq.eqn = 1;
+	a.cq = a.admin_ok(cq);
+	q.create_qp.pdn = a.pd;
+	q.create_qp.send_cqn = q.create_qp.recv_cqn = a.cq;
+	for (size_t i = 0; i < qps.size(); i++) {
+		const uint32_t qpn = a.admin_ok(q);
+		EXPECT_EQ(std::count(qps.begin(), qps.end(), qpn), 0) << std::hex << qpn;
+	}
+	for (size_t i = 0; i < mrs.size(); i++) {
+		vrnic_admin_cmd m = op(VRNIC_ADMIN_CREATE_MR);
+		m.create_mr.pdn = a.pd;
+		m.create_mr.npages = 1;
+		m.create_mr.pbl_mode = VRNIC_PBL_FAST;
+		const uint32_t key = a.admin_ok(m);
+		EXPECT_EQ(std::count(mrs.begin(), mrs.end(), key), 0) << std::hex << key;
+	}
 }

@@ -186,6 +186,66 @@ TEST(Reentry, ResetFromTheTimersInterruptIsRefused)
 	EXPECT_EQ(c.status, VRNIC_WC_ST_RETRY_EXC_ERR);
 }
 
+// A reset asked for while the engine runs (here from the completion
+// interrupt of a UD send whose frame is already queued) is deferred until
+// the engine is left; it must drop that frame all the same: nothing
+// queued before a reset may leave after it.
+TEST(Reentry, ADeferredResetDropsTheFramesQueuedBeforeIt)
+{
+	Node a{1, false, Node::kCqLog, VRNIC_QPT_UD}, b{2, false, Node::kCqLog, VRNIC_QPT_UD};
+	a.ud_ready(0x1234, 10);
+	b.ud_ready(0x1234, 20);
+	a.p.db(0, VRNIC_DB_EQ, 1u << VRNIC_EQ_DB_EQN_SHIFT | VRNIC_EQ_DB_ARM);
+	a.p.db(0, VRNIC_DB_CQ_ARM, a.cq | VRNIC_CQ_ARM_NEXT << VRNIC_CQ_ARM_CMD_SHIFT);
+	bool fired = false;
+	a.p.on_irq = [&](unsigned v) {
+		if (v == VRNIC_AEQ_VECTOR || fired)
+			return;
+		fired = true;
+		vrnic_engine_reset(a.p.eng);	// refused now, runs on the way out
+	};
+	const auto av = b.av(0x1234);
+	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, 64)}, {}, &av);
+	a.p.run();
+	a.p.on_irq = nullptr;
+	ASSERT_TRUE(fired) << "no completion interrupt";
+	EXPECT_FALSE(a.p.rd(VRNIC_REG_STATUS) & VRNIC_STATUS_READY) << "the reset did not run";
+	EXPECT_TRUE(a.p.frames.empty()) << "a frame queued before the reset left after it";
+}
+
+// The same for a reset from the platform's send callback (the engine is
+// handing frames over): the frame being sent goes, the rest do not.
+TEST(Reentry, AResetWhileFramesAreHandedOverDropsTheRest)
+{
+	Node a{1, false, Node::kCqLog, VRNIC_QPT_UD}, b{2, false, Node::kCqLog, VRNIC_QPT_UD};
+	a.ud_ready(0x1234, 10);
+	b.ud_ready(0x1234, 20);
+	unsigned sent = 0;
+	a.p.on_send = [&](const uint8_t *, size_t) {
+		if (sent++ == 0)
+			vrnic_engine_reset(a.p.eng);
+	};
+	const auto av = b.av(0x1234);
+	for (int i = 0; i < 4; i++) {	// four WQEs, one doorbell
+		if (i)
+			a.sq_pi++;
+		vrnic_send_wqe w = wqe(VRNIC_WR_SEND, i);
+		w.flags = 0;
+		const uint64_t slot = a.next_sq_slot();
+		a.p.store(slot, w);
+		a.p.store(slot + sizeof(w), av);
+		a.p.store(slot + sizeof(w) + sizeof(av), a.sge(0, 64));
+		auto hdr = a.p.load<vrnic_send_wqe>(slot);
+		hdr.num_sge = 1;
+		a.p.store(slot, hdr);
+	}
+	a.ring_sq();
+	a.p.run();
+	a.p.on_send = nullptr;
+	EXPECT_EQ(sent, 1u) << "frames queued before the reset were sent after it";
+	EXPECT_FALSE(a.p.rd(VRNIC_REG_STATUS) & VRNIC_STATUS_READY);
+}
+
 // Two engines whose wires deliver synchronously into each other: every
 // frame is handed over when the sender's entry point returns, so the
 // nesting stays shallow and the traffic is intact.
