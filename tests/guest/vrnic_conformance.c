@@ -33,6 +33,7 @@
 #include "vrnic-abi.h"
 
 #include "kselftest.h"
+#include "vrnic_verbs_util.h"
 
 #define BUF		(64 * 1024)
 #define MSG		64
@@ -98,81 +99,21 @@ static int env_open(struct env *e)
 /* INIT -> RTR -> RTS; dest is the peer QPN (ignored for UD). */
 static int to_rts(struct env *e, struct ibv_qp *qp, uint32_t dest)
 {
-	struct ibv_qp_attr a;
+	struct vt_path path = {
+		.mtu = IBV_MTU_1024, .rd_atomic = 1, .retry = 3, .qkey = QKEY,
+		.access = qp->qp_type == IBV_QPT_UC ? IBV_ACCESS_REMOTE_WRITE :
+			  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			  IBV_ACCESS_REMOTE_ATOMIC,
+	};
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	if (qp->qp_type == IBV_QPT_UD) {
-		a.qkey = QKEY;
-		if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				  IBV_QP_PORT | IBV_QP_QKEY))
-			return -1;
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTR;
-		if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-			return -1;
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTS;
-		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	}
-	a.qp_access_flags = qp->qp_type == IBV_QPT_UC ? IBV_ACCESS_REMOTE_WRITE :
-			    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			    IBV_ACCESS_REMOTE_ATOMIC;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = e->gid;
-	a.ah_attr.grh.sgid_index = e->gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, qp->qp_type == IBV_QPT_UC ?
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN :
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	if (qp->qp_type == IBV_QPT_XRC_RECV)	/* no retry attributes */
-		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-				     IBV_QP_TIMEOUT);
-	a.retry_cnt = 3;
-	a.rnr_retry = 3;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a, qp->qp_type == IBV_QPT_UC ?
-			     IBV_QP_STATE | IBV_QP_SQ_PSN :
-			     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			     IBV_QP_MAX_QP_RD_ATOMIC);
+	return vt_to_rts(qp, dest, &e->gid, e->gid_index, &path);
 }
 
 static struct ibv_qp *make_qp(struct env *e, enum ibv_qp_type type,
 			      struct ibv_cq *scq, struct ibv_cq *rcq,
 			      uint32_t depth, uint32_t inline_len)
 {
-	struct ibv_qp_init_attr ia;
-
-	memset(&ia, 0, sizeof(ia));
-	ia.qp_type = type;
-	ia.send_cq = scq;
-	ia.recv_cq = rcq;
-	ia.cap.max_send_wr = depth;
-	ia.cap.max_recv_wr = depth;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	ia.cap.max_inline_data = inline_len;
-	ia.sq_sig_all = 1;
-	return ibv_create_qp(e->pd, &ia);
+	return vt_make_qp(e->pd, type, scq, rcq, depth, inline_len);
 }
 
 /* Poll cq until n completions arrived (all successful) or WAIT_S passed. */
