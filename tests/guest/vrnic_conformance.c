@@ -71,17 +71,9 @@ static double now(void)
 
 static int env_open(struct env *e)
 {
-	struct ibv_device **list;
-	int i;
-
 	memset(e, 0, sizeof(*e));
 	e->gid_index = gid_index;
-	list = ibv_get_device_list(NULL);
-	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "vrnic0"))
-			e->ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
+	e->ctx = vt_open_device("vrnic0");
 	if (!e->ctx)
 		FAIL("cannot open vrnic0: %s\n", strerror(errno));
 	e->buf = calloc(1, BUF);

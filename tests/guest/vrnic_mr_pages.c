@@ -397,17 +397,12 @@ int main(int argc, char **argv)
 {
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 0) : 256;
 	struct ibv_context *ctx = NULL;
-	struct ibv_device **list;
 	struct env e = {};
-	int i;
 
 	e.gid_index = argc > 1 ? atoi(argv[1]) : 1;
 	ksft_print_header();
 	ksft_set_plan(6);
-	list = ibv_get_device_list(NULL);
-	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "vrnic0"))
-			ctx = ibv_open_device(list[i]);
+	ctx = vt_open_device("vrnic0");
 	if (!ctx)
 		ksft_exit_fail_msg("cannot open vrnic0\n");
 	if (mib < 4 || mib > 1024)
@@ -443,7 +438,6 @@ int main(int argc, char **argv)
 	ibv_destroy_cq(e.cq);
 	ibv_dealloc_pd(e.pd);
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
 	free(e.src);
 	free(e.dst);
 	ksft_finished();

@@ -404,17 +404,13 @@ int main(int argc, char **argv)
 {
 	int rounds = argc > 2 ? atoi(argv[2]) : 10;
 	struct ibv_context *ctx = NULL;
-	struct ibv_device **list;
 	int i, stale = 0, polled = 0, setup = 0;
 	struct env e = {};
 
 	e.gid_index = argc > 1 ? atoi(argv[1]) : 1;
 	ksft_print_header();
 	ksft_set_plan(4);
-	list = ibv_get_device_list(NULL);
-	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "vrnic0"))
-			ctx = ibv_open_device(list[i]);
+	ctx = vt_open_device("vrnic0");
 	if (!ctx)
 		ksft_exit_fail_msg("cannot open vrnic0\n");
 	e.ctx = ctx;
@@ -446,7 +442,6 @@ int main(int argc, char **argv)
 	ibv_destroy_cq(e.cq);
 	ibv_dealloc_pd(e.pd);
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
 	free(e.buf);
 	ksft_finished();
 	return 0;

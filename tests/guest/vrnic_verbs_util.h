@@ -11,6 +11,21 @@
 
 #include <infiniband/verbs.h>
 
+/* Open the RDMA device called name; NULL if there is none or it fails. */
+static inline struct ibv_context *vt_open_device(const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = NULL;
+	int i;
+
+	for (i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			ctx = ibv_open_device(list[i]);
+	if (list)
+		ibv_free_device_list(list);
+	return ctx;
+}
+
 /* What the tests' loopback QPs differ in. */
 struct vt_path {
 	enum ibv_mtu mtu;
