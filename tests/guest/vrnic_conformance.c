@@ -61,14 +61,6 @@ static int gid_index = 1;
 
 #define FAIL(...) do { ksft_print_msg(__VA_ARGS__); return 0; } while (0)
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int env_open(struct env *e)
 {
 	memset(e, 0, sizeof(*e));
@@ -111,11 +103,11 @@ static struct ibv_qp *make_qp(struct env *e, enum ibv_qp_type type,
 /* Poll cq until n completions arrived (all successful) or WAIT_S passed. */
 static int poll_n(struct ibv_cq *cq, int n)
 {
-	double end = now() + WAIT_S;
+	double end = vt_now() + WAIT_S;
 	struct ibv_wc wc[16];
 	int got = 0, i, k;
 
-	while (got < n && now() < end) {
+	while (got < n && vt_now() < end) {
 		k = ibv_poll_cq(cq, 16, wc);
 		if (k < 0)
 			FAIL("poll_cq: %d\n", k);
@@ -1168,7 +1160,7 @@ static const struct test tests[] = {
 /* Run one test in a child; a crash or a hang is a failure. */
 static int run(const struct test *t)
 {
-	double end = now() + CHILD_S;
+	double end = vt_now() + CHILD_S;
 	struct env e;
 	int st = 0;
 	pid_t pid, w;
@@ -1185,7 +1177,7 @@ static int run(const struct test *t)
 		w = waitpid(pid, &st, WNOHANG);
 		if (!w)
 			usleep(10000);
-	} while (!w && now() < end + 5);
+	} while (!w && vt_now() < end + 5);
 	if (!w) {
 		kill(pid, SIGKILL);
 		waitpid(pid, &st, 0);

@@ -80,7 +80,6 @@ static int rdma_op(struct env *e, enum ibv_wr_opcode op, uint64_t laddr,
 		.wr_id = 7, .sg_list = &sge, .num_sge = 1, .opcode = op,
 		.send_flags = IBV_SEND_SIGNALED,
 	}, *bad;
-	double end = vt_now() + WAIT_S;
 	struct ibv_wc wc;
 	int n;
 
@@ -90,8 +89,7 @@ static int rdma_op(struct env *e, enum ibv_wr_opcode op, uint64_t laddr,
 		ksft_print_msg("post_send: %s\n", strerror(errno));
 		return -1;
 	}
-	while ((n = ibv_poll_cq(e->cq, 1, &wc)) == 0 && vt_now() < end)
-		usleep(1000);
+	n = vt_poll_wait(e->cq, &wc, 1, WAIT_S);
 	if (n != 1 || wc.status != IBV_WC_SUCCESS) {
 		ksft_print_msg("%s of %u bytes: %s\n",
 			       op == IBV_WR_RDMA_READ ? "READ" : "WRITE", len,

@@ -42,14 +42,6 @@
 #define NPAIR		4
 #define NMSG		8
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 struct env {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
@@ -134,9 +126,9 @@ static uint8_t *rx(struct env *e, int rs, int ud)
 /* Wait until the message sent from slot ss has landed in slot rs. */
 static int landed(struct env *e, int rs, int ss, int ud)
 {
-	double end = now() + WAIT_S;
+	double end = vt_now() + WAIT_S;
 
-	while (now() < end) {
+	while (vt_now() < end) {
 		if (!memcmp(rx(e, rs, ud), slot(e, ss), MSG))
 			return 1;
 		usleep(1000);
@@ -189,8 +181,7 @@ static int reuse_after_reset(struct env *e, enum ibv_qp_type type)
 		}
 		if (i)
 			break;
-		for (n = 0, end = now() + WAIT_S; n < 2 && now() < end;)
-			n += ibv_poll_cq(e->cq, 2 - n, wc + n);
+		n = vt_poll_wait(e->cq, wc, 2, WAIT_S);
 		if (n != 2) {
 			ksft_print_msg("%s: message 1: %d completions\n", name, n);
 			goto out;
@@ -209,7 +200,7 @@ static int reuse_after_reset(struct env *e, enum ibv_qp_type type)
 	}
 	/* Collect everything for a while; only message 3 may show up. */
 	ok = 1;
-	for (end = now() + 2; now() < end;) {
+	for (end = vt_now() + 2; vt_now() < end;) {
 		n = ibv_poll_cq(e->cq, 16, wc);
 		for (i = 0; i < n; i++) {
 			if (wc[i].wr_id == 3 && wc[i].qp_num == a->qp_num &&
@@ -293,8 +284,8 @@ static void *poller(void *arg)
 							   __ATOMIC_RELAXED);
 		} else if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
 			if (!idle)
-				idle = now();
-			else if (now() - idle > 0.2)
+				idle = vt_now();
+			else if (vt_now() - idle > 0.2)
 				break;
 		}
 		usleep(1000);	/* keep completions queued while QPs go */

@@ -8,8 +8,11 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
+
+#include "vrnic_test_util.h"
 
 /* Open the RDMA device called name; NULL if there is none or it fails. */
 static inline struct ibv_context *vt_open_device(const char *name)
@@ -120,6 +123,30 @@ static inline struct ibv_qp *vt_make_qp(struct ibv_pd *pd,
 	ia.cap.max_inline_data = inline_len;
 	ia.sq_sig_all = 1;
 	return ibv_create_qp(pd, &ia);
+}
+
+/*
+ * Poll cq into wc[0..n) until n completions arrived or secs passed,
+ * sleeping 1 ms whenever the CQ is empty.  Returns how many arrived, or
+ * ibv_poll_cq()'s negative result on an error.
+ */
+static inline int vt_poll_wait(struct ibv_cq *cq, struct ibv_wc *wc, int n,
+			       double secs)
+{
+	double end = vt_now() + secs;
+	int got = 0, k;
+
+	while (got < n) {
+		k = ibv_poll_cq(cq, n - got, wc + got);
+		if (k < 0)
+			return k;
+		got += k;
+		if (got < n && vt_now() >= end)
+			break;
+		if (!k)
+			usleep(1000);
+	}
+	return got;
 }
 
 #endif /* VRNIC_VERBS_UTIL_H */
