@@ -33,6 +33,7 @@
 #include "vrnic-abi.h"
 
 #include "kselftest.h"
+#include "vrnic_verbs_util.h"
 
 #define BUF		(64 * 1024)
 #define MSG		64
@@ -60,27 +61,11 @@ static int gid_index = 1;
 
 #define FAIL(...) do { ksft_print_msg(__VA_ARGS__); return 0; } while (0)
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int env_open(struct env *e)
 {
-	struct ibv_device **list;
-	int i;
-
 	memset(e, 0, sizeof(*e));
 	e->gid_index = gid_index;
-	list = ibv_get_device_list(NULL);
-	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "vrnic0"))
-			e->ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
+	e->ctx = vt_open_device("vrnic0");
 	if (!e->ctx)
 		FAIL("cannot open vrnic0: %s\n", strerror(errno));
 	e->buf = calloc(1, BUF);
@@ -98,91 +83,31 @@ static int env_open(struct env *e)
 /* INIT -> RTR -> RTS; dest is the peer QPN (ignored for UD). */
 static int to_rts(struct env *e, struct ibv_qp *qp, uint32_t dest)
 {
-	struct ibv_qp_attr a;
+	struct vt_path path = {
+		.mtu = IBV_MTU_1024, .rd_atomic = 1, .retry = 3, .qkey = QKEY,
+		.access = qp->qp_type == IBV_QPT_UC ? IBV_ACCESS_REMOTE_WRITE :
+			  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			  IBV_ACCESS_REMOTE_ATOMIC,
+	};
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	if (qp->qp_type == IBV_QPT_UD) {
-		a.qkey = QKEY;
-		if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				  IBV_QP_PORT | IBV_QP_QKEY))
-			return -1;
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTR;
-		if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-			return -1;
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTS;
-		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	}
-	a.qp_access_flags = qp->qp_type == IBV_QPT_UC ? IBV_ACCESS_REMOTE_WRITE :
-			    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			    IBV_ACCESS_REMOTE_ATOMIC;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = e->gid;
-	a.ah_attr.grh.sgid_index = e->gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, qp->qp_type == IBV_QPT_UC ?
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN :
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	if (qp->qp_type == IBV_QPT_XRC_RECV)	/* no retry attributes */
-		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-				     IBV_QP_TIMEOUT);
-	a.retry_cnt = 3;
-	a.rnr_retry = 3;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a, qp->qp_type == IBV_QPT_UC ?
-			     IBV_QP_STATE | IBV_QP_SQ_PSN :
-			     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			     IBV_QP_MAX_QP_RD_ATOMIC);
+	return vt_to_rts(qp, dest, &e->gid, e->gid_index, &path);
 }
 
 static struct ibv_qp *make_qp(struct env *e, enum ibv_qp_type type,
 			      struct ibv_cq *scq, struct ibv_cq *rcq,
 			      uint32_t depth, uint32_t inline_len)
 {
-	struct ibv_qp_init_attr ia;
-
-	memset(&ia, 0, sizeof(ia));
-	ia.qp_type = type;
-	ia.send_cq = scq;
-	ia.recv_cq = rcq;
-	ia.cap.max_send_wr = depth;
-	ia.cap.max_recv_wr = depth;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	ia.cap.max_inline_data = inline_len;
-	ia.sq_sig_all = 1;
-	return ibv_create_qp(e->pd, &ia);
+	return vt_make_qp(e->pd, type, scq, rcq, depth, inline_len);
 }
 
 /* Poll cq until n completions arrived (all successful) or WAIT_S passed. */
 static int poll_n(struct ibv_cq *cq, int n)
 {
-	double end = now() + WAIT_S;
+	double end = vt_now() + WAIT_S;
 	struct ibv_wc wc[16];
 	int got = 0, i, k;
 
-	while (got < n && now() < end) {
+	while (got < n && vt_now() < end) {
 		k = ibv_poll_cq(cq, 16, wc);
 		if (k < 0)
 			FAIL("poll_cq: %d\n", k);
@@ -1235,7 +1160,7 @@ static const struct test tests[] = {
 /* Run one test in a child; a crash or a hang is a failure. */
 static int run(const struct test *t)
 {
-	double end = now() + CHILD_S;
+	double end = vt_now() + CHILD_S;
 	struct env e;
 	int st = 0;
 	pid_t pid, w;
@@ -1252,7 +1177,7 @@ static int run(const struct test *t)
 		w = waitpid(pid, &st, WNOHANG);
 		if (!w)
 			usleep(10000);
-	} while (!w && now() < end + 5);
+	} while (!w && vt_now() < end + 5);
 	if (!w) {
 		kill(pid, SIGKILL);
 		waitpid(pid, &st, 0);

@@ -33,6 +33,7 @@
 #include <infiniband/verbs.h>
 
 #include "vrnic_test_util.h"
+#include "vrnic_verbs_util.h"
 
 #define HUGE_SZ		(2UL << 20)
 #define NHUGE		8
@@ -57,55 +58,17 @@ struct env {
 
 static int to_rts(struct env *e, struct ibv_qp *qp, uint32_t dest)
 {
-	struct ibv_qp_attr a;
+	static const struct vt_path path = {
+		.mtu = IBV_MTU_4096, .rd_atomic = 4, .retry = 7,
+		.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+	};
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_4096;
-	a.dest_qp_num = dest;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = e->gid;
-	a.ah_attr.grh.sgid_index = e->gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 4;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	return vt_to_rts(qp, dest, &e->gid, e->gid_index, &path);
 }
 
 static struct ibv_qp *make_qp(struct env *e)
 {
-	struct ibv_qp_init_attr ia;
-
-	memset(&ia, 0, sizeof(ia));
-	ia.qp_type = IBV_QPT_RC;
-	ia.send_cq = e->cq;
-	ia.recv_cq = e->cq;
-	ia.cap.max_send_wr = 16;
-	ia.cap.max_recv_wr = 16;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	ia.sq_sig_all = 1;
-	return ibv_create_qp(e->pd, &ia);
+	return vt_make_qp(e->pd, IBV_QPT_RC, e->cq, e->cq, 16, 0);
 }
 
 /* One RDMA WRITE or READ on QP a, waited for; 0 on success. */
@@ -117,7 +80,6 @@ static int rdma_op(struct env *e, enum ibv_wr_opcode op, uint64_t laddr,
 		.wr_id = 7, .sg_list = &sge, .num_sge = 1, .opcode = op,
 		.send_flags = IBV_SEND_SIGNALED,
 	}, *bad;
-	double end = vt_now() + WAIT_S;
 	struct ibv_wc wc;
 	int n;
 
@@ -127,8 +89,7 @@ static int rdma_op(struct env *e, enum ibv_wr_opcode op, uint64_t laddr,
 		ksft_print_msg("post_send: %s\n", strerror(errno));
 		return -1;
 	}
-	while ((n = ibv_poll_cq(e->cq, 1, &wc)) == 0 && vt_now() < end)
-		usleep(1000);
+	n = vt_poll_wait(e->cq, &wc, 1, WAIT_S);
 	if (n != 1 || wc.status != IBV_WC_SUCCESS) {
 		ksft_print_msg("%s of %u bytes: %s\n",
 			       op == IBV_WR_RDMA_READ ? "READ" : "WRITE", len,
@@ -434,17 +395,12 @@ int main(int argc, char **argv)
 {
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 0) : 256;
 	struct ibv_context *ctx = NULL;
-	struct ibv_device **list;
 	struct env e = {};
-	int i;
 
 	e.gid_index = argc > 1 ? atoi(argv[1]) : 1;
 	ksft_print_header();
 	ksft_set_plan(6);
-	list = ibv_get_device_list(NULL);
-	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "vrnic0"))
-			ctx = ibv_open_device(list[i]);
+	ctx = vt_open_device("vrnic0");
 	if (!ctx)
 		ksft_exit_fail_msg("cannot open vrnic0\n");
 	if (mib < 4 || mib > 1024)
@@ -480,7 +436,6 @@ int main(int argc, char **argv)
 	ibv_destroy_cq(e.cq);
 	ibv_dealloc_pd(e.pd);
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
 	free(e.src);
 	free(e.dst);
 	ksft_finished();

@@ -31,6 +31,7 @@
 #include <infiniband/verbs.h>
 
 #include "kselftest.h"
+#include "vrnic_verbs_util.h"
 
 #define MSG		64
 #define GRH		40
@@ -40,14 +41,6 @@
 #define WAIT_S		10
 #define NPAIR		4
 #define NMSG		8
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 struct env {
 	struct ibv_context *ctx;
@@ -66,67 +59,16 @@ static uint8_t *slot(struct env *e, int i)
 
 static int to_rts(struct env *e, struct ibv_qp *qp, uint32_t dest)
 {
-	struct ibv_qp_attr a;
+	static const struct vt_path path = {
+		.mtu = IBV_MTU_1024, .rd_atomic = 1, .retry = 3, .qkey = QKEY,
+	};
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	if (qp->qp_type == IBV_QPT_UD) {
-		a.qkey = QKEY;
-		if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				  IBV_QP_PORT | IBV_QP_QKEY))
-			return -1;
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTR;
-		if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-			return -1;
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTS;
-		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	}
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = e->gid;
-	a.ah_attr.grh.sgid_index = e->gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 3;
-	a.rnr_retry = 3;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	return vt_to_rts(qp, dest, &e->gid, e->gid_index, &path);
 }
 
 static struct ibv_qp *make_qp(struct env *e, enum ibv_qp_type type)
 {
-	struct ibv_qp_init_attr ia;
-
-	memset(&ia, 0, sizeof(ia));
-	ia.qp_type = type;
-	ia.send_cq = e->cq;
-	ia.recv_cq = e->cq;
-	ia.cap.max_send_wr = 16;
-	ia.cap.max_recv_wr = 16;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	ia.sq_sig_all = 1;
-	return ibv_create_qp(e->pd, &ia);
+	return vt_make_qp(e->pd, type, e->cq, e->cq, 16, 0);
 }
 
 static int pair_rts(struct env *e, struct ibv_qp *a, struct ibv_qp *b)
@@ -184,9 +126,9 @@ static uint8_t *rx(struct env *e, int rs, int ud)
 /* Wait until the message sent from slot ss has landed in slot rs. */
 static int landed(struct env *e, int rs, int ss, int ud)
 {
-	double end = now() + WAIT_S;
+	double end = vt_now() + WAIT_S;
 
-	while (now() < end) {
+	while (vt_now() < end) {
 		if (!memcmp(rx(e, rs, ud), slot(e, ss), MSG))
 			return 1;
 		usleep(1000);
@@ -239,8 +181,7 @@ static int reuse_after_reset(struct env *e, enum ibv_qp_type type)
 		}
 		if (i)
 			break;
-		for (n = 0, end = now() + WAIT_S; n < 2 && now() < end;)
-			n += ibv_poll_cq(e->cq, 2 - n, wc + n);
+		n = vt_poll_wait(e->cq, wc, 2, WAIT_S);
 		if (n != 2) {
 			ksft_print_msg("%s: message 1: %d completions\n", name, n);
 			goto out;
@@ -259,7 +200,7 @@ static int reuse_after_reset(struct env *e, enum ibv_qp_type type)
 	}
 	/* Collect everything for a while; only message 3 may show up. */
 	ok = 1;
-	for (end = now() + 2; now() < end;) {
+	for (end = vt_now() + 2; vt_now() < end;) {
 		n = ibv_poll_cq(e->cq, 16, wc);
 		for (i = 0; i < n; i++) {
 			if (wc[i].wr_id == 3 && wc[i].qp_num == a->qp_num &&
@@ -343,8 +284,8 @@ static void *poller(void *arg)
 							   __ATOMIC_RELAXED);
 		} else if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
 			if (!idle)
-				idle = now();
-			else if (now() - idle > 0.2)
+				idle = vt_now();
+			else if (vt_now() - idle > 0.2)
 				break;
 		}
 		usleep(1000);	/* keep completions queued while QPs go */
@@ -454,17 +395,13 @@ int main(int argc, char **argv)
 {
 	int rounds = argc > 2 ? atoi(argv[2]) : 10;
 	struct ibv_context *ctx = NULL;
-	struct ibv_device **list;
 	int i, stale = 0, polled = 0, setup = 0;
 	struct env e = {};
 
 	e.gid_index = argc > 1 ? atoi(argv[1]) : 1;
 	ksft_print_header();
 	ksft_set_plan(4);
-	list = ibv_get_device_list(NULL);
-	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "vrnic0"))
-			ctx = ibv_open_device(list[i]);
+	ctx = vt_open_device("vrnic0");
 	if (!ctx)
 		ksft_exit_fail_msg("cannot open vrnic0\n");
 	e.ctx = ctx;
@@ -496,7 +433,6 @@ int main(int argc, char **argv)
 	ibv_destroy_cq(e.cq);
 	ibv_dealloc_pd(e.pd);
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
 	free(e.buf);
 	ksft_finished();
 	return 0;
