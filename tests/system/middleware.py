@@ -22,6 +22,7 @@ Run alone: python3 tests/system/middleware.py (results in
 build/results/middleware.jsonl); make check runs it from guest_tests.py.
 """
 
+import itertools
 import os
 import re
 import sys
@@ -35,6 +36,7 @@ from results import Stage  # noqa: E402
 T = "/opt/vrnic/tests/"
 RSH_PORT = 7777
 PERF_PORT = 13337
+_ports = itertools.count(PERF_PORT)   # one per ucx_perftest run
 # ucx_perftest runs: small counts, TCG is slow (about 1 ms a round trip).
 PERFTESTS = (("tag_lat", "-s 8 -n 1000"),
              ("tag_bw", "-s 65536 -n 200"),
@@ -86,13 +88,18 @@ def perftest(a, b, env, test, args, server_ip, timeout=120):
     print("---- [b] %s ucx_perftest -t %s %s  /  [a] ... %s" % (
         env, test, args, server_ip), flush=True)
     n = int(re.search(r"-n (\d+)", args).group(1))
-    b.check("rm -f /tmp/ucxsrv.out /tmp/ucxsrv.rc; (%s timeout %d "
+    # A port of its own, and no server of an earlier run left over: a
+    # server whose client failed early listens until its own timeout, and
+    # a new run on its port would talk to it (and read its exit code).
+    port = next(_ports)
+    b.check("pkill -x ucx_perftest; rm -f /tmp/ucxsrv.out /tmp/ucxsrv.rc; "
+            "(%s timeout %d "
             "ucx_perftest -p %d -t %s %s > /tmp/ucxsrv.out 2>&1; echo $? > "
             "/tmp/ucxsrv.rc) >/dev/null 2>&1 & for i in $(seq 100); do "
             "ss -ltn | grep -q ':%d ' && exit 0; sleep 0.1; done; exit 1"
-            % (env, timeout, PERF_PORT, test, args, PERF_PORT), timeout=30)
+            % (env, timeout, port, test, args, port), timeout=30)
     rc, out = a.run("%s timeout %d ucx_perftest %s -p %d -t %s %s 2>&1" % (
-        env, timeout, server_ip, PERF_PORT, test, args), timeout=timeout + 10)
+        env, timeout, server_ip, port, test, args), timeout=timeout + 10)
     b.run("for i in $(seq 60); do [ -e /tmp/ucxsrv.rc ] && exit 0; "
           "sleep 0.5; done; exit 1", timeout=45)
     srv_rc = b.run("cat /tmp/ucxsrv.rc")[1].strip()
