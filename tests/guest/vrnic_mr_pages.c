@@ -391,6 +391,26 @@ static void large_mr(struct env *e, size_t mib)
 	munmap(buf, len);
 }
 
+/*
+ * ibv_query_device's page_size_cap names the page sizes the driver builds
+ * MRs from: 4 KiB..1 GiB (page_shift 12..30), not PAGE_SIZE alone.
+ */
+static void check_page_size_cap(struct env *e)
+{
+	const uint64_t want = ((1ull << 31) - 1) & ~((1ull << 12) - 1);
+	struct ibv_device_attr attr;
+	int ret = ibv_query_device(e->ctx, &attr);
+
+	if (ret)
+		ksft_print_msg("query_device: %s\n", strerror(ret));
+	else
+		ksft_print_msg("page_size_cap %#llx\n",
+			       (unsigned long long)attr.page_size_cap);
+	ksft_test_result(!ret && attr.page_size_cap == want,
+			 "page_size_cap is 4 KiB..1 GiB (%#llx)\n",
+			 (unsigned long long)want);
+}
+
 int main(int argc, char **argv)
 {
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 0) : 256;
@@ -399,7 +419,7 @@ int main(int argc, char **argv)
 
 	e.gid_index = argc > 1 ? atoi(argv[1]) : 1;
 	ksft_print_header();
-	ksft_set_plan(6);
+	ksft_set_plan(7);
 	ctx = vt_open_device("vrnic0");
 	if (!ctx)
 		ksft_exit_fail_msg("cannot open vrnic0\n");
@@ -411,6 +431,7 @@ int main(int argc, char **argv)
 	if (!e.pd || !e.cq || ibv_query_gid(ctx, 1, e.gid_index, &e.gid))
 		ksft_exit_fail_msg("setup: %s\n", strerror(errno));
 
+	check_page_size_cap(&e);
 	/* First, while nothing is pinned. */
 	too_large(&e);
 
