@@ -17,6 +17,7 @@
 #include "qemu/module.h"
 #include "qemu/timer.h"
 #include "qapi/error.h"
+#include "qapi/visitor.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/msix.h"
 #include "hw/qdev-properties.h"
@@ -43,7 +44,15 @@ struct VrnicState {
     QEMUTimer *timer;
     struct vrnic_engine *engine;
     uint64_t host_mem_budget;   /* property host-mem-budget, bytes */
+    /* Test-only fault injection (spec: "Fault injection"). */
+    uint32_t fault_admin;       /* x-fault-admin: 0, delay in ms, or NEVER */
+    bool aq_db_held;            /* an AQ doorbell write is held back */
+    uint32_t aq_db_val;         /* the last one held */
+    QEMUTimer *fault_timer;     /* releases it after the delay */
+    QEMUBH *fault_bh;
 };
+
+#define VRNIC_FAULT_ADMIN_NEVER UINT32_MAX
 
 /* ---------------------------------------------------- platform layer --- */
 
@@ -225,6 +234,92 @@ static const struct vrnic_platform_ops vrnic_platform = {
     .trace = vrnic_plat_trace,
 };
 
+/* ------------------------------------------------- fault injection --- */
+
+/*
+ * x-fault-admin holds back the admin queue doorbell in the glue, so the
+ * engine sees the commands late (a delay in ms) or never (UINT32_MAX).
+ * The doorbell is a producer index: the last value held stands for every
+ * command rung since.  A device reset (REG_CTRL or the PCI reset) drops
+ * it, as a real device forgets a queue it has not fetched yet.
+ */
+static void vrnic_fault_release(VrnicState *s)
+{
+    if (!s->aq_db_held) {
+        return;
+    }
+    s->aq_db_held = false;
+    trace_vrnic_fault_admin_release(s->aq_db_val);
+    vrnic_engine_reg_write(s->engine, VRNIC_REG_AQ_DB, s->aq_db_val, 4);
+}
+
+static void vrnic_fault_bh(void *opaque)
+{
+    vrnic_fault_release(opaque);
+}
+
+static void vrnic_fault_timer_cb(void *opaque)
+{
+    VrnicState *s = opaque;
+
+    qemu_bh_schedule(s->fault_bh);
+}
+
+static void vrnic_fault_clear(VrnicState *s)
+{
+    timer_del(s->fault_timer);
+    qemu_bh_cancel(s->fault_bh);
+    s->aq_db_held = false;
+}
+
+/* True if the write was taken by an active x-fault-admin. */
+static bool vrnic_fault_admin_db(VrnicState *s, uint64_t val, unsigned size)
+{
+    if (!s->fault_admin || size != 4) {
+        return false;
+    }
+    s->aq_db_held = true;
+    s->aq_db_val = val;
+    trace_vrnic_fault_admin_hold(val, s->fault_admin);
+    if (s->fault_admin != VRNIC_FAULT_ADMIN_NEVER &&
+        !timer_pending(s->fault_timer)) {
+        timer_mod(s->fault_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+                  (int64_t)s->fault_admin * SCALE_MS);
+    }
+    return true;
+}
+
+static void vrnic_get_fault_admin(Object *obj, Visitor *v, const char *name,
+                                  void *opaque, Error **errp)
+{
+    VrnicState *s = VRNIC(obj);
+
+    visit_type_uint32(v, name, &s->fault_admin, errp);
+}
+
+/* Settable at run time (qom-set); 0 lets a held doorbell through now. */
+static void vrnic_set_fault_admin(Object *obj, Visitor *v, const char *name,
+                                  void *opaque, Error **errp)
+{
+    VrnicState *s = VRNIC(obj);
+    uint32_t val;
+
+    if (!visit_type_uint32(v, name, &val, errp)) {
+        return;
+    }
+    s->fault_admin = val;
+    if (!s->aq_db_held || !s->fault_timer) {
+        return;
+    }
+    timer_del(s->fault_timer);
+    if (!val) {
+        qemu_bh_schedule(s->fault_bh);
+    } else if (val != VRNIC_FAULT_ADMIN_NEVER) {
+        timer_mod(s->fault_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+                  (int64_t)val * SCALE_MS);
+    }
+}
+
 /* ------------------------------------------------------------ BARs --- */
 
 static uint64_t vrnic_regs_read(void *opaque, hwaddr addr, unsigned size)
@@ -239,6 +334,12 @@ static void vrnic_regs_write(void *opaque, hwaddr addr, uint64_t val,
 {
     VrnicState *s = opaque;
 
+    if (addr == VRNIC_REG_AQ_DB && vrnic_fault_admin_db(s, val, size)) {
+        return;
+    }
+    if (addr == VRNIC_REG_CTRL && (val & VRNIC_CTRL_RESET)) {
+        vrnic_fault_clear(s);
+    }
     vrnic_engine_reg_write(s->engine, addr, val, size);
 }
 
@@ -378,6 +479,9 @@ static void vrnic_realize(PCIDevice *pdev, Error **errp)
     s->timer_bh = qemu_bh_new_guarded(vrnic_timer_bh, s,
                                       &dev->mem_reentrancy_guard);
     s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, vrnic_timer_cb, s);
+    s->fault_bh = qemu_bh_new_guarded(vrnic_fault_bh, s,
+                                      &dev->mem_reentrancy_guard);
+    s->fault_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, vrnic_fault_timer_cb, s);
     s->engine = vrnic_engine_new(&cfg, &vrnic_platform, s);
     if (!s->engine) {
         error_setg(errp, "vrnic: cannot allocate the device engine");
@@ -385,6 +489,9 @@ static void vrnic_realize(PCIDevice *pdev, Error **errp)
         qemu_bh_delete(s->bh);
         qemu_bh_delete(s->timer_bh);
         timer_free(s->timer);
+        qemu_bh_delete(s->fault_bh);
+        timer_free(s->fault_timer);
+        s->fault_timer = NULL;
         msix_uninit_exclusive_bar(pdev);
         return;
     }
@@ -399,6 +506,9 @@ static void vrnic_exit(PCIDevice *pdev)
     timer_free(s->timer);
     qemu_bh_delete(s->timer_bh);
     qemu_bh_delete(s->bh);
+    timer_free(s->fault_timer);
+    s->fault_timer = NULL;
+    qemu_bh_delete(s->fault_bh);
     qemu_del_nic(s->nic);
     msix_uninit_exclusive_bar(pdev);
 }
@@ -410,6 +520,7 @@ static void vrnic_reset_hold(Object *obj, ResetType type)
     timer_del(s->timer);
     qemu_bh_cancel(s->timer_bh);
     qemu_bh_cancel(s->bh);
+    vrnic_fault_clear(s);
     vrnic_engine_reset(s->engine);
     msix_reset(PCI_DEVICE(s));
     msix_unuse_all_vectors(PCI_DEVICE(s));
@@ -451,6 +562,12 @@ static void vrnic_class_init(ObjectClass *klass, void *data)
     dc->desc = "vrnic RoCEv2 RDMA NIC";
     dc->vmsd = &vmstate_vrnic;
     device_class_set_props(dc, vrnic_properties);
+    /* Not a qdev property: those cannot change once realized. */
+    object_class_property_add(klass, "x-fault-admin", "uint32",
+                              vrnic_get_fault_admin, vrnic_set_fault_admin,
+                              NULL, NULL);
+    object_class_property_set_description(klass, "x-fault-admin",
+        "test only: hold admin doorbells back N ms, 0 off, 4294967295 never");
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
 }
 

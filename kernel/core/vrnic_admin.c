@@ -4,7 +4,13 @@
  * device is told through the AQ doorbell register and completes each one
  * with a phase-tagged entry in the completion ring, then posts an
  * ADMIN_DONE event on the async EQ.  Callers sleep until their token
- * completes or the command times out; a timeout marks the queue dead.
+ * completes or the command times out.
+ *
+ * A timeout is a device fault: vrnic_pf_fatal() quiesces the device (reset,
+ * bus mastering off) before the command returns, so that its caller may
+ * free what the command pointed the device at.  From then on every command
+ * fails at once with -ENODEV, including the one that timed out and any
+ * other that was waiting.
  */
 #include <linux/dma-mapping.h>
 #include <linux/errno.h>
@@ -71,7 +77,8 @@ void vrnic_aq_poll(struct vrnic_pf *pf)
 	unsigned long flags;
 
 	spin_lock_irqsave(&aq->lock, flags);
-	for (;;) {
+	/* Dead: vrnic_pf_fatal() completed every waiter. */
+	while (!aq->dead) {
 		struct vrnic_admin_cqe *cqe = &aq->cq[aq->ci & mask];
 		u8 phase = ((aq->ci >> VRNIC_AQ_LOG_DEPTH) & 1) ?
 			   0 : VRNIC_ACQE_PHASE;
@@ -137,9 +144,13 @@ int vrnic_pf_admin_exec(struct vrnic_pf *pf, struct vrnic_admin_cmd *cmd,
 	int ret;
 
 	might_sleep();
+	if (READ_ONCE(aq->dead))
+		return -ENODEV;
 	if (down_timeout(&aq->slots,
-			 msecs_to_jiffies(VRNIC_ADMIN_TIMEOUT_MS)))
-		return -ETIMEDOUT;
+			 msecs_to_jiffies(VRNIC_ADMIN_TIMEOUT_MS))) {
+		vrnic_pf_fatal(pf, "no admin queue slot");
+		return -ENODEV;
+	}
 
 	spin_lock_irq(&aq->lock);
 	if (aq->dead) {
@@ -165,11 +176,13 @@ int vrnic_pf_admin_exec(struct vrnic_pf *pf, struct vrnic_admin_cmd *cmd,
 			dev_err(&pf->pdev->dev,
 				"admin command 0x%x timed out, status 0x%x\n",
 				cmd->opcode, vrnic_rd(pf, VRNIC_REG_STATUS));
-			spin_lock_irq(&aq->lock);
-			aq->dead = true;
-			spin_unlock_irq(&aq->lock);
-			return -ETIMEDOUT;	/* the slot stays taken */
+			/* Returns with the device quiesced and w completed. */
+			vrnic_pf_fatal(pf, "admin command timeout");
 		}
+	}
+	if (READ_ONCE(aq->dead)) {
+		up(&aq->slots);
+		return -ENODEV;
 	}
 	ret = vrnic_admin_errno(w->status);
 	trace_vrnic_admin_cmd(dev_name(&pf->pdev->dev), cmd->opcode, token,

@@ -8,6 +8,8 @@
 #define _VRNIC_CORE_H_
 
 #include <linux/completion.h>
+#include <linux/mutex.h>
+#include <linux/workqueue.h>
 #include <linux/interrupt.h>
 #include <linux/netdevice.h>
 #include <linux/pci.h>
@@ -45,7 +47,7 @@ struct vrnic_aq {
 	spinlock_t lock;	/* protects pi, ci and the waits */
 	struct semaphore slots;	/* free submission slots */
 	struct vrnic_aq_wait *waits;
-	bool dead;		/* a command timed out: device unusable */
+	bool dead;		/* vrnic_pf_fatal() ran: commands fail at once */
 };
 
 /* Event queue: the AEQ (eqn 0) or a completion EQ. */
@@ -103,6 +105,8 @@ struct vrnic_pf {
 	struct vrnic_adev *adev;	/* the RDMA auxiliary device */
 	spinlock_t rdma_lock;	/* serializes (un)registering rdma */
 	struct vrnic_rdma_client __rcu *rdma;	/* bound RDMA driver */
+	struct mutex fatal_lock;	/* one vrnic_pf_fatal() at a time */
+	struct work_struct fatal_work;	/* a FATAL event from the AEQ */
 };
 
 static inline u32 vrnic_rd(struct vrnic_pf *pf, u32 reg)
@@ -119,6 +123,10 @@ static inline void vrnic_db(struct vrnic_pf *pf, u32 off, u32 val)
 {
 	writel(val, pf->db + off);
 }
+
+/* vrnic_main.c */
+void vrnic_pf_fatal(struct vrnic_pf *pf, const char *why);
+void vrnic_pf_fatal_irq(struct vrnic_pf *pf, u32 error);
 
 /* vrnic_admin.c */
 int vrnic_aq_init(struct vrnic_pf *pf);

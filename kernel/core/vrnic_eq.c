@@ -85,11 +85,8 @@ static irqreturn_t vrnic_aeq_irq(int irq, void *data)
 						      eqe->type == VRNIC_EQE_PORT_UP);
 			vrnic_rdma_async_event(pf, eqe->type, 0);
 			break;
-		case VRNIC_EQE_FATAL:
-			dev_err(&pf->pdev->dev, "device fatal error %u\n",
-				le32_to_cpu(eqe->id));
-			vrnic_rdma_async_event(pf, eqe->type,
-					       le32_to_cpu(eqe->id));
+		case VRNIC_EQE_FATAL:	/* quiesce, then tell everyone */
+			vrnic_pf_fatal_irq(pf, le32_to_cpu(eqe->id));
 			break;
 		case VRNIC_EQE_CQ_ERROR:
 		case VRNIC_EQE_QP_FATAL:

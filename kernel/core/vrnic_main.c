@@ -43,6 +43,71 @@ static int vrnic_reset(struct vrnic_pf *pf)
 	return 0;
 }
 
+/*
+ * The function is dead: an admin command timed out, the device reported
+ * FATAL, or it stopped answering.  One policy for every path:
+ *
+ * - The device is quiesced first, before anything else happens: a reset
+ *   through REG_CTRL stops its DMA and interrupts, and bus mastering goes
+ *   off in case the reset itself does not complete.  Only after that is
+ *   the queue marked dead, so no caller ever frees memory the device may
+ *   still write: every admin command fails with -ENODEV, and each destroy
+ *   path (here and in vrnic_ib) may then free its rings and buffers.
+ * - Every command still waiting is completed (it returns -ENODEV), later
+ *   ones fail at once.
+ * - The netdev loses its carrier and is detached; the RDMA driver gets a
+ *   FATAL event and raises IB_EVENT_DEVICE_FATAL for its users.
+ *
+ * Recovery is remove and probe again (rmmod/modprobe, or PCI remove and
+ * rescan).  Sleeps; may run under RTNL (from an admin command).
+ */
+void vrnic_pf_fatal(struct vrnic_pf *pf, const char *why)
+{
+	struct vrnic_aq *aq = &pf->aq;
+	u16 i;
+
+	mutex_lock(&pf->fatal_lock);
+	if (READ_ONCE(aq->dead)) {
+		mutex_unlock(&pf->fatal_lock);
+		return;
+	}
+	dev_err(&pf->pdev->dev, "%s: device fatal, quiescing it\n", why);
+	if (vrnic_reset(pf))
+		dev_warn(&pf->pdev->dev, "fatal: device reset timed out\n");
+	pci_clear_master(pf->pdev);
+
+	spin_lock_irq(&aq->lock);
+	aq->dead = true;
+	if (aq->waits)
+		for (i = aq->ci; i != aq->pi; i++)
+			complete(&aq->waits[i & (aq->depth - 1)].done);
+	aq->ci = aq->pi;
+	spin_unlock_irq(&aq->lock);
+
+	/* pf->netdev lives while port_events is set (see vrnic_remove). */
+	if (READ_ONCE(pf->port_events)) {
+		netif_carrier_off(pf->netdev);
+		netif_device_detach(pf->netdev);
+	}
+	vrnic_rdma_async_event(pf, VRNIC_EQE_FATAL, 0);
+	mutex_unlock(&pf->fatal_lock);
+}
+
+static void vrnic_fatal_work(struct work_struct *work)
+{
+	struct vrnic_pf *pf = container_of(work, struct vrnic_pf, fatal_work);
+
+	vrnic_pf_fatal(pf, "FATAL event");
+}
+
+/* A FATAL event on the AEQ (hard interrupt): quiesce from a work item. */
+void vrnic_pf_fatal_irq(struct vrnic_pf *pf, u32 error)
+{
+	dev_err(&pf->pdev->dev, "device fatal error %u\n", error);
+	if (READ_ONCE(pf->port_events))	/* not in probe or remove */
+		schedule_work(&pf->fatal_work);
+}
+
 static int vrnic_wait_test_dma(struct vrnic_pf *pf)
 {
 	unsigned long end = jiffies + msecs_to_jiffies(VRNIC_TEST_TIMEOUT_MS);
@@ -160,6 +225,8 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	pf->pdev = pdev;
 	pci_set_drvdata(pdev, pf);
 	spin_lock_init(&pf->rdma_lock);
+	mutex_init(&pf->fatal_lock);
+	INIT_WORK(&pf->fatal_work, vrnic_fatal_work);
 	atomic_set(&pf->test_irqs, 0);
 
 	pf->regs = pci_iomap(pdev, VRNIC_REG_BAR, VRNIC_REG_BAR_SIZE);
@@ -169,6 +236,14 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_iomap;
 	}
 	pf->db_bar_start = pci_resource_start(pdev, VRNIC_DB_BAR);
+	/* User contexts map doorbell pages 1..VRNIC_NUM_DB_PAGES-1 of BAR2. */
+	if (pci_resource_len(pdev, VRNIC_DB_BAR) <
+	    (resource_size_t)VRNIC_NUM_DB_PAGES * VRNIC_DB_PAGE_SIZE) {
+		dev_err(&pdev->dev, "doorbell BAR too small: %llu bytes\n",
+			(u64)pci_resource_len(pdev, VRNIC_DB_BAR));
+		ret = -ENODEV;
+		goto err_iomap;
+	}
 	BUILD_BUG_ON(VRNIC_DB_PAGE_SIZE != PAGE_SIZE);
 
 	version = vrnic_rd(pf, VRNIC_REG_VERSION);
@@ -184,9 +259,11 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_iomap;
 	}
 
+	/* Vector n serves EQ n: never more than VRNIC_MAX_EQS of them. */
 	nvec = pci_alloc_irq_vectors(pdev, 2,
-				     min_t(u32, vrnic_rd(pf, VRNIC_REG_NUM_MSIX),
-					   num_online_cpus() + 1),
+				     min3(vrnic_rd(pf, VRNIC_REG_NUM_MSIX),
+					  num_online_cpus() + 1U,
+					  (u32)VRNIC_MAX_EQS),
 				     PCI_IRQ_MSIX);
 	if (nvec < 0) {
 		ret = nvec;
@@ -234,6 +311,9 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 err_netdev:
 	WRITE_ONCE(pf->port_events, false);
 	synchronize_irq(pci_irq_vector(pdev, VRNIC_AEQ_VECTOR));
+	cancel_work_sync(&pf->fatal_work);
+	mutex_lock(&pf->fatal_lock);
+	mutex_unlock(&pf->fatal_lock);
 	vrnic_netdev_unregister(pf);
 err_ceqs:
 	vrnic_ceqs_destroy(pf);
@@ -269,6 +349,10 @@ static void vrnic_remove(struct pci_dev *pdev)
 	/* No port event may reach the netdev past this point. */
 	WRITE_ONCE(pf->port_events, false);
 	synchronize_irq(pci_irq_vector(pdev, VRNIC_AEQ_VECTOR));
+	cancel_work_sync(&pf->fatal_work);
+	/* A vrnic_pf_fatal() that saw port_events set is done with netdev. */
+	mutex_lock(&pf->fatal_lock);
+	mutex_unlock(&pf->fatal_lock);
 	vrnic_netdev_unregister(pf);
 	vrnic_ceqs_destroy(pf);
 	/* Reset stops all DMA before the rings are freed. */

@@ -20,6 +20,22 @@ static struct vrnic_dev *to_vdev_client(struct vrnic_rdma_client *client)
 	return container_of(client, struct vrnic_dev, client);
 }
 
+/*
+ * Tell every user of the ib_device that it is gone for good: user contexts
+ * see IBV_EVENT_DEVICE_FATAL; their later commands fail with -ENODEV.
+ */
+static void vrnic_ib_fatal_event(struct vrnic_dev *vdev)
+{
+	struct ib_event ev = {
+		.device = &vdev->ibdev,
+		.event = IB_EVENT_DEVICE_FATAL,
+		.element.port_num = 1,
+	};
+
+	dev_err(&vdev->ibdev.dev, "device fatal: raising DEVICE_FATAL\n");
+	ib_dispatch_event(&ev);
+}
+
 static void vrnic_ib_async_event(struct vrnic_rdma_client *client, u8 type,
 				 u32 id)
 {
@@ -43,7 +59,12 @@ static void vrnic_ib_async_event(struct vrnic_rdma_client *client, u8 type,
 	case VRNIC_EQE_SRQ_LIMIT:
 		vrnic_srq_event(vdev, id);
 		break;
-	default:	/* FATAL: the function driver logs it */
+	case VRNIC_EQE_FATAL:
+		/* The function is dead and quiesced (vrnic_pf_fatal). */
+		if (READ_ONCE(vdev->port_events))
+			vrnic_ib_fatal_event(vdev);
+		break;
+	default:
 		break;
 	}
 }

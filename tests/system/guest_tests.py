@@ -841,6 +841,9 @@ def main():
         nvmeof_tests(stage, a, b)
         set_mtu(stage, (a, b), 1500)  # vrnic was reloaded on both
         port_events(stage, a)
+        # Admin queue faults and PCI remove under a server (issue 14).
+        import faults  # noqa: E402
+        faults.run(stage, a, b)
         tap(stage, b, "b: module reload", "%svrnic_modload_test 20" % T,
             timeout=600)
         # PCI remove while a process holds a user context (disassociate).

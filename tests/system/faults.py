@@ -1,0 +1,205 @@
+#!/usr/bin/python3
+"""Device faults (issue 14, review B.1/B.13): the admin queue stops
+answering, and a PCI remove under a running RDMA server.
+
+The device's test-only QOM property x-fault-admin (spec: "Fault
+injection") holds admin doorbells back: a delay, or never.  With "never",
+the driver's admin command times out (5 s): the function must quiesce the
+device, raise IB_EVENT_DEVICE_FATAL to a process holding a context, drop
+the carrier, fail later commands at once, unload cleanly, and come back on
+modprobe once the fault is cleared.  Every wait is bounded.
+
+run(stage, a, b) takes a booted pair (guest_tests.main); main() boots its
+own pair and runs only these tests.
+"""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "scripts"))
+import vm as vmlib  # noqa: E402
+from results import Stage  # noqa: E402
+
+NEVER = 4294967295
+BAD = (r"Oops|BUG:|WARNING:|KASAN|Call Trace|refcount_t|list_del corruption|"
+       r"blocked for more than|NETDEV WATCHDOG")
+PD_CMD = ("timeout %d python3 -c 'from pyverbs.device import Context; "
+          "from pyverbs.pd import PD; PD(Context(name=\"vrnic0\")); "
+          "print(\"pd ok\")'")
+
+
+def shipped(script):
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           script)) as f:
+        body = f.read()
+    return "cat > /tmp/%s <<'VRNIC_EOF'\n%sVRNIC_EOF\n" % (script, body)
+
+
+def vrnic_path(vm):
+    """The QOM path of the VM's vrnic (it has no id)."""
+    for p in vm.qmp("qom-list", path="/machine/peripheral-anon"):
+        if p["type"] == "child<vrnic>":
+            return "/machine/peripheral-anon/" + p["name"]
+    raise vmlib.VMError("%s: no vrnic in /machine/peripheral-anon" % vm.name)
+
+
+def set_fault(vm, value):
+    vm.qmp("qom-set", path=vrnic_path(vm), property="x-fault-admin",
+           value=value)
+
+
+def wait_file(vm, path, seconds):
+    rc, _ = vm.run("for i in $(seq %d); do [ -e %s ] && exit 0; sleep 0.5; "
+                   "done; exit 1" % (seconds * 2, path), timeout=seconds + 10)
+    return rc == 0
+
+
+def check(stage, name, ok, detail=""):
+    stage.record(name, "pass" if ok else "fail", "" if ok else detail)
+    return ok
+
+
+def admin_fault(stage, a, b):
+    """x-fault-admin: a delay is survived, 'never' kills the function."""
+    a.check("dmesg -C")
+    # A delay well below the driver's 5 s timeout: commands are late only.
+    set_fault(a, 300)
+    t0 = time.time()
+    rc, out = a.run(PD_CMD % 60, timeout=70)
+    check(stage, "a: admin completions 300 ms late: PD still created",
+          rc == 0 and "pd ok" in out, "rc %d: %s" % (rc, out[-500:]))
+    print("  delayed PD: %.1f s" % (time.time() - t0), flush=True)
+    set_fault(a, 0)
+
+    # A process holds a context and waits for its async events.
+    a.check(shipped("fatal_wait.py") +
+            "rm -f /tmp/fatal_wait.ready /tmp/fw.out /tmp/fw.rc; "
+            "(timeout 90 python3 /tmp/fatal_wait.py > /tmp/fw.out 2>&1; "
+            "echo $? > /tmp/fw.rc) >/dev/null 2>&1 &")
+    if not check(stage, "a: fault test: waiter holds a context",
+                 wait_file(a, "/tmp/fatal_wait.ready", 60),
+                 a.run("cat /tmp/fw.out")[1]):
+        return
+    set_fault(a, NEVER)
+    # This PD's CREATE_PD never completes: the driver times out (5 s).
+    t0 = time.time()
+    rc, out = a.run(PD_CMD % 60, timeout=70)
+    took = time.time() - t0
+    check(stage, "a: admin command never completes: it fails",
+          rc != 0 and "pd ok" not in out, "rc %d: %s" % (rc, out[-500:]))
+    print("  timed-out PD: %.1f s" % took, flush=True)
+    wait_file(a, "/tmp/fw.rc", 60)
+    rc, out = a.run("cat /tmp/fw.rc /tmp/fw.out")
+    check(stage, "a: admin timeout raises IBV_EVENT_DEVICE_FATAL",
+          out.startswith("0\n") and "ok: IBV_EVENT_DEVICE_FATAL" in out,
+          out[-500:])
+    # Later commands fail at once, not after another timeout each.
+    t0 = time.time()
+    rc, out = a.run(PD_CMD % 60, timeout=70)
+    took = time.time() - t0
+    check(stage, "a: dead function: later commands fail at once",
+          rc != 0 and "pd ok" not in out and took < 4.5,
+          "rc %d after %.1f s: %s" % (rc, took, out[-300:]))
+    rc, out = a.run("cat /sys/class/net/$(ls /sys/bus/pci/drivers/vrnic/*/net"
+                    " | head -1)/carrier 2>&1")
+    check(stage, "a: dead function: carrier off", out.strip() != "1",
+          "carrier %r" % out.strip())
+    rc, out = a.run("timeout 60 rmmod vrnic_ib vrnic", timeout=70)
+    check(stage, "a: dead function: rmmod vrnic_ib vrnic",
+          rc == 0, "rc %d: %s" % (rc, out))
+    rc, out = a.run("dmesg")
+    print("\n".join("  | " + x for x in out.splitlines()
+                    if "vrnic" in x or "fatal" in x.lower())[-3000:])
+    check(stage, "a: dead function: driver logged the fatal path",
+          "admin command timeout: device fatal" in out and
+          "raising DEVICE_FATAL" in out, out[-1500:])
+    rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
+    check(stage, "a: dead function: no oops, warning or KASAN report",
+          rc == 1, bad[-1500:])
+
+    # Recovery: fault off, load again, the data path works.
+    set_fault(a, 0)
+    rc, out = a.run("modprobe vrnic && for i in $(seq 60); do "
+                    "[ -e /sys/class/infiniband/vrnic0 ] && exit 0; "
+                    "sleep 0.5; done; exit 1", timeout=60)
+    if not check(stage, "a: fault cleared: modprobe vrnic brings vrnic0 "
+                 "back", rc == 0, out):
+        return
+    rc, out = a.run(PD_CMD % 30, timeout=40)
+    check(stage, "a: fault cleared: PD created", rc == 0 and "pd ok" in out,
+          out[-500:])
+    rc, out = a.run("vrnic-up 1500 && ping -c 3 -W 5 %s" % b.ip, timeout=60)
+    check(stage, "a: fault cleared: ping a->b", rc == 0, out[-500:])
+
+
+def remove_under_server(stage, a, b):
+    """PCI remove while an ib_write_bw server holds the device: the remove
+    returns and the server goes away; a rescan brings the device back."""
+    bdf = a.check("cd /sys/bus/pci/drivers/vrnic && ls -d 0000:*").split()[0]
+    a.check("(timeout 120 ib_write_bw -d vrnic0 -x 1 > /tmp/bw.out 2>&1; "
+            "echo $? > /tmp/bw.rc) >/dev/null 2>&1 &")
+    # Its stdout is a buffered file: see the context as an open uverbs fd.
+    rc, out = a.run("for i in $(seq 40); do p=$(pgrep -x ib_write_bw) && "
+                    "ls -l /proc/$p/fd 2>/dev/null | grep -q uverbs && "
+                    "exit 0; sleep 0.5; done; exit 1", timeout=40)
+    check(stage, "a: ib_write_bw server has vrnic0 open before the remove",
+          rc == 0, a.run("cat /tmp/bw.out")[1][-500:])
+    t0 = time.time()
+    rc, out = a.run("timeout 60 sh -c 'echo 1 > /sys/bus/pci/devices/%s/"
+                    "remove'" % bdf, timeout=70)
+    took = time.time() - t0
+    check(stage, "a: PCI remove under an ib_write_bw server returns",
+          rc == 0 and took < 60, "rc %d after %.1f s: %s" % (rc, took, out))
+    print("  remove: %.1f s" % took, flush=True)
+    # perftest reads no async events: it waits for its client.  It must
+    # not be stuck in the kernel, though: SIGKILL ends it.
+    a.run("pkill -9 -x ib_write_bw")
+    check(stage, "a: ib_write_bw server killable after the remove",
+          wait_file(a, "/tmp/bw.rc", 30), a.run("cat /tmp/bw.out")[1])
+    a.run("echo 1 > /sys/bus/pci/rescan")
+    rc, out = a.run("for i in $(seq 60); do [ -e /sys/class/infiniband/"
+                    "vrnic0 ] && exit 0; sleep 0.5; done; exit 1",
+                    timeout=60)
+    check(stage, "a: rescan brings vrnic0 back", rc == 0, out)
+    rc, out = a.run("vrnic-up 1500 && ping -c 3 -W 5 %s" % b.ip, timeout=60)
+    check(stage, "a: after remove and rescan: ping a->b", rc == 0,
+          out[-500:])
+    rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
+    check(stage, "a: PCI remove: no oops, warning or KASAN report",
+          rc == 1, bad[-1500:])
+
+
+def run(stage, a, b):
+    t0 = time.time()
+    try:
+        admin_fault(stage, a, b)
+        remove_under_server(stage, a, b)
+    except vmlib.VMError as e:
+        stage.record("faults: harness", "fail", str(e))
+    finally:
+        try:
+            set_fault(a, 0)
+        except vmlib.VMError:
+            pass
+    print("fault tests: %.0f s" % (time.time() - t0), flush=True)
+
+
+def main():
+    stage = Stage("faults")
+    try:
+        a, b = vmlib.boot_pair()
+    except vmlib.VMError as e:
+        stage.record("boot two VMs", "fail", str(e))
+        return 1
+    try:
+        run(stage, a, b)
+    finally:
+        a.kill()
+        b.kill()
+    return 1 if stage.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
