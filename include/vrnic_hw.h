@@ -34,7 +34,7 @@
 #define VRNIC_PCI_CLASS			0x0200	/* Ethernet controller */
 
 #define VRNIC_SPEC_VERSION_MAJOR	0
-#define VRNIC_SPEC_VERSION_MINOR	6
+#define VRNIC_SPEC_VERSION_MINOR	7
 #define VRNIC_SPEC_VERSION \
 	((VRNIC_SPEC_VERSION_MAJOR << 16) | VRNIC_SPEC_VERSION_MINOR)
 
@@ -194,6 +194,8 @@ enum vrnic_admin_opcode {
 	VRNIC_ADMIN_ALLOC_XRCD		= 0x21,
 	VRNIC_ADMIN_DEALLOC_XRCD	= 0x22,
 	VRNIC_ADMIN_SET_GID		= 0x23,	/* spec 0.6 */
+	VRNIC_ADMIN_SET_MAC		= 0x24,	/* spec 0.7 */
+	VRNIC_ADMIN_SET_RX_FILTER	= 0x25,	/* spec 0.7 */
 	VRNIC_ADMIN_NUM_OPCODES
 };
 
@@ -474,6 +476,29 @@ struct vrnic_admin_set_gid {
 	__u8 op;			/* enum vrnic_gid_op */
 	__u8 type;			/* enum vrnic_gid_type */
 	__u8 rsvd[5];			/* must be 0 */
+};
+
+/*
+ * Station address and receive filter (spec 0.7).  SET_MAC sets the unicast
+ * address the device accepts and RoCE loopback compares with (reset: the
+ * REG_MAC_* address).  SET_RX_FILTER replaces the filter: broadcast is
+ * always accepted; multicast by the list (group addresses), or every
+ * multicast with ALLMULTI (the reset state); every frame with PROMISC.
+ */
+struct vrnic_admin_set_mac {
+	__u8 mac[6];			/* unicast, not zero */
+	__u8 rsvd[2];			/* must be 0 */
+};
+
+#define VRNIC_RX_FILTER_PROMISC		(1u << 0)
+#define VRNIC_RX_FILTER_ALLMULTI	(1u << 1)
+#define VRNIC_RX_FILTER_MAX_MC		8
+
+struct vrnic_admin_set_rx_filter {
+	__le32 flags;			/* VRNIC_RX_FILTER_* */
+	__u8 mc_count;			/* <= VRNIC_RX_FILTER_MAX_MC */
+	__u8 rsvd[3];			/* must be 0 */
+	__u8 mc[VRNIC_RX_FILTER_MAX_MC][6];	/* group bit set */
 };
 
 /*
@@ -806,6 +831,8 @@ struct vrnic_admin_cmd {
 		struct vrnic_admin_mcast mcast;
 		struct vrnic_admin_alloc_mw alloc_mw;
 		struct vrnic_admin_set_gid set_gid;
+		struct vrnic_admin_set_mac set_mac;
+		struct vrnic_admin_set_rx_filter set_rx_filter;
 		__u8 raw[56];
 	};
 };
@@ -971,6 +998,8 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_srq) == 40, "create_srq");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_modify_qp) == 16, "modify_qp");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_mcast) == 24, "mcast");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_set_gid) == 32, "set_gid");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_set_mac) == 8, "set_mac");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_set_rx_filter) == 56, "rx filter");
 VRNIC_HW_ASSERT(VRNIC_GID_TABLE_LEN <= 256, "sgid_index is 8 bits");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_qp_attr) == 128, "qp attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_send_wqe) == 64, "send wqe header");

@@ -84,6 +84,7 @@ struct vrnic_netdev_priv {
 	struct vrnic_eth_ring rx;
 	u32 rx_buf_len;
 	bool rings_live;
+	struct work_struct rx_mode_work;	/* ndo_set_rx_mode, can sleep */
 };
 
 /* One PCI function. */

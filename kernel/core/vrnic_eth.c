@@ -384,11 +384,95 @@ static u32 vrnic_rx_buf_len(int mtu)
 	return ALIGN(mtu + ETH_HLEN + VLAN_HLEN, 64);
 }
 
+/* Spec 0.7: the device takes the station address and the receive filter. */
+static bool vrnic_has_rx_filter(const struct vrnic_pf *pf)
+{
+	u32 ver = le32_to_cpu(pf->attr.spec_version);
+
+	return ver >> 16 == 0 && (ver & 0xffff) >= 7;
+}
+
+static int vrnic_program_mac(struct vrnic_pf *pf, const u8 *mac)
+{
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_SET_MAC };
+
+	if (!vrnic_has_rx_filter(pf))
+		return -EOPNOTSUPP;
+	memcpy(cmd.set_mac.mac, mac, ETH_ALEN);
+	return vrnic_pf_admin_exec(pf, &cmd, NULL);
+}
+
+/*
+ * The device filters unicast on its own address: change it there first,
+ * so that RX (and RoCE, whose GIDs ib_core re-adds with the new MAC)
+ * follow.  Live changes are fine: the device swaps the address at once.
+ */
+static int vrnic_set_mac_address(struct net_device *ndev, void *p)
+{
+	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+	struct sockaddr *sa = p;
+	int ret;
+
+	ret = eth_prepare_mac_addr_change(ndev, p);
+	if (ret)
+		return ret;
+	ret = vrnic_program_mac(priv->pf, sa->sa_data);
+	if (ret)
+		return ret;
+	eth_commit_mac_addr_change(ndev, p);
+	return 0;
+}
+
+static void vrnic_rx_mode_work(struct work_struct *work)
+{
+	struct vrnic_netdev_priv *priv =
+		container_of(work, struct vrnic_netdev_priv, rx_mode_work);
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_SET_RX_FILTER };
+	struct vrnic_admin_set_rx_filter *f = &cmd.set_rx_filter;
+	struct net_device *ndev = priv->pf->netdev;
+	struct netdev_hw_addr *ha;
+	u32 flags = 0;
+	int ret;
+
+	netif_addr_lock_bh(ndev);
+	if (ndev->flags & IFF_PROMISC)
+		flags |= VRNIC_RX_FILTER_PROMISC;
+	/* A list longer than the device's table: take every group. */
+	if ((ndev->flags & IFF_ALLMULTI) ||
+	    netdev_mc_count(ndev) > VRNIC_RX_FILTER_MAX_MC) {
+		flags |= VRNIC_RX_FILTER_ALLMULTI;
+	} else {
+		netdev_for_each_mc_addr(ha, ndev) {
+			if (f->mc_count >= VRNIC_RX_FILTER_MAX_MC)
+				break;
+			memcpy(f->mc[f->mc_count++], ha->addr, ETH_ALEN);
+		}
+	}
+	netif_addr_unlock_bh(ndev);
+	f->flags = cpu_to_le32(flags);
+	ret = vrnic_pf_admin_exec(priv->pf, &cmd, NULL);
+	if (ret)
+		netdev_warn(ndev, "cannot program the receive filter: %d\n", ret);
+}
+
+/* Runs under the address list lock (atomic): the admin command waits. */
+static void vrnic_set_rx_mode(struct net_device *ndev)
+{
+	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+
+	if (vrnic_has_rx_filter(priv->pf))
+		schedule_work(&priv->rx_mode_work);
+}
+
 static int vrnic_open(struct net_device *ndev)
 {
 	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
 	int ret;
 
+	/* After a device reset the device is back at its permanent MAC. */
+	ret = vrnic_program_mac(priv->pf, ndev->dev_addr);
+	if (ret && ret != -EOPNOTSUPP)
+		return ret;
 	priv->rx_buf_len = vrnic_rx_buf_len(ndev->mtu);
 	ret = vrnic_rings_alloc(priv, &priv->tx, &priv->rx, priv->rx_buf_len);
 	if (ret)
@@ -564,7 +648,8 @@ static const struct net_device_ops vrnic_netdev_ops = {
 	.ndo_start_xmit = vrnic_start_xmit,
 	.ndo_tx_timeout = vrnic_tx_timeout,
 	.ndo_change_mtu = vrnic_change_mtu,
-	.ndo_set_mac_address = eth_mac_addr,
+	.ndo_set_mac_address = vrnic_set_mac_address,
+	.ndo_set_rx_mode = vrnic_set_rx_mode,
 	.ndo_validate_addr = eth_validate_addr,
 };
 
@@ -617,9 +702,37 @@ static void vrnic_get_ethtool_stats(struct net_device *ndev,
 		data[i] = le64_to_cpu(v[i]);
 }
 
+/*
+ * The port speed the device reports (QUERY_PORT), full duplex, while the
+ * link is up; ib_get_eth_speed() derives the RoCE port's speed from it.
+ */
+static int vrnic_get_link_ksettings(struct net_device *ndev,
+				    struct ethtool_link_ksettings *ks)
+{
+	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+	struct vrnic_port_attr pa;
+
+	ethtool_link_ksettings_zero_link_mode(ks, supported);
+	ethtool_link_ksettings_zero_link_mode(ks, advertising);
+	ks->base.port = PORT_OTHER;
+	ks->base.autoneg = AUTONEG_DISABLE;
+	ks->base.speed = SPEED_UNKNOWN;
+	ks->base.duplex = DUPLEX_UNKNOWN;
+	if (!netif_carrier_ok(ndev))
+		return 0;
+	if (vrnic_pf_admin_query(priv->pf, VRNIC_ADMIN_QUERY_PORT, &pa,
+				 sizeof(pa)) ||
+	    !le32_to_cpu(pa.speed_mbps) || le32_to_cpu(pa.speed_mbps) > INT_MAX)
+		return 0;
+	ks->base.speed = le32_to_cpu(pa.speed_mbps);
+	ks->base.duplex = DUPLEX_FULL;
+	return 0;
+}
+
 static const struct ethtool_ops vrnic_ethtool_ops = {
 	.get_drvinfo = vrnic_get_drvinfo,
 	.get_link = ethtool_op_get_link,
+	.get_link_ksettings = vrnic_get_link_ksettings,
 	.get_sset_count = vrnic_get_sset_count,
 	.get_strings = vrnic_get_strings,
 	.get_ethtool_stats = vrnic_get_ethtool_stats,
@@ -654,6 +767,8 @@ int vrnic_netdev_register(struct vrnic_pf *pf)
 	else
 		eth_hw_addr_random(ndev);
 
+	INIT_WORK(&priv->rx_mode_work, vrnic_rx_mode_work);
+	ndev->priv_flags |= IFF_LIVE_ADDR_CHANGE;
 	ndev->netdev_ops = &vrnic_netdev_ops;
 	ndev->ethtool_ops = &vrnic_ethtool_ops;
 	ndev->min_mtu = VRNIC_ETH_MIN_MTU;
@@ -686,6 +801,7 @@ void vrnic_netdev_unregister(struct vrnic_pf *pf)
 	for (i = 1; i < pf->num_vectors; i++)
 		synchronize_irq(pci_irq_vector(pf->pdev, i));
 	unregister_netdev(pf->netdev);
+	cancel_work_sync(&priv->rx_mode_work);
 	netif_napi_del(&priv->napi);
 	free_netdev(pf->netdev);
 	pf->netdev = NULL;

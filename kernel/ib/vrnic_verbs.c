@@ -86,8 +86,8 @@ static int vrnic_query_port(struct ib_device *ibdev, u32 port,
 	attr->port_cap_flags = IB_PORT_CM_SUP;
 	attr->max_msg_sz = VRNIC_MAX_MSG_SIZE;
 	attr->pkey_tbl_len = 1;
-	attr->active_speed = IB_SPEED_EDR;
-	attr->active_width = IB_WIDTH_4X;
+	/* The netdev's link speed (get_link_ksettings: the device's). */
+	ib_get_eth_speed(ibdev, port, &attr->active_speed, &attr->active_width);
 	return 0;
 }
 

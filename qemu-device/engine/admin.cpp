@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Admin queue: commands are copied out of guest memory once, validated,
 // executed and completed in order with a phase-tagged completion entry.
+#include <algorithm>
 #include <cstring>
 
 #include "device.hpp"
@@ -84,6 +85,10 @@ uint8_t Device::exec_admin(const vrnic_admin_cmd &cmd, uint32_t &result)
 	}
 	case VRNIC_ADMIN_SET_PORT:
 		return admin_set_port(cmd.set_port);
+	case VRNIC_ADMIN_SET_MAC:
+		return admin_set_mac(cmd.set_mac);
+	case VRNIC_ADMIN_SET_RX_FILTER:
+		return admin_set_rx_filter(cmd.set_rx_filter);
 	case VRNIC_ADMIN_CREATE_EQ:
 		return admin_create_eq(cmd.create_eq);
 	case VRNIC_ADMIN_DESTROY_EQ:
@@ -125,6 +130,43 @@ uint8_t Device::admin_set_port(const vrnic_admin_set_port &c)
 	if (mtu < VRNIC_ETH_MIN_MTU || mtu > VRNIC_ETH_MAX_MTU)
 		return VRNIC_ADMIN_ST_BAD_PARAM;
 	mtu_ = mtu;
+	return VRNIC_ADMIN_ST_OK;
+}
+
+uint8_t Device::admin_set_mac(const vrnic_admin_set_mac &c)
+{
+	const uint8_t zero[6] = {};
+
+	if ((c.mac[0] & 1) || std::memcmp(c.mac, zero, sizeof(zero)) == 0 ||
+	    c.rsvd[0] || c.rsvd[1])
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	std::memcpy(mac_.data(), c.mac, mac_.size());
+	return VRNIC_ADMIN_ST_OK;
+}
+
+uint8_t Device::admin_set_rx_filter(const vrnic_admin_set_rx_filter &c)
+{
+	const uint32_t flags = le(c.flags);
+	const unsigned int n = c.mc_count;
+
+	if (flags & ~uint32_t(VRNIC_RX_FILTER_PROMISC | VRNIC_RX_FILTER_ALLMULTI) ||
+	    n > VRNIC_RX_FILTER_MAX_MC || c.rsvd[0] || c.rsvd[1] || c.rsvd[2])
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	for (unsigned int i = 0; i < VRNIC_RX_FILTER_MAX_MC; i++) {
+		bool bad = false;
+		if (i < n)
+			bad = !(c.mc[i][0] & 1);	// not a group address
+		else
+			bad = std::any_of(std::begin(c.mc[i]), std::end(c.mc[i]),
+					  [](uint8_t b) { return b != 0; });
+		if (bad)
+			return VRNIC_ADMIN_ST_BAD_PARAM;
+	}
+	rx_flags_ = flags;
+	rx_mc_count_ = n;
+	rx_mc_ = {};
+	for (unsigned int i = 0; i < n; i++)
+		std::memcpy(rx_mc_[i].data(), c.mc[i], 6);
 	return VRNIC_ADMIN_ST_OK;
 }
 

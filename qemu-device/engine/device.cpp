@@ -57,6 +57,10 @@ void Device::reset()
 	aq_base_ = acq_base_ = aeq_base_ = 0;
 	aq_log_depth_ = aeq_log_depth_ = 0;
 	mtu_ = 1500;
+	std::memcpy(mac_.data(), cfg_.mac, mac_.size());
+	rx_flags_ = VRNIC_RX_FILTER_ALLMULTI;
+	rx_mc_count_ = 0;
+	rx_mc_ = {};
 	aq_pi_ = aq_ci_ = 0;
 	admin_pending_ = false;
 	tx_pending_ = false;

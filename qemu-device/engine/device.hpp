@@ -145,6 +145,10 @@ private:
 	uint8_t admin_create_eth_ring(const vrnic_admin_create_eth_ring &c);
 	uint8_t admin_destroy_eth_ring(uint32_t id);
 	uint8_t admin_set_port(const vrnic_admin_set_port &c);
+	uint8_t admin_set_mac(const vrnic_admin_set_mac &c);
+	uint8_t admin_set_rx_filter(const vrnic_admin_set_rx_filter &c);
+	// The receive filter (spec 0.7): is a frame to this destination ours?
+	[[nodiscard]] bool rx_accept(const uint8_t *dst) const;
 	uint8_t admin_create_uctx(uint32_t &result);
 	uint8_t admin_destroy_uctx(uint32_t id);
 	vrnic_device_attr device_attr() const;
@@ -206,6 +210,10 @@ private:
 	std::vector<uint8_t> tx_buf_;
 	DeviceCounters cnt_;
 	std::array<uint8_t, 6> mac_{};
+	// Receive filter (SET_RX_FILTER); reset: all multicast.
+	uint32_t rx_flags_ = VRNIC_RX_FILTER_ALLMULTI;
+	unsigned int rx_mc_count_ = 0;
+	std::array<std::array<uint8_t, 6>, VRNIC_RX_FILTER_MAX_MC> rx_mc_{};
 	// Before rdma_: everything rdma_ holds is charged to it.
 	HostBudget budget_;
 	Rdma rdma_;

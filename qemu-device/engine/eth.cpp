@@ -192,6 +192,22 @@ void Device::rx_drop(RxDrop why, size_t len)
 	plat_.trace(VRNIC_TRACE_ETH_RX_DROP, uint64_t(why), len);
 }
 
+bool Device::rx_accept(const uint8_t *dst) const
+{
+	if (rx_flags_ & VRNIC_RX_FILTER_PROMISC)
+		return true;
+	if (!(dst[0] & 1))
+		return std::memcmp(dst, mac_.data(), 6) == 0;
+	static constexpr uint8_t kBcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	if (std::memcmp(dst, kBcast, 6) == 0 ||
+	    (rx_flags_ & VRNIC_RX_FILTER_ALLMULTI))
+		return true;
+	for (unsigned int i = 0; i < rx_mc_count_ && i < rx_mc_.size(); i++)
+		if (std::memcmp(dst, rx_mc_[i].data(), 6) == 0)
+			return true;
+	return false;
+}
+
 bool Device::can_receive() const
 {
 	// Frames are always accepted; receive() returns 0 to hold one back
@@ -212,17 +228,21 @@ size_t Device::receive(std::span<const uint8_t> f)
 		return len;
 	}
 	// A NIC on a shared segment: unicast frames for other stations are
-	// not ours (neither for the RoCE engine nor for the netdev).
-	// Broadcast and multicast (the group bit) are taken.
-	if (!(f[0] & 1) && std::memcmp(f.data(), mac_.data(), 6) != 0) {
-		cnt_.eth_rx_filtered++;
-		return len;
-	}
-	if (is_roce(f)) {
+	// not ours, neither for the RoCE engine nor (unless promiscuous) for
+	// the netdev.  Multicast RoCE frames go to the engine whatever the
+	// filter (it delivers to attached QPs only); other multicast and
+	// broadcast by the receive filter.
+	const bool own = !(f[0] & 1) && std::memcmp(f.data(), mac_.data(), 6) == 0;
+	const bool roce = is_roce(f);
+	if (roce && (own || (f[0] & 1))) {
 		cnt_.roce_rx_frames++;
 		plat_.trace(VRNIC_TRACE_ROCE_RX, len);
 		rdma_.receive(f);
 		plat_.schedule();
+		return len;
+	}
+	if (!own && !rx_accept(f.data())) {
+		cnt_.eth_rx_filtered++;
 		return len;
 	}
 	EthRing &r = rx_[0];

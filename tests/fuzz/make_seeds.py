@@ -157,6 +157,18 @@ def admin_seeds(rng):
         admin_cmd(s, 0x12, bytes(raw))
         admin_cmd(s, 0x13, picks=b"\xf0")
         out.append(s.b)
+    # Spec 0.7: SET_MAC and SET_RX_FILTER, valid (a list of two groups,
+    # ALLMULTI) and then random.
+    s = Seq("admin", rng)
+    admin_cmd(s, 0x24, bytes([0x02, 0, 0, 0xab, 0xcd, 0xef]) + bytes(50))
+    raw = bytearray(56)
+    raw[0] = 0x02
+    raw[4] = 2
+    raw[8:20] = bytes([1, 0, 0x5e, 0, 0, 1, 0x33, 0x33, 0, 0, 0, 1])
+    admin_cmd(s, 0x25, bytes(raw))
+    admin_cmd(s, 0x25)
+    admin_cmd(s, 0x24)
+    out.append(s.b)
     return out
 
 

@@ -552,6 +552,119 @@ def observability_tests(stage, a, b):
                      "" if ok else "%d vrnic trace lines" % len(lines))
 
 
+def filter_count(stage, rx, tx, name, dst, want):
+    """tx sends 20 raw frames to dst over the vrnic wire; rx counts what
+    its device lets through (tests/system/rx_filter.py)."""
+    rx.run("pkill -f rx_filter.py; rm -f /tmp/rxf.out", timeout=30)
+    rx.run(shipped("rx_filter.py") + "d=$(vrnic-netdev); "
+           "(timeout 20 python3 /tmp/rx_filter.py recv $d 5 "
+           ">/tmp/rxf.out 2>&1 &); "
+           "for i in $(seq 50); do grep -q ready /tmp/rxf.out && break; "
+           "sleep 0.1; done", timeout=30)
+    tx.run(shipped("rx_filter.py") + "python3 /tmp/rx_filter.py send "
+           "$(vrnic-netdev) %s 20" % dst, timeout=60)
+    return step(stage, rx, name,
+                "for i in $(seq 100); do grep -q count /tmp/rxf.out && break; "
+                "sleep 0.1; done; cat /tmp/rxf.out; "
+                "grep -qx 'count %d' /tmp/rxf.out" % want, timeout=60)
+
+
+def netdev_tests(stage, a, b):
+    """Issue 14: the device's receive filter follows ndo_set_rx_mode
+    (promiscuous, all-multicast, the multicast list) and ndo_set_mac_address
+    (SET_MAC); RoCE follows the new MAC (GIDs re-added by ib_core, so the
+    device's source MAC changes); ethtool reports the device's speed."""
+    step(stage, a, "netdev a: ethtool speed 100000 full duplex, RoCE rate",
+         "d=$(vrnic-netdev); ethtool $d | grep -E 'Speed|Duplex'; "
+         "cat /sys/class/infiniband/vrnic0/ports/1/rate; "
+         "ethtool $d | grep -q 'Speed: 100000Mb/s' && "
+         "ethtool $d | grep -q 'Duplex: Full' && "
+         "grep -q '^100 Gb/sec' /sys/class/infiniband/vrnic0/ports/1/rate",
+         timeout=60)
+    a.run("ip maddr show dev $(vrnic-netdev)", timeout=30)
+    # Another station's unicast: filtered, unless promiscuous.
+    foreign = "02:00:00:00:0e:99"
+    filter_count(stage, a, b, "filter a: unicast for another MAC dropped",
+                 foreign, 0)
+    a.run("ip link set dev $(vrnic-netdev) promisc on", timeout=30)
+    filter_count(stage, a, b, "filter a: ... and delivered in promiscuous mode",
+                 foreign, 20)
+    a.run("ip link set dev $(vrnic-netdev) promisc off", timeout=30)
+    # A group not joined: filtered; joined (ip maddr), or all-multicast: taken.
+    group = "01:00:5e:7f:0e:99"
+    filter_count(stage, a, b, "filter a: multicast group not joined dropped",
+                 group, 0)
+    a.run("ip maddr add %s dev $(vrnic-netdev)" % group, timeout=30)
+    filter_count(stage, a, b, "filter a: multicast group joined delivered",
+                 group, 20)
+    a.run("ip maddr del %s dev $(vrnic-netdev)" % group, timeout=30)
+    a.run("ip link set dev $(vrnic-netdev) allmulticast on", timeout=30)
+    filter_count(stage, a, b, "filter a: all-multicast delivers any group",
+                 group, 20)
+    a.run("ip link set dev $(vrnic-netdev) allmulticast off", timeout=30)
+    # IPv6 neighbour discovery needs a's solicited-node group in its list.
+    name = "filter: b pings a's IPv6 link-local address (ND multicast)"
+    rc, out = a.run("ip -6 -o addr show dev $(vrnic-netdev) scope link",
+                    timeout=30)
+    m = re.search(r"inet6 (fe80::[0-9a-f:]+)/", out)
+    if not m:
+        stage.record(name, "skip", "no IPv6 link-local address on a: %s"
+                     % out.strip()[:200])
+    else:
+        step(stage, b, name, "d=$(vrnic-netdev); ip -6 neigh flush dev $d; "
+             "ping -6 -c 3 -i 0.3 -W 3 %s%%$d | tail -2" % m.group(1),
+             expect=" 0% packet loss", timeout=60)
+
+    # MAC change: ping and RC traffic, b learning the new MAC by ARP, and
+    # every RoCE frame a sends carrying it (a's wire captured).
+    mac2 = "02:5e:00:0e:00:0a"
+    if not step(stage, a, "mac a: ip link set address while up",
+                "d=$(vrnic-netdev); ip link set dev $d address %s && "
+                "ip -o link show dev $d | grep -q %s && sleep 2" % (mac2, mac2),
+                timeout=60):
+        return
+    step(stage, b, "mac: b pings a at its new MAC (neigh flushed)",
+         "d=$(vrnic-netdev); ip neigh flush dev $d; "
+         "ping -c 5 -i 0.3 -W 2 %s | tail -2; "
+         "ip neigh show %s | grep -qi %s" % (a.ip, a.ip, mac2),
+         expect=" 0% packet loss", timeout=60)
+    path = os.path.join(vmlib.VM_DIR, "netdev-mac.pcap")
+    if os.path.exists(path):
+        os.unlink(path)
+    try:
+        a.qmp("object-add", **{"qom-type": "filter-dump", "id": "macdump",
+                               "netdev": "wire", "file": path})
+    except vmlib.VMError as e:
+        stage.record("mac: filter-dump on a's wire", "fail", str(e))
+        return
+    pp = "ibv_rc_pingpong -d vrnic0 -g 1 -c -s 4096 -n 50"
+    pair(stage, "mac: ibv_rc_pingpong a->b after a's MAC change", b, a, pp,
+         "%s %s" % (pp, b.ip), "bytes in")
+    wb = "ib_write_bw -d vrnic0 -x 1 -n 100 -s 65536"
+    pair(stage, "mac: ib_write_bw b->a after a's MAC change", a, b, wb,
+         "%s %s" % (wb, a.ip), "#bytes")
+    try:
+        a.qmp("object-del", id="macdump")
+    except vmlib.VMError as e:
+        stage.record("mac: filter-dump removed", "fail", str(e))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import pcap_check  # noqa: E402
+    srcs = {}
+    for fr, orig in pcap_check.frames(path):
+        if len(fr) >= 14 and pcap_check.roce(fr):
+            key = ":".join("%02x" % x for x in fr[6:12])
+            srcs[key] = srcs.get(key, 0) + 1
+    stage.record("mac: a's RoCE frames leave from the new MAC only",
+                 "pass" if srcs.get(mac2, 0) > 0 and
+                 a.mac.lower() not in srcs else "fail",
+                 "RoCE frames by source MAC: %s" % srcs)
+    print("  | RoCE frames by source MAC: %s" % srcs, flush=True)
+    step(stage, a, "mac a: back to the permanent address",
+         "d=$(vrnic-netdev); ip link set dev $d address %s" % a.mac,
+         timeout=60)
+    b.run("ip neigh flush dev $(vrnic-netdev)", timeout=30)
+
+
 NQN = "nqn.2026-11.io.vrnic:ramdisk"
 NVMET = "/sys/kernel/config/nvmet"
 
@@ -836,6 +949,7 @@ def main():
         rc_tests(stage, a, b)
         verbs_tests(stage, a, b)
         gid_tests(stage, a, b)
+        netdev_tests(stage, a, b)
         cm_tests(stage, a, b)
         observability_tests(stage, a, b)
         nvmeof_tests(stage, a, b)
