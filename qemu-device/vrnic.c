@@ -41,6 +41,7 @@ struct VrnicState {
     NICConf conf;
     QEMUBH *bh;
     QEMUBH *timer_bh;
+    QEMUBH *tx_bh;              /* the network took the frames it held */
     QEMUTimer *timer;
     struct vrnic_engine *engine;
     uint64_t host_mem_budget;   /* property host-mem-budget, bytes */
@@ -119,11 +120,39 @@ static int vrnic_plat_dma_write(void *opaque, uint64_t addr, const void *buf,
     return 0;
 }
 
-static void vrnic_plat_send_frame(void *opaque, const void *frame, size_t len)
+/*
+ * The network queued the frames it could not take yet (its peer's socket
+ * was full) and has now sent them: the engine may hand over more.  Never
+ * enter the engine from here, a BH does.
+ */
+static void vrnic_frame_sent(NetClientState *nc, ssize_t len)
+{
+    VrnicState *s = qemu_get_nic_opaque(nc);
+
+    qemu_bh_schedule(s->tx_bh);
+}
+
+static void vrnic_tx_bh(void *opaque)
 {
     VrnicState *s = opaque;
 
-    qemu_send_packet(qemu_get_queue(s->nic), frame, len);
+    if (s->engine) {
+        vrnic_engine_tx_resume(s->engine);
+    }
+}
+
+/*
+ * With a sent callback the network queues a frame it cannot deliver
+ * (returns 0) instead of dropping it once its queue is long: the engine
+ * then stops until vrnic_frame_sent(), and its bounded outbox holds the
+ * rest (back-pressure instead of loss on a busy wire).
+ */
+static int vrnic_plat_send_frame(void *opaque, const void *frame, size_t len)
+{
+    VrnicState *s = opaque;
+
+    return qemu_send_packet_async(qemu_get_queue(s->nic), frame, len,
+                                  vrnic_frame_sent) == 0;
 }
 
 static void vrnic_plat_raise_irq(void *opaque, unsigned int vector)
@@ -479,6 +508,7 @@ static void vrnic_realize(PCIDevice *pdev, Error **errp)
     s->timer_bh = qemu_bh_new_guarded(vrnic_timer_bh, s,
                                       &dev->mem_reentrancy_guard);
     s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, vrnic_timer_cb, s);
+    s->tx_bh = qemu_bh_new_guarded(vrnic_tx_bh, s, &dev->mem_reentrancy_guard);
     s->fault_bh = qemu_bh_new_guarded(vrnic_fault_bh, s,
                                       &dev->mem_reentrancy_guard);
     s->fault_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, vrnic_fault_timer_cb, s);
@@ -486,6 +516,7 @@ static void vrnic_realize(PCIDevice *pdev, Error **errp)
     if (!s->engine) {
         error_setg(errp, "vrnic: cannot allocate the device engine");
         qemu_del_nic(s->nic);
+        qemu_bh_delete(s->tx_bh);
         qemu_bh_delete(s->bh);
         qemu_bh_delete(s->timer_bh);
         timer_free(s->timer);
@@ -501,6 +532,9 @@ static void vrnic_exit(PCIDevice *pdev)
 {
     VrnicState *s = VRNIC(pdev);
 
+    /* First: purging our queued frames calls vrnic_frame_sent(). */
+    qemu_del_nic(s->nic);
+    qemu_bh_delete(s->tx_bh);
     vrnic_engine_free(s->engine);
     s->engine = NULL;
     timer_free(s->timer);
@@ -509,7 +543,6 @@ static void vrnic_exit(PCIDevice *pdev)
     timer_free(s->fault_timer);
     s->fault_timer = NULL;
     qemu_bh_delete(s->fault_bh);
-    qemu_del_nic(s->nic);
     msix_uninit_exclusive_bar(pdev);
 }
 

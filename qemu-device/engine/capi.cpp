@@ -127,4 +127,12 @@ void vrnic_engine_set_link(struct vrnic_engine *e, bool up)
 	}, up);
 }
 
+void vrnic_engine_tx_resume(struct vrnic_engine *e)
+{
+	entry(e, Device::Call::TxResume, 0, 0, [](Device &d) {
+		d.tx_resume();	// leave() hands over what waited
+		return 0;
+	});
+}
+
 } // extern "C"

@@ -131,6 +131,10 @@ void Device::refuse(Call what, bool link_up)
 	case Call::Link:
 		link_pending_ = link_up;
 		return;
+	case Call::TxResume:
+		tx_blocked_ = false;	// the running call's exit sends
+		plat_.schedule();
+		return;
 	case Call::Receive:
 		out_.rx_ready = true;	// ask for the frame again
 		break;
@@ -191,15 +195,15 @@ void Device::drain()
 			out_.rx_ready = false;
 			plat_.rx_ready_now();
 		}
-		if (out_.frames.empty())
-			return;
+		if (out_.frames.empty() || tx_blocked_)
+			return;	// tx_resume() drains again
 		if (sent++ == kDrainFrames) {
 			plat_.schedule();	// the next poll() hands over more
 			return;
 		}
 		// The frame stays queued (and untouched) until sent.
 		sending_ = true;
-		plat_.send_now(out_.frames.front());
+		tx_blocked_ = plat_.send_now(out_.frames.front());
 		sending_ = false;
 		out_.frames.pop();
 		for (; drop_after_send_ > 0 && !out_.frames.empty(); drop_after_send_--)
@@ -546,9 +550,13 @@ void Device::poll()
 			tx_pending_ = true;
 	}
 	// The transport runs when a round of its frames fits the outbox.
-	const bool rdma_more = out_.frames.room() < kRdmaRoom || rdma_.poll();
-	if (admin_pending_ || tx_pending_ || rdma_more)
-		plat_.schedule();	// bounded work: come back later
+	const bool full = out_.frames.room() < kRdmaRoom;
+	const bool rdma_more = full || rdma_.poll();
+	// Bounded work: come back later.  With the network full and the
+	// outbox too, only tx_resume() can make room: it schedules then.
+	if (admin_pending_ ||
+	    ((tx_pending_ || rdma_more) && !(tx_blocked_ && full)))
+		plat_.schedule();
 }
 
 void Device::timer()

@@ -80,7 +80,8 @@ public:
 	// - A C++ exception stops at the entry point: the device goes FATAL
 	//   (VRNIC_ERR_INTERNAL) and waits for a reset.
 	enum class Call : uint8_t {
-		Reset, RegRead, RegWrite, DbWrite, Poll, Timer, Receive, Link
+		Reset, RegRead, RegWrite, DbWrite, Poll, Timer, Receive, Link,
+		TxResume
 	};
 	enum class Run : uint8_t { Idle, Running, Draining };
 	[[nodiscard]] Run state() const { return run_; }
@@ -92,6 +93,12 @@ public:
 	void internal_error() noexcept;
 
 	void reset();
+	// vrnic_engine_tx_resume(): the network has room again.
+	void tx_resume()
+	{
+		tx_blocked_ = false;
+		plat_.schedule();	// poll(): the transport may go on
+	}
 	uint32_t reg_read(uint64_t offset, unsigned int size);
 	void reg_write(uint64_t offset, uint64_t value, unsigned int size);
 	void db_write(uint64_t offset, uint64_t value, unsigned int size);
@@ -172,6 +179,9 @@ private:
 	vrnic_engine_config cfg_;
 	Run run_ = Run::Idle;
 	bool sending_ = false;		// a frame is being handed over
+	// The network said it is full: frames wait in the outbox until
+	// vrnic_engine_tx_resume() (never dropped for want of room).
+	bool tx_blocked_ = false;
 	bool reset_pending_ = false;
 	bool timer_pending_ = false;
 	std::optional<bool> link_pending_;

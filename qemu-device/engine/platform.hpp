@@ -94,9 +94,10 @@ public:
 	// Deferred like frames: signalled when the engine is left.
 	void rx_ready() const { out_->rx_ready = true; }
 	// Only for the engine's exit path, with the engine not running.
-	void send_now(std::span<const uint8_t> frame) const
+	// True: the network is full, send no more until tx_resume.
+	[[nodiscard]] bool send_now(std::span<const uint8_t> frame) const
 	{
-		ops_->send_frame(opaque_, frame.data(), frame.size());
+		return ops_->send_frame(opaque_, frame.data(), frame.size()) != 0;
 	}
 	void rx_ready_now() const { ops_->rx_ready(opaque_); }
 	[[nodiscard]] uint64_t now_ns() const { return ops_->now_ns(opaque_); }

@@ -50,8 +50,12 @@ struct vrnic_platform_ops {
 	int (*dma_read)(void *opaque, uint64_t addr, void *buf, size_t len);
 	int (*dma_write)(void *opaque, uint64_t addr, const void *buf,
 			 size_t len);
-	/* Put one Ethernet frame on the wire. */
-	void (*send_frame)(void *opaque, const void *frame, size_t len);
+	/* Put one Ethernet frame on the wire.  Return 0 when the network
+	 * took it (or dropped it: link down), non-zero when it took it but
+	 * is full: the engine then hands over no frame until
+	 * vrnic_engine_tx_resume(), and its own transmit back-pressure
+	 * (a bounded outbox) holds the rest. */
+	int (*send_frame)(void *opaque, const void *frame, size_t len);
 	/* Signal MSI-X vector. */
 	void (*raise_irq)(void *opaque, unsigned int vector);
 	/* Ask for vrnic_engine_poll() to run soon, off the caller's path. */
@@ -112,6 +116,8 @@ bool vrnic_engine_can_receive(struct vrnic_engine *e);
 size_t vrnic_engine_receive(struct vrnic_engine *e, const uint8_t *frame,
 			    size_t len);
 void vrnic_engine_set_link(struct vrnic_engine *e, bool up);
+/* The network has room again after send_frame() returned non-zero. */
+void vrnic_engine_tx_resume(struct vrnic_engine *e);
 
 #ifdef __cplusplus
 }

@@ -67,8 +67,9 @@ const vrnic_platform_ops kOps = {
 	.dma_write = [](void *o, uint64_t addr, const void *buf, size_t len) -> int {
 		return self(o)->mem.write(addr, buf, len) ? 0 : -1;
 	},
-	.send_frame = [](void *o, const void *f, size_t len) {
+	.send_frame = [](void *o, const void *f, size_t len) -> int {
 		self(o)->on_frame(static_cast<const uint8_t *>(f), len);
+		return self(o)->net_full ? 1 : 0;
 	},
 	.raise_irq = [](void *, unsigned int) {},
 	.schedule = [](void *o) { self(o)->schedules++; },
@@ -747,6 +748,7 @@ void Dev::reset(uint8_t peer_id, bool eth)
 	now = 0;
 	deadline = 0;
 	schedules = 0;
+	net_full = false;
 	out.clear();
 	frames_sent = 0;
 	aq_pi = aeq_ci = eth_tx_pi = eth_rx_pi = 0;
@@ -1596,7 +1598,21 @@ void run_input(const uint8_t *data, size_t size, unsigned ops, Mode mode, bool e
 		case OP_ETH_TX: op_eth_tx(x); break;
 		case OP_ETH_RX: op_eth_rx(x); break;
 		case OP_ETH_FRAME: op_eth_frame(x); break;
-		case OP_LINK: vrnic_engine_set_link(x.d().eng, x.in.u8() & 1); x.d().run(); break;
+		case OP_LINK: {
+			// Bit 0: the link; bit 1: the network is full (send_frame
+			// returns 1) until a later op with bit 1 clear resumes it.
+			const uint8_t v = x.in.u8();
+			Dev &dv = x.d();
+			vrnic_engine_set_link(dv.eng, v & 1);
+			if (dv.net_full && !(v & 2)) {
+				dv.net_full = false;
+				vrnic_engine_tx_resume(dv.eng);
+			} else if (v & 2) {
+				dv.net_full = true;
+			}
+			dv.run();
+			break;
+		}
 		case OP_WIRE:
 			if (mode == Mode::Pair)
 				op_wire(x);
@@ -1616,6 +1632,11 @@ void run_input(const uint8_t *data, size_t size, unsigned ops, Mode mode, bool e
 		}
 	}
 	// Let what the input started finish: both engines, a few timer rounds.
+	for (Dev *dv : {&a, &b})
+		if (dv->net_full && dv->eng) {
+			dv->net_full = false;
+			vrnic_engine_tx_resume(dv->eng);
+		}
 	for (int r = 0; r < 3; r++) {
 		for (Dev *dv : {&a, &b}) {
 			if (mode == Mode::Single && dv == &b)

@@ -168,6 +168,7 @@ public:
 	unsigned schedules = 0;
 	bool track = true;		// parse sent frames for PSNs
 	bool keep_frames = false;	// queue sent frames (two engines)
+	bool net_full = false;		// send_frame() says the network is full
 	// Keep one engine per process and reset it between inputs (fast);
 	// otherwise a fresh engine per input (handles then never differ).
 	bool reuse = std::getenv("VRNIC_FUZZ_FRESH") == nullptr;

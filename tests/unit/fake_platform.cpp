@@ -32,11 +32,12 @@ const vrnic_platform_ops kOps = {
 		std::memcpy(p->ptr(addr), buf, len);
 		return 0;
 	},
-	.send_frame = [](void *o, const void *f, size_t len) {
+	.send_frame = [](void *o, const void *f, size_t len) -> int {
 		auto *b = static_cast<const uint8_t *>(f);
 		self(o)->frames.emplace_back(b, b + len);
 		if (self(o)->on_send)
 			self(o)->on_send(b, len);
+		return self(o)->net_full ? 1 : 0;
 	},
 	.raise_irq = [](void *o, unsigned int v) {
 		self(o)->irqs.push_back(v);

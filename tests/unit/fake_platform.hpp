@@ -65,6 +65,8 @@ struct FakePlatform {
 
 	std::vector<uint8_t> mem;
 	std::vector<std::vector<uint8_t>> frames;
+	// send_frame() answers "the network is full" while set.
+	bool net_full = false;
 	std::vector<unsigned> irqs;
 	std::vector<std::string> guest_errors;
 	unsigned schedules = 0;

@@ -95,4 +95,57 @@ TEST_F(Pipeline, LargeWritesKeepTheWindowFull)
 	EXPECT_EQ(a.counters().retry_timeouts, 0u);
 }
 
+// A network that is full (QEMU's queue towards a busy peer) takes the
+// frame it is given and says so: the engine then hands over nothing more
+// until vrnic_engine_tx_resume(), holds the rest in its outbox, does not
+// ask to be polled in a loop meanwhile, and loses nothing.  Before, the
+// glue used qemu_send_packet(), whose queue drops frames past 10000:
+// under ten flows a fifth of one direction's frames were lost.
+TEST_F(Pipeline, AFullNetworkHoldsFramesInsteadOfLosingThem)
+{
+	constexpr uint32_t kLen = 64 << 10, kMsgs = 64;
+	constexpr unsigned kPkts = kLen / 4096;
+	a.p.net_full = true;
+	for (uint32_t i = 0; i < kMsgs; i++) {
+		vrnic_send_wqe w{};
+		w.wr_id = i;
+		w.opcode = VRNIC_WR_RDMA_WRITE;
+		w.flags = VRNIC_WQE_SIGNALED;
+		w.remote_addr = Node::kIova + 0x800000 + uint64_t(i) * kLen;
+		w.rkey = b.mr;
+		a.post_send(w, {a.sge(uint64_t(i) * kLen, kLen)});
+	}
+	unsigned polls = 0;
+	poll_idle(a, polls);
+	EXPECT_EQ(a.p.frames.size(), 1u) << "one frame, then the engine waits";
+	EXPECT_LT(polls, 100u) << "blocked, it must not spin";
+	// Each resume into a still-full network lets exactly one more go.
+	vrnic_engine_tx_resume(a.p.eng);
+	EXPECT_EQ(a.p.frames.size(), 2u);
+	a.p.net_full = false;
+	vrnic_engine_tx_resume(a.p.eng);
+	poll_idle(a, polls);
+	EXPECT_EQ(a.p.frames.size(), size_t(Rdma::kWindow));
+
+	size_t done = 0;
+	vrnic_cqe c;
+	for (unsigned round = 0; round < 64 && done < kMsgs; round++) {
+		deliver(a, b);
+		unsigned bp = 0;
+		poll_idle(b, bp);
+		deliver(b, a);
+		unsigned ap = 0;
+		poll_idle(a, ap);
+		while (a.poll_cq(c)) {
+			EXPECT_EQ(c.status, VRNIC_WC_ST_SUCCESS);
+			EXPECT_EQ(c.wr_id, done);
+			done++;
+		}
+	}
+	EXPECT_EQ(done, kMsgs);
+	EXPECT_EQ(a.counters().retry_timeouts, 0u);
+	EXPECT_EQ(b.counters().rcvd_seq_err, 0u) << "no frame was lost";
+	(void)kPkts;
+}
+
 } // namespace
