@@ -13,7 +13,7 @@
  * for a full EQ, all but about 256 of them were lost and those CQs stayed
  * disarmed forever.
  *
- * Usage: vrnic_cq_storm [gid_index [n [seconds]]]
+ * Usage: vrnic_cq_storm [gid_index (an IPv4 GID) [n [seconds]]]
  */
 #include <errno.h>
 #include <poll.h>
@@ -62,11 +62,17 @@ static int setup(struct storm *s)
 	s->mr = ibv_reg_mr(s->pd, s->buf, len, IBV_ACCESS_LOCAL_WRITE);
 	if (!s->mr)
 		return -1;
-	/* ff0e::7672:6e69:6301, a group of its own. */
+	/*
+	 * ::ffff:239.118.114.1, a group of its own, IPv4-mapped as the
+	 * source GID is (an IPv6 group from an IPv4 GID is a bad SGID).
+	 */
 	memset(&s->mgid, 0, sizeof(s->mgid));
-	s->mgid.raw[0] = 0xff;
-	s->mgid.raw[1] = 0x0e;
-	memcpy(&s->mgid.raw[10], "vrnic1", 6);
+	s->mgid.raw[10] = 0xff;
+	s->mgid.raw[11] = 0xff;
+	s->mgid.raw[12] = 239;
+	s->mgid.raw[13] = 118;
+	s->mgid.raw[14] = 114;
+	s->mgid.raw[15] = 1;
 	for (i = 0; i < s->n; i++) {
 		struct ibv_sge sge = {
 			.addr = (uintptr_t)slot(s, i), .length = SLOT,
@@ -171,7 +177,10 @@ static int wait_events(struct storm *s, double secs, int *dups,
 	return woken;
 }
 
-/* Every CQ holds exactly its receive, with the sent bytes after the GRH. */
+/*
+ * Every CQ holds exactly its receive, with the sent bytes after the GRH.
+ * No waiting: a CQ's event comes after its completion was written.
+ */
 static int check_data(struct storm *s, int *bad_cq)
 {
 	int i, k, ok = 0;
@@ -179,10 +188,7 @@ static int check_data(struct storm *s, int *bad_cq)
 	*bad_cq = -1;
 	for (i = 0; i < s->n; i++) {
 		struct ibv_wc wc[2];
-		int n = vt_poll_wait(s->cq[i], wc, 1, 1.0);
-
-		if (n == 1)	/* nothing more may follow */
-			n += ibv_poll_cq(s->cq[i], 1, wc + 1);
+		int n = ibv_poll_cq(s->cq[i], 2, wc);	/* 2: one too many */
 		if (n != 1 || wc[0].status != IBV_WC_SUCCESS ||
 		    wc[0].opcode != IBV_WC_RECV || wc[0].wr_id != (uint64_t)i ||
 		    wc[0].byte_len != GRH + MSG) {

@@ -95,7 +95,9 @@ def judge(f, srv_rc, srv_out, cli_rc, cli_out):
     return "fail", "client exit %s, server exit %s" % (cli_rc, srv_rc)
 
 
-def show(f, srv_out, cli_out, n=20):
+def show(f, srv_out, cli_out, n=60):
+    """Whole outputs: a program's stderr (its reason) comes first in the
+    file, before its buffered stdout."""
     print("  | -- client [%s] %s" % (f[2].name, f[4]))
     for line in cli_out.rstrip().splitlines()[-n:]:
         print("  | " + line)
@@ -167,6 +169,12 @@ def load(stage, a, b):
                          "could not calibrate its clock)"
                          if verdict == "pass" else why)
     for vm in (a, b):
+        # Diagnostics only: what the devices counted (drops, NAKs, ...).
+        out = vm.run("rdma statistic show link vrnic0/1 | tr ' ' '\\n' | "
+                     "paste - - | awk '$2 != 0' | tr '\\n' ' '; echo; "
+                     "ethtool -S $(vrnic-netdev) | awk '$2 != 0' | "
+                     "tr -s ' \\n' ' '", timeout=30)[1]
+        print("  %s counters: %s" % (vm.name, " ".join(out.split())))
         rc, out = vm.run("dmesg | grep -E '%s'" % DMESG_BAD, timeout=30)
         for line in out.rstrip().splitlines()[-20:]:
             print("  | " + line)
