@@ -17,9 +17,13 @@
 
 Found with it (2026-11-23, main's device): under this load 24328 of 77862
 RoCE packets b sent never reached a (a->b lost none); RC flows then exceed
-their retry count ("Failed status 12"), which is the "ib_read_bw exits 1
-with no result line" of the review (section D): perftest's reason is on
-stderr, ahead of its buffered stdout.  Not a clock-calibration failure.
+their retry count ("Failed status 12").  That is the likely cause of the
+review's "ib_read_bw exits 1 with no result line" (section D): perftest's
+reason is on stderr, ahead of its buffered stdout; no clock-calibration
+failure was seen.  The frames are lost in the sending QEMU: the glue sends
+with qemu_send_packet(), without a sent callback, so once the stream
+netdev's queue holds 10000 packets (the peer's socket is full) QEMU drops
+them (net/queue.c "drop if queue full and no callback").
 
 A perftest run that gives up because it cannot calibrate its clock on the
 busy host (get_cpu_mhz's fit, "Can't produce a report") is reported as
