@@ -20,10 +20,10 @@ RoCE packets b sent never reached a (a->b lost none); RC flows then exceed
 their retry count ("Failed status 12").  That is the likely cause of the
 review's "ib_read_bw exits 1 with no result line" (section D): perftest's
 reason is on stderr, ahead of its buffered stdout; no clock-calibration
-failure was seen.  The frames are lost in the sending QEMU: the glue sends
-with qemu_send_packet(), without a sent callback, so once the stream
-netdev's queue holds 10000 packets (the peer's socket is full) QEMU drops
-them (net/queue.c "drop if queue full and no callback").
+failure was seen.  The frames are most likely lost in the sending QEMU:
+the glue sends with qemu_send_packet(), without a sent callback, so once
+the stream netdev's queue holds 10000 packets (the peer's socket is full)
+QEMU drops them (net/queue.c: "drop if queue full and no callback").
 
 A perftest run that gives up because it cannot calibrate its clock on the
 busy host (get_cpu_mhz's fit, "Can't produce a report") is reported as
