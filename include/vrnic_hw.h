@@ -96,7 +96,7 @@
 #define VRNIC_REG_CNT_DB_VIOLATIONS	0x100	/* doorbells refused */
 #define VRNIC_REG_CNT_ROCE_RX		0x104	/* UDP/4791 frames to engine */
 #define VRNIC_REG_CNT_RX_DROPS		0x108	/* frames dropped on receive */
-#define VRNIC_REG_CNT_EQ_OVERFLOWS	0x10c	/* events lost to full EQs */
+#define VRNIC_REG_CNT_EQ_OVERFLOWS	0x10c	/* events held back by full EQs */
 #define VRNIC_REG_CNT_DMA_ERRORS	0x110	/* DMA transfers that failed */
 
 #define VRNIC_CAP_ETH			(1u << 0)
@@ -133,6 +133,8 @@
 #define VRNIC_AQ_MAX_LOG_DEPTH		12
 #define VRNIC_EQ_MIN_LOG_DEPTH		4
 #define VRNIC_EQ_MAX_LOG_DEPTH		15
+/* Events a full EQ holds back, one per (type, id), until it has room. */
+#define VRNIC_EQ_MAX_HELD		8192
 #define VRNIC_RING_ALIGN		4096	/* every ring base */
 
 /* ------------------------------------------------------- doorbells --- */

@@ -47,6 +47,8 @@ t=$(date +%s)
 echo "== guest and system tests (two VMs, TCG)"
 if [ -n "$build_ok" ]; then
 	$py tests/system/guest_tests.py
+	# Two-vCPU guests under load (issue 14): its own pair of VMs.
+	$py tests/system/load.py
 else
 	echo '{"name": "all guest tests", "status": "skip", "detail": "the build failed, no image to boot"}' > build/results/guest.jsonl
 fi

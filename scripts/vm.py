@@ -63,7 +63,7 @@ class VM:
     """One guest.  index 0 is 'a' (10.10.0.1), 1 is 'b' (10.10.0.2), ..."""
 
     def __init__(self, name, index, peers=(), capture=None, load=True,
-                 mem_mb=1536):
+                 mem_mb=1536, smp=1):
         self.name = name
         self.index = index
         self.ip = "%s.%d" % (SUBNET, index + 1)
@@ -75,6 +75,7 @@ class VM:
         self.capture = capture
         self.load = load
         self.mem_mb = mem_mb
+        self.smp = smp      # vCPUs (tests/system/load.py: 2)
         # make bench: a second NIC, virtio-net, on a wire of its own.
         self.virtio2 = False
         self.proc = None
@@ -117,7 +118,7 @@ class VM:
             append.append("vrnic_noload")
         cmd = [
             QEMU, "-accel", "tcg", "-M", "pc", "-m", str(self.mem_mb),
-            "-smp", "1", "-nodefaults", "-no-user-config", "-display",
+            "-smp", str(self.smp), "-nodefaults", "-no-user-config", "-display",
             "none", "-vga", "none", "-no-reboot",
             "-L", os.path.join(IMAGE, "firmware"),
             "-kernel", os.path.join(IMAGE, "vmlinuz"),
@@ -266,9 +267,11 @@ class VM:
             _live.remove(self)
 
 
-def boot_pair(capture=None, load=True):
-    """Boot VMs a and b on one wire; returns them once both agents answer."""
-    return _boot(VM("a", 0, capture=capture, load=load), VM("b", 1, load=load))
+def boot_pair(capture=None, load=True, smp=1):
+    """Boot VMs a and b on one wire; returns them once both agents answer.
+    smp: vCPUs per VM."""
+    return _boot(VM("a", 0, capture=capture, load=load, smp=smp),
+                 VM("b", 1, load=load, smp=smp))
 
 
 def _boot(a, b):

@@ -3,9 +3,15 @@
  * vrnic event queues.  EQ 0 (the AEQ) is set up through registers and
  * carries admin completions, port events and fatal errors on MSI-X vector
  * 0.  Completion EQs 1..n are created with admin commands, one per vector,
- * and carry Ethernet ring events (and, later, CQ events).  Every EQ is
- * armed one-shot: the driver consumes its entries and re-arms it with the
+ * and carry Ethernet ring events and CQ events.  Every EQ is armed
+ * one-shot: the driver consumes its entries and re-arms it with the
  * consumer index in the same doorbell write.
+ *
+ * No event is lost to a full EQ: the device holds events back (one per type
+ * and object) and writes them into the room that doorbell frees, then, as
+ * they are unconsumed, signals the vector at once.  So 1024 armed CQs on one
+ * 256-entry CEQ all get their event; each handler run stays bounded by the
+ * ring depth.
  */
 #include <linux/dma-mapping.h>
 

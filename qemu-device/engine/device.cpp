@@ -338,7 +338,8 @@ void Device::reg_write(uint64_t offset, uint64_t value, unsigned int size)
 		return;
 	}
 	case VRNIC_REG_AEQ_DB:
-		if (!eqs_[0].doorbell(plat_, uint16_t(v & VRNIC_EQ_DB_CI_MASK),
+		if (!eqs_[0].doorbell(plat_, cnt_,
+				      uint16_t(v & VRNIC_EQ_DB_CI_MASK),
 				      v & VRNIC_EQ_DB_ARM)) {
 			guest_error("bad AEQ doorbell " + hex(v));
 			cnt_.db_violations++;
@@ -492,7 +493,8 @@ void Device::db_write(uint64_t offset, uint64_t value, unsigned int size)
 		const uint32_t eqn = (v >> VRNIC_EQ_DB_EQN_SHIFT) &
 				     VRNIC_EQ_DB_EQN_MASK;
 		if (eqn == 0 || eqn >= eqs_.size() ||
-		    !eqs_[eqn].doorbell(plat_, uint16_t(v & VRNIC_EQ_DB_CI_MASK),
+		    !eqs_[eqn].doorbell(plat_, cnt_,
+					uint16_t(v & VRNIC_EQ_DB_CI_MASK),
 					v & VRNIC_EQ_DB_ARM)) {
 			cnt_.db_violations++;
 			guest_error("bad EQ doorbell " + hex(v));

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "eq.hpp"
 
+#include <algorithm>
+
 #include "device.hpp"
 
 namespace vrnic {
@@ -24,30 +26,24 @@ void EventQueue::configure(unsigned int eqn, uint64_t base,
 	vector_ = vector;
 }
 
-bool EventQueue::post(const Platform &plat, DeviceCounters &cnt, uint8_t type,
-		      uint32_t id, uint64_t data)
+bool EventQueue::write(const Platform &plat, DeviceCounters &cnt,
+		       const Held &e)
 {
-	if (!enabled_)
-		return false;
 	const uint32_t depth = 1u << log_depth_;
-	if (uint16_t(pi_ - ci_) >= depth) {
-		cnt.eq_overflows++;
-		plat.trace(VRNIC_TRACE_EQ_OVERFLOW, eqn_, type);
-		return false;
-	}
 	vrnic_eqe eqe{};
-	eqe.type = type;
+
+	eqe.type = e.type;
 	// The phase bit is 1 on the first pass over the ring, then flips.
 	eqe.flags = ((pi_ >> log_depth_) & 1) ? 0 : VRNIC_EQE_PHASE;
-	eqe.id = le(id);
-	eqe.data = le(data);
+	eqe.id = le(e.id);
+	eqe.data = le(e.data);
 	const uint64_t addr = base_ + uint64_t(pi_ & (depth - 1)) * sizeof(eqe);
 	if (!plat.write_entry(addr, eqe)) {
 		cnt.dma_errors++;
 		return false;
 	}
 	pi_++;
-	plat.trace(VRNIC_TRACE_EQ_POST, eqn_, type, id);
+	plat.trace(VRNIC_TRACE_EQ_POST, eqn_, e.type, e.id);
 	if (armed_) {
 		armed_ = false;
 		plat.raise_irq(vector_);
@@ -55,7 +51,40 @@ bool EventQueue::post(const Platform &plat, DeviceCounters &cnt, uint8_t type,
 	return true;
 }
 
-bool EventQueue::doorbell(const Platform &plat, uint16_t ci, bool arm)
+bool EventQueue::hold(const Platform &plat, DeviceCounters &cnt,
+		      const Held &e)
+{
+	cnt.eq_overflows++;
+	const auto same = std::find_if(held_.begin(), held_.end(),
+				       [&e](const Held &h) {
+					       return h.type == e.type &&
+						      h.id == e.id;
+				       });
+	if (same != held_.end()) {
+		held_.erase(same);
+	} else if (held_.size() >= kMaxHeld) {
+		plat.trace(VRNIC_TRACE_EQ_OVERFLOW, eqn_, e.type, 1);
+		return false;
+	}
+	plat.trace(VRNIC_TRACE_EQ_OVERFLOW, eqn_, e.type, 0);
+	held_.push_back(e);
+	return true;
+}
+
+bool EventQueue::post(const Platform &plat, DeviceCounters &cnt, uint8_t type,
+		      uint32_t id, uint64_t data)
+{
+	if (!enabled_)
+		return false;
+	const Held e{type, id, data};
+	// Held events go first: a new one never overtakes them.
+	if (!held_.empty() || full())
+		return hold(plat, cnt, e);
+	return write(plat, cnt, e);
+}
+
+bool EventQueue::doorbell(const Platform &plat, DeviceCounters &cnt,
+			  uint16_t ci, bool arm)
 {
 	if (!enabled_)
 		return false;
@@ -63,6 +92,12 @@ bool EventQueue::doorbell(const Platform &plat, uint16_t ci, bool arm)
 	if (uint16_t(uint16_t(pi_) - ci) > (1u << log_depth_))
 		return false;
 	ci_ = ci;
+	// Room freed: write what was held, oldest first, never past ci.
+	while (!held_.empty() && !full()) {
+		const Held e = held_.front();
+		held_.pop_front();
+		write(plat, cnt, e);	// a DMA error is counted; go on
+	}
 	if (arm) {
 		if (ci_ != uint16_t(pi_)) {
 			// Events the driver has not seen yet: signal at once.

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Event queues: a ring of vrnic_eqe in guest memory with a phase bit, a
 // consumer index reported by the driver through a doorbell and a one-shot
-// arm flag that gates the MSI-X vector.
+// arm flag that gates the MSI-X vector.  No event is lost to a full ring:
+// the device holds it back (one per type and id) until a doorbell frees
+// room.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 
 #include "platform.hpp"
 #include "vrnic_hw.h"
@@ -15,6 +19,12 @@ struct DeviceCounters;
 
 class EventQueue {
 public:
+	// Events one EQ holds back at most.  An event per (type, id) is held
+	// once, so this is only reached by a driver that stops consuming and
+	// keeps making objects: the async EQ of a device with every CQ, QP and
+	// SRQ holding an event of each type needs far fewer.
+	static constexpr size_t kMaxHeld = VRNIC_EQ_MAX_HELD;
+
 	// Validate and take a configuration; false when it is unusable.
 	[[nodiscard]] static bool valid_config(uint64_t base,
 					       unsigned int log_depth);
@@ -23,16 +33,37 @@ public:
 	void disable() { *this = EventQueue(); }
 	[[nodiscard]] bool enabled() const { return enabled_; }
 	[[nodiscard]] unsigned int vector() const { return vector_; }
+	[[nodiscard]] size_t held() const { return held_.size(); }
 
-	// Write one event; raises the vector if the EQ is armed.  Returns false
-	// when the EQ is full (the event is lost and counted) or DMA failed.
+	// Write one event, raising the vector if the EQ is armed.  When the
+	// ring is full (or events are already held, so that none overtakes
+	// them) the event is held back and counted in eq_overflows; a held
+	// event of the same type and id is replaced (it moves to the back
+	// with the new data).  False only when the EQ is disabled, the event
+	// had to be dropped past kMaxHeld, or DMA failed.
 	bool post(const Platform &plat, DeviceCounters &cnt, uint8_t type,
 		  uint32_t id, uint64_t data = 0);
-	// Doorbell: new consumer index and optional arm.  False if the index
-	// is outside the window of posted events.
-	bool doorbell(const Platform &plat, uint16_t ci, bool arm);
+	// Doorbell: new consumer index and optional arm.  Held events are
+	// written into the room the index frees, then the arm is handled as
+	// for any unconsumed entry.  False if the index is outside the window
+	// of posted events.
+	bool doorbell(const Platform &plat, DeviceCounters &cnt, uint16_t ci,
+		      bool arm);
 
 private:
+	struct Held {
+		uint8_t type;
+		uint32_t id;
+		uint64_t data;
+	};
+
+	[[nodiscard]] bool full() const
+	{
+		return uint16_t(pi_ - ci_) >= (1u << log_depth_);
+	}
+	bool write(const Platform &plat, DeviceCounters &cnt, const Held &e);
+	bool hold(const Platform &plat, DeviceCounters &cnt, const Held &e);
+
 	bool enabled_ = false;
 	bool armed_ = false;
 	unsigned int eqn_ = 0;
@@ -41,6 +72,7 @@ private:
 	uint64_t base_ = 0;
 	uint32_t pi_ = 0;	// events written, free running
 	uint16_t ci_ = 0;	// consumer index from the last doorbell
+	std::deque<Held> held_;	// oldest first, at most kMaxHeld
 };
 
 } // namespace vrnic

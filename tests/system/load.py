@@ -1,0 +1,264 @@
+#!/usr/bin/python3
+"""Guests under load (issue 14), two VMs with two vCPUs each.
+
+1. vrnic_cq_storm: 1000 armed CQs on one completion vector complete at once
+   (one multicast send to 1000 UD QPs); every waiter must get its event.
+2. Ten concurrent flows, both directions, all at once:
+     4 x ibv_rc_pingpong -c (4, 8, 16, 32 KiB; two each way, two of them
+         with CQ events, -e), data checked: the client checks the bytes
+         it received (one per page, and "invalid data" fails the flow);
+     2 x ibv_ud_pingpong -c (one each way), checked the same way;
+     2 x ib_write_bw -q 4 -D 20 (one each way), not data checked;
+     2 x ib_read_bw  -q 4 -D 20 (one each way), not data checked.
+   Every flow must exit 0 with its result line, on both sides.
+3. The wire lost nothing: RoCE packets one device sent during the flows
+   (retransmissions included) equal those the other one received.
+4. dmesg of both VMs clean: no WARN, BUG, Oops, hung task or "timeout".
+
+Found with it (2026-11-23, main's device): under this load 24328 of 77862
+RoCE packets b sent never reached a (a->b lost none); RC flows then exceed
+their retry count ("Failed status 12").  That is the likely cause of the
+review's "ib_read_bw exits 1 with no result line" (section D): perftest's
+reason is on stderr, ahead of its buffered stdout; no clock-calibration
+failure was seen.  The frames are most likely lost in the sending QEMU:
+the glue sends with qemu_send_packet(), without a sent callback, so once
+the stream netdev's queue holds 10000 packets (the peer's socket is full)
+QEMU drops them (net/queue.c: "drop if queue full and no callback").
+
+A perftest run that gives up because it cannot calibrate its clock on the
+busy host (get_cpu_mhz's fit, "Can't produce a report") is reported as
+such, in its own words, with the other flows' results; it is not counted
+as an RDMA failure, but it is not a pass either: the flow is run once
+more, alone and under the same load of the other perftest runs.
+
+Alone: python3 tests/system/load.py (boots its own pair; results in
+build/results/load.jsonl).
+"""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "scripts"))
+import vm as vmlib  # noqa: E402
+from results import Stage  # noqa: E402
+
+T = "/opt/vrnic/tests/"
+DMESG_BAD = (r"WARNING:|BUG:|Oops|blocked for more than|hung_task|"
+             r"NETDEV WATCHDOG|[Tt]imeout|timed out")
+NO_CLOCK = "Can't produce a report"
+FLOW_TIMEOUT = 150
+
+
+def flows(a, b):
+    """(name, server VM, client VM, server command, client command,
+    expected client output, data checked)."""
+    pp = "ibv_rc_pingpong -d vrnic0 -g 1 -c"
+    ud = "ibv_ud_pingpong -d vrnic0 -g 1 -c"
+    out = []
+    for i, (size, ev) in enumerate(((4096, ""), (8192, " -e"),
+                                    (16384, ""), (32768, " -e"))):
+        srv, cli = (b, a) if i % 2 == 0 else (a, b)
+        args = "%s -s %d -n 500 -p %d%s" % (pp, size, 18600 + i, ev)
+        out.append(("rc_pingpong -c -s %d%s %s->%s" % (size, ev, cli.name,
+                                                       srv.name),
+                    srv, cli, args, "%s %s" % (args, srv.ip),
+                    "iters in", True))
+    for i, (srv, cli) in enumerate(((b, a), (a, b))):
+        args = "%s -s 1024 -n 500 -p %d" % (ud, 18610 + i)
+        out.append(("ud_pingpong -c %s->%s" % (cli.name, srv.name),
+                    srv, cli, args, "%s %s" % (args, srv.ip),
+                    "iters in", True))
+    for i, tool in enumerate(("ib_write_bw", "ib_read_bw")):
+        for j, (srv, cli) in enumerate(((b, a), (a, b))):
+            args = "%s -d vrnic0 -x 1 -q 4 -D 20 -p %d" % (tool,
+                                                          18620 + 2 * i + j)
+            out.append(("%s -q 4 -D 20 %s->%s" % (tool, cli.name, srv.name),
+                        srv, cli, args, "%s %s" % (args, srv.ip),
+                        "#bytes", False))
+    return out
+
+
+def start(vm, tag, cmd):
+    vm.check("rm -f /tmp/%s.out /tmp/%s.rc; (timeout %d %s > /tmp/%s.out "
+             "2>&1; echo $? > /tmp/%s.rc) >/dev/null 2>&1 &"
+             % (tag, tag, FLOW_TIMEOUT, cmd, tag, tag))
+
+
+def collect(vm, tag):
+    rc, _ = vm.run("for i in $(seq %d); do [ -e /tmp/%s.rc ] && exit 0; "
+                   "sleep 1; done; exit 1" % (FLOW_TIMEOUT + 20, tag),
+                   timeout=FLOW_TIMEOUT + 40)
+    status = vm.run("cat /tmp/%s.rc" % tag)[1].strip() if rc == 0 else "none"
+    return status, vm.run("cat /tmp/%s.out" % tag)[1]
+
+
+def judge(f, srv_rc, srv_out, cli_rc, cli_out):
+    """pass, clock (perftest's calibration gave up) or fail; and why."""
+    name, _, _, _, _, expect, checked = f
+    if checked and ("invalid data" in cli_out or "invalid data" in srv_out):
+        return "fail", "received data differs"
+    if cli_rc == "0" and srv_rc == "0" and expect in cli_out:
+        return "pass", ""
+    if "retry counter exceeded" in cli_out + srv_out or \
+            "Failed status 12" in cli_out + srv_out:
+        return "fail", ("client exit %s, server exit %s: transport retry "
+                        "counter exceeded (RoCE packets lost, see the wire "
+                        "check)" % (cli_rc, srv_rc))
+    if NO_CLOCK in cli_out or NO_CLOCK in srv_out:
+        return "clock", "perftest could not calibrate its clock (%s)" % (
+            "client" if NO_CLOCK in cli_out else "server")
+    return "fail", "client exit %s, server exit %s" % (cli_rc, srv_rc)
+
+
+def show(f, srv_out, cli_out, n=60):
+    """Whole outputs: a program's stderr (its reason) comes first in the
+    file, before its buffered stdout."""
+    print("  | -- client [%s] %s" % (f[2].name, f[4]))
+    for line in cli_out.rstrip().splitlines()[-n:]:
+        print("  | " + line)
+    print("  | -- server [%s] %s" % (f[1].name, f[3]))
+    for line in srv_out.rstrip().splitlines()[-n:]:
+        print("  | " + line)
+
+
+def run_flows(fl):
+    """Start every flow (servers first), then collect every result."""
+    for i, f in enumerate(fl):
+        start(f[1], "srv%d" % i, f[3])
+    time.sleep(2)
+    for i, f in enumerate(fl):
+        start(f[2], "cli%d" % i, f[4])
+    res = []
+    for i, f in enumerate(fl):
+        cli_rc, cli_out = collect(f[2], "cli%d" % i)
+        srv_rc, srv_out = collect(f[1], "srv%d" % i)
+        res.append((srv_rc, srv_out, cli_rc, cli_out))
+    return res
+
+
+def port_counters(vm):
+    words = vm.run("rdma statistic show link vrnic0/1")[1].split()
+    return {k: int(v) for k, v in zip(words[2::2], words[3::2])
+            if v.isdigit()}
+
+
+def wire_check(stage, a, b, before):
+    """The wire between the VMs is lossless: every RoCE packet one device
+    sent (retransmissions included) reached the other's RoCE engine.  A
+    shortfall is frames lost between the two devices (in QEMU's net
+    queues), which is what makes RC flows exceed their retry count."""
+    # Deltas over the flows only (the storm's multicast is looped back
+    # inside a and counted as sent).
+    ca, cb = port_counters(a), port_counters(b)
+    for c, c0 in zip((ca, cb), before):
+        for k in c:
+            c[k] -= c0.get(k, 0)
+    for src, dst, cs, cd in ((a, b, ca, cb), (b, a, cb, ca)):
+        sent, got = cs.get("sent_pkts", -1), cd.get("roce_rx_frames", -2)
+        print("  wire %s->%s: %d RoCE packets sent, %d received" % (
+            src.name, dst.name, sent, got))
+        stage.record("load: no RoCE packet lost on the wire %s->%s" % (
+            src.name, dst.name), "pass" if sent == got else "fail",
+            "" if sent == got else "%d sent, %d received (%d lost)" % (
+                sent, got, sent - got))
+
+
+def storm(stage, a):
+    print("---- [a] %svrnic_cq_storm 1 1000 30" % T, flush=True)
+    t0 = time.time()
+    try:
+        rc, out = a.run("%svrnic_cq_storm 1 1000 30" % T, timeout=300)
+    except vmlib.VMError as e:
+        stage.record("a: 1000 armed CQs on one vector", "fail", str(e))
+        return
+    for line in out.rstrip().splitlines():
+        print("  | " + line)
+    print("  cq storm: %.0f s" % (time.time() - t0))
+    stage.tap("a: cq storm", out, rc)
+
+
+def load(stage, a, b):
+    for vm in (a, b):
+        vm.run("dmesg -C; pkill -x ib_write_bw; pkill -x ib_read_bw; "
+               "pkill -x ibv_rc_pingpong; pkill -x ibv_ud_pingpong", timeout=30)
+    before = (port_counters(a), port_counters(b))
+    fl = flows(a, b)
+    t0 = time.time()
+    res = run_flows(fl)
+    print("  ten flows: %.0f s" % (time.time() - t0), flush=True)
+    again = []
+    for i, (f, r) in enumerate(zip(fl, res)):
+        verdict, why = judge(f, *r)
+        if verdict != "pass":
+            show(f, r[1], r[3])
+        if verdict == "clock":
+            print("  ! %s: %s; run again below" % (f[0], why))
+            again.append(i)
+            continue
+        stage.record("load: " + f[0], verdict, why)
+    if again:
+        # Once more, under the load of every perftest flow again.
+        perf = [i for i, f in enumerate(fl) if not f[6]]
+        res2 = run_flows([fl[i] for i in perf])
+        for i, r in zip(perf, res2):
+            if i not in again:
+                continue
+            verdict, why = judge(fl[i], *r)
+            if verdict != "pass":
+                show(fl[i], r[1], r[3])
+            stage.record("load: " + fl[i][0],
+                         "pass" if verdict == "pass" else "fail",
+                         "passed on the second try (the first: perftest "
+                         "could not calibrate its clock)"
+                         if verdict == "pass" else why)
+    wire_check(stage, a, b, before)
+    for vm in (a, b):
+        # Diagnostics only: what the devices counted (drops, NAKs, ...).
+        out = vm.run("rdma statistic show link vrnic0/1 | tr ' ' '\\n' | "
+                     "paste - - | awk '$2 != 0' | tr '\\n' ' '; echo; "
+                     "ethtool -S $(vrnic-netdev) | awk '$2 != 0' | "
+                     "tr -s ' \\n' ' '", timeout=30)[1]
+        print("  %s counters: %s" % (vm.name, " ".join(out.split())))
+        rc, out = vm.run("dmesg | grep -E '%s'" % DMESG_BAD, timeout=30)
+        for line in out.rstrip().splitlines()[-20:]:
+            print("  | " + line)
+        stage.record("load: %s: dmesg clean (no WARN, BUG, Oops, timeout)"
+                     % vm.name, "pass" if rc == 1 else "fail",
+                     out.strip().splitlines()[0] if rc == 0 else "")
+
+
+def run(stage, a=None, b=None):
+    """The whole group; boots (and kills) its own two-vCPU pair unless
+    given one."""
+    own = a is None
+    t0 = time.time()
+    if own:
+        try:
+            a, b = vmlib.boot_pair(smp=2)
+        except vmlib.VMError as e:
+            stage.record("load: boot two 2-vCPU VMs", "fail", str(e))
+            return
+        print("booted (2 vCPUs each) in %.1f s" % (time.time() - t0),
+              flush=True)
+    try:
+        storm(stage, a)
+        load(stage, a, b)
+    except vmlib.VMError as e:
+        stage.record("load: harness", "fail", str(e))
+    finally:
+        if own:
+            a.kill()
+            b.kill()
+    print("load tests: %.0f s" % (time.time() - t0))
+
+
+def main():
+    stage = Stage("load")
+    run(stage)
+    return 1 if stage.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
