@@ -34,7 +34,7 @@
 #define VRNIC_PCI_CLASS			0x0200	/* Ethernet controller */
 
 #define VRNIC_SPEC_VERSION_MAJOR	0
-#define VRNIC_SPEC_VERSION_MINOR	6
+#define VRNIC_SPEC_VERSION_MINOR	7
 #define VRNIC_SPEC_VERSION \
 	((VRNIC_SPEC_VERSION_MAJOR << 16) | VRNIC_SPEC_VERSION_MINOR)
 
@@ -450,11 +450,15 @@ struct vrnic_admin_modify_srq {
  * LOC_QP_OP_ERR (the QP enters ERR) and a MODIFY_QP with BAD_PARAM.
  * Clearing or changing an entry moves every connected QP whose address
  * vector names it (RTR, RTS, SQD, SQE) to ERR with a QP_FATAL event.
- * VLAN tagging is not implemented yet: an entry with a VLAN ID is refused
- * with UNSUPPORTED.
+ * Spec 0.7: an entry with a VLAN ID (1..4094) has the device send 802.1Q
+ * tagged frames (VID, PCP = traffic class >> 5); a received RoCE frame
+ * must carry the VLAN of a GID entry holding its destination (an untagged
+ * one: no VLAN), else it is dropped and counted in vlan_drops.
  */
 #define VRNIC_GID_TABLE_LEN		16
 #define VRNIC_VLAN_NONE			0xffffu
+#define VRNIC_VLAN_MIN			1
+#define VRNIC_VLAN_MAX			4094
 
 enum vrnic_gid_op {
 	VRNIC_GID_OP_CLEAR		= 0,	/* gid, smac, vlan_id, type: 0 */
@@ -469,7 +473,7 @@ enum vrnic_gid_type {
 struct vrnic_admin_set_gid {
 	__u8 gid[16];
 	__u8 smac[6];			/* unicast, not zero */
-	__le16 vlan_id;			/* VRNIC_VLAN_NONE or 0..4095 */
+	__le16 vlan_id;			/* VRNIC_VLAN_NONE or 1..4094 (0.7) */
 	__u8 index;			/* < VRNIC_GID_TABLE_LEN */
 	__u8 op;			/* enum vrnic_gid_op */
 	__u8 type;			/* enum vrnic_gid_type */
@@ -895,6 +899,7 @@ struct vrnic_stats {
 	__le64 remote_inv;		/* keys invalidated by SEND_WITH_INV */
 	__le64 mw_binds;		/* BIND_MW executed (spec 0.5) */
 	__le64 bad_sgid;		/* UD WQEs naming no usable GID (0.6) */
+	__le64 vlan_drops;		/* RoCE frames on a wrong VLAN (0.7) */
 };
 
 /* ----------------------------------------------------- event queues --- */
@@ -962,7 +967,7 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_eqe) == 16, "eqe is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_eth_desc) == 16, "eth desc is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_device_attr) == 96, "device attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_port_attr) == 16, "port attr");
-VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 288, "stats");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 296, "stats");
 VRNIC_HW_ASSERT(VRNIC_DB_BAR_SIZE == 1024 * 1024, "doorbell BAR is 1 MiB");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_mr) == 56, "create_mr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_cq) == 24, "create_cq");
