@@ -765,6 +765,12 @@ enum vrnic_wc_status {
 #define VRNIC_CQE_WITH_INV		(1u << 1)	/* imm_data: the key */
 #define VRNIC_CQE_GRH			(1u << 2)	/* UD: 40 B network header first */
 #define VRNIC_CQE_NET_IPV4		(1u << 3)	/* ... and it is IPv4 */
+/*
+ * Spec 0.7: a datagram received with an 802.1Q tag (VID 1..4094) and no
+ * immediate: imm_data holds the VID (le32), so that the kernel can find the
+ * VLAN's GID for a reply (ib_init_ah_attr_from_wc).
+ */
+#define VRNIC_CQE_WITH_VLAN		(1u << 4)
 
 /*
  * A UD receive buffer starts with 40 bytes of network header: the IPv6

@@ -161,6 +161,10 @@ TEST_F(VlanUd, SendFromAVlanEntryIsTaggedAndReceived)
 	const auto got = wire.completions(a, b, b, 1);
 	ASSERT_EQ(got.size(), 1u);
 	EXPECT_EQ(got[0].status, VRNIC_WC_ST_SUCCESS);
+	// The VLAN is reported (ib_mad needs it to answer on the VLAN).
+	EXPECT_EQ(got[0].wc_flags, VRNIC_CQE_GRH | VRNIC_CQE_NET_IPV4 |
+				   VRNIC_CQE_WITH_VLAN);
+	EXPECT_EQ(got[0].imm_data, 10u);
 	// The GRH carries the IPv4 header (last 20 bytes), then the data.
 	EXPECT_EQ(std::memcmp(b.data(0x1000) + 20 + 12, vlan_ip(a).data() + 12, 4), 0);
 	EXPECT_EQ(std::memcmp(b.data(0x1000 + 40), a.data(0x8000), 64), 0);
