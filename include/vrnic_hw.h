@@ -454,11 +454,15 @@ struct vrnic_admin_modify_srq {
  * LOC_QP_OP_ERR (the QP enters ERR) and a MODIFY_QP with BAD_PARAM.
  * Clearing or changing an entry moves every connected QP whose address
  * vector names it (RTR, RTS, SQD, SQE) to ERR with a QP_FATAL event.
- * VLAN tagging is not implemented yet: an entry with a VLAN ID is refused
- * with UNSUPPORTED.
+ * Spec 0.7: an entry with a VLAN ID (1..4094) has the device send 802.1Q
+ * tagged frames (VID, PCP = traffic class >> 5); a received RoCE frame
+ * must carry the VLAN of a GID entry holding its destination (an untagged
+ * one: no VLAN), else it is dropped and counted in vlan_drops.
  */
 #define VRNIC_GID_TABLE_LEN		16
 #define VRNIC_VLAN_NONE			0xffffu
+#define VRNIC_VLAN_MIN			1
+#define VRNIC_VLAN_MAX			4094
 
 enum vrnic_gid_op {
 	VRNIC_GID_OP_CLEAR		= 0,	/* gid, smac, vlan_id, type: 0 */
@@ -473,7 +477,7 @@ enum vrnic_gid_type {
 struct vrnic_admin_set_gid {
 	__u8 gid[16];
 	__u8 smac[6];			/* unicast, not zero */
-	__le16 vlan_id;			/* VRNIC_VLAN_NONE or 0..4095 */
+	__le16 vlan_id;			/* VRNIC_VLAN_NONE or 1..4094 (0.7) */
 	__u8 index;			/* < VRNIC_GID_TABLE_LEN */
 	__u8 op;			/* enum vrnic_gid_op */
 	__u8 type;			/* enum vrnic_gid_type */
@@ -788,6 +792,12 @@ enum vrnic_wc_status {
 #define VRNIC_CQE_WITH_INV		(1u << 1)	/* imm_data: the key */
 #define VRNIC_CQE_GRH			(1u << 2)	/* UD: 40 B network header first */
 #define VRNIC_CQE_NET_IPV4		(1u << 3)	/* ... and it is IPv4 */
+/*
+ * Spec 0.7: a datagram received with an 802.1Q tag (VID 1..4094) and no
+ * immediate: imm_data holds the VID (le32), so that the kernel can find the
+ * VLAN's GID for a reply (ib_init_ah_attr_from_wc).
+ */
+#define VRNIC_CQE_WITH_VLAN		(1u << 4)
 
 /*
  * A UD receive buffer starts with 40 bytes of network header: the IPv6
@@ -924,6 +934,7 @@ struct vrnic_stats {
 	__le64 remote_inv;		/* keys invalidated by SEND_WITH_INV */
 	__le64 mw_binds;		/* BIND_MW executed (spec 0.5) */
 	__le64 bad_sgid;		/* UD WQEs naming no usable GID (0.6) */
+	__le64 vlan_drops;		/* RoCE frames on a wrong VLAN (0.7) */
 };
 
 /* ----------------------------------------------------- event queues --- */
@@ -991,7 +1002,7 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_eqe) == 16, "eqe is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_eth_desc) == 16, "eth desc is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_device_attr) == 96, "device attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_port_attr) == 16, "port attr");
-VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 288, "stats");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 296, "stats");
 VRNIC_HW_ASSERT(VRNIC_DB_BAR_SIZE == 1024 * 1024, "doorbell BAR is 1 MiB");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_mr) == 56, "create_mr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_cq) == 24, "create_cq");

@@ -7,6 +7,7 @@
  * EQ and are passed to comp_handler.
  */
 #include <linux/dma-mapping.h>
+#include <linux/if_vlan.h>
 
 #include "vrnic.h"
 #include "vrnic-abi.h"
@@ -303,6 +304,11 @@ int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 		if (cqe->wc_flags & VRNIC_CQE_WITH_INV) {
 			w->wc_flags |= IB_WC_WITH_INVALIDATE;
 			w->ex.invalidate_rkey = le32_to_cpu(cqe->imm_data);
+		}
+		if (cqe->wc_flags & VRNIC_CQE_WITH_VLAN) {
+			/* ib_mad finds the VLAN's GID for the reply by it */
+			w->wc_flags |= IB_WC_WITH_VLAN;
+			w->vlan_id = le32_to_cpu(cqe->imm_data) & VLAN_VID_MASK;
 		}
 		if (cqe->wc_flags & VRNIC_CQE_GRH) {
 			/* ib_mad/ib_cm build reply AHs from the header */

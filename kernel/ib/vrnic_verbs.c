@@ -466,6 +466,7 @@ static const struct rdma_stat_desc vrnic_hw_stat_descs[] = {
 	{ .name = "srq_limit_events" }, { .name = "fast_reg" },
 	{ .name = "local_inv" }, { .name = "remote_inv" },
 	{ .name = "mw_binds" }, { .name = "bad_sgid" },
+	{ .name = "vlan_drops" },
 };
 
 static struct rdma_hw_stats *vrnic_alloc_hw_port_stats(struct ib_device *ibdev,

@@ -331,6 +331,7 @@ vrnic_stats Device::stats() const
 	s.remote_inv = le(r.remote_inv);
 	s.mw_binds = le(r.mw_binds);
 	s.bad_sgid = le(r.bad_sgid);
+	s.vlan_drops = le(r.vlan_drops);
 	return s;
 }
 

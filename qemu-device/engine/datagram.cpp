@@ -158,9 +158,15 @@ void Rdma::ud_receive(Qp &qp, const Packet &p)
 	uint8_t flags = VRNIC_CQE_GRH;
 	if (!p.path.ipv6)
 		flags |= VRNIC_CQE_NET_IPV4;
-	if (h.opcode == SEND_ONLY_IMM)
+	uint32_t imm = h.imm;
+	if (h.opcode == SEND_ONLY_IMM) {
 		flags |= VRNIC_CQE_WITH_IMM;
-	complete_recv(qp, VRNIC_WC_ST_SUCCESS, VRNIC_WC_RECV, len, h.imm, flags,
+	} else if (p.path.tagged()) {
+		// The VLAN in the immediate's place (spec 0.7).
+		flags |= VRNIC_CQE_WITH_VLAN;
+		imm = le(uint32_t(p.path.vlan));
+	}
+	complete_recv(qp, VRNIC_WC_ST_SUCCESS, VRNIC_WC_RECV, len, imm, flags,
 		      h.solicited, h.src_qp);
 }
 

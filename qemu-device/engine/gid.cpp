@@ -41,12 +41,9 @@ uint8_t GidTable::set(const vrnic_admin_set_gid &c, bool &changed)
 				    e.gid.end(), [](uint8_t b) { return b == 0; });
 		if (c.type != type || roce::is_multicast(e.gid) || unspecified ||
 		    mac_zero || (e.smac[0] & 1) ||
-		    (e.vlan_id != VRNIC_VLAN_NONE && e.vlan_id > 4095))
+		    (e.vlan_id != VRNIC_VLAN_NONE &&
+		     (e.vlan_id < VRNIC_VLAN_MIN || e.vlan_id > VRNIC_VLAN_MAX)))
 			return VRNIC_ADMIN_ST_BAD_PARAM;
-		// 802.1Q tagging is not implemented yet: refuse rather than
-		// send a VLAN's traffic untagged.
-		if (e.vlan_id != VRNIC_VLAN_NONE)
-			return VRNIC_ADMIN_ST_UNSUPPORTED;
 	} else {
 		return VRNIC_ADMIN_ST_BAD_PARAM;
 	}
@@ -72,7 +69,33 @@ bool GidTable::source(uint32_t index, roce::Path &p) const
 	p.ipv6 = !e->ipv4();
 	p.sgid = e->gid;
 	p.smac = e->smac;
+	p.vlan = e->vlan_id;
 	return true;
+}
+
+bool GidTable::on_vlan(const std::array<uint8_t, 16> &dgid,
+		       uint16_t vlan) const
+{
+	bool known = false;
+
+	if (roce::is_multicast(dgid)) {
+		// A group GID is in no entry: the port must be on the VLAN.
+		return vlan == VRNIC_VLAN_NONE ||
+		       std::any_of(entries_.begin(), entries_.end(),
+				   [vlan](const GidEntry &e) {
+					   return e.valid && e.vlan_id == vlan;
+				   });
+	}
+	for (const GidEntry &e : entries_) {
+		if (!e.valid || e.gid != dgid)
+			continue;
+		if (e.vlan_id == vlan)
+			return true;
+		known = true;
+	}
+	// An untagged frame for an address the table does not hold is left
+	// to the QP's own checks, as before VLANs.
+	return vlan == VRNIC_VLAN_NONE && !known;
 }
 
 } // namespace vrnic

@@ -33,6 +33,12 @@ public:
 	// A path's source fields from entry index for destination dgid:
 	// false if the entry is empty, out of range or of the other family.
 	bool source(uint32_t index, roce::Path &p) const;
+	// Whether a frame for dgid may arrive on VLAN vlan (VRNIC_VLAN_NONE:
+	// untagged): a valid entry holds dgid with that VLAN; an untagged
+	// frame may also be for an address in no entry; a multicast dgid
+	// needs an entry of that VLAN (or no tag).
+	[[nodiscard]] bool on_vlan(const std::array<uint8_t, 16> &dgid,
+				   uint16_t vlan) const;
 	void reset() { entries_ = {}; }
 
 private:

@@ -59,6 +59,7 @@ struct RdmaCounters {
 	uint64_t remote_inv = 0;	// keys invalidated by SEND_WITH_INV
 	uint64_t mw_binds = 0;		// BIND_MW executed
 	uint64_t bad_sgid = 0;		// UD WQEs naming no usable GID entry
+	uint64_t vlan_drops = 0;	// RoCE frames on a VLAN not their GID's
 };
 
 // Queue memory as the device sees it: contiguous, or a copied page list.

@@ -42,13 +42,16 @@ constexpr size_t kEthLen = 14, kIp4Len = 20, kIp6Len = 40, kUdpLen = 8;
 constexpr size_t kBthLen = 12, kRethLen = 16, kAethLen = 4, kAtomicLen = 28;
 constexpr size_t kAtomicAckLen = 8, kImmLen = 4, kIethLen = 4, kIcrcLen = 4;
 constexpr size_t kDethLen = 8, kFethLen = 4, kXrcethLen = 4;
-// The largest RoCEv2 frame the device builds: IPv6, the most extended
+// An 802.1Q tag (TPID 0x8100, then PCP/DEI/VID), after the source MAC.
+constexpr size_t kVlanLen = 4;
+constexpr uint16_t kNoVlan = 0xffff;	// VRNIC_VLAN_NONE: untagged
+// The largest RoCEv2 frame the device builds: an 802.1Q tag, IPv6, the most extended
 // headers an opcode has (XRCETH and AtomicETH; those with a payload have
 // fewer), a payload of the largest path MTU, the ICRC.  test_icrc checks
 // every opcode against it.
 constexpr size_t kMaxPathMtu = 4096;
-constexpr size_t kMaxFrame = kEthLen + kIp6Len + kUdpLen + kBthLen + kXrcethLen +
-			     kAtomicLen + kMaxPathMtu + kIcrcLen;
+constexpr size_t kMaxFrame = kEthLen + kVlanLen + kIp6Len + kUdpLen + kBthLen +
+			     kXrcethLen + kAtomicLen + kMaxPathMtu + kIcrcLen;
 constexpr uint32_t kPsnMask = 0xffffff;
 
 // AETH syndromes.
@@ -68,6 +71,16 @@ struct Path {
 	uint8_t hop_limit = 64;
 	uint32_t flow_label = 0;
 	uint16_t udp_sport = 0xc000;
+	// 802.1Q: VID 0..4095 or kNoVlan (untagged).  Sent tagged with the
+	// PCP of the traffic class's top 3 bits; on receive, a priority tag
+	// (VID 0) reads as untagged.
+	uint16_t vlan = kNoVlan;
+	uint8_t pcp = 0;		// received frames only
+	[[nodiscard]] bool tagged() const { return vlan != kNoVlan; }
+	[[nodiscard]] size_t l2_len() const
+	{
+		return tagged() ? kEthLen + kVlanLen : kEthLen;
+	}
 };
 
 struct Headers {
@@ -126,7 +139,8 @@ size_t finish(uint8_t *buf, const Path &p, size_t hdr_len,
 	      size_t payload_len);
 
 // The ICRC of a frame (everything from the IP header to the byte before
-// the ICRC, masked as the spec says).
+// the ICRC, masked as the spec says); the IP header follows the Ethernet
+// header, or its 802.1Q tag if the frame has one.
 uint32_t icrc(std::span<const uint8_t> frame, bool ipv6);
 
 // 24-bit PSN arithmetic: a - b as a signed distance.

@@ -1525,6 +1525,12 @@ void Rdma::receive(std::span<const uint8_t> frame)
 	}
 	cnt_.rcvd_pkts++;
 	cnt_.rcvd_bytes += frame.size();
+	// A tagged frame must be for a GID of its VLAN, an untagged one not
+	// for a VLAN's GID: VLANs stay apart as on the netdevs.
+	if (!gids_.on_vlan(p.path.dgid, p.path.vlan)) {
+		cnt_.vlan_drops++;
+		return;
+	}
 	if (p.h.dqpn == VRNIC_MCAST_QPN) {
 		mcast_receive(p);
 		return;
@@ -1547,6 +1553,10 @@ void Rdma::receive(std::span<const uint8_t> frame)
 	if (std::memcmp(p.path.sgid.data(), qp->path.dgid.data(), 16) != 0 ||
 	    std::memcmp(p.path.dgid.data(), qp->path.sgid.data(), 16) != 0) {
 		cnt_.bad_qp++;
+		return;
+	}
+	if (p.path.vlan != qp->path.vlan) {
+		cnt_.vlan_drops++;
 		return;
 	}
 	// Requesters take responses, responders requests; XRC splits them.

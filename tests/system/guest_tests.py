@@ -950,6 +950,8 @@ def main():
         verbs_tests(stage, a, b)
         gid_tests(stage, a, b)
         netdev_tests(stage, a, b)
+        import vlan_tests  # noqa: E402
+        vlan_tests.run(stage, a, b)  # RoCE over an 802.1Q VLAN (issue 14)
         cm_tests(stage, a, b)
         observability_tests(stage, a, b)
         nvmeof_tests(stage, a, b)

@@ -80,6 +80,7 @@ TEST(Roce, EveryOpcodeFitsTheLargestFrame)
 	using namespace vrnic::roce;
 	Path p;
 	p.ipv6 = true;
+	p.vlan = 4094;		// and an 802.1Q tag
 	size_t largest = 0;
 	for (uint8_t t : {RC, UC, UD, XRC}) {
 		for (unsigned op = 0; op < 32; op++) {

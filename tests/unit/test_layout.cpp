@@ -52,6 +52,7 @@ CHECK_OFF(vrnic_stats, admin_cmds, 72);
 CHECK_OFF(vrnic_stats, sent_pkts, 80);
 CHECK_OFF(vrnic_stats, remote_inv, 264);
 CHECK_OFF(vrnic_stats, bad_sgid, 280);
+CHECK_OFF(vrnic_stats, vlan_drops, 288);
 CHECK_OFF(vrnic_admin_create_mr, pbl, 16);
 CHECK_OFF(vrnic_admin_create_mr, page_shift, 36);
 CHECK_OFF(vrnic_admin_create_mr, inline_pages, 40);
@@ -101,7 +102,7 @@ TEST(Layout, SizesMatchSpec)
 	EXPECT_EQ(sizeof(vrnic_eth_desc), 16u);
 	EXPECT_EQ(sizeof(vrnic_device_attr), 96u);
 	EXPECT_EQ(sizeof(vrnic_port_attr), 16u);
-	EXPECT_EQ(sizeof(vrnic_stats), 288u);
+	EXPECT_EQ(sizeof(vrnic_stats), 296u);
 }
 
 TEST(Layout, RegisterMapIsAlignedAndInsideBar0)
