@@ -344,6 +344,9 @@ def verbs_tests(stage, a, b):
     # purging completions, destroy against pollers on a shared CQ.
     tap(stage, a, "a: QP lifecycle", "%svrnic_qp_lifecycle 1 5" % T,
         timeout=300)
+    # A QP the device moved to ERR: QP_FATAL arrives, the cached state and
+    # ibv_query_qp say ERR, the QP lives again after RESET.
+    tap(stage, a, "a: QP fatal", "%svrnic_qp_fatal 1" % T, timeout=120)
     # Verbs conformance at the edges: CQ depth, SRQ SGEs, opcode and flag
     # checks per QP type, XRC receive QPs, inline lengths, the uAPI.
     tap(stage, a, "a: verbs conformance", "%svrnic_conformance 1" % T,
