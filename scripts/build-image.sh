@@ -75,6 +75,7 @@ rm -f "$ov/.stamp"
 cp -a "$top/tests/guest/rootfs/." "$ov/"
 mkdir -p "$ov/opt/vrnic/tests"
 cp "$top"/build/guest-tests/* "$ov/opt/vrnic/tests/"
+cp "$top"/tests/kmod/*.ko "$ov/opt/vrnic/tests/"
 chmod 755 "$ov/init" "$ov"/usr/local/sbin/*
 
 # bookworm is merged-/usr: /lib, /bin, ... are symlinks in the base.  An

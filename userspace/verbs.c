@@ -1669,6 +1669,34 @@ int vrnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	return ret;
 }
 
+/*
+ * The device moved a QP that reports QP_FATAL (or a QP error) to ERR, from
+ * RTR, RTS, SQD or SQE (spec "QP state"); the kernel tracks that, and so
+ * does the state libibverbs caches for the QP, which ibv_modify_qp() and
+ * ibv_query_qp() otherwise alone update.  A QP the application has already
+ * taken back to RESET or INIT keeps its state: the event was for its
+ * previous life.
+ */
+void vrnic_async_event(struct ibv_context *context,
+		       struct ibv_async_event *event)
+{
+	struct ibv_qp *qp = event->element.qp;
+
+	switch (event->event_type) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+		if (qp && (qp->state == IBV_QPS_RTR ||
+			   qp->state == IBV_QPS_RTS ||
+			   qp->state == IBV_QPS_SQD ||
+			   qp->state == IBV_QPS_SQE))
+			qp->state = IBV_QPS_ERR;
+		break;
+	default:
+		break;
+	}
+}
+
 int vrnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 		   struct ibv_qp_init_attr *init_attr)
 {

@@ -183,6 +183,8 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 				  struct ibv_qp_init_attr_ex *attr);
 int vrnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		    int attr_mask);
+void vrnic_async_event(struct ibv_context *context,
+		       struct ibv_async_event *event);
 int vrnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		   int attr_mask, struct ibv_qp_init_attr *init_attr);
 int vrnic_destroy_qp(struct ibv_qp *qp);

@@ -331,13 +331,27 @@ void vrnic_qp_completed(struct vrnic_qp *qp, bool send, u32 idx)
 		WRITE_ONCE(qp->rq_tail, idx + 1);
 }
 
-/* An async event for a QP: QP_FATAL, or LAST_WQE_REACHED (SRQ QPs). */
+/*
+ * An async event for a QP: QP_FATAL, or LAST_WQE_REACHED (SRQ QPs).  The
+ * device moved a QP_FATAL QP to ERR (from RTR, RTS, SQD or SQE only, spec
+ * "QP state"): so does the state the driver tracks, or the next
+ * modify_qp would be checked against a state the QP is no longer in.  A
+ * QP already taken back to RESET or INIT keeps its state: the event was
+ * for its previous life.
+ */
 void vrnic_qp_event(struct vrnic_dev *vdev, u32 qpn, enum ib_event_type type)
 {
 	struct vrnic_qp *qp;
+	u8 state;
 
 	xa_lock(&vdev->qp_xa);
 	qp = xa_load(&vdev->qp_xa, qpn);
+	if (qp && type == IB_EVENT_QP_FATAL) {
+		state = READ_ONCE(qp->state);
+		if (state == IB_QPS_RTR || state == IB_QPS_RTS ||
+		    state == IB_QPS_SQD || state == IB_QPS_SQE)
+			WRITE_ONCE(qp->state, IB_QPS_ERR);
+	}
 	if (qp && qp->ibqp.event_handler) {
 		struct ib_event ev = {
 			.device = qp->ibqp.device,
@@ -409,7 +423,7 @@ int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	struct vrnic_dev *vdev = to_vdev(ibqp->device);
 	struct vrnic_qp *qp = to_vqp(ibqp);
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_MODIFY_QP };
-	enum ib_qp_state cur = qp->state, next;
+	enum ib_qp_state cur = READ_ONCE(qp->state), next;
 	struct vrnic_qp_attr *a;
 	dma_addr_t a_dma;
 	u32 vmask = 0;
@@ -517,7 +531,7 @@ int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			      vmask, ret);
 	if (!ret) {
 		qp->attr = *a;
-		qp->state = next;
+		WRITE_ONCE(qp->state, next);
 		if (next == IB_QPS_RESET && cur != IB_QPS_RESET)
 			vrnic_qp_restart(qp);
 	}
@@ -615,6 +629,9 @@ int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (ret)
 		return ret;
 	a = hw.a;
+	/* The device's word is the last: an event may still be queued. */
+	if (a->state == IB_QPS_ERR)
+		WRITE_ONCE(qp->state, IB_QPS_ERR);
 	memset(attr, 0, sizeof(*attr));
 	attr->qp_state = a->state;
 	attr->cur_qp_state = a->state;

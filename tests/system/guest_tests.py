@@ -344,6 +344,15 @@ def verbs_tests(stage, a, b):
     # purging completions, destroy against pollers on a shared CQ.
     tap(stage, a, "a: QP lifecycle", "%svrnic_qp_lifecycle 1 5" % T,
         timeout=300)
+    # A QP the device moved to ERR: QP_FATAL arrives, the cached state and
+    # ibv_query_qp say ERR, the QP lives again after RESET.
+    tap(stage, a, "a: QP fatal", "%svrnic_qp_fatal 1" % T, timeout=120)
+    # Kernel QPs (a test module as the ULP): reuse after RESET moves the
+    # new message exactly once, no stale completion, no replay.
+    tap(stage, a, "a: kernel QP reuse after RESET",
+        "insmod %svrnic_kqp_test.ko; r=$?; dmesg | sed -n "
+        "'s/.*vrnic_kqp_test: //p'; rmmod vrnic_kqp_test 2>/dev/null; "
+        "exit $r" % T, timeout=120)
     # Verbs conformance at the edges: CQ depth, SRQ SGEs, opcode and flag
     # checks per QP type, XRC receive QPs, inline lengths, the uAPI.
     tap(stage, a, "a: verbs conformance", "%svrnic_conformance 1" % T,

@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Kernel QP reuse after RESET on vrnic (issue 15), as a kernel ULP sees it:
+ * two RC QPs of one PD on vrnic0, connected to each other through the
+ * port's own GID (loopback), one CQ polled directly.
+ *
+ *   1. message 1 moves: its send and receive completions, its data.
+ *   2. message 2 moves, its data lands, its completions are left in the CQ.
+ *   3. both QPs go to RESET and back to RTS; message 3 moves.  Exactly its
+ *      two completions come (none of message 2, no replay of an old WQE
+ *      from a slot the device restarted at), its data is in its own
+ *      buffer and the buffers of messages 1 and 2 (cleared before the
+ *      RESET) stay untouched.
+ *
+ * insmod vrnic_kqp_test.ko [gid_index=1]: the result goes to the kernel
+ * log as TAP lines prefixed "vrnic_kqp_test: "; the load fails (-EIO) when
+ * a test failed, and succeeds (the module stays loaded) when all passed.
+ */
+#include <linux/delay.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_verbs.h>
+
+#define MSG		64
+#define NSLOT		8
+#define WAIT_MS		10000
+
+static int gid_index = 1;
+module_param(gid_index, int, 0444);
+MODULE_PARM_DESC(gid_index, "GID index of port 1 to loop back through");
+
+struct kqp {
+	struct ib_device *dev;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_qp *a, *b;
+	u8 *buf;		/* NSLOT slots of MSG bytes */
+	u64 dma;
+	union ib_gid gid;
+	u8 mac[ETH_ALEN];
+};
+
+#define tap(ok, n, fmt, ...) \
+	pr_info("vrnic_kqp_test: %s %d " fmt "\n", (ok) ? "ok" : "not ok", \
+		n, ##__VA_ARGS__)
+#define diag(fmt, ...) pr_info("vrnic_kqp_test: # " fmt "\n", ##__VA_ARGS__)
+
+static u8 *slot(struct kqp *t, int i)
+{
+	return t->buf + i * MSG;
+}
+
+static int to_rts(struct kqp *t, struct ib_qp *qp, u32 dest)
+{
+	struct ib_qp_attr a = {};
+	int ret;
+
+	a.qp_state = IB_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = 0;
+	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			   IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTR;
+	a.path_mtu = IB_MTU_1024;
+	a.dest_qp_num = dest;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.type = rdma_ah_find_type(t->dev, 1);
+	rdma_ah_set_port_num(&a.ah_attr, 1);
+	rdma_ah_set_grh(&a.ah_attr, &t->gid, 0, gid_index, 64, 0);
+	memcpy(a.ah_attr.roce.dmac, t->mac, ETH_ALEN);
+	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
+			   IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 3;
+	a.rnr_retry = 3;
+	a.max_rd_atomic = 1;
+	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_SQ_PSN |
+			    IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
+			    IB_QP_RNR_RETRY | IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+static int reset(struct ib_qp *qp)
+{
+	struct ib_qp_attr a = { .qp_state = IB_QPS_RESET };
+
+	return ib_modify_qp(qp, &a, IB_QP_STATE);
+}
+
+/* Receive message n into slot 4 + n; send it from slot n (wr_id n). */
+static int post_msg(struct kqp *t, int n)
+{
+	struct ib_sge rs = {
+		.addr = t->dma + (4 + n) * MSG, .length = MSG,
+		.lkey = t->pd->local_dma_lkey,
+	};
+	struct ib_sge ss = {
+		.addr = t->dma + n * MSG, .length = MSG,
+		.lkey = t->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr rwr = { .wr_id = 0x100 + n, .sg_list = &rs,
+				  .num_sge = 1 };
+	struct ib_send_wr swr = { .wr_id = n, .sg_list = &ss, .num_sge = 1,
+				  .opcode = IB_WR_SEND,
+				  .send_flags = IB_SEND_SIGNALED };
+	int ret;
+
+	ib_dma_sync_single_for_device(t->dev, t->dma, NSLOT * MSG,
+				      DMA_BIDIRECTIONAL);
+	ret = ib_post_recv(t->b, &rwr, NULL);
+	return ret ? ret : ib_post_send(t->a, &swr, NULL);
+}
+
+/* Poll up to n completions into wc within ms; how many came. */
+static int kqp_poll(struct kqp *t, struct ib_wc *wc, int n, int ms)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(ms);
+	int got = 0, k;
+
+	while (got < n) {
+		k = ib_poll_cq(t->cq, n - got, wc + got);
+		if (k < 0)
+			return k;
+		got += k;
+		if (got < n && time_after(jiffies, end))
+			break;
+		if (!k)
+			usleep_range(1000, 2000);
+	}
+	return got;
+}
+
+/* Wait until message n's data is in its receive slot. */
+static bool landed(struct kqp *t, int n)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(WAIT_MS);
+
+	do {
+		ib_dma_sync_single_for_cpu(t->dev, t->dma, NSLOT * MSG,
+					   DMA_BIDIRECTIONAL);
+		if (!memcmp(slot(t, 4 + n), slot(t, n), MSG))
+			return true;
+		usleep_range(1000, 2000);
+	} while (!time_after(jiffies, end));
+	return false;
+}
+
+/* Exactly message n's send and receive completions, successful. */
+static bool completions_of(struct kqp *t, int n, struct ib_wc *wc, int got)
+{
+	bool s = false, r = false;
+	int i;
+
+	for (i = 0; i < got; i++) {
+		if (wc[i].status != IB_WC_SUCCESS) {
+			diag("completion wr_id 0x%llx: %s", wc[i].wr_id,
+			     ib_wc_status_msg(wc[i].status));
+			return false;
+		}
+		if (wc[i].wr_id == n && wc[i].qp == t->a && !s)
+			s = true;
+		else if (wc[i].wr_id == 0x100 + n && wc[i].qp == t->b && !r)
+			r = true;
+		else
+			diag("unexpected completion wr_id 0x%llx", wc[i].wr_id);
+	}
+	return s && r && got == 2;
+}
+
+static int run(struct kqp *t)
+{
+	struct ib_qp_init_attr ia = {};
+	struct ib_wc wc[8];
+	int i, got, fails = 0;
+	bool ok;
+
+	pr_info("vrnic_kqp_test: TAP version 13\n");
+	pr_info("vrnic_kqp_test: 1..3\n");
+	for (i = 0; i < 4; i++)
+		memset(slot(t, i), 0xa0 + i, MSG);
+	ia.qp_type = IB_QPT_RC;
+	ia.send_cq = t->cq;
+	ia.recv_cq = t->cq;
+	ia.sq_sig_type = IB_SIGNAL_REQ_WR;
+	ia.cap.max_send_wr = 4;
+	ia.cap.max_recv_wr = 4;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	t->a = ib_create_qp(t->pd, &ia);
+	if (IS_ERR(t->a))
+		return PTR_ERR(t->a);
+	t->b = ib_create_qp(t->pd, &ia);
+	if (IS_ERR(t->b))
+		return PTR_ERR(t->b);
+	if (to_rts(t, t->a, t->b->qp_num) || to_rts(t, t->b, t->a->qp_num))
+		return -EIO;
+
+	/* 1 */
+	got = post_msg(t, 1) ? -1 : kqp_poll(t, wc, 2, WAIT_MS);
+	ok = got == 2 && completions_of(t, 1, wc, got) && landed(t, 1);
+	fails += !ok;
+	tap(ok, 1, "message 1 moves once (%d completions)", got);
+
+	/* 2: its completions stay in the CQ */
+	ok = !post_msg(t, 2) && landed(t, 2);
+	msleep(100);	/* both completions written by now */
+	/* 3 */
+	memset(slot(t, 5), 0, MSG);
+	memset(slot(t, 6), 0, MSG);
+	if (!ok || reset(t->a) || reset(t->b) ||
+	    to_rts(t, t->a, t->b->qp_num) || to_rts(t, t->b, t->a->qp_num)) {
+		diag("message 2 or RESET -> RTS failed");
+		ok = false;
+	}
+	tap(ok, 2, "message 2 moves, both QPs RESET and back to RTS");
+	fails += !ok;
+	got = !ok || post_msg(t, 3) ? -1 : kqp_poll(t, wc, 8, 2000);
+	ok = got == 2 && completions_of(t, 3, wc, got) && landed(t, 3);
+	for (i = 5; ok && i <= 6; i++)
+		if (memchr_inv(slot(t, i), 0, MSG)) {
+			diag("receive buffer of message %d written again (replay)",
+			     i - 4);
+			ok = false;
+		}
+	tap(ok, 3, "after RESET message 3 moves exactly once, no stale completion (%d completions)",
+	    got);
+	fails += !ok;
+	return fails ? -EIO : 0;
+}
+
+static int __init vrnic_kqp_test_init(void)
+{
+	const struct ib_gid_attr *ga;
+	struct kqp t = {};
+	int ret;
+
+	t.dev = ib_device_get_by_name("vrnic0", RDMA_DRIVER_UNKNOWN);
+	if (!t.dev) {
+		pr_err("vrnic_kqp_test: no vrnic0\n");
+		return -ENODEV;
+	}
+	ga = rdma_get_gid_attr(t.dev, 1, gid_index);
+	if (IS_ERR(ga)) {
+		ret = PTR_ERR(ga);
+		goto put_dev;
+	}
+	t.gid = ga->gid;
+	ret = rdma_read_gid_l2_fields(ga, NULL, t.mac);
+	rdma_put_gid_attr(ga);
+	if (ret)
+		goto put_dev;
+	t.buf = kzalloc(NSLOT * MSG, GFP_KERNEL);
+	if (!t.buf) {
+		ret = -ENOMEM;
+		goto put_dev;
+	}
+	t.dma = ib_dma_map_single(t.dev, t.buf, NSLOT * MSG, DMA_BIDIRECTIONAL);
+	if (ib_dma_mapping_error(t.dev, t.dma)) {
+		ret = -ENOMEM;
+		goto free_buf;
+	}
+	t.pd = ib_alloc_pd(t.dev, 0);
+	if (IS_ERR(t.pd)) {
+		ret = PTR_ERR(t.pd);
+		goto unmap;
+	}
+	t.cq = ib_alloc_cq(t.dev, NULL, 64, 0, IB_POLL_DIRECT);
+	if (IS_ERR(t.cq)) {
+		ret = PTR_ERR(t.cq);
+		goto free_pd;
+	}
+	ret = run(&t);
+	if (!IS_ERR_OR_NULL(t.b))
+		ib_destroy_qp(t.b);
+	if (!IS_ERR_OR_NULL(t.a))
+		ib_destroy_qp(t.a);
+	ib_free_cq(t.cq);
+free_pd:
+	ib_dealloc_pd(t.pd);
+unmap:
+	ib_dma_unmap_single(t.dev, t.dma, NSLOT * MSG, DMA_BIDIRECTIONAL);
+free_buf:
+	kfree(t.buf);
+put_dev:
+	ib_device_put(t.dev);
+	if (ret)
+		pr_info("vrnic_kqp_test: # result %d\n", ret);
+	return ret;
+}
+
+static void __exit vrnic_kqp_test_exit(void)
+{
+}
+
+module_init(vrnic_kqp_test_init);
+module_exit(vrnic_kqp_test_exit);
+MODULE_DESCRIPTION("vrnic kernel QP reuse after RESET test");
+MODULE_LICENSE("GPL");
