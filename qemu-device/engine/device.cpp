@@ -552,10 +552,14 @@ void Device::poll()
 			tx_pending_ = true;
 	}
 	// The transport runs when a round of its frames fits the outbox.
-	const bool full = out_.frames.room() < kRdmaRoom;
+	// While the network is full and frames wait for it, the transport
+	// makes no more: a deeper local queue would only add delay (and
+	// retry timeouts behind it), not throughput.
+	const bool full = out_.frames.room() < kRdmaRoom ||
+			  (tx_blocked_ && !out_.frames.empty());
 	const bool rdma_more = full || rdma_.poll();
 	// Bounded work: come back later.  With the network full and the
-	// outbox too, only tx_resume() can make room: it schedules then.
+	// outbox waiting, only tx_resume() can make room: it schedules then.
 	if (admin_pending_ ||
 	    ((tx_pending_ || rdma_more) && !(tx_blocked_ && full)))
 		plat_.schedule();

@@ -38,7 +38,7 @@ struct EqBench {
 		static_cast<EqBench *>(o)->irqs.push_back(v);
 	}
 	static void nothing(void *) {}
-	static void send(void *, const void *, size_t) {}
+	static int send(void *, const void *, size_t) { return 0; }
 	static uint64_t now(void *) { return 0; }
 	static void timer(void *, uint64_t) {}
 	static void error(void *, const char *) {}
