@@ -231,6 +231,17 @@ def _sockaddr_once(stage, a, b, net, retry, first, port):
     if not ok and retry and retry_known(net, out + srv):
         show(srv, 20, "!")
         return False
+    if not ok and net.name == "rxe" and RXE_TEARDOWN in out + srv:
+        # Every try ended in UCX's own abort on rxe (the control, not
+        # vrnic): say so instead of failing vrnic's check on it.
+        show(out, 30)
+        why = ("UCX 1.13 aborted on rxe's repeated LAST_WQE_REACHED at "
+               "teardown in all 3 tries (a UCX/rxe bug in the rxe control "
+               "run, not vrnic)")
+        stage.record(name, "skip", why)
+        stage.record("middleware %s: the sockaddr endpoint's lanes are "
+                     "rdmacm and %s" % (net.dev, net.dev), "skip", why)
+        return True
     # The endpoint's lanes (ucp_ep_print_info): the connection manager
     # is rdmacm, and the data moves over net.dev.
     lanes = [ln.strip("# ") for ln in out.splitlines() if "lane[" in ln]
