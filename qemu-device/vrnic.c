@@ -366,8 +366,10 @@ static void vrnic_regs_write(void *opaque, hwaddr addr, uint64_t val,
     if (addr == VRNIC_REG_AQ_DB && vrnic_fault_admin_db(s, val, size)) {
         return;
     }
-    if (addr == VRNIC_REG_CTRL && (val & VRNIC_CTRL_RESET)) {
+    if (addr == VRNIC_REG_CTRL && size == 4 && (val & VRNIC_CTRL_RESET)) {
         vrnic_fault_clear(s);
+        /* A reset forgets queued frames: the network's too (resumes TX). */
+        qemu_purge_queued_packets(qemu_get_queue(s->nic));
     }
     vrnic_engine_reg_write(s->engine, addr, val, size);
 }
@@ -532,7 +534,11 @@ static void vrnic_exit(PCIDevice *pdev)
 {
     VrnicState *s = VRNIC(pdev);
 
-    /* First: purging our queued frames calls vrnic_frame_sent(). */
+    /*
+     * First: a frame of ours still queued at the peer would call
+     * vrnic_frame_sent() on a freed device; purging calls it now.
+     */
+    qemu_purge_queued_packets(qemu_get_queue(s->nic));
     qemu_del_nic(s->nic);
     qemu_bh_delete(s->tx_bh);
     vrnic_engine_free(s->engine);
@@ -554,6 +560,7 @@ static void vrnic_reset_hold(Object *obj, ResetType type)
     qemu_bh_cancel(s->timer_bh);
     qemu_bh_cancel(s->bh);
     vrnic_fault_clear(s);
+    qemu_purge_queued_packets(qemu_get_queue(s->nic));
     vrnic_engine_reset(s->engine);
     msix_reset(PCI_DEVICE(s));
     msix_unuse_all_vectors(PCI_DEVICE(s));

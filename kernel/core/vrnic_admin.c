@@ -146,11 +146,12 @@ int vrnic_pf_admin_exec(struct vrnic_pf *pf, struct vrnic_admin_cmd *cmd,
 	might_sleep();
 	if (READ_ONCE(aq->dead))
 		return -ENODEV;
-	if (down_timeout(&aq->slots,
-			 msecs_to_jiffies(VRNIC_ADMIN_TIMEOUT_MS))) {
-		vrnic_pf_fatal(pf, "no admin queue slot");
-		return -ENODEV;
-	}
+	/*
+	 * No timeout here: waiting for a slot says nothing about the device
+	 * (many callers, a slow device).  Each command in flight has its own
+	 * timeout, and a dead device completes every waiter and slot.
+	 */
+	down(&aq->slots);
 
 	spin_lock_irq(&aq->lock);
 	if (aq->dead) {

@@ -67,6 +67,7 @@ void Rdma::reset()
 	for (auto &x : used(xrcds_, used_.xrcd))
 		x.valid = false;
 	used_ = Used();
+	rr_next_ = 0;
 	mrs_.reset();
 	gids_.reset();
 	mcast_.clear();

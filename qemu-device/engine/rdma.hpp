@@ -413,6 +413,7 @@ private:
 	void nak(Qp &qp, uint8_t syndrome, bool fatal,
 		 std::optional<uint32_t> psn = std::nullopt);
 	void respond(Qp &qp, unsigned int &budget);
+	void poll_qp(Qp &qp, unsigned int &budget);
 	void send_ack(Qp &qp, uint8_t syndrome, uint32_t psn);
 	void send_read_response(Qp &qp, RdResource &r, unsigned int &budget);
 
@@ -453,6 +454,7 @@ private:
 	GidTable gids_;
 	RdmaCounters cnt_;
 	std::vector<uint8_t> frame_;	// one outgoing frame, allocated once
+	uint32_t rr_next_ = 0;		// poll(): the QP slot to start at
 	std::vector<uint8_t> scratch_;	// payload staging
 	FrameQueue loopback_{kLoopbackBytes};
 };

@@ -1572,6 +1572,33 @@ void Rdma::receive(std::span<const uint8_t> frame)
 		handle_request(*qp, p);
 }
 
+// One QP's turn in poll(): flush, send, respond, fetch and transmit.
+void Rdma::poll_qp(Qp &qp, unsigned int &budget)
+{
+	if (qp.attr.state == VRNIC_QPS_ERR) {
+		if (qp.flush_pending || qp.sq_kick) {
+			qp.sq_kick = false;
+			flush(qp, budget);
+		}
+		return;
+	}
+	if (qp.datagram()) {
+		if (qp.sq_kick) {
+			qp.sq_kick = false;
+			ud_send(qp, budget);
+		}
+		return;
+	}
+	respond(qp, budget);
+	if (qp.type == VRNIC_QPT_XRC_TGT)
+		return;	// a responder only
+	if (qp.sq_kick) {
+		qp.sq_kick = false;
+		fetch_sq(qp, budget);
+	}
+	transmit(qp, budget);
+}
+
 bool Rdma::poll()
 {
 	unsigned int budget = kPktBudget;
@@ -1582,31 +1609,20 @@ bool Rdma::poll()
 		loopback_.pop();
 		budget--;
 	}
-	for (auto &qp : used(qps_, used_.qp)) {
-		if (!qp.valid || budget == 0)
-			continue;
-		if (qp.attr.state == VRNIC_QPS_ERR) {
-			if (qp.flush_pending || qp.sq_kick) {
-				qp.sq_kick = false;
-				flush(qp, budget);
-			}
-			continue;
-		}
-		if (qp.datagram()) {
-			if (qp.sq_kick) {
-				qp.sq_kick = false;
-				ud_send(qp, budget);
-			}
-			continue;
-		}
-		respond(qp, budget);
-		if (qp.type == VRNIC_QPT_XRC_TGT)
-			continue;	// a responder only
-		if (qp.sq_kick) {
-			qp.sq_kick = false;
-			fetch_sq(qp, budget);
-		}
-		transmit(qp, budget);
+	// Round robin: a poll starts at the QP after the one that used up
+	// the previous poll's budget, so that one QP with an endless supply
+	// of work (READ responses to a requester that keeps 16 READs
+	// outstanding) cannot keep the QPs after it from sending until their
+	// peers' ack timers expire.
+	const auto qps = used(qps_, used_.qp);
+	const size_t nqps = qps.size();
+	const size_t first = nqps ? rr_next_ % nqps : 0;
+	for (size_t k = 0; k < nqps && budget > 0; k++) {
+		const size_t i = (first + k) % nqps;
+		if (qps[i].valid)
+			poll_qp(qps[i], budget);
+		if (budget == 0)
+			rr_next_ = uint32_t(i + 1);
 	}
 	return budget == 0 || !loopback_.empty();
 }

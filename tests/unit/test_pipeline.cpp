@@ -149,3 +149,62 @@ TEST_F(Pipeline, AFullNetworkHoldsFramesInsteadOfLosingThem)
 }
 
 } // namespace
+
+namespace {
+
+// Two requesters READ from two QPs of one responder, each with more
+// response packets queued than one poll's budget.  Each poll must start
+// where the last one ran out: before, every poll began at the lowest QP
+// slot, which took the whole budget while its requester kept READs
+// outstanding, and the other QP sent nothing until its peer timed out
+// (ib_read_bw -q 4 under load ended in retry exhaustion with no loss).
+TEST(Fairness, ResponderQpsShareThePollBudget)
+{
+	Node a1{1}, b{2}, a2{3};
+	vrnic_admin_cmd c = b.srq_qp_cmd(0);
+	c.create_qp.rq_base = Node::kRq;
+	c.create_qp.rq_log_depth = Node::kRqLog;
+	c.create_qp.rq_wqe_shift = Node::kRqShift;
+	const uint32_t qp1 = b.qp, qp2 = b.admin_ok(c);
+
+	b.connect(a1, 5, 100, 5000);
+	a1.connect(b, 5, 5000, 100);
+	b.qp = qp2;
+	b.connect(a2, 5, 200, 6000);
+	a2.connect(b, 5, 6000, 200);
+	b.qp = qp1;
+
+	// 16 READs of 256 KiB each: 1024 response packets per QP.
+	constexpr uint32_t kLen = 256 << 10;
+	for (Node *a : {&a1, &a2}) {
+		for (uint32_t i = 0; i < 16; i++) {
+			vrnic_send_wqe w{};
+			w.wr_id = i;
+			w.opcode = VRNIC_WR_RDMA_READ;
+			w.flags = VRNIC_WQE_SIGNALED;
+			w.remote_addr = Node::kIova + uint64_t(i % 8) * kLen;
+			w.rkey = b.mr;
+			a->post_send(w, {a->sge(uint64_t(i % 8) * kLen, kLen)});
+		}
+		unsigned polls = 0;
+		for (int k = 0; k < 8; k++)
+			vrnic_engine_poll(a->p.eng), polls++;
+		for (auto &f : a->p.frames)
+			vrnic_engine_receive(b.p.eng, f.data(), f.size());
+		a->p.frames.clear();
+	}
+	b.p.frames.clear();
+	// Two polls of the responder: both QPs must have sent responses.
+	size_t to[2] = {0, 0};
+	for (int k = 0; k < 2; k++) {
+		vrnic_engine_poll(b.p.eng);
+		for (auto &f : b.p.frames)
+			to[f[5] == a1.id ? 0 : 1]++;
+		b.p.frames.clear();
+	}
+	EXPECT_GT(to[0], 0u);
+	EXPECT_GT(to[1], 0u) << "the second QP waited behind the first";
+	EXPECT_EQ(to[0] + to[1], 2u * Rdma::kPktBudget);
+}
+
+} // namespace
