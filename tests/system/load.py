@@ -26,11 +26,16 @@ the stream netdev's queue holds 10000 packets (the peer's socket is full)
 QEMU drops them (net/queue.c: "drop if queue full and no callback").
 Fixed the same day: the glue sends with qemu_send_packet_async() and a
 sent callback, and the engine waits for it (back-pressure): 0 of 1.4 M
-packets lost each way since, and 9 or 8 of the 10 flows pass.  Still
-open: ib_read_bw fails with retry exhaustion although nothing is lost
-(ack_timeouts without loss under a 3x CPU overcommit); recorded as a
-known skip with that reason until explained, the wire check still fails
-on any loss.
+packets lost each way since, and 9 or 8 of the 10 flows passed.  The
+rest, ib_read_bw ending in retry exhaustion with nothing lost, was a
+second device bug: every poll served QPs from the lowest slot, so a READ
+responder with endless work starved the QPs after it until their peers'
+ack timers expired.  With round robin (Fairness.ResponderQpsShareThe-
+PollBudget) all 10 flows pass.  Ack timeouts (about 480 per side in a
+run) still occur under this 3x CPU overcommit and are recovered; should
+one end in retry exhaustion with nothing lost, it is recorded as a skip
+that says so (open in issue 14), and the wire check still fails on any
+loss.
 
 A perftest run that gives up because it cannot calibrate its clock on the
 busy host (get_cpu_mhz's fit, "Can't produce a report") is reported as
@@ -209,9 +214,9 @@ def load(stage, a, b):
             # Open in issue 14: the wire check below still fails on loss.
             stage.record("load: " + f[0], "skip",
                          "known, open (issue 14): with 0 frames lost, READ "
-                         "requesters time out (ack_timeouts) and exhaust "
-                         "their retries when two 2-vCPU guests share 2 host "
-                         "cores; not yet explained")
+                         "requesters timed out (ack_timeouts) and exhausted "
+                         "their retries; two 2-vCPU guests share 2 host "
+                         "cores (see the docstring)")
             continue
         stage.record("load: " + f[0], verdict, why)
     if again:
