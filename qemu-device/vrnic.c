@@ -368,7 +368,13 @@ static void vrnic_regs_write(void *opaque, hwaddr addr, uint64_t val,
     }
     if (addr == VRNIC_REG_CTRL && size == 4 && (val & VRNIC_CTRL_RESET)) {
         vrnic_fault_clear(s);
-        /* A reset forgets queued frames: the network's too (resumes TX). */
+    }
+    if (addr == VRNIC_REG_CTRL && size == 4 &&
+        ((val & VRNIC_CTRL_RESET) || !(val & VRNIC_CTRL_ENABLE))) {
+        /*
+         * Reset, or disable (which resets the engine too): frames queued
+         * before it never leave after it, the network's included.
+         */
         qemu_purge_queued_packets(qemu_get_queue(s->nic));
     }
     vrnic_engine_reg_write(s->engine, addr, val, size);
