@@ -9,14 +9,6 @@ namespace {
 
 constexpr uint32_t kQkey = 0x11223344;
 
-vrnic_send_wqe send_wqe(uint64_t wr_id, uint8_t op = VRNIC_WR_SEND)
-{
-	vrnic_send_wqe w{};
-	w.wr_id = wr_id;
-	w.opcode = op;
-	w.flags = VRNIC_WQE_SIGNALED;
-	return w;
-}
 
 
 struct Ud : ::testing::Test {

@@ -13,25 +13,6 @@ const std::array<uint8_t, 16> kOtherIp = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0x
 					  10, 20, 30, 40};
 const std::array<uint8_t, 6> kOtherMac = {0x02, 0x11, 0x22, 0x33, 0x44, 0x55};
 
-vrnic_send_wqe send_wqe(uint64_t wr_id)
-{
-	vrnic_send_wqe w{};
-	w.wr_id = wr_id;
-	w.opcode = VRNIC_WR_SEND;
-	w.flags = VRNIC_WQE_SIGNALED;
-	return w;
-}
-
-// Run n's deferred work without delivering its frames anywhere.
-void run_alone(Node &n)
-{
-	for (int i = 0; i < 1000; i++) {
-		const unsigned before = n.p.schedules;
-		vrnic_engine_poll(n.p.eng);
-		if (n.p.schedules == before)
-			break;
-	}
-}
 
 uint8_t qp_state(const Node &n)
 {

@@ -184,17 +184,6 @@ TEST(HostBudget, AdminPassCopiesBoundedBytesPerPoll)
 
 namespace {
 
-vrnic_send_wqe send_wqe(uint64_t wr_id, uint8_t opcode = VRNIC_WR_SEND,
-			uint64_t raddr = 0, uint32_t rkey = 0)
-{
-	vrnic_send_wqe w{};
-	w.wr_id = wr_id;
-	w.opcode = opcode;
-	w.flags = VRNIC_WQE_SIGNALED;
-	w.remote_addr = raddr;
-	w.rkey = rkey;
-	return w;
-}
 
 const vrnic::Qp &qp_of(const Node &n, uint32_t qpn)
 {

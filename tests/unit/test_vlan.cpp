@@ -18,25 +18,6 @@ std::array<uint8_t, 16> vlan_ip(const Node &n)
 	return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 20, 0, n.id};
 }
 
-vrnic_send_wqe send_wqe(uint64_t wr_id)
-{
-	vrnic_send_wqe w{};
-	w.wr_id = wr_id;
-	w.opcode = VRNIC_WR_SEND;
-	w.flags = VRNIC_WQE_SIGNALED;
-	return w;
-}
-
-// Run n's deferred work without delivering its frames anywhere.
-void run_alone(Node &n)
-{
-	for (int i = 0; i < 1000; i++) {
-		const unsigned before = n.p.schedules;
-		vrnic_engine_poll(n.p.eng);
-		if (n.p.schedules == before)
-			break;
-	}
-}
 
 uint16_t be16(const uint8_t *p) { return uint16_t(p[0] << 8 | p[1]); }
 
