@@ -69,7 +69,7 @@ uint8_t Device::exec_admin(const vrnic_admin_cmd &cmd, uint32_t &result)
 		return VRNIC_ADMIN_ST_OK;
 	case VRNIC_ADMIN_QUERY_DEVICE: {
 		const vrnic_device_attr attr = device_attr();
-		return admin_query(cmd.query, &attr, sizeof(attr));
+		return admin_query(cmd.query, &attr, sizeof(attr), result);
 	}
 	case VRNIC_ADMIN_QUERY_PORT: {
 		vrnic_port_attr attr{};
@@ -77,11 +77,11 @@ uint8_t Device::exec_admin(const vrnic_admin_cmd &cmd, uint32_t &result)
 		attr.mtu = le(mtu_);
 		attr.max_mtu = le(uint32_t(VRNIC_ETH_MAX_MTU));
 		attr.speed_mbps = le(100000u);
-		return admin_query(cmd.query, &attr, sizeof(attr));
+		return admin_query(cmd.query, &attr, sizeof(attr), result);
 	}
 	case VRNIC_ADMIN_QUERY_STATS: {
 		const vrnic_stats st = stats();
-		return admin_query(cmd.query, &st, sizeof(st));
+		return admin_query(cmd.query, &st, sizeof(st), result);
 	}
 	case VRNIC_ADMIN_SET_PORT:
 		return admin_set_port(cmd.set_port);
@@ -111,11 +111,16 @@ uint8_t Device::exec_admin(const vrnic_admin_cmd &cmd, uint32_t &result)
 	}
 }
 
+// Results only ever grow at the end, so a driver that knows an older,
+// shorter layout gets the prefix it knows (out_len bytes), and the result
+// word tells a driver with a short buffer how much there was.
 uint8_t Device::admin_query(const vrnic_admin_query &q, const void *data,
-			    size_t len)
+			    size_t len, uint32_t &result)
 {
-	if (le(q.out_len) < len || le(q.out_addr) == 0)
+	if (le(q.out_len) == 0 || le(q.out_addr) == 0)
 		return VRNIC_ADMIN_ST_BAD_PARAM;
+	result = uint32_t(len);
+	len = std::min<size_t>(len, le(q.out_len));
 	if (!plat_.dma_write(le(q.out_addr), data, len)) {
 		cnt_.dma_errors++;
 		return VRNIC_ADMIN_ST_DMA_ERROR;

@@ -146,7 +146,7 @@ private:
 	void process_admin();
 	uint8_t exec_admin(const vrnic_admin_cmd &cmd, uint32_t &result);
 	uint8_t admin_query(const vrnic_admin_query &q, const void *data,
-			    size_t len);
+			    size_t len, uint32_t &result);
 	uint8_t admin_create_eq(const vrnic_admin_create_eq &c);
 	uint8_t admin_destroy_eq(uint32_t eqn);
 	uint8_t admin_create_eth_ring(const vrnic_admin_create_eth_ring &c);

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Admin queue, completions with phase bits, and event queues.
+#include <cstring>
+
 #include <gtest/gtest.h>
 
 #include "fake_platform.hpp"
@@ -60,11 +62,46 @@ TEST(Admin, QueryDeviceReportsAttributes)
 	EXPECT_EQ(attr.mac[5], 0x56);
 	EXPECT_EQ(attr.sys_image_guid, 0x505400fffe123456ull);
 
-	cmd.query.out_len = 8;	// too small
+	cmd.query.out_len = 0;
 	EXPECT_EQ(p.admin(cmd).status, VRNIC_ADMIN_ST_BAD_PARAM);
 	cmd.query.out_len = sizeof(vrnic_device_attr);
 	cmd.query.out_addr = 0x10;	// not guest memory
 	EXPECT_EQ(p.admin(cmd).status, VRNIC_ADMIN_ST_DMA_ERROR);
+}
+
+// A driver built for an older, shorter result gets the prefix it knows
+// (a 0.6 driver passed exactly the 288 stats bytes it knew and, before,
+// QUERY_STATS failed); result says how long the whole result is.
+TEST(Admin, QueryIntoAShortBufferWritesThePrefix)
+{
+	FakePlatform p;
+	p.enable();
+	const uint64_t out = FakePlatform::kMemBase + 0x8000;
+	std::memset(p.ptr(out), 0xa5, 512);
+	auto cmd = op(VRNIC_ADMIN_QUERY_STATS);
+	cmd.query.out_addr = out;
+	cmd.query.out_len = 288;
+	const auto cqe = p.admin(cmd);
+	ASSERT_EQ(cqe.status, VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(cqe.result, uint32_t(sizeof(vrnic_stats)));
+	EXPECT_NE(p.load<uint64_t>(out), 0xa5a5a5a5a5a5a5a5ull);
+	for (unsigned i = 288; i < 512; i++)
+		ASSERT_EQ(*p.ptr(out + i), 0xa5) << i;
+
+	// A larger buffer gets the whole result and nothing beyond it.
+	cmd.query.out_len = 4096;
+	ASSERT_EQ(p.admin(cmd).status, VRNIC_ADMIN_ST_OK);
+	EXPECT_NE(p.load<uint64_t>(out + 288), 0xa5a5a5a5a5a5a5a5ull);
+	for (unsigned i = sizeof(vrnic_stats); i < 512; i++)
+		ASSERT_EQ(*p.ptr(out + i), 0xa5) << i;
+
+	std::memset(p.ptr(out), 0xa5, 512);
+	cmd = op(VRNIC_ADMIN_QUERY_DEVICE);
+	cmd.query.out_addr = out;
+	cmd.query.out_len = 8;
+	ASSERT_EQ(p.admin(cmd).status, VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(p.load<uint32_t>(out), uint32_t(VRNIC_SPEC_VERSION));
+	EXPECT_EQ(*p.ptr(out + 8), 0xa5);
 }
 
 TEST(Admin, UnknownOpcodeAndFlagsRejected)
