@@ -13,6 +13,7 @@
  * other that was waiting.
  */
 #include <linux/dma-mapping.h>
+#include <linux/dmapool.h>
 #include <linux/errno.h>
 #include <linux/module.h>
 
@@ -199,25 +200,46 @@ int vrnic_pf_admin_exec(struct vrnic_pf *pf, struct vrnic_admin_cmd *cmd,
 }
 EXPORT_SYMBOL_NS_GPL(vrnic_pf_admin_exec, VRNIC);
 
-/* Run a QUERY_* command into a bounce buffer and copy out len bytes. */
+static_assert(sizeof(struct vrnic_stats) <= VRNIC_CMD_BUF_SIZE);
+static_assert(sizeof(struct vrnic_device_attr) <= VRNIC_CMD_BUF_SIZE);
+
+void *vrnic_pf_cmd_buf_alloc(struct vrnic_pf *pf, dma_addr_t *dma)
+{
+	return dma_pool_zalloc(pf->cmd_pool, GFP_KERNEL, dma);
+}
+EXPORT_SYMBOL_NS_GPL(vrnic_pf_cmd_buf_alloc, VRNIC);
+
+void vrnic_pf_cmd_buf_free(struct vrnic_pf *pf, void *buf, dma_addr_t dma)
+{
+	dma_pool_free(pf->cmd_pool, buf, dma);
+}
+EXPORT_SYMBOL_NS_GPL(vrnic_pf_cmd_buf_free, VRNIC);
+
+/*
+ * Run a QUERY_* command into a bounce buffer and copy out len bytes.  The
+ * device writes the prefix that fits (spec "Admin queue"), so a result
+ * that grew past what this driver knows costs nothing, and bytes a shorter
+ * result leaves out read as zero.
+ */
 int vrnic_pf_admin_query(struct vrnic_pf *pf, u8 opcode, void *out,
 			 size_t len)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = opcode };
-	struct device *dev = &pf->pdev->dev;
 	dma_addr_t dma;
 	void *buf;
 	int ret;
 
-	buf = dma_alloc_coherent(dev, PAGE_SIZE, &dma, GFP_KERNEL);
+	if (WARN_ON_ONCE(len > VRNIC_CMD_BUF_SIZE))
+		return -EINVAL;
+	buf = vrnic_pf_cmd_buf_alloc(pf, &dma);
 	if (!buf)
 		return -ENOMEM;
 	cmd.query.out_addr = cpu_to_le64(dma);
-	cmd.query.out_len = cpu_to_le32(PAGE_SIZE);
+	cmd.query.out_len = cpu_to_le32(VRNIC_CMD_BUF_SIZE);
 	ret = vrnic_pf_admin_exec(pf, &cmd, NULL);
 	if (!ret)
 		memcpy(out, buf, len);
-	dma_free_coherent(dev, PAGE_SIZE, buf, dma);
+	vrnic_pf_cmd_buf_free(pf, buf, dma);
 	return ret;
 }
 EXPORT_SYMBOL_NS_GPL(vrnic_pf_admin_query, VRNIC);

@@ -100,6 +100,7 @@ struct vrnic_pf {
 	unsigned int num_ceqs;	/* ceq[1..num_ceqs] */
 	unsigned int num_vectors;
 	struct vrnic_device_attr attr;
+	struct dma_pool *cmd_pool;	/* VRNIC_CMD_BUF_SIZE command buffers */
 	atomic_t test_irqs;
 	bool port_events;	/* the netdev may see port events */
 	bool eth_events;	/* the netdev may see ETH_TX/ETH_RX events */

@@ -224,6 +224,13 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	pf->pdev = pdev;
 	pci_set_drvdata(pdev, pf);
+	/* Device-managed: outlives remove(), as its last users are there. */
+	pf->cmd_pool = dmam_pool_create("vrnic_cmd", &pdev->dev,
+					VRNIC_CMD_BUF_SIZE, 64, 0);
+	if (!pf->cmd_pool) {
+		ret = -ENOMEM;
+		goto err_iomap;
+	}
 	spin_lock_init(&pf->rdma_lock);
 	mutex_init(&pf->fatal_lock);
 	INIT_WORK(&pf->fatal_work, vrnic_fatal_work);

@@ -16,6 +16,8 @@
 #define VRNIC_SEND_WQE_HDR	sizeof(struct vrnic_send_wqe)
 #define VRNIC_RECV_WQE_HDR	sizeof(struct vrnic_recv_wqe)
 
+static_assert(sizeof(struct vrnic_qp_attr) <= VRNIC_CMD_BUF_SIZE);
+
 static u32 vrnic_sq_shift(u8 type, u32 max_sge, u32 max_inline)
 {
 	u32 need = vrnic_send_wqe_data_off(type) +
@@ -453,7 +455,7 @@ int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	    attr->max_dest_rd_atomic > VRNIC_MAX_RD_ATOMIC)
 		return -EINVAL;
 
-	a = dma_alloc_coherent(&vdev->pdev->dev, sizeof(*a), &a_dma, GFP_KERNEL);
+	a = vrnic_pf_cmd_buf_alloc(vdev->pf, &a_dma);
 	if (!a)
 		return -ENOMEM;
 	*a = qp->attr;
@@ -536,7 +538,7 @@ int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			vrnic_qp_restart(qp);
 	}
 out:
-	dma_free_coherent(&vdev->pdev->dev, sizeof(*a), a, a_dma);
+	vrnic_pf_cmd_buf_free(vdev->pf, a, a_dma);
 	return ret;
 }
 
@@ -552,22 +554,20 @@ static int vrnic_qp_hw_query(struct vrnic_dev *vdev, u32 qpn,
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_QUERY_QP };
 	int ret;
 
-	hw->a = dma_alloc_coherent(&vdev->pdev->dev, sizeof(*hw->a), &hw->dma,
-				   GFP_KERNEL);
+	hw->a = vrnic_pf_cmd_buf_alloc(vdev->pf, &hw->dma);
 	if (!hw->a)
 		return -ENOMEM;
 	cmd.query_qp.out_addr = cpu_to_le64(hw->dma);
 	cmd.query_qp.qpn = cpu_to_le32(qpn);
 	ret = vrnic_admin_exec(vdev, &cmd, NULL);
 	if (ret)
-		dma_free_coherent(&vdev->pdev->dev, sizeof(*hw->a), hw->a,
-				  hw->dma);
+		vrnic_pf_cmd_buf_free(vdev->pf, hw->a, hw->dma);
 	return ret;
 }
 
 static void vrnic_qp_hw_put(struct vrnic_dev *vdev, struct vrnic_qp_hw *hw)
 {
-	dma_free_coherent(&vdev->pdev->dev, sizeof(*hw->a), hw->a, hw->dma);
+	vrnic_pf_cmd_buf_free(vdev->pf, hw->a, hw->dma);
 }
 
 static const char *const vrnic_qp_state_name[] = {

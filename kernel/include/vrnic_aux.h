@@ -67,4 +67,12 @@ int vrnic_pf_admin_exec(struct vrnic_pf *pf, struct vrnic_admin_cmd *cmd,
 int vrnic_pf_admin_query(struct vrnic_pf *pf, u8 opcode, void *out,
 			 size_t len);
 
+/*
+ * A zeroed, coherent buffer for one command's input or output (QP
+ * attributes, query results), from a pool rather than a page per call.
+ */
+#define VRNIC_CMD_BUF_SIZE	512
+void *vrnic_pf_cmd_buf_alloc(struct vrnic_pf *pf, dma_addr_t *dma);
+void vrnic_pf_cmd_buf_free(struct vrnic_pf *pf, void *buf, dma_addr_t dma);
+
 #endif /* _VRNIC_AUX_H_ */
