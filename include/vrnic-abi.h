@@ -7,7 +7,9 @@
  *
  * How it evolves (Documentation/vrnic-spec.rst, "User ABI"):
  * - A struct only grows at its end, by whole 8-byte words; fields are
- *   never moved, resized or given a new meaning.
+ *   never moved, resized or given a new meaning.  A reserved field the
+ *   kernel always wrote as zero may be named once (a response's comp_mask:
+ *   zero still means "nothing more").
  * - The kernel zero-extends a shorter request (an older provider) and
  *   refuses a longer one whose unknown trailing bytes are not zero
  *   (EOPNOTSUPP).  Reserved fields must be zero (EINVAL).
@@ -17,9 +19,15 @@
  * - Optional behaviour is asked for with a comp_mask bit of the ucontext
  *   request and granted with the same bit in the response; the kernel
  *   refuses (EOPNOTSUPP) a request bit it does not know.
- * - Capabilities (depths, SGE and inline limits, CQ entries) are the
- *   kernel's answer in the common uverbs responses; the provider proposes
- *   ring geometry (depths, WQE strides) and the kernel checks it.
+ * - Ring geometry and capabilities are the kernel's answer.  The provider
+ *   proposes a geometry (depths, WQE strides) in the create request and
+ *   sizes its rings by it; the kernel checks it and answers, with a
+ *   GEOMETRY bit in the response comp_mask, the depths, strides and
+ *   SGE/inline limits it programmed into the device.  The provider checks
+ *   that the answer fits its rings (else destroys the object and fails)
+ *   and from then on indexes, reports caps and checks posts by the
+ *   answer only.  Without the bit (an older kernel) it falls back to its
+ *   proposal, which such a kernel programmed unchanged.
  * - VRNIC_UVERBS_ABI_VERSION changes only for an incompatible break.
  */
 #ifndef VRNIC_ABI_USER_H
@@ -59,9 +67,17 @@ struct vrnic_create_cq_cmd {
 	__u32 reserved;			/* 0 */
 };
 
+enum vrnic_create_cq_resp_mask {
+	/* log_depth and cqe_size are valid */
+	VRNIC_CREATE_CQ_RESP_MASK_GEOMETRY = 1 << 0,
+};
+
 struct vrnic_create_cq_resp {
 	__u32 cqn;
-	__u32 reserved;
+	__u32 comp_mask;		/* enum vrnic_create_cq_resp_mask */
+	/* VRNIC_CREATE_CQ_RESP_MASK_GEOMETRY: */
+	__u32 log_depth;		/* 1 << log_depth CQEs, all usable */
+	__u32 cqe_size;			/* bytes per CQE (32) */
 };
 
 /* ibv_create_qp (RC): rings and doorbell record in user memory. */
@@ -75,9 +91,23 @@ struct vrnic_create_qp_cmd {
 	__u32 rq_wqe_shift;
 };
 
+enum vrnic_create_qp_resp_mask {
+	/* the geometry and limit fields below are valid */
+	VRNIC_CREATE_QP_RESP_MASK_GEOMETRY = 1 << 0,
+};
+
 struct vrnic_create_qp_resp {
 	__u32 qpn;
-	__u32 reserved;
+	__u32 comp_mask;		/* enum vrnic_create_qp_resp_mask */
+	/* VRNIC_CREATE_QP_RESP_MASK_GEOMETRY (RQ fields: 0 without an RQ): */
+	__u32 sq_log_depth;
+	__u32 rq_log_depth;
+	__u32 sq_wqe_shift;		/* SQ stride: 1 << sq_wqe_shift bytes */
+	__u32 rq_wqe_shift;
+	__u32 max_send_sge;
+	__u32 max_recv_sge;
+	__u32 max_inline;		/* bytes of inline data per send WQE */
+	__u32 reserved;			/* 0 */
 };
 
 /* ibv_create_srq: the WQE ring and the doorbell record in user memory. */
@@ -88,9 +118,19 @@ struct vrnic_create_srq_cmd {
 	__u32 wqe_shift;
 };
 
+enum vrnic_create_srq_resp_mask {
+	/* log_depth, wqe_shift and max_sge are valid */
+	VRNIC_CREATE_SRQ_RESP_MASK_GEOMETRY = 1 << 0,
+};
+
 struct vrnic_create_srq_resp {
 	__u32 srqn;
-	__u32 reserved;
+	__u32 comp_mask;		/* enum vrnic_create_srq_resp_mask */
+	/* VRNIC_CREATE_SRQ_RESP_MASK_GEOMETRY: */
+	__u32 log_depth;
+	__u32 wqe_shift;		/* stride: 1 << wqe_shift bytes */
+	__u32 max_sge;
+	__u32 reserved;			/* 0 */
 };
 
 /*

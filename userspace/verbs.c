@@ -367,10 +367,42 @@ static void vrnic_cq_free(struct vrnic_cq *cq)
 	free(cq);
 }
 
+/*
+ * The kernel's answer (spec "User ABI"): the geometry it programmed into
+ * the device.  It must fit the ring sized from our proposal and hold cqe
+ * entries; then it is the CQ's, for indexing and for cq->cqe.  Without
+ * the GEOMETRY bit (an older kernel) the proposal was programmed as is.
+ * 0 or an errno.
+ */
+static int vrnic_cq_answer(struct vrnic_cq *cq, int cqe,
+			   const struct vrnic_create_cq_resp *resp)
+{
+	if (!(resp->comp_mask & VRNIC_CREATE_CQ_RESP_MASK_GEOMETRY))
+		return 0;
+	if (resp->cqe_size != sizeof(struct vrnic_cqe))
+		return EOPNOTSUPP;
+	if (resp->log_depth < 1 || resp->log_depth > VRNIC_MAX_CQ_LOG_DEPTH ||
+	    (sizeof(struct vrnic_cqe) << resp->log_depth) > cq->ring_size ||
+	    (1u << resp->log_depth) < (unsigned int)cqe)
+		return EINVAL;
+	cq->log_depth = resp->log_depth;
+	cq->vcq.cq.cqe = 1 << cq->log_depth;
+	return 0;
+}
+
+/* The CQ was created but the answer is unusable: undo it, fail with err. */
+static void vrnic_cq_refuse(struct vrnic_cq *cq, int err)
+{
+	ibv_cmd_destroy_cq(&cq->vcq.cq);
+	vrnic_cq_free(cq);
+	errno = err;
+}
+
 struct ibv_cq *vrnic_create_cq(struct ibv_context *ctx, int cqe,
 			       struct ibv_comp_channel *channel,
 			       int comp_vector)
 {
+	int err;
 	struct uvrnic_create_cq_resp resp = {};
 	struct uvrnic_create_cq cmd = {};
 	struct vrnic_cq *cq = vrnic_cq_alloc(to_vctx(ctx), cqe);
@@ -387,6 +419,11 @@ struct ibv_cq *vrnic_create_cq(struct ibv_context *ctx, int cqe,
 		return NULL;
 	}
 	cq->cqn = resp.cqn;
+	err = vrnic_cq_answer(cq, cqe, &resp.drv_payload);
+	if (err) {
+		vrnic_cq_refuse(cq, err);
+		return NULL;
+	}
 	return &cq->vcq.cq;
 }
 
@@ -642,6 +679,7 @@ struct ibv_cq_ex *vrnic_create_cq_ex(struct ibv_context *ctx,
 	struct uvrnic_create_cq_ex cmd = {};
 	struct ibv_cq_ex *cqx;
 	struct vrnic_cq *cq;
+	int err;
 
 	/*
 	 * SINGLE_THREADED is a hint (the CQ lock stays); IGNORE_OVERRUN and
@@ -666,6 +704,11 @@ struct ibv_cq_ex *vrnic_create_cq_ex(struct ibv_context *ctx,
 		return NULL;
 	}
 	cq->cqn = resp.cqn;
+	err = vrnic_cq_answer(cq, attr->cqe, &resp.drv_payload);
+	if (err) {
+		vrnic_cq_refuse(cq, err);
+		return NULL;
+	}
 	cqx = &cq->vcq.cq_ex;
 	cqx->start_poll = vrnic_cqx_start_poll;
 	cqx->next_poll = vrnic_cqx_next_poll;
@@ -769,11 +812,65 @@ static struct vrnic_srq *vrnic_srq_alloc(struct vrnic_context *ctx,
 	return srq;
 }
 
+/*
+ * The kernel's answer (spec "User ABI"): the depth, stride and SGE limit
+ * it programmed.  Without the GEOMETRY bit (an older kernel) the proposal
+ * was programmed as is, and the limit is the common response's.  Either
+ * must fit the ring, the stride must hold max_sge SGEs and the SRQ what
+ * was asked (want); then it is the SRQ's and the caller's attr.  0 or an
+ * errno.
+ */
+static int vrnic_srq_answer(struct vrnic_srq *srq,
+			    const struct ibv_srq_attr *want,
+			    const struct vrnic_create_srq_resp *resp,
+			    struct ibv_srq_attr *attr)
+{
+	uint32_t log = srq->log, shift = srq->shift, max_sge = attr->max_sge;
+
+	if (resp->comp_mask & VRNIC_CREATE_SRQ_RESP_MASK_GEOMETRY) {
+		log = resp->log_depth;
+		shift = resp->wqe_shift;
+		max_sge = resp->max_sge;
+	}
+	if (log > VRNIC_MAX_WQ_LOG_DEPTH || shift < 5 || shift > 9 ||
+	    (size_t)1 << (log + shift) > srq->ring_size ||
+	    max_sge > VRNIC_MAX_SGE ||
+	    sizeof(struct vrnic_recv_wqe) +
+	    max_sge * sizeof(struct vrnic_sge) > 1u << shift ||
+	    1u << log < want->max_wr || max_sge < want->max_sge)
+		return EINVAL;
+	srq->log = log;
+	srq->shift = shift;
+	srq->max_sge = max_sge;
+	attr->max_wr = 1u << log;
+	attr->max_sge = max_sge;
+	return 0;
+}
+
+/* Take the kernel's answer for a created SRQ, or destroy it (NULL). */
+static struct ibv_srq *vrnic_srq_ready(struct vrnic_srq *srq,
+				       const struct ibv_srq_attr *want,
+				       const struct vrnic_create_srq_resp *resp,
+				       struct ibv_srq_attr *attr)
+{
+	int err = vrnic_srq_answer(srq, want, resp, attr);
+
+	if (err) {
+		ibv_cmd_destroy_srq(&srq->vsrq.srq);
+		vrnic_srq_free(srq);
+		errno = err;
+		return NULL;
+	}
+	srq->srqn = resp->srqn;
+	return &srq->vsrq.srq;
+}
+
 struct ibv_srq *vrnic_create_srq(struct ibv_pd *pd,
 				 struct ibv_srq_init_attr *attr)
 {
 	struct uvrnic_create_srq_resp resp = {};
 	struct uvrnic_create_srq cmd = {};
+	struct ibv_srq_attr want = attr->attr;
 	struct vrnic_srq *srq;
 
 	srq = vrnic_srq_alloc(to_vctx(pd->context), &attr->attr,
@@ -785,9 +882,7 @@ struct ibv_srq *vrnic_create_srq(struct ibv_pd *pd,
 		vrnic_srq_free(srq);
 		return NULL;
 	}
-	srq->srqn = resp.srqn;
-	srq->max_sge = attr->attr.max_sge;	/* the kernel's answer */
-	return &srq->vsrq.srq;
+	return vrnic_srq_ready(srq, &want, &resp.drv_payload, &attr->attr);
 }
 
 /* Basic SRQs, and XRC SRQs: in an XRC domain, completing on their CQ. */
@@ -798,6 +893,7 @@ struct ibv_srq *vrnic_create_srq_ex(struct ibv_context *ctx,
 			      IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
 	struct uvrnic_create_xsrq_resp resp = {};
 	struct uvrnic_create_xsrq cmd = {};
+	struct ibv_srq_attr want = attr->attr;
 	struct vrnic_srq *srq;
 
 	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ||
@@ -834,9 +930,7 @@ struct ibv_srq *vrnic_create_srq_ex(struct ibv_context *ctx,
 		vrnic_srq_free(srq);
 		return NULL;
 	}
-	srq->srqn = resp.srqn;
-	srq->max_sge = attr->attr.max_sge;	/* the kernel's answer */
-	return &srq->vsrq.srq;
+	return vrnic_srq_ready(srq, &want, &resp.drv_payload, &attr->attr);
 }
 
 int vrnic_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)
@@ -1077,37 +1171,115 @@ static struct vrnic_qp *vrnic_qp_alloc(struct ibv_context *ctx,
 	return qp;
 }
 
-/* The kernel accepted the QP: finish and publish it. */
-static void vrnic_qp_ready(struct vrnic_context *ctx, struct vrnic_qp *qp,
-			   uint32_t qpn, struct ibv_qp_cap *cap)
+/* Whether 1 << (log + shift) bytes fit a ring of size bytes. */
+static bool vrnic_ring_fits(uint32_t log, uint32_t shift, size_t size)
 {
-	qp->qpn = qpn;
-	qp->max_send_sge = cap->max_send_sge;
-	qp->max_recv_sge = cap->max_recv_sge;
-	qp->max_inline = cap->max_inline_data;
+	return log <= VRNIC_MAX_WQ_LOG_DEPTH && shift <= 10 &&
+	       (size_t)1 << (log + shift) <= size;
+}
+
+/*
+ * The kernel's answer (spec "User ABI"): the depths, strides and limits it
+ * programmed.  Without the GEOMETRY bit (an older kernel) the proposal was
+ * programmed as is, and the limits are the common response's (cap).
+ * Either must fit the rings sized from the proposal, each stride must hold
+ * its limits, and the QP must hold what was asked (want).  Then it is the
+ * QP's, for indexing and post-time checks, and the caller's cap.  0 or an
+ * errno.
+ */
+static int vrnic_qp_answer(struct vrnic_qp *qp, const struct ibv_qp_cap *want,
+			   const struct vrnic_create_qp_resp *resp,
+			   struct ibv_qp_cap *cap)
+{
+	struct vrnic_create_qp_resp a = {
+		.sq_log_depth = qp->sq_log, .rq_log_depth = qp->rq_log,
+		.sq_wqe_shift = qp->sq_shift, .rq_wqe_shift = qp->rq_shift,
+		.max_send_sge = cap->max_send_sge,
+		.max_recv_sge = cap->max_recv_sge,
+		.max_inline = cap->max_inline_data,
+	};
+	bool rq = qp->rq;
+
+	if (resp->comp_mask & VRNIC_CREATE_QP_RESP_MASK_GEOMETRY)
+		a = *resp;
+	if (!vrnic_ring_fits(a.sq_log_depth, a.sq_wqe_shift, qp->sq_size) ||
+	    a.max_send_sge > VRNIC_MAX_SGE || a.max_inline > VRNIC_MAX_INLINE ||
+	    qp->data_off + a.max_send_sge * sizeof(struct vrnic_sge) >
+	    1u << a.sq_wqe_shift ||
+	    qp->data_off + a.max_inline > 1u << a.sq_wqe_shift ||
+	    1u << a.sq_log_depth < want->max_send_wr ||
+	    a.max_send_sge < want->max_send_sge ||
+	    a.max_inline < want->max_inline_data)
+		return EINVAL;
+	if (rq && (!vrnic_ring_fits(a.rq_log_depth, a.rq_wqe_shift, qp->rq_size) ||
+		   a.max_recv_sge > VRNIC_MAX_SGE ||
+		   sizeof(struct vrnic_recv_wqe) +
+		   a.max_recv_sge * sizeof(struct vrnic_sge) >
+		   1u << a.rq_wqe_shift ||
+		   1u << a.rq_log_depth < want->max_recv_wr ||
+		   a.max_recv_sge < want->max_recv_sge))
+		return EINVAL;
+	qp->sq_log = a.sq_log_depth;
+	qp->sq_shift = a.sq_wqe_shift;
+	qp->max_send_sge = a.max_send_sge;
+	qp->max_inline = a.max_inline;
+	qp->rq_log = rq ? a.rq_log_depth : 0;
+	qp->rq_shift = rq ? a.rq_wqe_shift : 0;
+	qp->max_recv_sge = rq ? a.max_recv_sge : 0;
+	cap->max_send_wr = 1u << qp->sq_log;
+	cap->max_send_sge = qp->max_send_sge;
+	cap->max_inline_data = qp->max_inline;
+	cap->max_recv_wr = rq ? 1u << qp->rq_log : 0;
+	cap->max_recv_sge = qp->max_recv_sge;
+	return 0;
+}
+
+/*
+ * The kernel created the QP: take its answer and publish the QP, or
+ * destroy it (errno set, NULL).
+ */
+static struct vrnic_qp *vrnic_qp_ready(struct vrnic_context *ctx,
+				       struct vrnic_qp *qp,
+				       const struct ibv_qp_cap *want,
+				       const struct vrnic_create_qp_resp *resp,
+				       struct ibv_qp_cap *cap)
+{
+	int err = vrnic_qp_answer(qp, want, resp, cap);
+
+	if (err) {
+		ibv_cmd_destroy_qp(&qp->vqp.qp);
+		vrnic_qp_free(qp);
+		errno = err;
+		return NULL;
+	}
+	qp->qpn = resp->qpn;
 	pthread_mutex_lock(&ctx->qp_table_mutex);
 	__atomic_store_n(&ctx->qp_table[qp->qpn & VRNIC_OBJ_INDEX_MASK], qp,
 			 __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ctx->qp_table_mutex);
+	return qp;
 }
 
 struct ibv_qp *vrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	struct uvrnic_create_qp_resp resp = {};
 	struct uvrnic_create_qp cmd = {};
+	struct ibv_qp_cap want;
 	struct vrnic_qp *qp;
 
 	qp = vrnic_qp_alloc(pd->context, attr->qp_type, attr->srq, &attr->cap,
 			    attr->sq_sig_all, &cmd.drv_payload);
 	if (!qp)
 		return NULL;
+	want = attr->cap;
 	if (ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd.ibv_cmd, sizeof(cmd),
 			      &resp.ibv_resp, sizeof(resp))) {
 		vrnic_qp_free(qp);
 		return NULL;
 	}
-	vrnic_qp_ready(to_vctx(pd->context), qp, resp.qpn, &attr->cap);
-	return &qp->vqp.qp;
+	qp = vrnic_qp_ready(to_vctx(pd->context), qp, &want, &resp.drv_payload,
+			    &attr->cap);
+	return qp ? &qp->vqp.qp : NULL;
 }
 
 /* WQEs, then the producer index, then the doorbell.  SQ lock held. */
@@ -1568,6 +1740,7 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 {
 	struct uvrnic_create_qp_resp resp = {};
 	struct uvrnic_create_qp cmd = {};
+	struct ibv_qp_cap want;
 	struct ibv_qp_ex *qpx;
 	struct vrnic_qp *qp;
 	uint32_t mask;
@@ -1596,6 +1769,7 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 		errno = EOPNOTSUPP;	/* an operation the QP type lacks */
 		return NULL;
 	}
+	want = attr->cap;
 	/* The legacy command has no room for (zero) creation flags. */
 	mask = attr->comp_mask;
 	attr->comp_mask &= ~IBV_QP_INIT_ATTR_CREATE_FLAGS;
@@ -1606,7 +1780,10 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 		vrnic_qp_free(qp);
 		return NULL;
 	}
-	vrnic_qp_ready(to_vctx(ctx), qp, resp.qpn, &attr->cap);
+	qp = vrnic_qp_ready(to_vctx(ctx), qp, &want, &resp.drv_payload,
+			    &attr->cap);
+	if (!qp)
+		return NULL;
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		qpx = &qp->vqp.qp_ex;
 		qpx->wr_start = vrnic_wr_start;

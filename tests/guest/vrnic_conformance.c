@@ -256,6 +256,14 @@ static int srq_sge(struct env *e)
 			FAIL("max_sge %u: a receive of %u SGEs: %d, bad_wr %s\n",
 			     ia.attr.max_sge, wr.num_sge, ret,
 			     bad == &wr ? "set" : "not set");
+		/* No QP takes them: exactly the reported max_wr fit. */
+		wr.num_sge = 1;
+		for (k = 1; k <= 4 * ia.attr.max_wr; k++)
+			if (ibv_post_srq_recv(srq, &wr, &bad))
+				break;
+		if (k != ia.attr.max_wr || qa.max_wr != ia.attr.max_wr)
+			FAIL("max_wr %u (query %u): %u receives fit\n",
+			     ia.attr.max_wr, qa.max_wr, k);
 		ibv_destroy_srq(srq);
 	}
 	return 1;
@@ -291,6 +299,148 @@ static int moves(struct env *e, struct ibv_qp *a, struct ibv_qp *b,
 	if (ibv_post_recv(b, &rwr, &rbad) || send_wr(a, &swr))
 		FAIL("a SEND: post failed\n");
 	return poll_n(cq, 2);
+}
+
+/* ------------------------------------------------------- QP caps --- */
+
+/* Post n receives of num_sge SGEs on qp; how many were taken. */
+static uint32_t fill_rq(struct ibv_qp *qp, struct ibv_sge *sge, int num_sge,
+			uint32_t n)
+{
+	struct ibv_recv_wr wr = { .wr_id = 2, .sg_list = sge,
+				  .num_sge = num_sge }, *bad;
+	uint32_t k;
+
+	for (k = 0; k < n; k++)
+		if (ibv_post_recv(qp, &wr, &bad))
+			break;
+	return k;
+}
+
+/*
+ * Odd caps (issue 15): the caps ibv_create_qp returns are at least the
+ * request and are the kernel's (ibv_query_qp agrees), for RC and UD.  On
+ * the UD QP they are the post-time limits: max_recv_sge and max_send_sge
+ * SGEs, max_inline bytes inline pass, one more is EINVAL with *bad_wr
+ * set; exactly max_recv_wr receives and max_send_wr sends fit (nothing is
+ * polled; the sends carry a wrong Q_Key, so the QP's own receives stay).
+ */
+static int qp_caps(struct env *e)
+{
+	static const enum ibv_qp_type types[] = { IBV_QPT_RC, IBV_QPT_UD };
+	const struct ibv_qp_cap want = {
+		.max_send_wr = 100, .max_recv_wr = 10, .max_send_sge = 3,
+		.max_recv_sge = 3, .max_inline_data = 70,
+	};
+	struct ibv_ah_attr aa = {
+		.is_global = 1, .port_num = 1,
+		.grh = { .dgid = e->gid, .sgid_index = e->gid_index,
+			 .hop_limit = 64 },
+	};
+	struct ibv_qp_init_attr ia, qi;
+	struct ibv_send_wr swr;
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_sge sge[64];
+	struct ibv_qp_attr qa;
+	struct ibv_qp *qp = NULL;
+	struct ibv_cq *cq;
+	struct ibv_ah *ah;
+	struct ibv_qp_cap *c = &ia.cap;
+	unsigned int i;
+	uint32_t k;
+	int ret;
+
+	for (k = 0; k < 64; k++) {
+		sge[k].addr = (uintptr_t)e->buf + k * 128;
+		sge[k].length = 8;
+		sge[k].lkey = e->mr->lkey;
+	}
+	cq = ibv_create_cq(e->ctx, 512, NULL, NULL, 0);
+	if (!cq)
+		FAIL("create_cq: %s\n", strerror(errno));
+	for (i = 0; i < ARRAY_SIZE(types); i++) {
+		memset(&ia, 0, sizeof(ia));
+		ia.qp_type = types[i];
+		ia.send_cq = cq;
+		ia.recv_cq = cq;
+		ia.cap = want;
+		ia.sq_sig_all = 1;
+		if (qp)
+			ibv_destroy_qp(qp);
+		qp = ibv_create_qp(e->pd, &ia);
+		if (!qp)
+			FAIL("create_qp(type %d): %s\n", types[i], strerror(errno));
+		ksft_print_msg("type %d: send_wr %u recv_wr %u send_sge %u recv_sge %u inline %u\n",
+			       types[i], c->max_send_wr, c->max_recv_wr,
+			       c->max_send_sge, c->max_recv_sge,
+			       c->max_inline_data);
+		if (c->max_send_wr < want.max_send_wr ||
+		    c->max_recv_wr < want.max_recv_wr ||
+		    c->max_send_sge < want.max_send_sge ||
+		    c->max_recv_sge < want.max_recv_sge ||
+		    c->max_inline_data < want.max_inline_data ||
+		    c->max_send_sge > 64 || c->max_recv_sge > 64)
+			FAIL("caps below the request or above the device's\n");
+		if (ibv_query_qp(qp, &qa, IBV_QP_CAP, &qi))
+			FAIL("query_qp: %s\n", strerror(errno));
+		if (memcmp(&qa.cap, c, sizeof(*c)) ||
+		    memcmp(&qi.cap, c, sizeof(*c)))
+			FAIL("query_qp caps: send_wr %u recv_wr %u send_sge %u recv_sge %u inline %u\n",
+			     qa.cap.max_send_wr, qa.cap.max_recv_wr,
+			     qa.cap.max_send_sge, qa.cap.max_recv_sge,
+			     qa.cap.max_inline_data);
+	}
+
+	/* The last one, UD: the caps are the post-time limits. */
+	ah = ibv_create_ah(e->pd, &aa);
+	if (!ah || to_rts(e, qp, 0))
+		FAIL("UD QP to RTS, AH: %s\n", strerror(errno));
+	memset(&rwr, 0, sizeof(rwr));
+	rwr.sg_list = sge;
+	rwr.num_sge = c->max_recv_sge + 1;
+	rbad = NULL;
+	ret = ibv_post_recv(qp, &rwr, &rbad);
+	if (ret != EINVAL || rbad != &rwr)
+		FAIL("a receive of max_recv_sge + 1 SGEs: %d\n", ret);
+	k = fill_rq(qp, sge, c->max_recv_sge, 4 * c->max_recv_wr);
+	if (k != c->max_recv_wr)
+		FAIL("%u receives of %u SGEs fit, not max_recv_wr %u\n", k,
+		     c->max_recv_sge, c->max_recv_wr);
+
+	memset(&swr, 0, sizeof(swr));
+	swr.sg_list = sge;
+	swr.opcode = IBV_WR_SEND;
+	swr.wr.ud.ah = ah;
+	swr.wr.ud.remote_qpn = qp->qp_num;
+	swr.wr.ud.remote_qkey = QKEY ^ 1;	/* dropped by the receiver */
+	swr.num_sge = c->max_send_sge + 1;
+	if (send_wr(qp, &swr) != EINVAL)
+		FAIL("a send of max_send_sge + 1 SGEs not refused\n");
+	swr.send_flags = IBV_SEND_INLINE;
+	swr.num_sge = 1;
+	sge[0].length = c->max_inline_data + 1;
+	if (send_wr(qp, &swr) != EINVAL)
+		FAIL("%u bytes inline not refused\n", sge[0].length);
+	sge[0].length = c->max_inline_data;
+	ret = send_wr(qp, &swr);
+	if (ret)
+		FAIL("%u bytes inline: %d\n", sge[0].length, ret);
+	sge[0].length = 8;
+	swr.send_flags = 0;
+	swr.num_sge = c->max_send_sge;
+	ret = send_wr(qp, &swr);
+	if (ret)
+		FAIL("a send of max_send_sge %u SGEs: %d\n", c->max_send_sge, ret);
+	swr.num_sge = 1;
+	for (k = 2; k < 4 * c->max_send_wr; k++)
+		if (send_wr(qp, &swr))
+			break;
+	if (k != c->max_send_wr)
+		FAIL("%u sends fit, not max_send_wr %u\n", k, c->max_send_wr);
+	ibv_destroy_qp(qp);
+	ibv_destroy_ah(ah);
+	ibv_destroy_cq(cq);
+	return 1;
 }
 
 static int refused(struct ibv_qp *qp, const char *what,
@@ -797,9 +947,15 @@ static void raw_close(struct raw_ctx *c)
 		close(c->fd);
 }
 
-/* CREATE_CQ by hand on c with driver command cq (+ 8 bytes *extra). */
-static int raw_create_cq(struct raw_ctx *c, const struct vrnic_create_cq_cmd *cq,
-			 const uint64_t *extra)
+/*
+ * CREATE_CQ by hand on c with driver command cq (+ 8 bytes *extra); with
+ * out set, the driver response is read into *out, offering the kernel
+ * out_len bytes for it (an older provider offered 8).
+ */
+static int raw_create_cq_out(struct raw_ctx *c,
+			     const struct vrnic_create_cq_cmd *cq,
+			     const uint64_t *extra, uint32_t *cqe,
+			     struct vrnic_create_cq_resp *out, size_t out_len)
 {
 	struct {
 		struct ib_uverbs_cmd_hdr hdr;
@@ -814,9 +970,10 @@ static int raw_create_cq(struct raw_ctx *c, const struct vrnic_create_cq_cmd *cq
 	size_t len = extra ? sizeof(m) : offsetof(typeof(m), extra);
 
 	memset(&m, 0, sizeof(m));
+	memset(&r, 0, sizeof(r));
 	m.hdr.command = IB_USER_VERBS_CMD_CREATE_CQ;
 	m.hdr.in_words = len / 4;
-	m.hdr.out_words = sizeof(r) / 4;
+	m.hdr.out_words = (sizeof(r.r) + (out ? out_len : sizeof(r.d))) / 4;
 	m.cmd.response = (uintptr_t)&r;
 	m.cmd.cqe = 2;
 	m.cmd.comp_channel = -1;
@@ -825,7 +982,17 @@ static int raw_create_cq(struct raw_ctx *c, const struct vrnic_create_cq_cmd *cq
 		m.extra = *extra;
 	if (write(c->fd, &m, len) != (ssize_t)len)
 		return errno;
+	if (out) {
+		*cqe = r.r.cqe;
+		*out = r.d;
+	}
 	return 0;
+}
+
+static int raw_create_cq(struct raw_ctx *c, const struct vrnic_create_cq_cmd *cq,
+			 const uint64_t *extra)
+{
+	return raw_create_cq_out(c, cq, extra, NULL, NULL, 0);
 }
 
 /*
@@ -889,6 +1056,55 @@ static int uapi_checks(struct env *e)
 	ret = raw_create_cq(&c, &cq, &zero);
 	if (ret)
 		FAIL("create_cq, zero trailing bytes: %s\n", strerror(ret));
+	raw_close(&c);
+	free(ring);
+	return 1;
+}
+
+/*
+ * The create responses carry the geometry the kernel programmed (issue 15:
+ * the provider no longer recomputes it).  By hand: a CQ's response has
+ * the GEOMETRY bit, its log depth and CQE size, and agrees with the common
+ * response's cqe; a provider of before (8 bytes of driver response) still
+ * gets its CQ and exactly those 8 bytes.
+ */
+static int uapi_geometry(struct env *e)
+{
+	struct vrnic_alloc_ucontext_req req = {};
+	struct vrnic_create_cq_cmd cq = {};
+	struct vrnic_create_cq_resp d;
+	struct raw_ctx c;
+	uint32_t cqe;
+	uint8_t *ring;
+	int ret;
+
+	(void)e;
+	ring = aligned_alloc(4096, 3 * 4096);
+	if (!ring)
+		FAIL("aligned_alloc\n");
+	memset(ring, 0, 3 * 4096);
+	ret = raw_get_context(&c, &req, NULL);
+	if (ret)
+		FAIL("get_context: %s\n", strerror(ret));
+	cq.buf_addr = (uintptr_t)ring;
+	cq.dbrec_addr = (uintptr_t)ring + 2 * 4096;
+	cq.log_depth = 7;	/* 128 CQEs, 4 KiB, for 2 asked */
+	ret = raw_create_cq_out(&c, &cq, NULL, &cqe, &d, sizeof(d));
+	if (ret)
+		FAIL("create_cq: %s\n", strerror(ret));
+	ksft_print_msg("create_cq: comp_mask 0x%x log_depth %u cqe_size %u, cqe %u\n",
+		       d.comp_mask, d.log_depth, d.cqe_size, cqe);
+	if (!(d.comp_mask & VRNIC_CREATE_CQ_RESP_MASK_GEOMETRY) ||
+	    d.log_depth != 7 || d.cqe_size != 32 || cqe != 128)
+		FAIL("create_cq: not the geometry programmed\n");
+	/* raw_create_cq_out() zeroes the response before the command. */
+	cq.buf_addr = (uintptr_t)ring + 4096;
+	ret = raw_create_cq_out(&c, &cq, NULL, &cqe, &d, 8);
+	if (ret)
+		FAIL("create_cq with an 8-byte response: %s\n", strerror(ret));
+	if (d.log_depth || d.cqe_size || cqe != 128)
+		FAIL("create_cq, 8-byte response: wrote past it (%u %u) or cqe %u\n",
+		     d.log_depth, d.cqe_size, cqe);
 	raw_close(&c);
 	free(ring);
 	return 1;
@@ -1146,13 +1362,15 @@ struct test {
 
 static const struct test tests[] = {
 	{ cq_depth, "cq: holds at least the requested entries, reports its true depth" },
-	{ srq_sge, "srq: max_sge is the kernel's answer, posts up to it work" },
+	{ srq_sge, "srq: max_sge and max_wr are the kernel's answer, posts up to them work" },
+	{ qp_caps, "qp: odd caps are the kernel's answer, posts up to them work, beyond EINVAL" },
 	{ opcodes, "post_send: bad opcode for the QP type, INLINE, flags: EINVAL" },
 	{ opcodes_ex, "ibv_wr_*: bad operation for the QP type, inline READ refused" },
 	{ xrc_recv_post, "xrc: posts on an XRC receive QP or its open_qp handle: EINVAL" },
 	{ inline_wrap, "inline: a length sum that wraps 32 or 64 bits is EINVAL, no overrun" },
 	{ cq_ex_flags, "create_cq_ex: SINGLE_THREADED taken; errno on every refusal" },
 	{ uapi_checks, "uapi: comp_mask, reserved and trailing bytes are checked" },
+	{ uapi_geometry, "uapi: create responses carry the programmed geometry; 8-byte ones still work" },
 	{ qkey_policy, "qkey: ib_core's privileged-qkey setting rules controlled Q_Keys" },
 	{ dbrec_pool, "dbrec: 1000 QPs and CQs pin their records in a few pages" },
 };

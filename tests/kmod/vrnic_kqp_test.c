@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Kernel QP reuse after RESET on vrnic (issue 15), as a kernel ULP sees it:
- * two RC QPs of one PD on vrnic0, connected to each other through the
- * port's own GID (loopback), one CQ polled directly.
+ * two QPs of one PD on vrnic0 sending to each other through the port's own
+ * GID (loopback), one CQ polled directly; first two RC QPs (tests 1-3),
+ * then two UD QPs and an address handle (tests 4-6):
  *
  *   1. message 1 moves: its send and receive completions, its data.
  *   2. message 2 moves, its data lands, its completions are left in the CQ.
@@ -24,6 +25,11 @@
 
 #define MSG		64
 #define NSLOT		8
+#define GRH		40	/* in front of every UD receive */
+#define UDSLOT		(GRH + MSG)
+#define UDOFF		(NSLOT * MSG)	/* UD receive slots 0..3 */
+#define BUFSZ		(UDOFF + 4 * UDSLOT)
+#define QKEY		0x11111111
 #define WAIT_MS		10000
 
 static int gid_index = 1;
@@ -34,8 +40,10 @@ struct kqp {
 	struct ib_device *dev;
 	struct ib_pd *pd;
 	struct ib_cq *cq;
-	struct ib_qp *a, *b;
-	u8 *buf;		/* NSLOT slots of MSG bytes */
+	struct ib_qp *a, *b;	/* the pair under test: a sends to b */
+	struct ib_ah *ah;	/* UD: the address of the port's own GID */
+	bool ud;
+	u8 *buf;		/* NSLOT slots of MSG bytes, UD receive slots */
 	u64 dma;
 	union ib_gid gid;
 	u8 mac[ETH_ALEN];
@@ -51,10 +59,49 @@ static u8 *slot(struct kqp *t, int i)
 	return t->buf + i * MSG;
 }
 
+/* Where message n is received. */
+static u8 *rslot(struct kqp *t, int n)
+{
+	return t->ud ? t->buf + UDOFF + n * UDSLOT + GRH : slot(t, 4 + n);
+}
+
+static void ah_attr_init(struct kqp *t, struct rdma_ah_attr *ah)
+{
+	ah->type = rdma_ah_find_type(t->dev, 1);
+	rdma_ah_set_port_num(ah, 1);
+	rdma_ah_set_grh(ah, &t->gid, 0, gid_index, 64, 0);
+	memcpy(ah->roce.dmac, t->mac, ETH_ALEN);
+}
+
+static int ud_to_rts(struct ib_qp *qp)
+{
+	struct ib_qp_attr a = {};
+	int ret;
+
+	a.qp_state = IB_QPS_INIT;
+	a.port_num = 1;
+	a.qkey = QKEY;
+	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			   IB_QP_PORT | IB_QP_QKEY);
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTR;
+	ret = ib_modify_qp(qp, &a, IB_QP_STATE);
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTS;
+	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_SQ_PSN);
+}
+
 static int to_rts(struct kqp *t, struct ib_qp *qp, u32 dest)
 {
 	struct ib_qp_attr a = {};
 	int ret;
+
+	if (t->ud)
+		return ud_to_rts(qp);
 
 	a.qp_state = IB_QPS_INIT;
 	a.port_num = 1;
@@ -69,10 +116,7 @@ static int to_rts(struct kqp *t, struct ib_qp *qp, u32 dest)
 	a.dest_qp_num = dest;
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 1;
-	a.ah_attr.type = rdma_ah_find_type(t->dev, 1);
-	rdma_ah_set_port_num(&a.ah_attr, 1);
-	rdma_ah_set_grh(&a.ah_attr, &t->gid, 0, gid_index, 64, 0);
-	memcpy(a.ah_attr.roce.dmac, t->mac, ETH_ALEN);
+	ah_attr_init(t, &a.ah_attr);
 	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
 			   IB_QP_DEST_QPN | IB_QP_RQ_PSN |
 			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
@@ -96,11 +140,15 @@ static int reset(struct ib_qp *qp)
 	return ib_modify_qp(qp, &a, IB_QP_STATE);
 }
 
-/* Receive message n into slot 4 + n; send it from slot n (wr_id n). */
+/*
+ * Receive message n into rslot(n) (UD: its GRH in front); send it from
+ * slot n (wr_id n).
+ */
 static int post_msg(struct kqp *t, int n)
 {
 	struct ib_sge rs = {
-		.addr = t->dma + (4 + n) * MSG, .length = MSG,
+		.addr = t->dma + (rslot(t, n) - t->buf) - (t->ud ? GRH : 0),
+		.length = t->ud ? UDSLOT : MSG,
 		.lkey = t->pd->local_dma_lkey,
 	};
 	struct ib_sge ss = {
@@ -109,15 +157,17 @@ static int post_msg(struct kqp *t, int n)
 	};
 	struct ib_recv_wr rwr = { .wr_id = 0x100 + n, .sg_list = &rs,
 				  .num_sge = 1 };
-	struct ib_send_wr swr = { .wr_id = n, .sg_list = &ss, .num_sge = 1,
-				  .opcode = IB_WR_SEND,
-				  .send_flags = IB_SEND_SIGNALED };
+	struct ib_ud_wr swr = {
+		.wr = { .wr_id = n, .sg_list = &ss, .num_sge = 1,
+			.opcode = IB_WR_SEND, .send_flags = IB_SEND_SIGNALED },
+		.ah = t->ah, .remote_qpn = t->b->qp_num, .remote_qkey = QKEY,
+	};
 	int ret;
 
-	ib_dma_sync_single_for_device(t->dev, t->dma, NSLOT * MSG,
+	ib_dma_sync_single_for_device(t->dev, t->dma, BUFSZ,
 				      DMA_BIDIRECTIONAL);
 	ret = ib_post_recv(t->b, &rwr, NULL);
-	return ret ? ret : ib_post_send(t->a, &swr, NULL);
+	return ret ? ret : ib_post_send(t->a, &swr.wr, NULL);
 }
 
 /* Poll up to n completions into wc within ms; how many came. */
@@ -145,9 +195,9 @@ static bool landed(struct kqp *t, int n)
 	unsigned long end = jiffies + msecs_to_jiffies(WAIT_MS);
 
 	do {
-		ib_dma_sync_single_for_cpu(t->dev, t->dma, NSLOT * MSG,
+		ib_dma_sync_single_for_cpu(t->dev, t->dma, BUFSZ,
 					   DMA_BIDIRECTIONAL);
-		if (!memcmp(slot(t, 4 + n), slot(t, n), MSG))
+		if (!memcmp(rslot(t, n), slot(t, n), MSG))
 			return true;
 		usleep_range(1000, 2000);
 	} while (!time_after(jiffies, end));
@@ -168,26 +218,76 @@ static bool completions_of(struct kqp *t, int n, struct ib_wc *wc, int got)
 		}
 		if (wc[i].wr_id == n && wc[i].qp == t->a && !s)
 			s = true;
-		else if (wc[i].wr_id == 0x100 + n && wc[i].qp == t->b && !r)
+		else if (wc[i].wr_id == 0x100 + n && wc[i].qp == t->b && !r &&
+			 wc[i].byte_len == (t->ud ? UDSLOT : MSG))
 			r = true;
 		else
-			diag("unexpected completion wr_id 0x%llx", wc[i].wr_id);
+			diag("unexpected completion wr_id 0x%llx qpn %u len %u",
+			     wc[i].wr_id, wc[i].qp->qp_num, wc[i].byte_len);
 	}
 	return s && r && got == 2;
 }
 
-static int run(struct kqp *t)
+/* Tests first..first + 2 on the pair t->a, t->b; how many failed. */
+static int reuse_after_reset(struct kqp *t, int first, const char *type)
 {
-	struct ib_qp_init_attr ia = {};
 	struct ib_wc wc[8];
 	int i, got, fails = 0;
 	bool ok;
 
-	pr_info("vrnic_kqp_test: TAP version 13\n");
-	pr_info("vrnic_kqp_test: 1..3\n");
-	for (i = 0; i < 4; i++)
-		memset(slot(t, i), 0xa0 + i, MSG);
-	ia.qp_type = IB_QPT_RC;
+	if (to_rts(t, t->a, t->b->qp_num) || to_rts(t, t->b, t->a->qp_num)) {
+		diag("%s: RESET -> RTS failed", type);
+		return -EIO;
+	}
+	/* 1 */
+	got = post_msg(t, 1) ? -1 : kqp_poll(t, wc, 2, WAIT_MS);
+	ok = got == 2 && completions_of(t, 1, wc, got) && landed(t, 1);
+	fails += !ok;
+	tap(ok, first, "%s: message 1 moves once (%d completions)", type, got);
+
+	/* 2: its completions stay in the CQ */
+	ok = !post_msg(t, 2) && landed(t, 2);
+	msleep(100);	/* both completions written by now */
+	/* 3 */
+	memset(rslot(t, 1), 0, MSG);
+	memset(rslot(t, 2), 0, MSG);
+	if (!ok || reset(t->a) || reset(t->b) ||
+	    to_rts(t, t->a, t->b->qp_num) || to_rts(t, t->b, t->a->qp_num)) {
+		diag("message 2 or RESET -> RTS failed");
+		ok = false;
+	}
+	tap(ok, first + 1, "%s: message 2 moves, both QPs RESET and back to RTS",
+	    type);
+	fails += !ok;
+	got = !ok || post_msg(t, 3) ? -1 : kqp_poll(t, wc, 8, 2000);
+	ok = got == 2 && completions_of(t, 3, wc, got) && landed(t, 3);
+	for (i = 1; ok && i <= 2; i++)
+		if (memchr_inv(rslot(t, i), 0, MSG)) {
+			diag("receive buffer of message %d written again (replay)",
+			     i);
+			ok = false;
+		}
+	tap(ok, first + 2, "%s: after RESET message 3 moves once, no stale completion (%d)",
+	    type, got);
+	fails += !ok;
+	return fails;
+}
+
+static void destroy_pair(struct kqp *t)
+{
+	if (!IS_ERR_OR_NULL(t->b))
+		ib_destroy_qp(t->b);
+	if (!IS_ERR_OR_NULL(t->a))
+		ib_destroy_qp(t->a);
+	t->a = NULL;
+	t->b = NULL;
+}
+
+static int create_pair(struct kqp *t, enum ib_qp_type type)
+{
+	struct ib_qp_init_attr ia = {};
+
+	ia.qp_type = type;
 	ia.send_cq = t->cq;
 	ia.recv_cq = t->cq;
 	ia.sq_sig_type = IB_SIGNAL_REQ_WR;
@@ -195,45 +295,50 @@ static int run(struct kqp *t)
 	ia.cap.max_recv_wr = 4;
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
+	t->ud = type == IB_QPT_UD;
 	t->a = ib_create_qp(t->pd, &ia);
 	if (IS_ERR(t->a))
 		return PTR_ERR(t->a);
 	t->b = ib_create_qp(t->pd, &ia);
-	if (IS_ERR(t->b))
-		return PTR_ERR(t->b);
-	if (to_rts(t, t->a, t->b->qp_num) || to_rts(t, t->b, t->a->qp_num))
-		return -EIO;
+	return PTR_ERR_OR_ZERO(t->b);
+}
 
-	/* 1 */
-	got = post_msg(t, 1) ? -1 : kqp_poll(t, wc, 2, WAIT_MS);
-	ok = got == 2 && completions_of(t, 1, wc, got) && landed(t, 1);
-	fails += !ok;
-	tap(ok, 1, "message 1 moves once (%d completions)", got);
+static int run(struct kqp *t)
+{
+	struct rdma_ah_attr ah = {};
+	int i, ret, fails;
 
-	/* 2: its completions stay in the CQ */
-	ok = !post_msg(t, 2) && landed(t, 2);
-	msleep(100);	/* both completions written by now */
-	/* 3 */
-	memset(slot(t, 5), 0, MSG);
-	memset(slot(t, 6), 0, MSG);
-	if (!ok || reset(t->a) || reset(t->b) ||
-	    to_rts(t, t->a, t->b->qp_num) || to_rts(t, t->b, t->a->qp_num)) {
-		diag("message 2 or RESET -> RTS failed");
-		ok = false;
+	pr_info("vrnic_kqp_test: TAP version 13\n");
+	pr_info("vrnic_kqp_test: 1..6\n");
+	for (i = 0; i < 4; i++)
+		memset(slot(t, i), 0xa0 + i, MSG);
+	ret = create_pair(t, IB_QPT_RC);
+	if (ret)
+		return ret;
+	fails = reuse_after_reset(t, 1, "RC");
+	destroy_pair(t);
+	if (fails < 0)
+		return fails;
+
+	ah_attr_init(t, &ah);
+	t->ah = rdma_create_ah(t->pd, &ah, RDMA_CREATE_AH_SLEEPABLE);
+	if (IS_ERR(t->ah)) {
+		ret = PTR_ERR(t->ah);
+		t->ah = NULL;
+		return ret;
 	}
-	tap(ok, 2, "message 2 moves, both QPs RESET and back to RTS");
-	fails += !ok;
-	got = !ok || post_msg(t, 3) ? -1 : kqp_poll(t, wc, 8, 2000);
-	ok = got == 2 && completions_of(t, 3, wc, got) && landed(t, 3);
-	for (i = 5; ok && i <= 6; i++)
-		if (memchr_inv(slot(t, i), 0, MSG)) {
-			diag("receive buffer of message %d written again (replay)",
-			     i - 4);
-			ok = false;
+	ret = create_pair(t, IB_QPT_UD);
+	if (!ret) {
+		ret = reuse_after_reset(t, 4, "UD");
+		if (ret >= 0) {
+			fails += ret;
+			ret = 0;
 		}
-	tap(ok, 3, "after RESET message 3 moves exactly once, no stale completion (%d completions)",
-	    got);
-	fails += !ok;
+	}
+	destroy_pair(t);
+	rdma_destroy_ah(t->ah, RDMA_DESTROY_AH_SLEEPABLE);
+	if (ret)
+		return ret;
 	return fails ? -EIO : 0;
 }
 
@@ -258,12 +363,12 @@ static int __init vrnic_kqp_test_init(void)
 	rdma_put_gid_attr(ga);
 	if (ret)
 		goto put_dev;
-	t.buf = kzalloc(NSLOT * MSG, GFP_KERNEL);
+	t.buf = kzalloc(BUFSZ, GFP_KERNEL);
 	if (!t.buf) {
 		ret = -ENOMEM;
 		goto put_dev;
 	}
-	t.dma = ib_dma_map_single(t.dev, t.buf, NSLOT * MSG, DMA_BIDIRECTIONAL);
+	t.dma = ib_dma_map_single(t.dev, t.buf, BUFSZ, DMA_BIDIRECTIONAL);
 	if (ib_dma_mapping_error(t.dev, t.dma)) {
 		ret = -ENOMEM;
 		goto free_buf;
@@ -279,15 +384,12 @@ static int __init vrnic_kqp_test_init(void)
 		goto free_pd;
 	}
 	ret = run(&t);
-	if (!IS_ERR_OR_NULL(t.b))
-		ib_destroy_qp(t.b);
-	if (!IS_ERR_OR_NULL(t.a))
-		ib_destroy_qp(t.a);
+	destroy_pair(&t);
 	ib_free_cq(t.cq);
 free_pd:
 	ib_dealloc_pd(t.pd);
 unmap:
-	ib_dma_unmap_single(t.dev, t.dma, NSLOT * MSG, DMA_BIDIRECTIONAL);
+	ib_dma_unmap_single(t.dev, t.dma, BUFSZ, DMA_BIDIRECTIONAL);
 free_buf:
 	kfree(t.buf);
 put_dev:
