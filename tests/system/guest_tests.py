@@ -349,7 +349,7 @@ def verbs_tests(stage, a, b):
     tap(stage, a, "a: QP fatal", "%svrnic_qp_fatal 1" % T, timeout=120)
     # Kernel QPs (a test module as the ULP): reuse after RESET moves the
     # new message exactly once, no stale completion, no replay.
-    tap(stage, a, "a: kernel QP reuse after RESET",
+    tap(stage, a, "a: kernel RC and UD QP reuse after RESET",
         "insmod %svrnic_kqp_test.ko; r=$?; dmesg | sed -n "
         "'s/.*vrnic_kqp_test: //p'; rmmod vrnic_kqp_test 2>/dev/null; "
         "exit $r" % T, timeout=120)
