@@ -132,27 +132,29 @@ def main():
         return result(NAME, "skip", "no rdma-core headers in build/rdma-core "
                       "and build/src (make rdma-core did not run)")
     tag = args.commit or "head"
+    name = NAME + ("@" + args.commit if args.commit else "")
     out = os.path.join(TOP, "build/provider-tsan", tag.replace("/", "_"))
     os.makedirs(out, exist_ok=True)
     for old in glob.glob(os.path.join(out, "*.o")):
         os.unlink(old)
     ok, why = build(out, args.commit)
     if not ok:
-        return result(NAME + ": build", "fail", why)
+        return result(name + ": build", "fail", why)
     status, output = execute(out, args.rounds)
     print(output.rstrip())
     if status is None:
-        return result(NAME, "fail", "timed out after %d s" % TIMEOUT)
+        return result(name, "fail", "timed out after %d s" % TIMEOUT)
     if status == 66:
-        summary = [line for line in output.splitlines()
-                   if line.startswith("SUMMARY: ThreadSanitizer")]
-        result(NAME + ": ThreadSanitizer", "fail",
-               summary[0] if summary else "ThreadSanitizer report above")
+        summary = [line[len("SUMMARY: ThreadSanitizer: "):]
+                   for line in output.splitlines()
+                   if line.startswith("SUMMARY: ThreadSanitizer: ")]
+        result(name + ": ThreadSanitizer", "fail",
+               summary[0] if summary else "its report is above")
     if stage:
-        stage.tap(NAME, output, status)
+        stage.tap(name, output, status)
         return 1 if stage.failed else 0
     bad = status != 0 or "not ok" in output
-    return result(NAME, "fail" if bad else "pass",
+    return result(name, "fail" if bad else "pass",
                   "exit status %d" % status if bad else "")
 
 
