@@ -8,8 +8,9 @@
  * Each round: NQP RC QPs on one CQ, K sends and K receives posted on each,
  * and the device's K completions per direction and QP written into the CQ
  * beforehand, interleaved.  Then at once: 2 pollers, 2 destroyers (each
- * destroys a quarter of the QPs, one at a time), 2 posters (post_send and
- * post_recv on QPs not destroyed yet).  Checked:
+ * destroys a quarter of the QPs, one at a time, and creates a QP on the CQ
+ * after each, which it moves through RTS back to RESET), 2 posters
+ * (post_send and post_recv on QPs not destroyed yet).  Checked:
  * - no completion of a QP comes out of a poll_cq call that started after
  *   ibv_destroy_qp() of that QP returned (stale completion);
  * - every completion comes out at most once, with its QP's number, its
@@ -51,6 +52,7 @@ struct slot {
 	pthread_mutex_t app;	/* the application's: no post during destroy */
 	bool dead;		/* under app */
 	uint64_t destroyed;	/* epoch after ibv_destroy_qp() returned */
+	struct ibv_qp *next;	/* created by the destroyer after that */
 	uint8_t seen[2][K];
 };
 
@@ -65,7 +67,8 @@ static pthread_barrier_t start;
 static char buf[64];
 
 /* Failures, counted across rounds. */
-static unsigned long stale, dup, wrong, lost, bad_post, bad_destroy;
+static unsigned long stale, dup, wrong, lost, bad_post, bad_destroy,
+	bad_create;
 static unsigned long polled, destroyed, posted, post_full;
 
 static uint64_t wr_id(uint32_t i, int dir, uint32_t idx)
@@ -139,6 +142,39 @@ static void *poller(void *arg)
 	return NULL;
 }
 
+/* An RC QP on cq, moved to state (through INIT and RTR to RTS). */
+static struct ibv_qp *new_qp(enum ibv_qp_state state)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = QP_DEPTH, .max_recv_wr = QP_DEPTH,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	static const enum ibv_qp_state states[] = {
+		IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_RESET,
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &init);
+	unsigned int i;
+
+	for (i = 0; qp && i < 4; i++) {
+		struct ibv_qp_attr a = { .qp_state = states[i] };
+
+		if (ibv_modify_qp(qp, &a, IBV_QP_STATE)) {
+			ibv_destroy_qp(qp);
+			return NULL;
+		}
+		if (states[i] == state)
+			break;
+	}
+	return qp;
+}
+
+/*
+ * Destroy a quarter of the QPs, one at a time, and after each create a
+ * QP (it may take the same QPN index, another generation) and move it
+ * through RTS back to RESET (a purge of its completions, under the CQ
+ * lock too): object numbers reused and RESET while pollers read the table.
+ */
 static void *destroyer(void *arg)
 {
 	uint32_t d = (uintptr_t)arg, order[NQP], n = 0, i, j, t;
@@ -168,6 +204,9 @@ static void *destroyer(void *arg)
 				 __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&s->app);
 		count(&destroyed);
+		s->next = new_qp(IBV_QPS_RESET);
+		if (!s->next)
+			count(&bad_create);
 	}
 	__atomic_fetch_add(&destroyers_done, 1, __ATOMIC_SEQ_CST);
 	return NULL;
@@ -215,37 +254,21 @@ static void *poster(void *arg)
 /* NQP QPs in RTS on cq, K sends and K receives posted on each. */
 static int setup_round(void)
 {
-	struct ibv_qp_init_attr init = {
-		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = QP_DEPTH, .max_recv_wr = QP_DEPTH,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	static const enum ibv_qp_state states[] = {
-		IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS,
-	};
 	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8 };
 	uint32_t i, idx;
 
 	cq = ibv_create_cq(ctx, CQ_DEPTH, NULL, NULL, 0);
 	if (!cq)
 		return -1;
-	init.send_cq = cq;
-	init.recv_cq = cq;
 	for (i = 0; i < NQP; i++) {
 		struct slot *s = &slots[i];
 
 		memset(s, 0, sizeof(*s));
 		pthread_mutex_init(&s->app, NULL);
-		s->qp = ibv_create_qp(pd, &init);
+		s->qp = new_qp(IBV_QPS_RTS);
 		if (!s->qp)
 			return -1;
 		s->qpn = s->qp->qp_num;
-		for (idx = 0; idx < 3; idx++) {
-			struct ibv_qp_attr a = { .qp_state = states[idx] };
-
-			if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE))
-				return -1;
-		}
 		for (idx = 0; idx < K; idx++) {
 			struct ibv_send_wr swr = {
 				.wr_id = wr_id(i, DIR_SEND, idx),
@@ -305,6 +328,8 @@ static int run_round(void)
 		pthread_join(t[i], NULL);
 
 	for (i = 0; i < NQP; i++) {
+		if (slots[i].next && ibv_destroy_qp(slots[i].next))
+			count(&bad_destroy);
 		if (destroyed_qp(i))
 			continue;
 		for (dir = 0; dir < 2; dir++)
@@ -351,8 +376,8 @@ int main(int argc, char **argv)
 	printf("# %u rounds of %d QPs on one CQ: %lu completions polled, %lu purged by %lu destroys meanwhile, %lu posts (%lu more on full rings)\n",
 	       rounds, NQP, polled, (unsigned long)rounds * NQP * 2 * K - polled,
 	       destroyed, posted, post_full);
-	printf("# %lu stale, %lu twice, %lu wrong, %lu lost, %lu other post results, %lu destroy errors\n",
-	       stale, dup, wrong, lost, bad_post, bad_destroy);
+	printf("# %lu stale, %lu twice, %lu wrong, %lu lost, %lu other post results, %lu destroy errors, %lu create/modify errors\n",
+	       stale, dup, wrong, lost, bad_post, bad_destroy, bad_create);
 	ok = !stale;
 	printf("%sok 1 - no completion of a QP after its destroy returned\n",
 	       ok ? "" : "not ");
@@ -362,9 +387,9 @@ int main(int argc, char **argv)
 	ok = !lost && polled >= (unsigned long)rounds * (NQP / 2) * 2 * K;
 	printf("%sok 3 - every completion of the QPs left alive polled\n",
 	       ok ? "" : "not ");
-	ok = !bad_post && !bad_destroy && posted;
-	printf("%sok 4 - post_send/post_recv on live QPs meanwhile give 0 or ENOMEM\n",
+	ok = !bad_post && !bad_destroy && !bad_create && posted;
+	printf("%sok 4 - meanwhile post_send/post_recv give 0 or ENOMEM, create, RESET and destroy succeed\n",
 	       ok ? "" : "not ");
 	return stale || dup || wrong || lost || bad_post || bad_destroy ||
-	       !posted;
+	       bad_create || !posted;
 }
