@@ -107,11 +107,20 @@ int stub_dev_cqe(uint32_t cqn, const struct vrnic_cqe *src)
 #define DRV_OUT(resp)	((void *)((resp) + 1))
 #define DRV_OUT_LEN(resp, size)	((size) - sizeof(*(resp)))
 
-/* The kernel zero-extends a shorter request (vrnic_udata_req). */
-static void drv_req(void *dst, size_t dst_len, const void *src, size_t len)
+/*
+ * vrnic_udata_req(): a shorter request is zero-extended, a longer one is
+ * refused unless its unknown trailing bytes are zero.
+ */
+static int drv_req(void *dst, size_t dst_len, const void *src, size_t len)
 {
+	size_t i;
+
+	for (i = dst_len; i < len; i++)
+		if (((const uint8_t *)src)[i])
+			return errno = EOPNOTSUPP;
 	memset(dst, 0, dst_len);
 	memcpy(dst, src, len < dst_len ? len : dst_len);
+	return 0;
 }
 
 /* ib_copy_to_udata(min(sizeof, outlen)) of the ABI version 1 fields. */
@@ -173,7 +182,8 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 	uint32_t log = order_base_2(cqe < 2 ? 2 : cqe), cqn;
 	struct stub_cq *c;
 
-	drv_req(&ucmd, sizeof(ucmd), DRV_IN(cmd), DRV_IN_LEN(cmd, cmd_size));
+	if (drv_req(&ucmd, sizeof(ucmd), DRV_IN(cmd), DRV_IN_LEN(cmd, cmd_size)))
+		return errno;
 	/* vrnic_create_cq(): more than asked is fine, never less. */
 	if (cqe < 1 || cqe > (1 << VRNIC_MAX_CQ_LOG_DEPTH) || ucmd.reserved ||
 	    ucmd.log_depth < log || ucmd.log_depth > VRNIC_MAX_CQ_LOG_DEPTH ||
@@ -266,7 +276,8 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 	sq_log = order_base_2(cap->max_send_wr ? cap->max_send_wr : 1);
 	rq_log = order_base_2(cap->max_recv_wr ? cap->max_recv_wr : 1);
 
-	drv_req(&ucmd, sizeof(ucmd), DRV_IN(cmd), DRV_IN_LEN(cmd, cmd_size));
+	if (drv_req(&ucmd, sizeof(ucmd), DRV_IN(cmd), DRV_IN_LEN(cmd, cmd_size)))
+		return errno;
 	/* The provider may ask for more, never for less. */
 	if (ucmd.sq_log_depth < sq_log || ucmd.rq_log_depth < rq_log ||
 	    ucmd.sq_wqe_shift < sq_shift || ucmd.rq_wqe_shift < rq_shift ||
