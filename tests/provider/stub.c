@@ -123,7 +123,18 @@ static int drv_req(void *dst, size_t dst_len, const void *src, size_t len)
 	return 0;
 }
 
-/* ib_copy_to_udata(min(sizeof, outlen)) of the ABI version 1 fields. */
+/*
+ * ib_copy_to_udata(min(sizeof, outlen)) of a kernel of uverbs ABI version 1:
+ * its responses were 24 (ucontext), 8 (CQ: cqn, reserved) and 8 (QP: qpn,
+ * reserved) bytes; later fields (and their comp_mask bits) are left out.
+ */
+#define V1_UCTX_RESP	24
+#define V1_CQ_RESP	8
+#define V1_QP_RESP	8
+_Static_assert(sizeof(struct vrnic_alloc_ucontext_resp) >= V1_UCTX_RESP, "");
+_Static_assert(sizeof(struct vrnic_create_cq_resp) >= V1_CQ_RESP, "");
+_Static_assert(sizeof(struct vrnic_create_qp_resp) >= V1_QP_RESP, "");
+
 static void drv_resp(void *dst, size_t outlen, const void *src, size_t len)
 {
 	memcpy(dst, src, len < outlen ? len : outlen);
@@ -153,7 +164,7 @@ int ibv_cmd_get_context(struct verbs_context *context,
 	resp->num_comp_vectors = 1;
 	context->context.num_comp_vectors = 1;
 	drv_resp(DRV_OUT(resp), DRV_OUT_LEN(resp, resp_size), &uresp,
-		 offsetof(struct vrnic_alloc_ucontext_resp, spec_version) + 8);
+		 V1_UCTX_RESP);
 	return 0;
 }
 
@@ -206,7 +217,7 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 	resp->cq_handle = cqn;
 	resp->cqe = 1u << ucmd.log_depth;
 	drv_resp(DRV_OUT(resp), DRV_OUT_LEN(resp, resp_size), &uresp,
-		 offsetof(struct vrnic_create_cq_resp, reserved) + 4);
+		 V1_CQ_RESP);
 	/* libibverbs: ibv_cmd_create_cq() and verbs_init_cq() */
 	cq->context = context;
 	cq->handle = resp->cq_handle;
@@ -323,7 +334,7 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 	resp->max_inline_data = max_inline;
 	uresp.qpn = qpn;
 	drv_resp(DRV_OUT(resp), DRV_OUT_LEN(resp, resp_size), &uresp,
-		 offsetof(struct vrnic_create_qp_resp, reserved) + 4);
+		 V1_QP_RESP);
 
 	/* libibverbs: ibv_cmd_create_qp() */
 	qp->context = pd->context;

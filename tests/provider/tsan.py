@@ -11,6 +11,7 @@ CQ (issue 15).
     tests/provider/tsan.py --commit REV     the provider (userspace/ and
                                             include/) as of commit REV, with
                                             today's test: has the test teeth?
+    tests/provider/tsan.py --tree DIR       the provider of another work tree
 
 Builds in build/provider-tsan/<tree>/.  Needs clang-14 and its TSan runtime
 (libclang-rt-14-dev, scripts/host-deps.sh) and build/rdma-core (make
@@ -44,10 +45,10 @@ def run(cmd, **kw):
                           text=True, **kw)
 
 
-def tree(out, commit):
-    """The provider and headers to test: this tree, or commit's."""
+def tree(out, commit, top=TOP):
+    """The provider and headers to test: top's, or commit's."""
     if not commit:
-        return os.path.join(TOP, "userspace"), os.path.join(TOP, "include")
+        return os.path.join(top, "userspace"), os.path.join(top, "include")
     src = os.path.join(out, "src")
     shutil.rmtree(src, ignore_errors=True)
     for d in ("userspace", "include"):
@@ -63,9 +64,9 @@ def tree(out, commit):
     return os.path.join(src, "userspace"), os.path.join(src, "include")
 
 
-def build(out, commit):
+def build(out, commit, top):
     """Build out/shared_cq; (True, "") or (False, why)."""
-    userspace, include = tree(out, commit)
+    userspace, include = tree(out, commit, top)
     inc = os.path.join(out, "inc")
     for d in ("rdma", "kernel-abi"):
         os.makedirs(os.path.join(inc, d), exist_ok=True)
@@ -116,6 +117,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--commit")
+    ap.add_argument("--tree", default=TOP)
     ap.add_argument("--rounds", type=int, default=20)
     args = ap.parse_args()
     stage = Stage("sanitizers", fresh=False) if args.check else None
@@ -131,13 +133,15 @@ def main():
     if not os.path.isdir(RDMA_INC) or not os.path.exists(ABI_GEN):
         return result(NAME, "skip", "no rdma-core headers in build/rdma-core "
                       "and build/src (make rdma-core did not run)")
-    tag = args.commit or "head"
-    name = NAME + ("@" + args.commit if args.commit else "")
+    tree_dir = os.path.abspath(args.tree)
+    tag = args.commit or ("head" if tree_dir == TOP else
+                          os.path.basename(tree_dir))
+    name = NAME + ("@" + tag if tag != "head" else "")
     out = os.path.join(TOP, "build/provider-tsan", tag.replace("/", "_"))
     os.makedirs(out, exist_ok=True)
     for old in glob.glob(os.path.join(out, "*.o")):
         os.unlink(old)
-    ok, why = build(out, args.commit)
+    ok, why = build(out, args.commit, tree_dir)
     if not ok:
         return result(name + ": build", "fail", why)
     status, output = execute(out, args.rounds)
