@@ -7,10 +7,12 @@
  *
  * Each round: NQP RC QPs on one CQ, K sends and K receives posted on each,
  * and the device's K completions per direction and QP written into the CQ
- * beforehand, interleaved.  Then at once: 2 pollers, 2 destroyers (each
- * destroys a quarter of the QPs, one at a time, and creates a QP on the CQ
- * after each, which it moves through RTS back to RESET), 2 posters
- * (post_send and post_recv on QPs not destroyed yet).  Checked:
+ * beforehand, interleaved.  The CQ is an ibv_cq_ex.  Then at once:
+ * 2 pollers (one with ibv_poll_cq(), one with ibv_start_poll() and
+ * ibv_next_poll()), 2 destroyers (each destroys a quarter of the QPs, one
+ * at a time, and creates a QP on the CQ after each, which it moves through
+ * RTS back to RESET), 2 posters (post_send and post_recv on QPs not
+ * destroyed yet).  Checked:
  * - no completion of a QP comes out of a poll_cq call that started after
  *   ibv_destroy_qp() of that QP returned (stale completion);
  * - every completion comes out at most once, with its QP's number, its
@@ -58,7 +60,8 @@ struct slot {
 
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
-static struct ibv_cq *cq;
+static struct ibv_cq_ex *cqx;		/* the shared CQ */
+static struct ibv_cq *cq;		/* the same, for ibv_poll_cq() */
 static struct slot slots[NQP];
 static uint32_t round_no;
 static uint64_t epoch;			/* destroys completed */
@@ -69,7 +72,7 @@ static char buf[64];
 /* Failures, counted across rounds. */
 static unsigned long stale, dup, wrong, lost, bad_post, bad_destroy,
 	bad_create;
-static unsigned long polled, destroyed, posted, post_full;
+static unsigned long polled, polled_ex, destroyed, posted, post_full;
 
 static uint64_t wr_id(uint32_t i, int dir, uint32_t idx)
 {
@@ -113,11 +116,36 @@ static void check_wc(const struct ibv_wc *wc, uint64_t before)
 		count(&dup);
 }
 
+/* ibv_start_poll()/ibv_next_poll()/ibv_end_poll(): up to ne into wc. */
+static int poll_ex(int ne, struct ibv_wc *wc)
+{
+	struct ibv_poll_cq_attr attr = {};
+	int n = 0, ret = ibv_start_poll(cqx, &attr);
+
+	if (ret == ENOENT)
+		return 0;
+	while (!ret) {
+		memset(&wc[n], 0, sizeof(wc[n]));
+		wc[n].wr_id = cqx->wr_id;
+		wc[n].status = cqx->status;
+		wc[n].opcode = ibv_wc_read_opcode(cqx);
+		wc[n].qp_num = ibv_wc_read_qp_num(cqx);
+		wc[n].byte_len = ibv_wc_read_byte_len(cqx);
+		if (++n == ne)
+			break;
+		ret = ibv_next_poll(cqx);
+	}
+	ibv_end_poll(cqx);
+	return ret && ret != ENOENT ? -1 : n;
+}
+
+/* Poller 1 polls with ibv_poll_cq(), poller 2 with the ibv_cq_ex calls. */
 static void *poller(void *arg)
 {
 	unsigned int seed = (uintptr_t)arg;
+	bool ex = (uintptr_t)arg == 2;
 	struct ibv_wc wc[8];
-	int n, k;
+	int n, k, ne;
 
 	pthread_barrier_wait(&start);
 	for (;;) {
@@ -126,7 +154,8 @@ static void *poller(void *arg)
 		bool last = __atomic_load_n(&destroyers_done, __ATOMIC_SEQ_CST) ==
 			    DESTROYERS;
 
-		n = ibv_poll_cq(cq, 1 + rand_r(&seed) % 8, wc);
+		ne = 1 + rand_r(&seed) % 8;
+		n = ex ? poll_ex(ne, wc) : ibv_poll_cq(cq, ne, wc);
 		if (n < 0) {
 			count(&wrong);
 			break;
@@ -134,6 +163,8 @@ static void *poller(void *arg)
 		for (k = 0; k < n; k++)
 			check_wc(&wc[k], before);
 		__atomic_fetch_add(&polled, n, __ATOMIC_RELAXED);
+		if (ex)
+			__atomic_fetch_add(&polled_ex, n, __ATOMIC_RELAXED);
 		if (!n && last)
 			break;	/* nothing more will come: no device writes */
 		sched_yield();	/* let destroys land between polls */
@@ -254,12 +285,17 @@ static void *poster(void *arg)
 /* NQP QPs in RTS on cq, K sends and K receives posted on each. */
 static int setup_round(void)
 {
+	struct ibv_cq_init_attr_ex cq_attr = {
+		.cqe = CQ_DEPTH,
+		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM,
+	};
 	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8 };
 	uint32_t i, idx;
 
-	cq = ibv_create_cq(ctx, CQ_DEPTH, NULL, NULL, 0);
-	if (!cq)
+	cqx = ibv_create_cq_ex(ctx, &cq_attr);
+	if (!cqx)
 		return -1;
+	cq = ibv_cq_ex_to_cq(cqx);
 	for (i = 0; i < NQP; i++) {
 		struct slot *s = &slots[i];
 
@@ -373,9 +409,10 @@ int main(int argc, char **argv)
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
 
-	printf("# %u rounds of %d QPs on one CQ: %lu completions polled, %lu purged by %lu destroys meanwhile, %lu posts (%lu more on full rings)\n",
-	       rounds, NQP, polled, (unsigned long)rounds * NQP * 2 * K - polled,
-	       destroyed, posted, post_full);
+	printf("# %u rounds of %d QPs on one CQ: %lu completions polled (%lu with ibv_start_poll), %lu purged by %lu destroys meanwhile, %lu posts (%lu more on full rings)\n",
+	       rounds, NQP, polled, polled_ex,
+	       (unsigned long)rounds * NQP * 2 * K - polled, destroyed, posted,
+	       post_full);
 	printf("# %lu stale, %lu twice, %lu wrong, %lu lost, %lu other post results, %lu destroy errors, %lu create/modify errors\n",
 	       stale, dup, wrong, lost, bad_post, bad_destroy, bad_create);
 	ok = !stale;
@@ -384,8 +421,9 @@ int main(int argc, char **argv)
 	ok = !dup && !wrong;
 	printf("%sok 2 - each completion once, with its QP, opcode and work request\n",
 	       ok ? "" : "not ");
-	ok = !lost && polled >= (unsigned long)rounds * (NQP / 2) * 2 * K;
-	printf("%sok 3 - every completion of the QPs left alive polled\n",
+	ok = !lost && polled >= (unsigned long)rounds * (NQP / 2) * 2 * K &&
+	     polled_ex && polled_ex < polled;
+	printf("%sok 3 - every completion of the QPs left alive polled, by both pollers\n",
 	       ok ? "" : "not ");
 	ok = !bad_post && !bad_destroy && !bad_create && posted;
 	printf("%sok 4 - meanwhile post_send/post_recv give 0 or ENOMEM, create, RESET and destroy succeed\n",

@@ -182,51 +182,93 @@ int ibv_cmd_dealloc_pd(struct ibv_pd *pd)
 	return 0;
 }
 
-int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
-		      struct ibv_comp_channel *channel, int comp_vector,
-		      struct ibv_cq *cq, struct ibv_create_cq *cmd,
-		      size_t cmd_size, struct ib_uverbs_create_cq_resp *resp,
-		      size_t resp_size)
+/* vrnic_create_cq(): check the driver request, make the CQ; its cqn. */
+static int kern_create_cq(int cqe, const void *req, size_t req_len,
+			  void *uresp_out, size_t outlen, uint32_t *cqn,
+			  uint32_t *depth)
 {
 	struct vrnic_create_cq_resp uresp = {};
 	struct vrnic_create_cq_cmd ucmd;
-	uint32_t log = order_base_2(cqe < 2 ? 2 : cqe), cqn;
+	uint32_t log = order_base_2(cqe < 2 ? 2 : cqe);
 	struct stub_cq *c;
 
-	if (drv_req(&ucmd, sizeof(ucmd), DRV_IN(cmd), DRV_IN_LEN(cmd, cmd_size)))
+	if (drv_req(&ucmd, sizeof(ucmd), req, req_len))
 		return errno;
-	/* vrnic_create_cq(): more than asked is fine, never less. */
+	/* More than asked is fine, never less. */
 	if (cqe < 1 || cqe > (1 << VRNIC_MAX_CQ_LOG_DEPTH) || ucmd.reserved ||
 	    ucmd.log_depth < log || ucmd.log_depth > VRNIC_MAX_CQ_LOG_DEPTH ||
 	    (ucmd.buf_addr & 4095) || !ucmd.buf_addr ||
 	    !ucmd.dbrec_addr || (ucmd.dbrec_addr & 7))
 		return errno = EINVAL;
 	pthread_mutex_lock(&stub_lock);
-	if (stub_alloc_index(cq_live, cq_gen, 0, &cqn)) {
+	if (stub_alloc_index(cq_live, cq_gen, 0, cqn)) {
 		pthread_mutex_unlock(&stub_lock);
 		return errno = ENOSPC;
 	}
-	c = &cqs[cqn & VRNIC_OBJ_INDEX_MASK];
+	c = &cqs[*cqn & VRNIC_OBJ_INDEX_MASK];
 	c->ring = (struct vrnic_cqe *)(uintptr_t)ucmd.buf_addr;
 	c->dbrec = (struct vrnic_cq_dbrec *)(uintptr_t)ucmd.dbrec_addr;
 	c->log_depth = ucmd.log_depth;
 	c->pi = 0;
 	pthread_mutex_unlock(&stub_lock);
 
-	uresp.cqn = cqn;
-	resp->cq_handle = cqn;
-	resp->cqe = 1u << ucmd.log_depth;
-	drv_resp(DRV_OUT(resp), DRV_OUT_LEN(resp, resp_size), &uresp,
-		 V1_CQ_RESP);
-	/* libibverbs: ibv_cmd_create_cq() and verbs_init_cq() */
+	*depth = 1u << ucmd.log_depth;
+	uresp.cqn = *cqn;
+	drv_resp(uresp_out, outlen, &uresp, V1_CQ_RESP);
+	return 0;
+}
+
+/* libibverbs: what ibv_cmd_create_cq*() and verbs_init_cq() set. */
+static void lib_init_cq(struct ibv_cq *cq, struct ibv_context *context,
+			struct ibv_comp_channel *channel, uint32_t cqn,
+			uint32_t depth)
+{
 	cq->context = context;
-	cq->handle = resp->cq_handle;
-	cq->cqe = resp->cqe;
+	cq->handle = cqn;
+	cq->cqe = depth;
 	cq->channel = channel;
 	cq->comp_events_completed = 0;
 	cq->async_events_completed = 0;
 	pthread_mutex_init(&cq->mutex, NULL);
 	pthread_cond_init(&cq->cond, NULL);
+}
+
+int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
+		      struct ibv_comp_channel *channel, int comp_vector,
+		      struct ibv_cq *cq, struct ibv_create_cq *cmd,
+		      size_t cmd_size, struct ib_uverbs_create_cq_resp *resp,
+		      size_t resp_size)
+{
+	uint32_t cqn, depth;
+
+	if (kern_create_cq(cqe, DRV_IN(cmd), DRV_IN_LEN(cmd, cmd_size),
+			   DRV_OUT(resp), DRV_OUT_LEN(resp, resp_size), &cqn,
+			   &depth))
+		return errno;
+	resp->cq_handle = cqn;
+	resp->cqe = depth;
+	lib_init_cq(cq, context, channel, cqn, depth);
+	return 0;
+}
+
+int ibv_cmd_create_cq_ex(struct ibv_context *context,
+			 const struct ibv_cq_init_attr_ex *cq_attr,
+			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,
+			 size_t cmd_size,
+			 struct ib_uverbs_ex_create_cq_resp *resp,
+			 size_t resp_size, uint32_t cmd_flags)
+{
+	uint32_t cqn, depth;
+
+	if (cq_attr->cqe > INT32_MAX)
+		return errno = EINVAL;
+	if (kern_create_cq(cq_attr->cqe, DRV_IN(cmd),
+			   DRV_IN_LEN(cmd, cmd_size), DRV_OUT(resp),
+			   DRV_OUT_LEN(resp, resp_size), &cqn, &depth))
+		return errno;
+	resp->base.cq_handle = cqn;
+	resp->base.cqe = depth;
+	lib_init_cq(&cq->cq, context, cq_attr->channel, cqn, depth);
 	return 0;
 }
 
@@ -396,12 +438,6 @@ int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah,
 		      struct ibv_ah_attr *attr,
 		      struct ib_uverbs_create_ah_resp *resp,
 		      size_t resp_size) NOT_HERE
-int ibv_cmd_create_cq_ex(struct ibv_context *context,
-			 const struct ibv_cq_init_attr_ex *cq_attr,
-			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,
-			 size_t cmd_size,
-			 struct ib_uverbs_ex_create_cq_resp *resp,
-			 size_t resp_size, uint32_t cmd_flags) NOT_HERE
 int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
 			 struct ibv_qp_init_attr_ex *attr_ex,
 			 struct ibv_create_qp *cmd, size_t cmd_size,
@@ -502,10 +538,27 @@ void verbs_uninit_context(struct verbs_context *vctx)
 	pthread_mutex_destroy(&vctx->context.mutex);
 }
 
+/* libibverbs' __lib_ibv_create_cq_ex(), behind ibv_create_cq_ex(). */
+static struct ibv_cq_ex *lib_create_cq_ex(struct ibv_context *ctx,
+					  struct ibv_cq_init_attr_ex *attr)
+{
+	struct ibv_cq_ex *cqx;
+
+	if (attr->wc_flags & ~IBV_CREATE_CQ_SUP_WC_FLAGS) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	cqx = stub_ops->create_cq_ex(ctx, attr);
+	if (cqx)
+		ibv_cq_ex_to_cq(cqx)->cq_context = attr->cq_context;
+	return cqx;
+}
+
 void verbs_set_ops(struct verbs_context *vctx,
 		   const struct verbs_context_ops *ops)
 {
 	stub_ops = ops;
+	vctx->create_cq_ex = lib_create_cq_ex;
 	vctx->context.ops.poll_cq = ops->poll_cq;
 	vctx->context.ops.req_notify_cq = ops->req_notify_cq;
 	vctx->context.ops.post_send = ops->post_send;
