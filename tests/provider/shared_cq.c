@@ -45,6 +45,7 @@
 #define POLLERS		2
 #define DESTROYERS	2		/* QP i: destroyer i % 4, if < 2 */
 #define POSTERS		2
+#define EVENTS		1		/* an ibv_get_async_event() thread */
 
 enum { DIR_SEND, DIR_RECV };
 
@@ -72,7 +73,8 @@ static char buf[64];
 /* Failures, counted across rounds. */
 static unsigned long stale, dup, wrong, lost, bad_post, bad_destroy,
 	bad_create;
-static unsigned long polled, polled_ex, destroyed, posted, post_full;
+static unsigned long polled, polled_ex, destroyed, posted, post_full,
+	fatal_events;
 
 static uint64_t wr_id(uint32_t i, int dir, uint32_t idx)
 {
@@ -243,6 +245,27 @@ static void *destroyer(void *arg)
 	return NULL;
 }
 
+/*
+ * QP_FATAL on the QPs nobody destroys (an event holds its QP), while the
+ * posters post on them: the provider moves the QP to ERR in this thread.
+ */
+static void *events(void *arg)
+{
+	unsigned int seed = round_no;
+	uint32_t i;
+
+	pthread_barrier_wait(&start);
+	while (__atomic_load_n(&pollers_done, __ATOMIC_SEQ_CST) < POLLERS) {
+		i = rand_r(&seed) % NQP;
+		if (!destroyed_qp(i)) {
+			stub_async_event(slots[i].qp, IBV_EVENT_QP_FATAL);
+			count(&fatal_events);
+		}
+		sched_yield();
+	}
+	return NULL;
+}
+
 static void *poster(void *arg)
 {
 	unsigned int seed = (uintptr_t)arg + round_no;
@@ -350,7 +373,7 @@ static int setup_round(void)
 
 static int run_round(void)
 {
-	pthread_t t[POLLERS + DESTROYERS + POSTERS];
+	pthread_t t[POLLERS + DESTROYERS + POSTERS + EVENTS];
 	uint32_t n = 0, i, idx;
 	int dir;
 
@@ -360,6 +383,8 @@ static int run_round(void)
 		pthread_create(&t[n++], NULL, destroyer, (void *)(uintptr_t)i);
 	for (i = 0; i < POSTERS; i++)
 		pthread_create(&t[n++], NULL, poster, (void *)(uintptr_t)(i + 11));
+	for (i = 0; i < EVENTS; i++)
+		pthread_create(&t[n++], NULL, events, NULL);
 	for (i = 0; i < n; i++)
 		pthread_join(t[i], NULL);
 
@@ -397,7 +422,8 @@ int main(int argc, char **argv)
 		       strerror(errno));
 		return 1;
 	}
-	pthread_barrier_init(&start, NULL, POLLERS + DESTROYERS + POSTERS);
+	pthread_barrier_init(&start, NULL,
+			     POLLERS + DESTROYERS + POSTERS + EVENTS);
 	for (round_no = 1; round_no <= rounds; round_no++) {
 		if (setup_round() || run_round()) {
 			printf("not ok 1 - round %u set-up: %s\n", round_no,
@@ -413,6 +439,7 @@ int main(int argc, char **argv)
 	       rounds, NQP, polled, polled_ex,
 	       (unsigned long)rounds * NQP * 2 * K - polled, destroyed, posted,
 	       post_full);
+	printf("# %lu QP_FATAL events meanwhile\n", fatal_events);
 	printf("# %lu stale, %lu twice, %lu wrong, %lu lost, %lu other post results, %lu destroy errors, %lu create/modify errors\n",
 	       stale, dup, wrong, lost, bad_post, bad_destroy, bad_create);
 	ok = !stale;

@@ -650,3 +650,15 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 {
 	return stub_ops->destroy_qp(qp);
 }
+
+/*
+ * The kernel raised event type on qp, and ibv_get_async_event() returns
+ * it to the application: libibverbs first hands it to the provider, in
+ * the thread that called ibv_get_async_event().
+ */
+void stub_async_event(struct ibv_qp *qp, enum ibv_event_type type)
+{
+	struct ibv_async_event ev = { .element.qp = qp, .event_type = type };
+
+	stub_ops->async_event(qp->context, &ev);
+}

@@ -17,4 +17,7 @@ struct ibv_context *stub_open_device(void);
  */
 int stub_dev_cqe(uint32_t cqn, const struct vrnic_cqe *cqe);
 
+/* ibv_get_async_event() returning event type on qp (the kernel's). */
+void stub_async_event(struct ibv_qp *qp, enum ibv_event_type type);
+
 #endif
