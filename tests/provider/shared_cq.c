@@ -410,7 +410,7 @@ static int run_round(void)
 
 int main(int argc, char **argv)
 {
-	unsigned int rounds = argc > 1 ? strtoul(argv[1], NULL, 0) : 20;
+	unsigned int rounds = argc > 1 ? strtoul(argv[1], NULL, 0) : 100;
 	int ok;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);

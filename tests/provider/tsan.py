@@ -118,7 +118,7 @@ def main():
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--commit")
     ap.add_argument("--tree", default=TOP)
-    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=100)
     args = ap.parse_args()
     stage = Stage("sanitizers", fresh=False) if args.check else None
 
