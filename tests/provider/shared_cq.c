@@ -63,6 +63,7 @@ static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static struct ibv_cq_ex *cqx;		/* the shared CQ */
 static struct ibv_cq *cq;		/* the same, for ibv_poll_cq() */
+static struct ibv_qp *warm_qp;		/* warm_up() */
 static struct slot slots[NQP];
 static uint32_t round_no;
 static uint64_t epoch;			/* destroys completed */
@@ -305,6 +306,47 @@ static void *poster(void *arg)
 	return NULL;
 }
 
+/*
+ * Move the CQ's consumer and producer indexes to a random place, so that
+ * the round's completions wrap the ring (phase bit flip) here or there:
+ * sends on another QP, completed and polled.
+ */
+static int warm_up(void)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8 };
+	unsigned int seed = round_no * 31, skip = rand_r(&seed) % CQ_DEPTH;
+	uint32_t head = 0, b, k;
+	struct ibv_wc wc[QP_DEPTH];
+
+	warm_qp = new_qp(IBV_QPS_RTS);
+	if (!warm_qp)
+		return -1;
+	while (skip) {
+		b = skip < QP_DEPTH ? skip : QP_DEPTH;
+		for (k = 0; k < b; k++, head++) {
+			struct ibv_send_wr wr = {
+				.wr_id = ~0ull, .sg_list = &sge, .num_sge = 1,
+				.opcode = IBV_WR_SEND,
+				.send_flags = IBV_SEND_SIGNALED,
+			}, *bad;
+			struct vrnic_cqe cqe = {
+				.wr_id = htole64(~0ull),
+				.qpn = htole32(warm_qp->qp_num),
+				.wqe_idx = htole32(head),
+				.opcode = VRNIC_WC_SEND,
+			};
+
+			if (ibv_post_send(warm_qp, &wr, &bad) ||
+			    stub_dev_cqe(cq->handle, &cqe))
+				return -1;
+		}
+		if (ibv_poll_cq(cq, QP_DEPTH, wc) != (int)b)
+			return -1;
+		skip -= b;
+	}
+	return 0;
+}
+
 /* NQP QPs in RTS on cq, K sends and K receives posted on each. */
 static int setup_round(void)
 {
@@ -345,6 +387,8 @@ static int setup_round(void)
 				return -1;
 		}
 	}
+	if (warm_up())
+		return -1;
 	/* The device completes them all, QPs and directions interleaved. */
 	for (idx = 0; idx < K; idx++) {
 		for (uint32_t n = 0; n < 2 * NQP; n++) {
@@ -405,6 +449,8 @@ static int run_round(void)
 	}
 	for (i = 0; i < NQP; i++)
 		pthread_mutex_destroy(&slots[i].app);
+	if (ibv_destroy_qp(warm_qp))
+		count(&bad_destroy);
 	return ibv_destroy_cq(cq);
 }
 
