@@ -7,12 +7,13 @@
  *
  * Each round: NQP RC QPs on one CQ, K sends and K receives posted on each,
  * and the device's K completions per direction and QP written into the CQ
- * beforehand, interleaved.  The CQ is an ibv_cq_ex.  Then at once:
- * 2 pollers (one with ibv_poll_cq(), one with ibv_start_poll() and
- * ibv_next_poll()), 2 destroyers (each destroys a quarter of the QPs, one
- * at a time, and creates a QP on the CQ after each, which it moves through
- * RTS back to RESET), 2 posters (post_send and post_recv on QPs not
- * destroyed yet).  Checked:
+ * beforehand, interleaved, from a random ring index on (they may wrap).
+ * The CQ is an ibv_cq_ex.  Then at once: 2 pollers (one with ibv_poll_cq(),
+ * one with ibv_start_poll() and ibv_next_poll()), 2 destroyers (each
+ * destroys a quarter of the QPs, one at a time, and creates a QP on the CQ
+ * after each, which it moves through RTS back to RESET), 2 posters
+ * (post_send and post_recv on QPs not destroyed yet), and a thread that
+ * receives QP_FATAL events for the QPs nobody destroys.  Checked:
  * - no completion of a QP comes out of a poll_cq call that started after
  *   ibv_destroy_qp() of that QP returned (stale completion);
  * - every completion comes out at most once, with its QP's number, its
