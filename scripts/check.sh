@@ -39,8 +39,10 @@ $py scripts/fuzz.py check
 stage_time fuzz "$t"
 
 t=$(date +%s)
-echo "== sanitizers (host unit tests with ASan+UBSan)"
+echo "== sanitizers (host unit tests with ASan+UBSan, the provider with TSan)"
 $py scripts/fuzz.py unit-asan
+# The rdma-core provider on the host, kernel stubbed (issue 15).
+$py tests/provider/tsan.py --check
 stage_time sanitizers "$t"
 
 t=$(date +%s)

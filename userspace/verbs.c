@@ -1575,14 +1575,24 @@ static void vrnic_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
 }
 
 /*
+ * qp->state: vrnic_async_event() may move it to ERR in the thread that
+ * reads async events while others post: atomics.
+ */
+static enum ibv_qp_state vrnic_qp_state(struct ibv_qp *qp)
+{
+	return __atomic_load_n(&qp->state, __ATOMIC_RELAXED);
+}
+
+/*
  * IBA C10-97.2.1 and C10-49: the send queue takes work from RTS on (and is
  * flushed in ERR), the receive queue from INIT on.  Posting earlier is an
  * immediate error, as on every RNIC; ibv_modify_qp() keeps qp->state.
  */
 static bool vrnic_sq_postable(struct ibv_qp *qp)
 {
-	return qp->state != IBV_QPS_RESET && qp->state != IBV_QPS_INIT &&
-	       qp->state != IBV_QPS_RTR;
+	enum ibv_qp_state s = vrnic_qp_state(qp);
+
+	return s != IBV_QPS_RESET && s != IBV_QPS_INIT && s != IBV_QPS_RTR;
 }
 
 static int vrnic_wr_complete(struct ibv_qp_ex *qpx)
@@ -1858,16 +1868,22 @@ void vrnic_async_event(struct ibv_context *context,
 		       struct ibv_async_event *event)
 {
 	struct ibv_qp *qp = event->element.qp;
+	enum ibv_qp_state s;
 
 	switch (event->event_type) {
 	case IBV_EVENT_QP_FATAL:
 	case IBV_EVENT_QP_REQ_ERR:
 	case IBV_EVENT_QP_ACCESS_ERR:
-		if (qp && (qp->state == IBV_QPS_RTR ||
-			   qp->state == IBV_QPS_RTS ||
-			   qp->state == IBV_QPS_SQD ||
-			   qp->state == IBV_QPS_SQE))
-			qp->state = IBV_QPS_ERR;
+		if (!qp)
+			break;
+		/* Posters read the state meanwhile (vrnic_qp_state()). */
+		s = vrnic_qp_state(qp);
+		while ((s == IBV_QPS_RTR || s == IBV_QPS_RTS ||
+			s == IBV_QPS_SQD || s == IBV_QPS_SQE) &&
+		       !__atomic_compare_exchange_n(&qp->state, &s, IBV_QPS_ERR,
+						    false, __ATOMIC_RELAXED,
+						    __ATOMIC_RELAXED))
+			;
 		break;
 	default:
 		break;
@@ -2070,7 +2086,7 @@ int vrnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	uint32_t start;
 	int ret = 0;
 
-	if (!qp->rq || ibqp->state == IBV_QPS_RESET) {	/* or its SRQ's */
+	if (!qp->rq || vrnic_qp_state(ibqp) == IBV_QPS_RESET) {	/* or SRQ's */
 		*bad_wr = wr;
 		return EINVAL;
 	}
