@@ -72,7 +72,7 @@ bench: all
 	@$(PY) scripts/bench.py
 
 clean:
-	rm -rf $(B)/host $(B)/host-asan $(B)/host-release $(B)/bench $(B)/results $(B)/image $(B)/guest-tests $(B)/vm
+	rm -rf $(B)/host $(B)/host-asan $(B)/host-release $(B)/bench $(B)/results $(B)/image $(B)/guest-tests $(B)/vm $(B)/provider-tsan
 	rm -f kernel/*/*.o kernel/*/.*.cmd kernel/*/.*.o.d vrnic*.o vrnic*.ko vrnic*.mod* .vrnic*.cmd \
 		tests/kmod/*.o tests/kmod/*.ko tests/kmod/*.mod* tests/kmod/.*.cmd tests/kmod/.*.o.d \
 		Module.symvers modules.order .Module.symvers.cmd .modules.order.cmd
