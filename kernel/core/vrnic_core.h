@@ -15,6 +15,7 @@
 #include <linux/pci.h>
 #include <linux/semaphore.h>
 #include <linux/spinlock.h>
+#include <linux/u64_stats_sync.h>
 
 #include "vrnic_hw.h"
 #include "vrnic_aux.h"
@@ -77,9 +78,19 @@ struct vrnic_eth_ring {
 	u16 ci;			/* next descriptor the driver reaps */
 };
 
+/* Written by the NAPI poll only (one writer), read by ndo_get_stats64. */
+struct vrnic_ring_stats {
+	struct u64_stats_sync syncp;
+	u64_stats_t packets;
+	u64_stats_t bytes;
+	u64_stats_t errors;
+};
+
 struct vrnic_netdev_priv {
 	struct vrnic_pf *pf;
 	struct napi_struct napi;
+	struct vrnic_ring_stats tx_stats;
+	struct vrnic_ring_stats rx_stats;
 	struct vrnic_eth_ring tx;
 	struct vrnic_eth_ring rx;
 	u32 rx_buf_len;

@@ -180,7 +180,7 @@ static void vrnic_tx_clean(struct vrnic_netdev_priv *priv, int budget)
 	struct netdev_queue *txq = netdev_get_tx_queue(ndev, 0);
 	struct vrnic_eth_ring *r = &priv->tx;
 	struct device *dev = &priv->pf->pdev->dev;
-	unsigned int pkts = 0, bytes = 0;
+	unsigned int pkts = 0, bytes = 0, errors = 0;
 
 	while (r->ci != r->pi) {
 		u32 idx = r->ci & (r->depth - 1);
@@ -191,7 +191,7 @@ static void vrnic_tx_clean(struct vrnic_netdev_priv *priv, int budget)
 			break;
 		dma_rmb();
 		if (d->wb_status & VRNIC_ETH_WB_ERROR)
-			ndev->stats.tx_errors++;
+			errors++;
 		dma_unmap_single(dev, b->dma, b->len, DMA_TO_DEVICE);
 		pkts++;
 		bytes += b->skb->len;
@@ -199,8 +199,11 @@ static void vrnic_tx_clean(struct vrnic_netdev_priv *priv, int budget)
 		b->skb = NULL;
 		r->ci++;
 	}
-	ndev->stats.tx_packets += pkts;
-	ndev->stats.tx_bytes += bytes;
+	u64_stats_update_begin(&priv->tx_stats.syncp);
+	u64_stats_add(&priv->tx_stats.packets, pkts);
+	u64_stats_add(&priv->tx_stats.bytes, bytes);
+	u64_stats_add(&priv->tx_stats.errors, errors);
+	u64_stats_update_end(&priv->tx_stats.syncp);
 	/* BQL completion, then wake with the barrier that pairs with the
 	 * re-check in netif_txq_maybe_stop().
 	 */
@@ -213,6 +216,7 @@ static int vrnic_rx_poll(struct vrnic_netdev_priv *priv, int budget)
 	struct net_device *ndev = priv->pf->netdev;
 	struct vrnic_eth_ring *r = &priv->rx;
 	struct device *dev = &priv->pf->pdev->dev;
+	unsigned int bytes = 0, errors = 0;
 	int done = 0;
 
 	while (done < budget && r->ci != r->pi) {
@@ -232,16 +236,20 @@ static int vrnic_rx_poll(struct vrnic_netdev_priv *priv, int budget)
 		done++;
 		if ((d->wb_status & VRNIC_ETH_WB_ERROR) || len > b->len ||
 		    len < ETH_HLEN) {
-			ndev->stats.rx_errors++;
+			errors++;
 			dev_kfree_skb_any(skb);
 			continue;
 		}
 		skb_put(skb, len);
 		skb->protocol = eth_type_trans(skb, ndev);
-		ndev->stats.rx_packets++;
-		ndev->stats.rx_bytes += len;
+		bytes += len;
 		napi_gro_receive(&priv->napi, skb);
 	}
+	u64_stats_update_begin(&priv->rx_stats.syncp);
+	u64_stats_add(&priv->rx_stats.packets, done - errors);
+	u64_stats_add(&priv->rx_stats.bytes, bytes);
+	u64_stats_add(&priv->rx_stats.errors, errors);
+	u64_stats_update_end(&priv->rx_stats.syncp);
 	/* Out of memory: stay scheduled, so that NAPI polls again and the
 	 * refill is retried instead of leaving the ring short forever.
 	 */
@@ -512,13 +520,13 @@ static netdev_tx_t vrnic_start_xmit(struct sk_buff *skb,
 		return NETDEV_TX_BUSY;
 	}
 	if (skb_put_padto(skb, ETH_ZLEN)) {
-		ndev->stats.tx_dropped++;
+		dev_core_stats_tx_dropped_inc(ndev);
 		return NETDEV_TX_OK;
 	}
 	len = skb->len;
 	dma = dma_map_single(dev, skb->data, len, DMA_TO_DEVICE);
 	if (dma_mapping_error(dev, dma)) {
-		ndev->stats.tx_dropped++;
+		dev_core_stats_tx_dropped_inc(ndev);
 		dev_kfree_skb_any(skb);
 		return NETDEV_TX_OK;
 	}
@@ -555,6 +563,31 @@ static netdev_tx_t vrnic_start_xmit(struct sk_buff *skb,
  * case the device missed it, and run the NAPI poll to reap and re-arm.
  * The stack counts the event in the queue's tx_timeout attribute.
  */
+static void vrnic_ring_stats_read(const struct vrnic_ring_stats *rs,
+				  u64 *packets, u64 *bytes, u64 *errors)
+{
+	unsigned int start;
+
+	do {
+		start = u64_stats_fetch_begin(&rs->syncp);
+		*packets = u64_stats_read(&rs->packets);
+		*bytes = u64_stats_read(&rs->bytes);
+		*errors = u64_stats_read(&rs->errors);
+	} while (u64_stats_fetch_retry(&rs->syncp, start));
+}
+
+/* Dropped packets come from the core's per-CPU counters (dev_get_stats). */
+static void vrnic_get_stats64(struct net_device *ndev,
+			      struct rtnl_link_stats64 *s)
+{
+	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+
+	vrnic_ring_stats_read(&priv->rx_stats, &s->rx_packets, &s->rx_bytes,
+			      &s->rx_errors);
+	vrnic_ring_stats_read(&priv->tx_stats, &s->tx_packets, &s->tx_bytes,
+			      &s->tx_errors);
+}
+
 static void vrnic_tx_timeout(struct net_device *ndev, unsigned int txqueue)
 {
 	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
@@ -647,6 +680,7 @@ static const struct net_device_ops vrnic_netdev_ops = {
 	.ndo_stop = vrnic_stop,
 	.ndo_start_xmit = vrnic_start_xmit,
 	.ndo_tx_timeout = vrnic_tx_timeout,
+	.ndo_get_stats64 = vrnic_get_stats64,
 	.ndo_change_mtu = vrnic_change_mtu,
 	.ndo_set_mac_address = vrnic_set_mac_address,
 	.ndo_set_rx_mode = vrnic_set_rx_mode,
@@ -768,6 +802,8 @@ int vrnic_netdev_register(struct vrnic_pf *pf)
 		eth_hw_addr_random(ndev);
 
 	INIT_WORK(&priv->rx_mode_work, vrnic_rx_mode_work);
+	u64_stats_init(&priv->tx_stats.syncp);
+	u64_stats_init(&priv->rx_stats.syncp);
 	ndev->priv_flags |= IFF_LIVE_ADDR_CHANGE;
 	ndev->netdev_ops = &vrnic_netdev_ops;
 	ndev->ethtool_ops = &vrnic_ethtool_ops;

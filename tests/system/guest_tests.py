@@ -590,6 +590,18 @@ def netdev_tests(stage, a, b):
          "ethtool $d | grep -q 'Duplex: Full' && "
          "grep -q '^100 Gb/sec' /sys/class/infiniband/vrnic0/ports/1/rate",
          timeout=60)
+    # ndo_get_stats64: 200 pings move the 64-bit packet and byte counters
+    # both ways (84-byte ICMP + 14-byte Ethernet header each).
+    step(stage, a, "netdev a: ndo_get_stats64 counts 200 pings each way",
+         "s=/sys/class/net/$(vrnic-netdev)/statistics; "
+         "r() { cat $s/rx_packets $s/tx_packets $s/rx_bytes $s/tx_bytes; }; "
+         "set -- $(r); ping -q -c 200 -i 0.01 -W 2 %s >/dev/null; "
+         "set -- $@ $(r); echo rx +$(($5-$1)) tx +$(($6-$2)) "
+         "rx_bytes +$(($7-$3)) tx_bytes +$(($8-$4)); "
+         "[ $(($5-$1)) -ge 200 ] && [ $(($6-$2)) -ge 200 ] && "
+         "[ $(($7-$3)) -ge 19600 ] && [ $(($8-$4)) -ge 19600 ] && "
+         "[ $(cat $s/rx_errors) -eq 0 ] && [ $(cat $s/tx_errors) -eq 0 ]"
+         % b.ip, timeout=120)
     a.run("ip maddr show dev $(vrnic-netdev)", timeout=30)
     # Another station's unicast: filtered, unless promiscuous.
     foreign = "02:00:00:00:0e:99"
