@@ -51,6 +51,7 @@ struct VrnicState {
     uint32_t aq_db_val;         /* the last one held */
     QEMUTimer *fault_timer;     /* releases it after the delay */
     QEMUBH *fault_bh;
+    uint32_t fault_destroy;     /* x-fault-destroy: refuse the next N */
 };
 
 #define VRNIC_FAULT_ADMIN_NEVER UINT32_MAX
@@ -94,6 +95,9 @@ static int vrnic_dma_check(VrnicState *s, uint64_t addr, size_t len,
     return 0;
 }
 
+static void vrnic_fault_destroy_cmd(VrnicState *s, uint64_t addr,
+                                    void *buf, size_t len);
+
 static int vrnic_plat_dma_read(void *opaque, uint64_t addr, void *buf,
                                size_t len)
 {
@@ -103,6 +107,9 @@ static int vrnic_plat_dma_read(void *opaque, uint64_t addr, void *buf,
         pci_dma_read(PCI_DEVICE(s), addr, buf, len) != MEMTX_OK) {
         trace_vrnic_dma_error(addr, len, false);
         return -1;
+    }
+    if (s->fault_destroy) {
+        vrnic_fault_destroy_cmd(s, addr, buf, len);
     }
     return 0;
 }
@@ -347,6 +354,67 @@ static void vrnic_set_fault_admin(Object *obj, Visitor *v, const char *name,
         timer_mod(s->fault_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
                   (int64_t)val * SCALE_MS);
     }
+}
+
+/*
+ * x-fault-destroy = N: the next N DESTROY_EQ, _ETH_RING, _MR, _CQ, _QP or
+ * _SRQ admin commands (the objects that point the device at host memory)
+ * the engine fetches are refused: the glue sets a reserved flag bit in the
+ * engine's copy of the command (never in guest memory), so the engine
+ * answers BAD_PARAM and keeps the object, as a device that refuses to let
+ * go of it.  Not reset by a device reset: it counts commands.
+ */
+static void vrnic_fault_destroy_cmd(VrnicState *s, uint64_t addr,
+                                    void *buf, size_t len)
+{
+    struct vrnic_admin_cmd *cmd = buf;
+    uint64_t base, off;
+    uint32_t log;
+
+    if (len != sizeof(*cmd)) {
+        return;
+    }
+    base = vrnic_engine_reg_read(s->engine, VRNIC_REG_AQ_BASE_LO, 4) |
+           vrnic_engine_reg_read(s->engine, VRNIC_REG_AQ_BASE_HI, 4) << 32;
+    log = vrnic_engine_reg_read(s->engine, VRNIC_REG_AQ_LOG_DEPTH, 4);
+    off = addr - base;
+    if (addr < base || log > 16 || off >= (uint64_t)sizeof(*cmd) << log ||
+        off % sizeof(*cmd)) {
+        return;
+    }
+    switch (cmd->opcode) {
+    case VRNIC_ADMIN_DESTROY_EQ:
+    case VRNIC_ADMIN_DESTROY_ETH_RING:
+    case VRNIC_ADMIN_DESTROY_MR:
+    case VRNIC_ADMIN_DESTROY_CQ:
+    case VRNIC_ADMIN_DESTROY_QP:
+    case VRNIC_ADMIN_DESTROY_SRQ:
+        break;
+    default:
+        return;
+    }
+    s->fault_destroy--;
+    cmd->flags |= 0x80;
+    trace_vrnic_fault_destroy(cmd->opcode, le32_to_cpu(cmd->destroy.id),
+                              s->fault_destroy);
+}
+
+static void vrnic_get_fault_destroy(Object *obj, Visitor *v,
+                                    const char *name, void *opaque,
+                                    Error **errp)
+{
+    VrnicState *s = VRNIC(obj);
+
+    visit_type_uint32(v, name, &s->fault_destroy, errp);
+}
+
+static void vrnic_set_fault_destroy(Object *obj, Visitor *v,
+                                    const char *name, void *opaque,
+                                    Error **errp)
+{
+    VrnicState *s = VRNIC(obj);
+
+    visit_type_uint32(v, name, &s->fault_destroy, errp);
 }
 
 /* ------------------------------------------------------------ BARs --- */
@@ -614,6 +682,11 @@ static void vrnic_class_init(ObjectClass *klass, void *data)
                               NULL, NULL);
     object_class_property_set_description(klass, "x-fault-admin",
         "test only: hold admin doorbells back N ms, 0 off, 4294967295 never");
+    object_class_property_add(klass, "x-fault-destroy", "uint32",
+                              vrnic_get_fault_destroy, vrnic_set_fault_destroy,
+                              NULL, NULL);
+    object_class_property_set_description(klass, "x-fault-destroy",
+        "test only: refuse the next N DESTROY admin commands");
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
 }
 
