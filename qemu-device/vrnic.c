@@ -333,6 +333,27 @@ static void vrnic_get_fault_admin(Object *obj, Visitor *v, const char *name,
     visit_type_uint32(v, name, &s->fault_admin, errp);
 }
 
+/*
+ * x-fault-internal: setting it true makes the engine fail internally
+ * once, as an engine bug would (vrnic_engine_inject_internal_error): the
+ * device goes FATAL and posts the FATAL event.  Reading gives false.
+ */
+static bool vrnic_get_fault_internal(Object *obj, Error **errp)
+{
+    return false;
+}
+
+static void vrnic_set_fault_internal(Object *obj, bool value, Error **errp)
+{
+    VrnicState *s = VRNIC(obj);
+
+    if (!value) {
+        return;
+    }
+    trace_vrnic_fault_internal();
+    vrnic_engine_inject_internal_error(s->engine);
+}
+
 /* Settable at run time (qom-set); 0 lets a held doorbell through now. */
 static void vrnic_set_fault_admin(Object *obj, Visitor *v, const char *name,
                                   void *opaque, Error **errp)
@@ -687,6 +708,11 @@ static void vrnic_class_init(ObjectClass *klass, void *data)
                               NULL, NULL);
     object_class_property_set_description(klass, "x-fault-destroy",
         "test only: refuse the next N DESTROY admin commands");
+    object_class_property_add_bool(klass, "x-fault-internal",
+                                   vrnic_get_fault_internal,
+                                   vrnic_set_fault_internal);
+    object_class_property_set_description(klass, "x-fault-internal",
+        "test only: set true to make the device fail internally (FATAL)");
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
 }
 

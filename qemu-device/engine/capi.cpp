@@ -4,6 +4,7 @@
 // never re-entered, frames handed to the platform on the way out, and no
 // C++ exception ever crosses into the C caller.
 #include <new>
+#include <stdexcept>
 
 #include "engine_internal.hpp"
 
@@ -132,6 +133,15 @@ void vrnic_engine_tx_resume(struct vrnic_engine *e)
 	entry(e, Device::Call::TxResume, 0, 0, [](Device &d) {
 		d.tx_resume();	// leave() hands over what waited
 		return 0;
+	});
+}
+
+void vrnic_engine_inject_internal_error(struct vrnic_engine *e)
+{
+	// A Poll entry: if it were ever refused (re-entered), the platform
+	// only gets a schedule() and nothing is injected.
+	entry(e, Device::Call::Poll, 0, 0, [](Device &) -> int {
+		throw std::runtime_error("injected internal error (test only)");
 	});
 }
 

@@ -119,6 +119,14 @@ void vrnic_engine_set_link(struct vrnic_engine *e, bool up);
 /* The network has room again after send_frame() returned non-zero. */
 void vrnic_engine_tx_resume(struct vrnic_engine *e);
 
+/*
+ * Test only (the glue's x-fault-internal): an engine-internal failure, as
+ * an engine bug would raise it: a C++ exception thrown inside an entry
+ * point.  The entry point catches it like any other, so the device goes
+ * FATAL (VRNIC_ERR_INTERNAL), posts the FATAL event and waits for a reset.
+ */
+void vrnic_engine_inject_internal_error(struct vrnic_engine *e);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Device faults (issue 14, review B.1/B.13): the admin queue stops
-answering, the device refuses to destroy an object, and a PCI remove
-under a running RDMA server.
+answering, the device goes FATAL by itself, the device refuses to
+destroy an object, and a PCI remove under a running RDMA server.
 
 x-fault-destroy = N (spec: "Fault injection") makes the device refuse the
 next N DESTROY commands of objects that point it at host memory and keep
@@ -213,6 +213,64 @@ def admin_fault(stage, a, b):
     check(stage, "a: fault cleared: ping a->b", rc == 0, out[-500:])
 
 
+def device_fatal(stage, a, b):
+    """x-fault-internal: the device itself goes FATAL and posts the FATAL
+    event (as on an engine bug).  The driver takes the same dead path as
+    on an admin timeout, from the event this time: quiesce, DEVICE_FATAL
+    to a process holding a context, carrier off, a clean rmmod, and a
+    modprobe brings the device back (probe resets it)."""
+    a.check("dmesg -C")
+    a.check(shipped("fatal_wait.py") +
+            "rm -f /tmp/fatal_wait.ready /tmp/fw.out /tmp/fw.rc; "
+            "(timeout 90 python3 /tmp/fatal_wait.py > /tmp/fw.out 2>&1; "
+            "echo $? > /tmp/fw.rc) >/dev/null 2>&1 &")
+    if not check(stage, "a: device FATAL: waiter holds a context",
+                 wait_file(a, "/tmp/fatal_wait.ready", 60),
+                 a.run("cat /tmp/fw.out")[1]):
+        return
+    t0 = time.time()
+    a.qmp("qom-set", path=vrnic_path(a), property="x-fault-internal",
+          value=True)
+    wait_file(a, "/tmp/fw.rc", 60)
+    took = time.time() - t0
+    rc, out = a.run("cat /tmp/fw.rc /tmp/fw.out")
+    check(stage, "a: device FATAL event raises IBV_EVENT_DEVICE_FATAL",
+          out.startswith("0\n") and "ok: IBV_EVENT_DEVICE_FATAL" in out,
+          out[-500:])
+    print("  FATAL event to DEVICE_FATAL: %.1f s" % took, flush=True)
+    t0 = time.time()
+    rc, out = a.run(PD_CMD % 60, timeout=70)
+    took = time.time() - t0
+    check(stage, "a: device FATAL: later commands fail at once",
+          rc != 0 and "pd ok" not in out and took < 4.5,
+          "rc %d after %.1f s: %s" % (rc, took, out[-300:]))
+    rc, out = a.run("cat /sys/class/net/$(ls /sys/bus/pci/drivers/vrnic/*/net"
+                    " | head -1)/carrier 2>&1")
+    check(stage, "a: device FATAL: carrier off", out.strip() != "1",
+          "carrier %r" % out.strip())
+    rc, out = a.run("timeout 60 rmmod vrnic_ib vrnic", timeout=70)
+    check(stage, "a: device FATAL: rmmod vrnic_ib vrnic", rc == 0,
+          "rc %d: %s" % (rc, out))
+    rc, out = a.run("dmesg")
+    check(stage, "a: device FATAL: driver took the fatal path from the "
+          "event", "FATAL event: device fatal" in out and
+          "raising DEVICE_FATAL" in out, out[-1500:])
+    rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
+    check(stage, "a: device FATAL: no oops, warning or KASAN report",
+          rc == 1, bad[-1500:])
+    rc, out = a.run("modprobe vrnic && for i in $(seq 60); do "
+                    "[ -e /sys/class/infiniband/vrnic0 ] && exit 0; "
+                    "sleep 0.5; done; exit 1", timeout=60)
+    if not check(stage, "a: after device FATAL: modprobe vrnic brings "
+                 "vrnic0 back", rc == 0, out):
+        return
+    rc, out = a.run(PD_CMD % 30, timeout=40)
+    check(stage, "a: after device FATAL: PD created",
+          rc == 0 and "pd ok" in out, out[-500:])
+    rc, out = a.run("vrnic-up 1500 && ping -c 3 -W 5 %s" % b.ip, timeout=60)
+    check(stage, "a: after device FATAL: ping a->b", rc == 0, out[-500:])
+
+
 def remove_under_server(stage, a, b):
     """PCI remove while an ib_write_bw server holds the device: the remove
     returns and the server goes away; a rescan brings the device back."""
@@ -251,7 +309,7 @@ def remove_under_server(stage, a, b):
 
 
 TESTS = {"destroy": destroy_fault, "admin": admin_fault,
-         "remove": remove_under_server}
+         "fatal": device_fatal, "remove": remove_under_server}
 
 
 def run(stage, a, b, only=None):

@@ -524,6 +524,39 @@ TEST(CBoundary, ExceptionMakesTheDeviceFatalAndResetRecovers)
 	EXPECT_EQ(p.admin(cmd).status, VRNIC_ADMIN_ST_OK);
 }
 
+// The test-only injection (QEMU's x-fault-internal) takes the same path:
+// FATAL with VRNIC_ERR_INTERNAL, the FATAL event on the async EQ, QEMU's
+// caller untouched, and a reset brings the device back.
+TEST(CBoundary, InjectedInternalErrorPostsFatalAndResetRecovers)
+{
+	FakePlatform p;
+	p.enable();
+	p.drain_aeq();
+	EXPECT_NO_THROW(vrnic_engine_inject_internal_error(p.eng));
+	const uint32_t st = p.rd(VRNIC_REG_STATUS);
+	EXPECT_TRUE(st & VRNIC_STATUS_FATAL);
+	EXPECT_FALSE(st & VRNIC_STATUS_READY);
+	EXPECT_EQ(p.rd(VRNIC_REG_ERROR), uint32_t(VRNIC_ERR_INTERNAL));
+	const auto ev = p.drain_aeq();
+	ASSERT_EQ(ev.size(), 1u);
+	EXPECT_EQ(ev[0].type, VRNIC_EQE_FATAL);
+	EXPECT_EQ(ev[0].id, uint32_t(VRNIC_ERR_INTERNAL));
+	// A second injection while FATAL posts nothing more.
+	vrnic_engine_inject_internal_error(p.eng);
+	EXPECT_TRUE(p.drain_aeq().empty());
+
+	p.wr(VRNIC_REG_CTRL, VRNIC_CTRL_RESET);
+	EXPECT_EQ(p.rd(VRNIC_REG_STATUS), uint32_t(VRNIC_STATUS_RESET_DONE));
+	p.aq_pi = 0;
+	p.aeq_ci = 0;
+	std::fill(p.mem.begin(), p.mem.begin() + 0x4000, 0);
+	p.enable();
+	ASSERT_TRUE(p.rd(VRNIC_REG_STATUS) & VRNIC_STATUS_READY);
+	vrnic_admin_cmd cmd{};
+	cmd.opcode = VRNIC_ADMIN_CREATE_PD;
+	EXPECT_EQ(p.admin(cmd).status, VRNIC_ADMIN_ST_OK);
+}
+
 // ------------------------------------------------------- frame queue
 
 // The outbox and loopback FIFO: frames come out whole and in order, a
