@@ -189,8 +189,13 @@ void vrnic_pf_release_orphans(struct vrnic_pf *pf)
 	spin_lock(&pf->orphan_lock);
 	any = pf->num_orphans;
 	spin_unlock(&pf->orphan_lock);
-	if (any)
+	if (any) {
 		vrnic_pf_fatal(pf, "device holds objects it refused to destroy");
+		return;
+	}
+	/* A vrnic_pf_fatal() may be releasing them right now: wait for it. */
+	mutex_lock(&pf->fatal_lock);
+	mutex_unlock(&pf->fatal_lock);
 }
 EXPORT_SYMBOL_NS_GPL(vrnic_pf_release_orphans, VRNIC);
 
