@@ -52,6 +52,8 @@ struct VrnicState {
     QEMUTimer *fault_timer;     /* releases it after the delay */
     QEMUBH *fault_bh;
     uint32_t fault_destroy;     /* x-fault-destroy: refuse the next N */
+    uint64_t aq_base;           /* the engine's AQ, for x-fault-destroy */
+    uint32_t aq_log_depth;
 };
 
 #define VRNIC_FAULT_ADMIN_NEVER UINT32_MAX
@@ -389,16 +391,12 @@ static void vrnic_fault_destroy_cmd(VrnicState *s, uint64_t addr,
                                     void *buf, size_t len)
 {
     struct vrnic_admin_cmd *cmd = buf;
-    uint64_t base, off;
-    uint32_t log;
+    uint64_t base = s->aq_base, off = addr - s->aq_base;
+    uint32_t log = s->aq_log_depth;
 
     if (len != sizeof(*cmd)) {
         return;
     }
-    base = vrnic_engine_reg_read(s->engine, VRNIC_REG_AQ_BASE_LO, 4) |
-           vrnic_engine_reg_read(s->engine, VRNIC_REG_AQ_BASE_HI, 4) << 32;
-    log = vrnic_engine_reg_read(s->engine, VRNIC_REG_AQ_LOG_DEPTH, 4);
-    off = addr - base;
     if (addr < base || log > 16 || off >= (uint64_t)sizeof(*cmd) << log ||
         off % sizeof(*cmd)) {
         return;
@@ -438,6 +436,20 @@ static void vrnic_set_fault_destroy(Object *obj, Visitor *v,
     visit_type_uint32(v, name, &s->fault_destroy, errp);
 }
 
+/*
+ * The engine refuses calls from inside its own callbacks (a DMA read is
+ * one), so vrnic_fault_destroy_cmd() uses the AQ registers as the engine
+ * last accepted them, read back after every write and reset.
+ */
+static void vrnic_aq_regs_update(VrnicState *s)
+{
+    s->aq_base = vrnic_engine_reg_read(s->engine, VRNIC_REG_AQ_BASE_LO, 4) |
+                 vrnic_engine_reg_read(s->engine, VRNIC_REG_AQ_BASE_HI, 4) <<
+                 32;
+    s->aq_log_depth = vrnic_engine_reg_read(s->engine,
+                                            VRNIC_REG_AQ_LOG_DEPTH, 4);
+}
+
 /* ------------------------------------------------------------ BARs --- */
 
 static uint64_t vrnic_regs_read(void *opaque, hwaddr addr, unsigned size)
@@ -467,6 +479,14 @@ static void vrnic_regs_write(void *opaque, hwaddr addr, uint64_t val,
         qemu_purge_queued_packets(qemu_get_queue(s->nic));
     }
     vrnic_engine_reg_write(s->engine, addr, val, size);
+    switch (addr) {
+    case VRNIC_REG_CTRL:
+    case VRNIC_REG_AQ_BASE_LO:
+    case VRNIC_REG_AQ_BASE_HI:
+    case VRNIC_REG_AQ_LOG_DEPTH:
+        vrnic_aq_regs_update(s);
+        break;
+    }
 }
 
 static const MemoryRegionOps vrnic_regs_ops = {
@@ -657,6 +677,7 @@ static void vrnic_reset_hold(Object *obj, ResetType type)
     vrnic_fault_clear(s);
     qemu_purge_queued_packets(qemu_get_queue(s->nic));
     vrnic_engine_reset(s->engine);
+    vrnic_aq_regs_update(s);
     msix_reset(PCI_DEVICE(s));
     msix_unuse_all_vectors(PCI_DEVICE(s));
     for (unsigned i = 0; i < VRNIC_NUM_MSIX; i++) {

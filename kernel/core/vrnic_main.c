@@ -136,9 +136,22 @@ bool vrnic_pf_destroy(struct vrnic_pf *pf, u8 opcode, u32 id,
 	ret = vrnic_pf_admin_exec(pf, &cmd, NULL);
 	if (!ret || ret == -ENODEV)
 		return true;
-	dev_err_ratelimited(&pf->pdev->dev,
-			    "destroy %s %u refused (%d): orphaned, its memory is kept until the device is reset\n",
-			    what, id, ret);
+	switch (opcode) {
+	case VRNIC_ADMIN_DESTROY_EQ:
+	case VRNIC_ADMIN_DESTROY_ETH_RING:
+	case VRNIC_ADMIN_DESTROY_CQ:
+	case VRNIC_ADMIN_DESTROY_QP:
+	case VRNIC_ADMIN_DESTROY_SRQ:
+	case VRNIC_ADMIN_DESTROY_MR:
+		dev_err_ratelimited(&pf->pdev->dev,
+				    "destroy %s %u refused (%d): orphaned, its memory is kept until the device is reset\n",
+				    what, id, ret);
+		break;
+	default:	/* no memory behind it: nothing to keep */
+		dev_err_ratelimited(&pf->pdev->dev,
+				    "destroy %s %u refused (%d)\n", what, id,
+				    ret);
+	}
 	return false;
 }
 EXPORT_SYMBOL_NS_GPL(vrnic_pf_destroy, VRNIC);

@@ -116,17 +116,52 @@ def destroy_fault(stage, a, b):
     rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
     check(stage, "a: with orphans: rmmod: no oops, warning or KASAN "
           "report", rc == 1, bad[-1500:])
-    rc, out = a.run("modprobe vrnic && for i in $(seq 60); do "
-                    "[ -e /sys/class/infiniband/vrnic0 ] && exit 0; "
-                    "sleep 0.5; done; exit 1", timeout=60)
-    if not check(stage, "a: after orphans: modprobe vrnic brings vrnic0 "
-                 "back", rc == 0, out):
+    if not reload(stage, a, "after orphans"):
         return
-    a.run("vrnic-up 1500", timeout=60)
     srv_rc, sout, rc, out = pingpong(a, b)
     check(stage, "a: after orphans and reload: ibv_rc_pingpong passes",
           srv_rc == 0 and rc == 0 and "iters in" in out,
           "server rc %d, client rc %d: %s" % (srv_rc, rc, out[-500:]))
+
+    # The core's Ethernet rings and the kernel's own QPs and CQs (ib_core's
+    # GSI/SMI agents, destroyed by rmmod) take the same path.
+    a.check("dmesg -C")
+    set_fault(a, 4, "x-fault-destroy")
+    rc, out = a.run("ip link set dev $(vrnic-netdev) down")
+    check(stage, "a: Ethernet ring destroy refused: ip link down", rc == 0,
+          out)
+    _, log = a.run("dmesg")
+    check(stage, "a: Ethernet ring destroy refused: both rings orphaned",
+          len(re.findall(r"destroy Ethernet ring \d+ refused .*orphaned",
+                         log)) == 2, log[-1500:])
+    rc, out = a.run("timeout 60 rmmod vrnic_ib vrnic", timeout=70)
+    check(stage, "a: kernel QP/CQ destroy refused: rmmod vrnic_ib vrnic",
+          rc == 0, "rc %d: %s" % (rc, out))
+    left = a.qmp("qom-get", path=vrnic_path(a), property="x-fault-destroy")
+    _, log = a.run("dmesg")
+    print("\n".join("  | " + x for x in log.splitlines()
+                    if "vrnic" in x)[-2000:])
+    freed = re.search(r"device reset: freed (\d+) orphaned objects", log)
+    # 2 rings, 2 refused kernel objects and what they keep busy.
+    check(stage, "a: kernel QP/CQ destroy refused: orphaned, freed after "
+          "the reset", left == 0 and freed and int(freed.group(1)) >= 4 and
+          re.search(r"destroy (QP|CQ) \d+ refused .*orphaned", log),
+          "x-fault-destroy left %r: %s" % (left, log[-1500:]))
+    rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
+    check(stage, "a: kernel objects orphaned: no oops, warning or KASAN "
+          "report", rc == 1, bad[-1500:])
+    reload(stage, a, "after kernel orphans")
+
+
+def reload(stage, a, what):
+    """modprobe vrnic after an rmmod, and bring the port up again."""
+    rc, out = a.run("modprobe vrnic && for i in $(seq 60); do "
+                    "[ -e /sys/class/infiniband/vrnic0 ] && exit 0; "
+                    "sleep 0.5; done; exit 1", timeout=60)
+    if rc == 0:
+        rc, out = a.run("vrnic-up 1500", timeout=60)
+    return check(stage, "a: %s: modprobe vrnic and vrnic-up bring vrnic0 "
+                 "back" % what, rc == 0, out)
 
 
 def wait_file(vm, path, seconds):
