@@ -439,7 +439,8 @@ err_netdev:
 err_ceqs:
 	vrnic_ceqs_destroy(pf);
 err_enable:
-	vrnic_reset(pf);
+	if (vrnic_reset(pf))
+		pci_clear_master(pdev);
 	vrnic_pf_free_orphans(pf);
 err_aeq:
 	vrnic_aeq_free(pf);
@@ -478,7 +479,8 @@ static void vrnic_remove(struct pci_dev *pdev)
 	vrnic_netdev_unregister(pf);
 	vrnic_ceqs_destroy(pf);
 	/* Reset stops all DMA before the rings are freed. */
-	vrnic_reset(pf);
+	if (vrnic_reset(pf))
+		pci_clear_master(pdev);
 	vrnic_pf_free_orphans(pf);
 	vrnic_eq_free_irqs(pf);
 	vrnic_aeq_free(pf);

@@ -150,7 +150,32 @@ def destroy_fault(stage, a, b):
     rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
     check(stage, "a: kernel objects orphaned: no oops, warning or KASAN "
           "report", rc == 1, bad[-1500:])
-    reload(stage, a, "after kernel orphans")
+    if not reload(stage, a, "after kernel orphans"):
+        return
+
+    # PCI remove: the netdev's rings and then the EQs are refused; they are
+    # freed after remove's reset.
+    rc, out = a.run("timeout 60 rmmod vrnic_ib && dmesg -C", timeout=70)
+    if not check(stage, "a: rmmod vrnic_ib alone", rc == 0, out):
+        return
+    set_fault(a, 3, "x-fault-destroy")
+    rc, out = a.run("timeout 60 rmmod vrnic", timeout=70)
+    check(stage, "a: EQ destroy refused: rmmod vrnic", rc == 0,
+          "rc %d: %s" % (rc, out))
+    left = a.qmp("qom-get", path=vrnic_path(a), property="x-fault-destroy")
+    _, log = a.run("dmesg")
+    print("\n".join("  | " + x for x in log.splitlines()
+                    if "vrnic" in x)[-2000:])
+    freed = re.search(r"device reset: freed (\d+) orphaned objects", log)
+    check(stage, "a: EQ destroy refused: rings and EQ orphaned, freed "
+          "after remove's reset", left == 0 and freed and
+          int(freed.group(1)) >= 3 and
+          re.search(r"destroy EQ \d+ refused .*orphaned", log),
+          "x-fault-destroy left %r: %s" % (left, log[-1500:]))
+    rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
+    check(stage, "a: EQ orphaned: no oops, warning or KASAN report",
+          rc == 1, bad[-1500:])
+    reload(stage, a, "after EQ orphans")
 
 
 def reload(stage, a, what):
