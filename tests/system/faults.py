@@ -39,6 +39,16 @@ PD_CMD = ("timeout %d python3 -c 'from pyverbs.device import Context; "
           "from pyverbs.pd import PD; PD(Context(name=\"vrnic0\")); "
           "print(\"pd ok\")'")
 
+# Creates an SRQ, a user MR and a CQ, then closes them in that order.
+OBJS_PY = ("import pyverbs.enums as e; "
+           "from pyverbs.device import Context; from pyverbs.pd import PD; "
+           "from pyverbs.mr import MR; from pyverbs.cq import CQ; "
+           "from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr; "
+           "c = Context(name=\"vrnic0\"); pd = PD(c); "
+           "srq = SRQ(pd, SrqInitAttr(SrqAttr(max_wr=16))); "
+           "mr = MR(pd, 65536, e.IBV_ACCESS_LOCAL_WRITE); cq = CQ(c, 16); "
+           "srq.close(); mr.close(); cq.close(); print(\"closed\")")
+
 
 def shipped(script):
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -100,6 +110,22 @@ def destroy_fault(stage, a, b):
     rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
     check(stage, "a: destroy refused: no oops, warning or KASAN report",
           rc == 1, bad[-1500:])
+    # An SRQ, an MR and a CQ refused one after the other, closed by
+    # pyverbs in that order: all three orphaned (the PD then stays busy).
+    set_fault(a, 3, "x-fault-destroy")
+    a.check("dmesg -C")
+    rc, out = a.run("timeout 60 python3 -c '%s'" % OBJS_PY, timeout=70)
+    check(stage, "a: SRQ, MR, CQ destroys refused: pyverbs closes succeed",
+          rc == 0 and "closed" in out, "rc %d: %s" % (rc, out[-800:]))
+    left = a.qmp("qom-get", path=vrnic_path(a), property="x-fault-destroy")
+    _, log = a.run("dmesg")
+    missing = [o for o in ("SRQ", "MR", "CQ")
+               if not re.search(r"destroy %s \d+ refused .*orphaned" % o,
+                                log)]
+    check(stage, "a: SRQ, MR, CQ destroys refused: each orphaned",
+          left == 0 and not missing,
+          "x-fault-destroy left %r, not orphaned %s: %s"
+          % (left, missing, log[-1500:]))
     # The device still works for everything else.
     srv_rc, sout, rc, out = pingpong(a, b)
     check(stage, "a: after a refused destroy: ibv_rc_pingpong passes",
