@@ -173,10 +173,8 @@ static int vrnic_alloc_ucontext(struct ib_ucontext *ibuctx,
 	ret = rdma_user_mmap_entry_insert(ibuctx, &entry->rdma_entry,
 					  VRNIC_DB_PAGE_SIZE);
 	if (ret) {
-		struct vrnic_admin_cmd d = { .opcode = VRNIC_ADMIN_DESTROY_UCTX };
-
-		d.destroy.id = cpu_to_le32(page);
-		vrnic_admin_exec(vdev, &d, NULL);
+		vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_UCTX, page,
+				 "user context");
 		goto err_free;
 	}
 	uctx->db_entry = &entry->rdma_entry;
