@@ -117,14 +117,16 @@ void vrnic_orphan_umem(struct vrnic_ib_orphan *o, struct ib_umem *umem)
  * Drop the orphaned object's reference on its doorbell record page; the
  * page stays pinned until the orphan is released: in this orphan if this
  * was the last reference, else in one made by the last vrnic_unpin_dbrec().
+ * With no orphan (no memory for one) the pinned memory leaks, but the page
+ * still leaves the context's list.
  */
 void vrnic_orphan_dbrec(struct vrnic_ib_orphan *o,
 			struct vrnic_dbrec_page *page)
 {
 	struct vrnic_ucontext *uctx;
 
-	if (!page || !o)
-		return;		/* no orphan: the reference leaks */
+	if (!page)
+		return;
 	uctx = page->uctx;
 	mutex_lock(&uctx->dbrec_lock);
 	if (!--page->refcnt) {
