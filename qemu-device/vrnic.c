@@ -51,6 +51,9 @@ struct VrnicState {
     uint32_t aq_db_val;         /* the last one held */
     QEMUTimer *fault_timer;     /* releases it after the delay */
     QEMUBH *fault_bh;
+    uint32_t fault_destroy;     /* x-fault-destroy: refuse the next N */
+    uint64_t aq_base;           /* the engine's AQ, for x-fault-destroy */
+    uint32_t aq_log_depth;
 };
 
 #define VRNIC_FAULT_ADMIN_NEVER UINT32_MAX
@@ -94,6 +97,9 @@ static int vrnic_dma_check(VrnicState *s, uint64_t addr, size_t len,
     return 0;
 }
 
+static void vrnic_fault_destroy_cmd(VrnicState *s, uint64_t addr,
+                                    void *buf, size_t len);
+
 static int vrnic_plat_dma_read(void *opaque, uint64_t addr, void *buf,
                                size_t len)
 {
@@ -103,6 +109,9 @@ static int vrnic_plat_dma_read(void *opaque, uint64_t addr, void *buf,
         pci_dma_read(PCI_DEVICE(s), addr, buf, len) != MEMTX_OK) {
         trace_vrnic_dma_error(addr, len, false);
         return -1;
+    }
+    if (s->fault_destroy) {
+        vrnic_fault_destroy_cmd(s, addr, buf, len);
     }
     return 0;
 }
@@ -370,6 +379,77 @@ static void vrnic_set_fault_admin(Object *obj, Visitor *v, const char *name,
     }
 }
 
+/*
+ * x-fault-destroy = N: the next N DESTROY_EQ, _ETH_RING, _MR, _CQ, _QP or
+ * _SRQ admin commands (the objects that point the device at host memory)
+ * the engine fetches are refused: the glue sets a reserved flag bit in the
+ * engine's copy of the command (never in guest memory), so the engine
+ * answers BAD_PARAM and keeps the object, as a device that refuses to let
+ * go of it.  Not reset by a device reset: it counts commands.
+ */
+static void vrnic_fault_destroy_cmd(VrnicState *s, uint64_t addr,
+                                    void *buf, size_t len)
+{
+    struct vrnic_admin_cmd *cmd = buf;
+    uint64_t base = s->aq_base, off = addr - s->aq_base;
+    uint32_t log = s->aq_log_depth;
+
+    if (len != sizeof(*cmd)) {
+        return;
+    }
+    if (addr < base || log > 16 || off >= (uint64_t)sizeof(*cmd) << log ||
+        off % sizeof(*cmd)) {
+        return;
+    }
+    switch (cmd->opcode) {
+    case VRNIC_ADMIN_DESTROY_EQ:
+    case VRNIC_ADMIN_DESTROY_ETH_RING:
+    case VRNIC_ADMIN_DESTROY_MR:
+    case VRNIC_ADMIN_DESTROY_CQ:
+    case VRNIC_ADMIN_DESTROY_QP:
+    case VRNIC_ADMIN_DESTROY_SRQ:
+        break;
+    default:
+        return;
+    }
+    s->fault_destroy--;
+    cmd->flags |= 0x80;
+    trace_vrnic_fault_destroy(cmd->opcode, le32_to_cpu(cmd->destroy.id),
+                              s->fault_destroy);
+}
+
+static void vrnic_get_fault_destroy(Object *obj, Visitor *v,
+                                    const char *name, void *opaque,
+                                    Error **errp)
+{
+    VrnicState *s = VRNIC(obj);
+
+    visit_type_uint32(v, name, &s->fault_destroy, errp);
+}
+
+static void vrnic_set_fault_destroy(Object *obj, Visitor *v,
+                                    const char *name, void *opaque,
+                                    Error **errp)
+{
+    VrnicState *s = VRNIC(obj);
+
+    visit_type_uint32(v, name, &s->fault_destroy, errp);
+}
+
+/*
+ * The engine refuses calls from inside its own callbacks (a DMA read is
+ * one), so vrnic_fault_destroy_cmd() uses the AQ registers as the engine
+ * last accepted them, read back after every write and reset.
+ */
+static void vrnic_aq_regs_update(VrnicState *s)
+{
+    s->aq_base = vrnic_engine_reg_read(s->engine, VRNIC_REG_AQ_BASE_LO, 4) |
+                 vrnic_engine_reg_read(s->engine, VRNIC_REG_AQ_BASE_HI, 4) <<
+                 32;
+    s->aq_log_depth = vrnic_engine_reg_read(s->engine,
+                                            VRNIC_REG_AQ_LOG_DEPTH, 4);
+}
+
 /* ------------------------------------------------------------ BARs --- */
 
 static uint64_t vrnic_regs_read(void *opaque, hwaddr addr, unsigned size)
@@ -399,6 +479,14 @@ static void vrnic_regs_write(void *opaque, hwaddr addr, uint64_t val,
         qemu_purge_queued_packets(qemu_get_queue(s->nic));
     }
     vrnic_engine_reg_write(s->engine, addr, val, size);
+    switch (addr) {
+    case VRNIC_REG_CTRL:
+    case VRNIC_REG_AQ_BASE_LO:
+    case VRNIC_REG_AQ_BASE_HI:
+    case VRNIC_REG_AQ_LOG_DEPTH:
+        vrnic_aq_regs_update(s);
+        break;
+    }
 }
 
 static const MemoryRegionOps vrnic_regs_ops = {
@@ -589,6 +677,7 @@ static void vrnic_reset_hold(Object *obj, ResetType type)
     vrnic_fault_clear(s);
     qemu_purge_queued_packets(qemu_get_queue(s->nic));
     vrnic_engine_reset(s->engine);
+    vrnic_aq_regs_update(s);
     msix_reset(PCI_DEVICE(s));
     msix_unuse_all_vectors(PCI_DEVICE(s));
     for (unsigned i = 0; i < VRNIC_NUM_MSIX; i++) {
@@ -635,6 +724,11 @@ static void vrnic_class_init(ObjectClass *klass, void *data)
                               NULL, NULL);
     object_class_property_set_description(klass, "x-fault-admin",
         "test only: hold admin doorbells back N ms, 0 off, 4294967295 never");
+    object_class_property_add(klass, "x-fault-destroy", "uint32",
+                              vrnic_get_fault_destroy, vrnic_set_fault_destroy,
+                              NULL, NULL);
+    object_class_property_set_description(klass, "x-fault-destroy",
+        "test only: refuse the next N DESTROY admin commands");
     object_class_property_add_bool(klass, "x-fault-internal",
                                    vrnic_get_fault_internal,
                                    vrnic_set_fault_internal);

@@ -14,6 +14,7 @@
  * ring depth.
  */
 #include <linux/dma-mapping.h>
+#include <linux/slab.h>
 
 #include "vrnic_core.h"
 #include "vrnic_trace.h"
@@ -235,20 +236,43 @@ static int vrnic_ceq_create(struct vrnic_pf *pf, unsigned int i)
 	return 0;
 }
 
+/* An EQ ring the device refused to give back (vrnic_pf_destroy()). */
+struct vrnic_eq_orphan {
+	struct vrnic_orphan orphan;
+	struct vrnic_pf *pf;
+	struct vrnic_eq eq;
+};
+
+static void vrnic_eq_orphan_release(struct vrnic_orphan *orphan)
+{
+	struct vrnic_eq_orphan *o =
+		container_of(orphan, struct vrnic_eq_orphan, orphan);
+
+	vrnic_eq_free_ring(o->pf, &o->eq);
+	kfree(o);
+}
+
 static void vrnic_ceq_destroy(struct vrnic_pf *pf, unsigned int i)
 {
 	struct vrnic_eq *eq = &pf->ceq[i];
-	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DESTROY_EQ };
 	int irq = pci_irq_vector(pf->pdev, i);
-	int ret;
+	struct vrnic_eq_orphan *o;
+	bool free;
 
-	cmd.destroy.id = cpu_to_le32(i);
-	ret = vrnic_pf_admin_exec(pf, &cmd, NULL);
-	if (ret)
-		dev_warn(&pf->pdev->dev, "destroy EQ %u failed: %d\n", i, ret);
+	free = vrnic_pf_destroy(pf, VRNIC_ADMIN_DESTROY_EQ, i, "EQ");
 	/* Wait out a running handler before the ring goes away. */
 	disable_irq(irq);
-	vrnic_eq_free_ring(pf, eq);
+	o = free ? NULL : kzalloc(sizeof(*o), GFP_KERNEL);
+	if (o) {
+		o->pf = pf;
+		o->eq = *eq;
+		o->orphan.release = vrnic_eq_orphan_release;
+		vrnic_pf_orphan(pf, &o->orphan);
+	} else if (free) {
+		vrnic_eq_free_ring(pf, eq);
+	}
+	/* Orphaned, or leaked if even that failed: no longer ours. */
+	eq->ring = NULL;
 	enable_irq(irq);
 }
 

@@ -58,6 +58,8 @@ static void vrnic_ring_reset(struct vrnic_pf *pf, struct vrnic_eth_ring *r,
 {
 	u32 i;
 
+	if (r->orphaned)	/* the device may still use the buffers */
+		return;
 	for (i = 0; i < r->depth; i++) {
 		struct vrnic_eth_buf *b = &r->bufs[i];
 
@@ -72,10 +74,46 @@ static void vrnic_ring_reset(struct vrnic_pf *pf, struct vrnic_eth_ring *r,
 	r->ci = 0;
 }
 
+/* A ring the device refused to destroy, kept until it is reset. */
+struct vrnic_eth_orphan {
+	struct vrnic_orphan orphan;
+	struct vrnic_pf *pf;
+	struct vrnic_eth_ring ring;
+	enum dma_data_direction dir;
+};
+
+static void vrnic_ring_free_bufs(struct vrnic_pf *pf,
+				 struct vrnic_eth_ring *r,
+				 enum dma_data_direction dir);
+
+static void vrnic_eth_orphan_release(struct vrnic_orphan *orphan)
+{
+	struct vrnic_eth_orphan *o =
+		container_of(orphan, struct vrnic_eth_orphan, orphan);
+
+	o->ring.orphaned = false;
+	vrnic_ring_free_bufs(o->pf, &o->ring, o->dir);
+	kfree(o);
+}
+
 static void vrnic_ring_free_bufs(struct vrnic_pf *pf,
 				 struct vrnic_eth_ring *r,
 				 enum dma_data_direction dir)
 {
+	if (r->orphaned) {
+		struct vrnic_eth_orphan *o = kzalloc(sizeof(*o), GFP_KERNEL);
+
+		/* No memory even for that: leak the ring, never free it. */
+		if (o) {
+			o->pf = pf;
+			o->ring = *r;
+			o->dir = dir;
+			o->orphan.release = vrnic_eth_orphan_release;
+			vrnic_pf_orphan(pf, &o->orphan);
+		}
+		memset(r, 0, sizeof(*r));
+		return;
+	}
 	vrnic_ring_reset(pf, r, dir);
 	kfree(r->bufs);
 	r->bufs = NULL;
@@ -97,16 +135,13 @@ static int vrnic_ring_create(struct vrnic_pf *pf, struct vrnic_eth_ring *r,
 	return vrnic_pf_admin_exec(pf, &cmd, NULL);
 }
 
-static void vrnic_ring_destroy(struct vrnic_pf *pf, u8 type)
+/* Refused: the ring and its buffers are orphaned when freed. */
+static void vrnic_ring_destroy(struct vrnic_pf *pf, struct vrnic_eth_ring *r,
+			       u8 type)
 {
-	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DESTROY_ETH_RING };
-	int ret;
-
-	cmd.destroy.id = cpu_to_le32((u32)type << 8 | VRNIC_ETH_QID);
-	ret = vrnic_pf_admin_exec(pf, &cmd, NULL);
-	if (ret)
-		dev_warn(&pf->pdev->dev, "destroy Ethernet ring %u: %d\n",
-			 type, ret);
+	if (!vrnic_pf_destroy(pf, VRNIC_ADMIN_DESTROY_ETH_RING,
+			      (u32)type << 8 | VRNIC_ETH_QID, "Ethernet ring"))
+		r->orphaned = true;
 }
 
 static void vrnic_ring_arm(struct vrnic_pf *pf, u32 db, u16 ci)
@@ -351,7 +386,7 @@ static int vrnic_rings_start(struct vrnic_netdev_priv *priv)
 		return ret;
 	ret = vrnic_ring_create(pf, &priv->rx, VRNIC_ETH_RING_RX);
 	if (ret) {
-		vrnic_ring_destroy(pf, VRNIC_ETH_RING_TX);
+		vrnic_ring_destroy(pf, &priv->tx, VRNIC_ETH_RING_TX);
 		return ret;
 	}
 	netdev_tx_reset_queue(netdev_get_tx_queue(ndev, 0));
@@ -382,8 +417,8 @@ static void vrnic_rings_stop(struct vrnic_netdev_priv *priv)
 	WRITE_ONCE(priv->rings_live, false);
 	napi_disable(&priv->napi);
 	/* Once destroyed, the device no longer touches the buffers. */
-	vrnic_ring_destroy(pf, VRNIC_ETH_RING_TX);
-	vrnic_ring_destroy(pf, VRNIC_ETH_RING_RX);
+	vrnic_ring_destroy(pf, &priv->tx, VRNIC_ETH_RING_TX);
+	vrnic_ring_destroy(pf, &priv->rx, VRNIC_ETH_RING_RX);
 	netdev_tx_reset_queue(netdev_get_tx_queue(pf->netdev, 0));
 }
 

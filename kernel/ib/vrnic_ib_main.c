@@ -129,6 +129,8 @@ static void vrnic_ib_remove(struct auxiliary_device *adev)
 	synchronize_rcu();
 	vrnic_ib_unregister(vdev);
 	vrnic_pf_unregister_rdma(vdev->pf);
+	/* Orphans hold pinned user memory: free them while ibdev exists. */
+	vrnic_pf_release_orphans(vdev->pf);
 	WARN_ON(!xa_empty(&vdev->cq_xa) || !xa_empty(&vdev->qp_xa) ||
 		!xa_empty(&vdev->srq_xa));
 	ib_dealloc_device(&vdev->ibdev);

@@ -372,14 +372,20 @@ int vrnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 int vrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct vrnic_mr *mr = container_of(ibmr, struct vrnic_mr, ibmr);
-	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DESTROY_MR };
 	struct vrnic_dev *vdev = to_vdev(ibmr->device);
-	int ret;
+	struct vrnic_ib_orphan *o;
 
-	cmd.destroy.id = cpu_to_le32(ibmr->lkey);
-	ret = vrnic_admin_exec(vdev, &cmd, NULL);
-	if (ret && ret != -ENODEV)
-		return ret;
+	if (!vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_MR, ibmr->lkey,
+			      "MR")) {
+		/* Its keys still reach the pages: keep them pinned. */
+		o = vrnic_orphan_alloc(vdev);
+		vrnic_orphan_dma(o, mr->max_pages * sizeof(*mr->pbl), mr->pbl,
+				 mr->pbl_dma);
+		vrnic_orphan_umem(o, mr->umem);
+		vrnic_orphan_commit(vdev, o);
+		kfree(mr);
+		return 0;
+	}
 	if (mr->pbl)
 		dma_free_coherent(&vdev->pdev->dev,
 				  mr->max_pages * sizeof(*mr->pbl), mr->pbl,
@@ -413,10 +419,8 @@ int vrnic_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 
 int vrnic_dealloc_mw(struct ib_mw *ibmw)
 {
-	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DEALLOC_MW };
-	int ret;
-
-	cmd.destroy.id = cpu_to_le32(ibmw->rkey);
-	ret = vrnic_admin_exec(to_vdev(ibmw->device), &cmd, NULL);
-	return ret == -ENODEV ? 0 : ret;
+	/* No memory behind it: a refusal is logged (vrnic_pf_destroy()). */
+	vrnic_pf_destroy(to_vdev(ibmw->device)->pf, VRNIC_ADMIN_DEALLOC_MW,
+			 ibmw->rkey, "MW");
+	return 0;
 }

@@ -173,10 +173,8 @@ static int vrnic_alloc_ucontext(struct ib_ucontext *ibuctx,
 	ret = rdma_user_mmap_entry_insert(ibuctx, &entry->rdma_entry,
 					  VRNIC_DB_PAGE_SIZE);
 	if (ret) {
-		struct vrnic_admin_cmd d = { .opcode = VRNIC_ADMIN_DESTROY_UCTX };
-
-		d.destroy.id = cpu_to_le32(page);
-		vrnic_admin_exec(vdev, &d, NULL);
+		vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_UCTX, page,
+				 "user context");
 		goto err_free;
 	}
 	uctx->db_entry = &entry->rdma_entry;
@@ -241,14 +239,10 @@ static void vrnic_mmap_free(struct rdma_user_mmap_entry *rentry)
 {
 	struct vrnic_user_mmap_entry *entry =
 		container_of(rentry, struct vrnic_user_mmap_entry, rdma_entry);
-	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DESTROY_UCTX };
-	int ret;
 
-	cmd.destroy.id = cpu_to_le32(entry->page);
-	ret = vrnic_admin_exec(entry->vdev, &cmd, NULL);
-	if (ret && ret != -ENODEV)
-		dev_warn(&entry->vdev->pdev->dev,
-			 "releasing doorbell page %u: %d\n", entry->page, ret);
+	/* No memory of ours behind it: a refusal is only logged. */
+	vrnic_pf_destroy(entry->vdev->pf, VRNIC_ADMIN_DESTROY_UCTX, entry->page,
+			 "user context");
 	kfree(entry);
 }
 
@@ -286,22 +280,21 @@ int vrnic_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 
 int vrnic_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 {
-	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DEALLOC_XRCD };
-	int ret;
-
-	cmd.destroy.id = cpu_to_le32(to_vxrcd(ibxrcd)->xrcdn);
-	ret = vrnic_admin_exec(to_vdev(ibxrcd->device), &cmd, NULL);
-	return ret == -ENODEV ? 0 : ret;
+	/* No memory behind it: a refusal is logged (vrnic_pf_destroy()). */
+	vrnic_pf_destroy(to_vdev(ibxrcd->device)->pf, VRNIC_ADMIN_DEALLOC_XRCD,
+			 to_vxrcd(ibxrcd)->xrcdn, "XRCD");
+	return 0;
 }
 
 static int vrnic_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_DESTROY_PD };
-	int ret;
-
-	cmd.destroy.id = cpu_to_le32(to_vpd(ibpd)->pdn);
-	ret = vrnic_admin_exec(to_vdev(ibpd->device), &cmd, NULL);
-	return ret == -ENODEV ? 0 : ret;
+	/*
+	 * No memory behind it: a refusal (an orphaned QP, SRQ or MR of the
+	 * PD still holds it in the device) is logged (vrnic_pf_destroy()).
+	 */
+	vrnic_pf_destroy(to_vdev(ibpd->device)->pf, VRNIC_ADMIN_DESTROY_PD,
+			 to_vpd(ibpd)->pdn, "PD");
+	return 0;
 }
 
 /* ------------------------------------------------ address handles --- */

@@ -1,7 +1,15 @@
 #!/usr/bin/python3
 """Device faults (issue 14, review B.1/B.13): the admin queue stops
-answering, the device goes FATAL by itself, and a PCI remove under a
-running RDMA server.
+answering, the device goes FATAL by itself, the device refuses to
+destroy an object, and a PCI remove under a running RDMA server.
+
+x-fault-destroy = N (spec: "Fault injection") makes the device refuse the
+next N DESTROY commands of objects that point it at host memory and keep
+the object.  The driver must then keep that memory (spec: "Destroying
+objects") rather than free what the device may still write: the object
+is orphaned and logged, the verb still succeeds, the device keeps working
+for everything else, and the memory is freed once the device is reset
+(rmmod).
 
 The device's test-only QOM property x-fault-admin (spec: "Fault
 injection") holds admin doorbells back: a delay, or never.  With "never",
@@ -15,6 +23,7 @@ own pair and runs only these tests.
 """
 
 import os
+import re
 import sys
 import time
 
@@ -29,6 +38,16 @@ BAD = (r"Oops|BUG:|WARNING:|KASAN|Call Trace|refcount_t|list_del corruption|"
 PD_CMD = ("timeout %d python3 -c 'from pyverbs.device import Context; "
           "from pyverbs.pd import PD; PD(Context(name=\"vrnic0\")); "
           "print(\"pd ok\")'")
+
+# Creates an SRQ, a user MR and a CQ, then closes them in that order.
+OBJS_PY = ("import pyverbs.enums as e; "
+           "from pyverbs.device import Context; from pyverbs.pd import PD; "
+           "from pyverbs.mr import MR; from pyverbs.cq import CQ; "
+           "from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr; "
+           "c = Context(name=\"vrnic0\"); pd = PD(c); "
+           "srq = SRQ(pd, SrqInitAttr(SrqAttr(max_wr=16))); "
+           "mr = MR(pd, 65536, e.IBV_ACCESS_LOCAL_WRITE); cq = CQ(c, 16); "
+           "srq.close(); mr.close(); cq.close(); print(\"closed\")")
 
 
 def shipped(script):
@@ -46,9 +65,154 @@ def vrnic_path(vm):
     raise vmlib.VMError("%s: no vrnic in /machine/peripheral-anon" % vm.name)
 
 
-def set_fault(vm, value):
-    vm.qmp("qom-set", path=vrnic_path(vm), property="x-fault-admin",
-           value=value)
+def set_fault(vm, value, prop="x-fault-admin"):
+    vm.qmp("qom-set", path=vrnic_path(vm), property=prop, value=value)
+
+
+PP = "ibv_rc_pingpong -d vrnic0 -g 1 -n 20 -p 18530"
+
+
+def pingpong(a, b):
+    """ibv_rc_pingpong, server on a, client on b: (server rc, output,
+    client rc, output)."""
+    a.run("rm -f /tmp/ppf.rc; (timeout 60 %s > /tmp/ppf.out 2>&1; "
+          "echo $? > /tmp/ppf.rc) >/dev/null 2>&1 &" % PP)
+    time.sleep(1.5)
+    rc, out = b.run("timeout 60 %s %s 2>&1" % (PP, a.ip), timeout=70)
+    wait_file(a, "/tmp/ppf.rc", 30)
+    src, sout = a.run("cat /tmp/ppf.rc; cat /tmp/ppf.out")
+    lines = sout.split("\n", 1)
+    srv_rc = int(lines[0]) if lines[0].strip().isdigit() else -1
+    return srv_rc, lines[1] if len(lines) > 1 else "", rc, out
+
+
+def destroy_fault(stage, a, b):
+    """x-fault-destroy: a refused DESTROY_QP orphans the QP's memory."""
+    a.check("dmesg -C")
+    set_fault(a, 1, "x-fault-destroy")
+    # The server's exit destroys its QP first: the device refuses, so
+    # it keeps the QP, its CQ (the QP holds it) and its PD.
+    srv_rc, sout, rc, out = pingpong(a, b)
+    check(stage, "a: destroy refused: ibv_rc_pingpong server's destroys "
+          "succeed (exit 0)", srv_rc == 0,
+          "server rc %d: %s" % (srv_rc, sout[-500:]))
+    check(stage, "a: destroy refused: ibv_rc_pingpong client exits 0",
+          rc == 0, "rc %d: %s" % (rc, out[-500:]))
+    left = a.qmp("qom-get", path=vrnic_path(a), property="x-fault-destroy")
+    check(stage, "a: destroy refused: the device refused one DESTROY",
+          left == 0, "x-fault-destroy still %r" % left)
+    _, log = a.run("dmesg")
+    print("\n".join("  | " + x for x in log.splitlines()
+                    if "vrnic" in x)[-2000:])
+    check(stage, "a: destroy refused: the driver orphans the QP's memory",
+          re.search(r"destroy QP \d+ refused .*orphaned", log) is not None,
+          log[-1500:])
+    rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
+    check(stage, "a: destroy refused: no oops, warning or KASAN report",
+          rc == 1, bad[-1500:])
+    # An SRQ, an MR and a CQ refused one after the other, closed by
+    # pyverbs in that order: all three orphaned (the PD then stays busy).
+    set_fault(a, 3, "x-fault-destroy")
+    a.check("dmesg -C")
+    rc, out = a.run("timeout 60 python3 -c '%s'" % OBJS_PY, timeout=70)
+    check(stage, "a: SRQ, MR, CQ destroys refused: pyverbs closes succeed",
+          rc == 0 and "closed" in out, "rc %d: %s" % (rc, out[-800:]))
+    left = a.qmp("qom-get", path=vrnic_path(a), property="x-fault-destroy")
+    _, log = a.run("dmesg")
+    missing = [o for o in ("SRQ", "MR", "CQ")
+               if not re.search(r"destroy %s \d+ refused .*orphaned" % o,
+                                log)]
+    check(stage, "a: SRQ, MR, CQ destroys refused: each orphaned",
+          left == 0 and not missing,
+          "x-fault-destroy left %r, not orphaned %s: %s"
+          % (left, missing, log[-1500:]))
+    # The device still works for everything else.
+    srv_rc, sout, rc, out = pingpong(a, b)
+    check(stage, "a: after a refused destroy: ibv_rc_pingpong passes",
+          srv_rc == 0 and rc == 0 and "iters in" in out,
+          "server rc %d, client rc %d: %s" % (srv_rc, rc, out[-500:]))
+    # Unloading resets the device, then frees what was orphaned.
+    rc, out = a.run("timeout 60 rmmod vrnic_ib vrnic", timeout=70)
+    check(stage, "a: with orphans: rmmod vrnic_ib vrnic", rc == 0,
+          "rc %d: %s" % (rc, out))
+    _, log = a.run("dmesg")
+    check(stage, "a: with orphans: freed after the device reset",
+          re.search(r"device reset: freed \d+ orphaned objects", log)
+          is not None, log[-1500:])
+    rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
+    check(stage, "a: with orphans: rmmod: no oops, warning or KASAN "
+          "report", rc == 1, bad[-1500:])
+    if not reload(stage, a, "after orphans"):
+        return
+    srv_rc, sout, rc, out = pingpong(a, b)
+    check(stage, "a: after orphans and reload: ibv_rc_pingpong passes",
+          srv_rc == 0 and rc == 0 and "iters in" in out,
+          "server rc %d, client rc %d: %s" % (srv_rc, rc, out[-500:]))
+
+    # The core's Ethernet rings and the kernel's own QPs and CQs (ib_core's
+    # GSI/SMI agents, destroyed by rmmod) take the same path.
+    a.check("dmesg -C")
+    set_fault(a, 4, "x-fault-destroy")
+    rc, out = a.run("ip link set dev $(vrnic-netdev) down")
+    check(stage, "a: Ethernet ring destroy refused: ip link down", rc == 0,
+          out)
+    _, log = a.run("dmesg")
+    check(stage, "a: Ethernet ring destroy refused: both rings orphaned",
+          len(re.findall(r"destroy Ethernet ring \d+ refused .*orphaned",
+                         log)) == 2, log[-1500:])
+    rc, out = a.run("timeout 60 rmmod vrnic_ib vrnic", timeout=70)
+    check(stage, "a: kernel QP/CQ destroy refused: rmmod vrnic_ib vrnic",
+          rc == 0, "rc %d: %s" % (rc, out))
+    left = a.qmp("qom-get", path=vrnic_path(a), property="x-fault-destroy")
+    _, log = a.run("dmesg")
+    print("\n".join("  | " + x for x in log.splitlines()
+                    if "vrnic" in x)[-2000:])
+    freed = re.search(r"device reset: freed (\d+) orphaned objects", log)
+    # 2 rings, 2 refused kernel objects and what they keep busy.
+    check(stage, "a: kernel QP/CQ destroy refused: orphaned, freed after "
+          "the reset", left == 0 and freed and int(freed.group(1)) >= 4 and
+          re.search(r"destroy (QP|CQ) \d+ refused .*orphaned", log),
+          "x-fault-destroy left %r: %s" % (left, log[-1500:]))
+    rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
+    check(stage, "a: kernel objects orphaned: no oops, warning or KASAN "
+          "report", rc == 1, bad[-1500:])
+    if not reload(stage, a, "after kernel orphans"):
+        return
+
+    # PCI remove: the netdev's rings and then the EQs are refused; they are
+    # freed after remove's reset.
+    rc, out = a.run("timeout 60 rmmod vrnic_ib && dmesg -C", timeout=70)
+    if not check(stage, "a: rmmod vrnic_ib alone", rc == 0, out):
+        return
+    set_fault(a, 3, "x-fault-destroy")
+    rc, out = a.run("timeout 60 rmmod vrnic", timeout=70)
+    check(stage, "a: EQ destroy refused: rmmod vrnic", rc == 0,
+          "rc %d: %s" % (rc, out))
+    left = a.qmp("qom-get", path=vrnic_path(a), property="x-fault-destroy")
+    _, log = a.run("dmesg")
+    print("\n".join("  | " + x for x in log.splitlines()
+                    if "vrnic" in x)[-2000:])
+    freed = re.search(r"device reset: freed (\d+) orphaned objects", log)
+    check(stage, "a: EQ destroy refused: rings and EQ orphaned, freed "
+          "after remove's reset", left == 0 and freed and
+          int(freed.group(1)) >= 3 and
+          re.search(r"destroy EQ \d+ refused .*orphaned", log),
+          "x-fault-destroy left %r: %s" % (left, log[-1500:]))
+    rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
+    check(stage, "a: EQ orphaned: no oops, warning or KASAN report",
+          rc == 1, bad[-1500:])
+    reload(stage, a, "after EQ orphans")
+
+
+def reload(stage, a, what):
+    """modprobe vrnic after an rmmod, and bring the port up again."""
+    rc, out = a.run("modprobe vrnic && for i in $(seq 60); do "
+                    "[ -e /sys/class/infiniband/vrnic0 ] && exit 0; "
+                    "sleep 0.5; done; exit 1", timeout=60)
+    if rc == 0:
+        rc, out = a.run("vrnic-up 1500", timeout=60)
+    return check(stage, "a: %s: modprobe vrnic and vrnic-up bring vrnic0 "
+                 "back" % what, rc == 0, out)
 
 
 def wait_file(vm, path, seconds):
@@ -230,17 +394,22 @@ def remove_under_server(stage, a, b):
           rc == 1, bad[-1500:])
 
 
-def run(stage, a, b):
+TESTS = {"destroy": destroy_fault, "admin": admin_fault,
+         "fatal": device_fatal, "remove": remove_under_server}
+
+
+def run(stage, a, b, only=None):
     t0 = time.time()
     try:
-        admin_fault(stage, a, b)
-        device_fatal(stage, a, b)
-        remove_under_server(stage, a, b)
+        for name, test in TESTS.items():
+            if not only or name in only:
+                test(stage, a, b)
     except vmlib.VMError as e:
         stage.record("faults: harness", "fail", str(e))
     finally:
         try:
             set_fault(a, 0)
+            set_fault(a, 0, "x-fault-destroy")
         except vmlib.VMError:
             pass
     print("fault tests: %.0f s" % (time.time() - t0), flush=True)
@@ -254,7 +423,7 @@ def main():
         stage.record("boot two VMs", "fail", str(e))
         return 1
     try:
-        run(stage, a, b)
+        run(stage, a, b, sys.argv[1:])    # e.g. "destroy": only that one
     finally:
         a.kill()
         b.kill()
