@@ -352,6 +352,11 @@ static void vrnic_set_fault_internal(Object *obj, bool value, Error **errp)
     if (!value) {
         return;
     }
+    /* -device vrnic,x-fault-internal=on sets it before realize. */
+    if (!s->engine) {
+        error_setg(errp, "vrnic: x-fault-internal needs a realized device");
+        return;
+    }
     trace_vrnic_fault_internal();
     vrnic_engine_inject_internal_error(s->engine);
 }

@@ -394,8 +394,46 @@ def remove_under_server(stage, a, b):
           rc == 1, bad[-1500:])
 
 
-TESTS = {"destroy": destroy_fault, "admin": admin_fault,
-         "fatal": device_fatal, "remove": remove_under_server}
+def property_before_realize(stage, a, b):
+    """The fault properties set on the command line, before realize: QEMU
+    refuses x-fault-internal with an error instead of crashing on the
+    engine that does not exist yet (cold review), and takes the others."""
+    import subprocess
+    base = [vmlib.QEMU, "-accel", "tcg", "-M", "pc", "-display", "none",
+            "-L", os.path.join(vmlib.IMAGE, "firmware"),
+            "-nodefaults", "-S", "-monitor", "none", "-serial", "none"]
+    try:
+        p = subprocess.run(base + ["-device", "vrnic,x-fault-internal=on"],
+                           capture_output=True, text=True, timeout=60)
+        ok = p.returncode == 1 and "needs a realized device" in p.stderr
+        detail = "exit %d: %s" % (p.returncode, p.stderr.strip()[-300:])
+    except subprocess.TimeoutExpired:
+        ok, detail = False, "QEMU did not exit in 60 s"
+    check(stage, "faults: -device vrnic,x-fault-internal=on is refused, "
+          "QEMU does not crash", ok, detail)
+    try:
+        p = subprocess.run(base + ["-device", "vrnic,x-fault-admin=300,"
+                                   "x-fault-destroy=2,x-fault-internal=off",
+                                   "-daemonize", "-pidfile",
+                                   "/tmp/vrnic-prop-%d.pid" % os.getpid()],
+                           capture_output=True, text=True, timeout=60)
+        ok = p.returncode == 0
+        detail = "exit %d: %s" % (p.returncode, p.stderr.strip()[-300:])
+    except subprocess.TimeoutExpired:
+        ok, detail = False, "QEMU did not start in 60 s"
+    finally:
+        pidfile = "/tmp/vrnic-prop-%d.pid" % os.getpid()
+        if os.path.exists(pidfile):
+            with open(pidfile) as f:
+                os.kill(int(f.read().strip()), 9)
+            os.unlink(pidfile)
+    check(stage, "faults: the other fault properties are taken on the "
+          "command line", ok, detail)
+
+
+TESTS = {"props": property_before_realize, "destroy": destroy_fault,
+         "admin": admin_fault, "fatal": device_fatal,
+         "remove": remove_under_server}
 
 
 def run(stage, a, b, only=None):
