@@ -284,13 +284,15 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		/* What the device was given: the provider posts by it. */
 		struct vrnic_create_qp_resp uresp = {
 			.qpn = qpn,
-			.comp_mask = VRNIC_CREATE_QP_RESP_MASK_GEOMETRY,
 			.sq_log_depth = qp->sq_log,
 			.sq_wqe_shift = qp->sq_shift,
 			.max_send_sge = qp->max_send_sge,
 			.max_inline = qp->max_inline,
 		};
 
+		/* The bit only where the provider has room for the words. */
+		if (udata->outlen >= offsetofend(typeof(uresp), reserved))
+			uresp.comp_mask = VRNIC_CREATE_QP_RESP_MASK_GEOMETRY;
 		if (!qp->no_rq) {
 			uresp.rq_log_depth = qp->rq_log;
 			uresp.rq_wqe_shift = qp->rq_shift;

@@ -140,11 +140,14 @@ int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		/* What the device was given: the provider posts by it. */
 		struct vrnic_create_srq_resp uresp = {
 			.srqn = srqn,
-			.comp_mask = VRNIC_CREATE_SRQ_RESP_MASK_GEOMETRY,
 			.log_depth = srq->log,
 			.wqe_shift = srq->shift,
 			.max_sge = srq->max_sge,
 		};
+
+		/* The bit only where the provider has room for the words. */
+		if (udata->outlen >= offsetofend(typeof(uresp), reserved))
+			uresp.comp_mask = VRNIC_CREATE_SRQ_RESP_MASK_GEOMETRY;
 
 		ret = ib_copy_to_udata(udata, &uresp,
 				       min(sizeof(uresp), udata->outlen));

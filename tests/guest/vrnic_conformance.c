@@ -1102,11 +1102,205 @@ static int uapi_geometry(struct env *e)
 	ret = raw_create_cq_out(&c, &cq, NULL, &cqe, &d, 8);
 	if (ret)
 		FAIL("create_cq with an 8-byte response: %s\n", strerror(ret));
-	if (d.log_depth || d.cqe_size || cqe != 128)
-		FAIL("create_cq, 8-byte response: wrote past it (%u %u) or cqe %u\n",
-		     d.log_depth, d.cqe_size, cqe);
+	if (d.comp_mask || d.log_depth || d.cqe_size || cqe != 128)
+		FAIL("create_cq, 8-byte response: bit 0x%x without room, wrote past it (%u %u) or cqe %u\n",
+		     d.comp_mask, d.log_depth, d.cqe_size, cqe);
 	raw_close(&c);
 	free(ring);
+	return 1;
+}
+
+/* A raw uverbs write command: 0 or errno. */
+static int raw_write(struct raw_ctx *c, void *m, size_t len)
+{
+	return write(c->fd, m, len) == (ssize_t)len ? 0 : errno;
+}
+
+static int raw_alloc_pd(struct raw_ctx *c, uint32_t *pd)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_alloc_pd cmd;
+	} m = {};
+	struct ib_uverbs_alloc_pd_resp r = {};
+	int ret;
+
+	m.hdr.command = IB_USER_VERBS_CMD_ALLOC_PD;
+	m.hdr.in_words = sizeof(m) / 4;
+	m.hdr.out_words = sizeof(r) / 4;
+	m.cmd.response = (uintptr_t)&r;
+	ret = raw_write(c, &m, sizeof(m));
+	*pd = r.pd_handle;
+	return ret;
+}
+
+/* CREATE_CQ of 2 entries on ring (8 KiB); its handle in *cq. */
+static int raw_cq_handle(struct raw_ctx *c, uint8_t *ring, uint32_t *cq)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_create_cq cmd;
+		struct vrnic_create_cq_cmd drv;
+	} m = {};
+	struct {
+		struct ib_uverbs_create_cq_resp r;
+		struct vrnic_create_cq_resp d;
+	} r = {};
+	int ret;
+
+	m.hdr.command = IB_USER_VERBS_CMD_CREATE_CQ;
+	m.hdr.in_words = sizeof(m) / 4;
+	m.hdr.out_words = sizeof(r) / 4;
+	m.cmd.response = (uintptr_t)&r;
+	m.cmd.cqe = 2;
+	m.cmd.comp_channel = -1;
+	m.drv.buf_addr = (uintptr_t)ring;
+	m.drv.dbrec_addr = (uintptr_t)ring + 4096 - 64;
+	m.drv.log_depth = 1;
+	ret = raw_write(c, &m, sizeof(m));
+	*cq = r.r.cq_handle;
+	return ret;
+}
+
+/*
+ * The QP and SRQ words of the answer (review of the geometry change): a
+ * kernel answering a stride or depth other than the one it programmed
+ * would pass every verbs-level test while the provider indexed its rings
+ * differently from the device.  CREATE_SRQ and CREATE_QP by hand: the
+ * answer is the proposal (larger than the request needs), the limits
+ * match the common response, and a QP on an SRQ answers no RQ.
+ */
+static int uapi_geometry_qp(struct env *e)
+{
+	struct vrnic_alloc_ucontext_req req = {};
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_create_srq cmd;
+		struct vrnic_create_srq_cmd drv;
+	} ms = {};
+	struct {
+		struct ib_uverbs_create_srq_resp r;
+		struct vrnic_create_srq_resp d;
+	} rs = {};
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_create_qp cmd;
+		struct vrnic_create_qp_cmd drv;
+	} mq = {};
+	struct {
+		struct ib_uverbs_create_qp_resp r;
+		struct vrnic_create_qp_resp d;
+	} rq = {};
+	uint32_t pd, cq;
+	struct raw_ctx c;
+	uint8_t *mem;
+	int ret, i;
+
+	(void)e;
+	mem = aligned_alloc(4096, 16 * 4096);
+	if (!mem)
+		FAIL("aligned_alloc\n");
+	memset(mem, 0, 16 * 4096);
+	ret = raw_get_context(&c, &req, NULL);
+	if (ret)
+		FAIL("get_context: %s\n", strerror(ret));
+	ret = raw_alloc_pd(&c, &pd);
+	if (!ret)
+		ret = raw_cq_handle(&c, mem, &cq);
+	if (ret)
+		FAIL("alloc_pd/create_cq: %s\n", strerror(ret));
+
+	/* SRQ: 4 WRs of 2 SGEs asked, 32 x 128 B proposed (4 KiB). */
+	ms.hdr.command = IB_USER_VERBS_CMD_CREATE_SRQ;
+	ms.hdr.in_words = sizeof(ms) / 4;
+	ms.hdr.out_words = sizeof(rs) / 4;
+	ms.cmd.response = (uintptr_t)&rs;
+	ms.cmd.pd_handle = pd;
+	ms.cmd.max_wr = 4;
+	ms.cmd.max_sge = 2;
+	ms.drv.buf_addr = (uintptr_t)mem + 4096;
+	ms.drv.dbrec_addr = (uintptr_t)mem + 4096 - 32;
+	ms.drv.log_depth = 5;
+	ms.drv.wqe_shift = 7;
+	ret = raw_write(&c, &ms, sizeof(ms));
+	if (ret)
+		FAIL("create_srq: %s\n", strerror(ret));
+	ksft_print_msg("create_srq: comp_mask 0x%x log %u shift %u max_sge %u; common max_wr %u max_sge %u\n",
+		       rs.d.comp_mask, rs.d.log_depth, rs.d.wqe_shift,
+		       rs.d.max_sge, rs.r.max_wr, rs.r.max_sge);
+	if (!(rs.d.comp_mask & VRNIC_CREATE_SRQ_RESP_MASK_GEOMETRY) ||
+	    rs.d.log_depth != 5 || rs.d.wqe_shift != 7 || rs.d.reserved ||
+	    rs.d.max_sge != rs.r.max_sge || rs.r.max_wr != 32 ||
+	    rs.d.max_sge < 2 ||
+	    16 + 16 * rs.d.max_sge > 128)
+		FAIL("create_srq: not the geometry programmed\n");
+
+	/* UD QPs: one with an RQ, one on the SRQ (no RQ). */
+	for (i = 0; i < 2; i++) {
+		memset(&mq, 0, sizeof(mq));
+		memset(&rq, 0, sizeof(rq));
+		mq.hdr.command = IB_USER_VERBS_CMD_CREATE_QP;
+		mq.hdr.in_words = sizeof(mq) / 4;
+		mq.hdr.out_words = sizeof(rq) / 4;
+		mq.cmd.response = (uintptr_t)&rq;
+		mq.cmd.pd_handle = pd;
+		mq.cmd.send_cq_handle = cq;
+		mq.cmd.recv_cq_handle = cq;
+		mq.cmd.max_send_wr = 4;
+		mq.cmd.max_send_sge = 1;
+		mq.cmd.max_inline_data = 16;
+		mq.cmd.qp_type = IBV_QPT_UD;
+		mq.drv.sq_addr = (uintptr_t)mem + (2 + 4 * i) * 4096;
+		mq.drv.dbrec_addr = (uintptr_t)mem + 4096 - 96 - 16 * i;
+		mq.drv.sq_log_depth = 4;	/* 16 x 256 B: 4 KiB */
+		mq.drv.sq_wqe_shift = 8;
+		if (i == 0) {
+			mq.cmd.max_recv_wr = 4;
+			mq.cmd.max_recv_sge = 1;
+			mq.drv.rq_addr = (uintptr_t)mem + 4 * 4096;
+			mq.drv.rq_log_depth = 6;	/* 64 x 64 B: 4 KiB */
+			mq.drv.rq_wqe_shift = 6;
+		} else {
+			mq.cmd.is_srq = 1;
+			mq.cmd.srq_handle = rs.r.srq_handle;
+			/* no RQ, but the check of the proposal asks the
+			 * smallest stride, 32 B, as libvrnic proposes it
+			 */
+			mq.drv.rq_wqe_shift = 5;
+		}
+		ret = raw_write(&c, &mq, sizeof(mq));
+		if (ret)
+			FAIL("create_qp %d: %s\n", i, strerror(ret));
+		ksft_print_msg("create_qp %s: comp_mask 0x%x sq %u/%u rq %u/%u sge %u/%u inline %u; common wr %u/%u sge %u/%u inline %u\n",
+			       i ? "on the SRQ" : "with an RQ", rq.d.comp_mask,
+			       rq.d.sq_log_depth, rq.d.sq_wqe_shift,
+			       rq.d.rq_log_depth, rq.d.rq_wqe_shift,
+			       rq.d.max_send_sge, rq.d.max_recv_sge,
+			       rq.d.max_inline, rq.r.max_send_wr,
+			       rq.r.max_recv_wr, rq.r.max_send_sge,
+			       rq.r.max_recv_sge, rq.r.max_inline_data);
+		if (!(rq.d.comp_mask & VRNIC_CREATE_QP_RESP_MASK_GEOMETRY) ||
+		    rq.d.sq_log_depth != 4 || rq.d.sq_wqe_shift != 8 ||
+		    rq.d.reserved || rq.r.max_send_wr != 16 ||
+		    rq.d.max_send_sge != rq.r.max_send_sge ||
+		    rq.d.max_recv_sge != rq.r.max_recv_sge ||
+		    rq.d.max_inline != rq.r.max_inline_data ||
+		    rq.d.max_send_sge < 1 || rq.d.max_inline < 16 ||
+		    rq.d.max_inline > 256 || 16 * rq.d.max_send_sge > 256)
+			FAIL("create_qp %d: not the send geometry programmed\n",
+			     i);
+		if (i == 0 && (rq.d.rq_log_depth != 6 ||
+			       rq.d.rq_wqe_shift != 6 ||
+			       rq.r.max_recv_wr != 64 ||
+			       rq.d.max_recv_sge < 1 ||
+			       16 + 16 * rq.d.max_recv_sge > 64))
+			FAIL("create_qp: not the RQ geometry programmed\n");
+		if (i == 1 && (rq.d.rq_log_depth || rq.d.rq_wqe_shift ||
+			       rq.d.max_recv_sge))
+			FAIL("create_qp on an SRQ: RQ fields not 0\n");
+	}
+	raw_close(&c);
+	free(mem);
 	return 1;
 }
 
@@ -1371,6 +1565,7 @@ static const struct test tests[] = {
 	{ cq_ex_flags, "create_cq_ex: SINGLE_THREADED taken; errno on every refusal" },
 	{ uapi_checks, "uapi: comp_mask, reserved and trailing bytes are checked" },
 	{ uapi_geometry, "uapi: create responses carry the programmed geometry; 8-byte ones still work" },
+	{ uapi_geometry_qp, "uapi: SRQ and QP responses carry the programmed depths, strides and limits" },
 	{ qkey_policy, "qkey: ib_core's privileged-qkey setting rules controlled Q_Keys" },
 	{ dbrec_pool, "dbrec: 1000 QPs and CQs pin their records in a few pages" },
 };
