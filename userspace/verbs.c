@@ -1576,7 +1576,12 @@ static void vrnic_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
 
 /*
  * qp->state: vrnic_async_event() may move it to ERR in the thread that
- * reads async events while others post: atomics.
+ * reads async events while others post: atomics.  libibverbs itself
+ * stores it plainly in ibv_modify_qp() and ibv_query_qp(), which the
+ * provider cannot change; an aligned int store is single-copy atomic on
+ * every architecture rdma-core builds for, and either order ends in the
+ * state the application asked for, as the event only moves RTR..SQE to
+ * ERR (a compare-and-swap).
  */
 static enum ibv_qp_state vrnic_qp_state(struct ibv_qp *qp)
 {
