@@ -259,6 +259,8 @@ static int kern_create_cq(int cqe, const void *req, size_t req_len,
 	uresp.comp_mask = VRNIC_CREATE_CQ_RESP_MASK_GEOMETRY;
 	uresp.log_depth = ucmd.log_depth;
 	uresp.cqe_size = sizeof(struct vrnic_cqe);
+	if (answer && answer->v1)
+		uresp.comp_mask = 0;	/* its reserved field */
 	if (answer && answer->cq)
 		answer->cq(&uresp, answer->arg);
 	drv_resp(uresp_out, outlen, &uresp, RESP_LEN(uresp, V1_CQ_RESP));
@@ -443,6 +445,8 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 		.max_inline_data = resp->max_inline_data,
 	};
 	pthread_mutex_unlock(&stub_lock);
+	if (answer && answer->v1)
+		uresp.comp_mask = 0;	/* its reserved field */
 	if (answer && answer->qp)
 		answer->qp(&uresp, resp, answer->arg);
 	drv_resp(DRV_OUT(resp), DRV_OUT_LEN(resp, resp_size), &uresp,
@@ -557,6 +561,8 @@ int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
 	uresp.log_depth = log;
 	uresp.wqe_shift = shift;
 	uresp.max_sge = max_sge;
+	if (answer && answer->v1)
+		uresp.comp_mask = 0;	/* its reserved field */
 	if (answer && answer->srq)
 		answer->srq(&uresp, resp, answer->arg);
 	drv_resp(DRV_OUT(resp), DRV_OUT_LEN(resp, resp_size), &uresp,
