@@ -15,7 +15,8 @@
  *    strides too small for the limits, limits above the device's, less
  *    than asked, RQ fields for a QP without an RQ, shifts of 32 and more):
  *    create fails with EINVAL (EOPNOTSUPP for an unknown CQE size), after
- *    the provider destroyed the object in the kernel (no leak).
+ *    the provider destroyed the object in the kernel (no leak).  A QP or
+ *    SRQ accepted all the same gets its rings filled by the answer.
  * 6. An older kernel (no GEOMETRY bit, 8-byte responses, or the bit clear
  *    in a full response): the provider goes by its proposal and the common
  *    response; a common response whose caps do not fit is refused too.
@@ -540,6 +541,14 @@ static void refuse(enum kind kind, const struct rewrite *rc)
 	      "%s %s: %lu destroy commands, %u objects left, not %lu and %u",
 	      names[kind], rc->what, stub_destroys(obj) - destroys,
 	      stub_live(obj), rc->err ? 1ul : 0ul, live + !rc->err);
+	/* Accepted: fill its rings by the answer (ASan: beyond the ring?). */
+	if (qp && !to_rts(qp)) {
+		fill(qp, NULL, 0, &err);
+		if (kind == K_QP)
+			fill(qp, NULL, 1, &err);
+	}
+	if (s)
+		fill(NULL, s, 1, &err);
 	if (cx)
 		ibv_destroy_cq(ibv_cq_ex_to_cq(cx));
 	if (c)
