@@ -8,7 +8,9 @@
  * 1. The honest answer: CQ, QP and SRQ are created, the caps returned and
  *    those of ibv_query_qp() are the answer's; posts of up to max SGEs /
  *    inline bytes and up to the answered depth work, one more SGE or
- *    inline byte gives EINVAL, one more WQE ENOMEM.
+ *    inline byte gives EINVAL, one more WQE ENOMEM.  QPs and CQs are made
+ *    both ways (ibv_create_qp/_ex, ibv_create_cq/_ex), and the ibv_wr_*
+ *    sends of a QP ex have the same limits.
  * 2. A valid answer below the common response's caps (but above what was
  *    asked): the provider goes by the driver answer.
  * 3-5. Hostile CQ, QP and SRQ answers (rings larger than the provider's,
@@ -184,6 +186,30 @@ static struct ibv_qp *create_qp(bool with_srq, struct ibv_qp_cap *cap)
 	return qp;
 }
 
+/* The same through ibv_create_qp_ex(), with the ibv_wr_* send API. */
+static struct ibv_qp *create_qp_ex(bool with_srq, struct ibv_qp_cap *cap)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.send_cq = cq, .recv_cq = cq, .srq = with_srq ? srq : NULL,
+		.qp_type = IBV_QPT_RC,
+		.cap = {
+			.max_send_wr = SEND_WR, .max_send_sge = SEND_SGE,
+			.max_inline_data = INLINE,
+			.max_recv_wr = with_srq ? 0 : RECV_WR,
+			.max_recv_sge = with_srq ? 0 : RECV_SGE,
+		},
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND,
+	};
+	struct ibv_qp *qp = ibv_create_qp_ex(ctx, &a);
+
+	if (cap)
+		*cap = a.cap;
+	return qp;
+}
+
 static struct ibv_srq *create_srq(struct ibv_srq_attr *out)
 {
 	struct ibv_srq_init_attr a = {
@@ -314,6 +340,59 @@ static void check_qp(const char *how, const struct ibv_qp_cap *want)
 	check(!ibv_destroy_qp(qp), "%s: destroy QP", how);
 }
 
+/* One send by ibv_wr_*: nsge SGEs, or inline bytes if nsge is 0. */
+static int wr_send(struct ibv_qp_ex *qpx, size_t nsge, size_t inl)
+{
+	struct ibv_data_buf b = { data, inl };
+	size_t i;
+
+	for (i = 0; i < nsge; i++)
+		sges[i] = (struct ibv_sge){ (uintptr_t)data, 8, 1 };
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	if (nsge)
+		ibv_wr_set_sge_list(qpx, nsge, sges);
+	else
+		ibv_wr_set_inline_data_list(qpx, 1, &b);
+	return ibv_wr_complete(qpx);
+}
+
+static void check_qp_ex(const char *how, const struct ibv_qp_cap *want)
+{
+	struct ibv_qp_cap cap;
+	struct ibv_qp *qp = create_qp_ex(false, &cap);
+	struct ibv_qp_ex *qpx;
+	int err;
+
+	check(qp != NULL, "%s: create QP ex: %s", how, strerror(errno));
+	if (!qp)
+		return;
+	check(!memcmp(&cap, want, sizeof(cap)),
+	      "%s: QP ex caps %u/%u wr %u/%u sge %u inline, the answer %u/%u %u/%u %u",
+	      how, cap.max_send_wr, cap.max_recv_wr, cap.max_send_sge,
+	      cap.max_recv_sge, cap.max_inline_data, want->max_send_wr,
+	      want->max_recv_wr, want->max_send_sge, want->max_recv_sge,
+	      want->max_inline_data);
+	qpx = ibv_qp_to_qp_ex(qp);
+	check(qpx && !to_rts(qp), "%s: QP ex to RTS", how);
+	if (qpx) {
+		err = wr_send(qpx, want->max_send_sge, 0);
+		check(!err, "%s: wr_set_sge_list of %u: %d", how,
+		      want->max_send_sge, err);
+		err = wr_send(qpx, want->max_send_sge + 1, 0);
+		check(err == EINVAL, "%s: wr_set_sge_list of %u: %d, not EINVAL",
+		      how, want->max_send_sge + 1, err);
+		err = wr_send(qpx, 0, want->max_inline_data);
+		check(!err, "%s: wr_set_inline_data of %u: %d", how,
+		      want->max_inline_data, err);
+		err = wr_send(qpx, 0, want->max_inline_data + 1);
+		check(err == EINVAL,
+		      "%s: wr_set_inline_data of %u: %d, not EINVAL", how,
+		      want->max_inline_data + 1, err);
+	}
+	check(!ibv_destroy_qp(qp), "%s: destroy QP ex", how);
+}
+
 static void check_srq(const char *how, uint32_t max_wr, uint32_t max_sge)
 {
 	struct ibv_srq_attr a;
@@ -386,6 +465,7 @@ static void test_honest(void)
 	      want.max_recv_sge == 3,
 	      "honest: the stub kernel's answer is not kernel/ib's");
 	check_qp("honest", &want);
+	check_qp_ex("honest", &want);
 	check_srq("honest", SRQ_WR, 3);
 	check_cq("honest", CQE);
 	check(srq_ans.log_depth == 6 && srq_ans.wqe_shift == 6 &&
@@ -423,6 +503,7 @@ static void test_lower(void)
 	rw = &mark;	/* ibv_query_qp answers the kernel's, not this */
 	stub_set_answer(&lower);
 	check_qp("lower", &want);
+	check_qp_ex("lower", &want);
 	check_srq("lower", SRQ_WR, SRQ_SGE);
 	stub_set_answer(&answer);
 	rw = NULL;
@@ -494,13 +575,15 @@ static const struct rewrite srq_cases[] = {
 	{ "max_sge 1: fewer than asked", SRQF(max_sge), SET, 1, EINVAL },
 };
 
-enum kind { K_CQ, K_CQ_EX, K_QP, K_QP_NO_RQ, K_SRQ };
+enum kind { K_CQ, K_CQ_EX, K_QP, K_QP_NO_RQ, K_QP_EX, K_QP_EX_NO_RQ,
+	    K_SRQ };
 
 /* Create one object of kind on the answer rewritten by c: refused? */
 static void refuse(enum kind kind, const struct rewrite *rc)
 {
 	static const char *const names[] = {
-		"CQ", "CQ ex", "QP", "QP on an SRQ", "SRQ"
+		"CQ", "CQ ex", "QP", "QP on an SRQ", "QP ex",
+		"QP ex on an SRQ", "SRQ"
 	};
 	enum stub_obj obj = kind <= K_CQ_EX ? STUB_CQ :
 			    kind == K_SRQ ? STUB_SRQ : STUB_QP;
@@ -527,6 +610,10 @@ static void refuse(enum kind kind, const struct rewrite *rc)
 	case K_QP_NO_RQ:
 		made = qp = create_qp(kind == K_QP_NO_RQ, NULL);
 		break;
+	case K_QP_EX:
+	case K_QP_EX_NO_RQ:
+		made = qp = create_qp_ex(kind == K_QP_EX_NO_RQ, NULL);
+		break;
 	default:
 		made = s = create_srq(NULL);
 		break;
@@ -544,7 +631,7 @@ static void refuse(enum kind kind, const struct rewrite *rc)
 	/* Accepted: fill its rings by the answer (ASan: beyond the ring?). */
 	if (qp && !to_rts(qp)) {
 		fill(qp, NULL, 0, &err);
-		if (kind == K_QP)
+		if (kind == K_QP || kind == K_QP_EX)
 			fill(qp, NULL, 1, &err);
 	}
 	if (s)
@@ -570,10 +657,14 @@ static void test_hostile(void)
 		refuse(K_CQ_EX, &cq_cases[i]);
 	}
 	result("hostile CQ answers refused (EINVAL/EOPNOTSUPP), CQ destroyed");
-	for (i = 0; i < N(qp_cases); i++)
+	for (i = 0; i < N(qp_cases); i++) {
 		refuse(K_QP, &qp_cases[i]);
-	for (i = 0; i < N(no_rq_cases); i++)
+		refuse(K_QP_EX, &qp_cases[i]);
+	}
+	for (i = 0; i < N(no_rq_cases); i++) {
 		refuse(K_QP_NO_RQ, &no_rq_cases[i]);
+		refuse(K_QP_EX_NO_RQ, &no_rq_cases[i]);
+	}
 	result("hostile QP answers refused (EINVAL), QP destroyed");
 	for (i = 0; i < N(srq_cases); i++)
 		refuse(K_SRQ, &srq_cases[i]);
@@ -613,15 +704,19 @@ static void test_old_kernel(void)
 	v1.v1 = true;
 	stub_set_answer(&v1);
 	check_qp("v1", &want);
+	check_qp_ex("v1", &want);
 	check_srq("v1", SRQ_WR, 3);
 	check_cq("v1", CQE);
 	v1.arg = &v1;	/* qp_hook: rewrite the common response */
-	for (i = 0; i < N(bad_common); i++)
+	for (i = 0; i < N(bad_common); i++) {
 		refuse(K_QP, &bad_common[i]);
+		refuse(K_QP_EX, &bad_common[i]);
+	}
 	stub_set_answer(&answer);
 	/* A full response with the bit clear: its fields mean nothing. */
 	rw = &no_bit;
 	check_qp("bit clear", &want);
+	check_qp_ex("bit clear", &want);
 	rw = &no_bit_srq;
 	check_srq("bit clear", SRQ_WR, 3);
 	rw = &no_bit_cq;

@@ -474,6 +474,35 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 	return 0;
 }
 
+/* The legacy command of ibv_create_qp_ex(): the same as ibv_create_qp(). */
+int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
+			 struct ibv_qp_init_attr_ex *attr_ex,
+			 struct ibv_create_qp *cmd, size_t cmd_size,
+			 struct ib_uverbs_create_qp_resp *resp,
+			 size_t resp_size)
+{
+	struct ibv_qp_init_attr attr = {
+		.qp_context = attr_ex->qp_context,
+		.send_cq = attr_ex->send_cq,
+		.recv_cq = attr_ex->recv_cq,
+		.srq = attr_ex->srq,
+		.cap = attr_ex->cap,
+		.qp_type = attr_ex->qp_type,
+		.sq_sig_all = attr_ex->sq_sig_all,
+	};
+	int ret;
+
+	if (attr_ex->comp_mask & ~(IBV_QP_INIT_ATTR_PD |
+				   IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ||
+	    !(attr_ex->comp_mask & IBV_QP_INIT_ATTR_PD))
+		return errno = EOPNOTSUPP;
+	ret = ibv_cmd_create_qp(attr_ex->pd, &qp->qp, &attr, cmd, cmd_size,
+				resp, resp_size);
+	if (!ret)
+		attr_ex->cap = attr.cap;
+	return ret;
+}
+
 int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		      int attr_mask, struct ibv_modify_qp *cmd,
 		      size_t cmd_size)
@@ -609,11 +638,6 @@ int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah,
 		      struct ibv_ah_attr *attr,
 		      struct ib_uverbs_create_ah_resp *resp,
 		      size_t resp_size) NOT_HERE
-int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
-			 struct ibv_qp_init_attr_ex *attr_ex,
-			 struct ibv_create_qp *cmd, size_t cmd_size,
-			 struct ib_uverbs_create_qp_resp *resp,
-			 size_t resp_size) NOT_HERE
 int ibv_cmd_create_srq_ex(struct ibv_context *context, struct verbs_srq *srq,
 			  struct ibv_srq_init_attr_ex *attr_ex,
 			  struct ibv_create_xsrq *cmd, size_t cmd_size,
@@ -721,6 +745,7 @@ void verbs_set_ops(struct verbs_context *vctx,
 {
 	stub_ops = ops;
 	vctx->create_cq_ex = lib_create_cq_ex;
+	vctx->create_qp_ex = ops->create_qp_ex;
 	vctx->context.ops.poll_cq = ops->poll_cq;
 	vctx->context.ops.req_notify_cq = ops->req_notify_cq;
 	vctx->context.ops.post_send = ops->post_send;
@@ -811,6 +836,13 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 int ibv_destroy_qp(struct ibv_qp *qp)
 {
 	return stub_ops->destroy_qp(qp);
+}
+
+struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	struct verbs_qp *vqp = container_of(qp, struct verbs_qp, qp);
+
+	return vqp->comp_mask & VERBS_QP_EX ? &vqp->qp_ex : NULL;
 }
 
 int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
