@@ -515,6 +515,7 @@ static void test_lower(void)
 #define QPF(f)	offsetof(struct vrnic_create_qp_resp, f)
 #define CQF(f)	offsetof(struct vrnic_create_cq_resp, f)
 #define SRQF(f)	offsetof(struct vrnic_create_srq_resp, f)
+#define COMF(f)	offsetof(struct ib_uverbs_create_qp_resp, f)
 
 static const struct rewrite cq_cases[] = {
 	{ "log_depth + 1: beyond the ring", CQF(log_depth), ADD, 1, EINVAL },
@@ -689,10 +690,14 @@ static void test_old_kernel(void)
 	};
 	/* Common response caps (the fallback's limits) that do not fit. */
 	static const struct rewrite bad_common[] = {
-		{ "v1, common max_send_sge 5", offsetof(struct ib_uverbs_create_qp_resp, max_send_sge), SET, 5, EINVAL },
-		{ "v1, common max_inline_data 65", offsetof(struct ib_uverbs_create_qp_resp, max_inline_data), SET, 65, EINVAL },
-		{ "v1, common max_recv_sge 4", offsetof(struct ib_uverbs_create_qp_resp, max_recv_sge), SET, 4, EINVAL },
-		{ "v1, common max_send_sge 1: fewer than asked", offsetof(struct ib_uverbs_create_qp_resp, max_send_sge), SET, 1, EINVAL },
+		{ "v1, common max_send_sge 5", COMF(max_send_sge), SET, 5,
+		  EINVAL },
+		{ "v1, common max_inline_data 65", COMF(max_inline_data), SET,
+		  65, EINVAL },
+		{ "v1, common max_recv_sge 4", COMF(max_recv_sge), SET, 4,
+		  EINVAL },
+		{ "v1, common max_send_sge 1: fewer than asked",
+		  COMF(max_send_sge), SET, 1, EINVAL },
 	};
 	struct stub_answer v1 = answer;
 	struct ibv_qp_cap want = {
