@@ -39,9 +39,10 @@ $py scripts/fuzz.py check
 stage_time fuzz "$t"
 
 t=$(date +%s)
-echo "== sanitizers (host unit tests with ASan+UBSan, the provider with TSan)"
+echo "== sanitizers (host unit tests with ASan+UBSan, the provider with TSan and ASan+UBSan)"
 $py scripts/fuzz.py unit-asan
-# The rdma-core provider on the host, kernel stubbed (issue 15).
+# The rdma-core provider on the host, kernel stubbed (issue 15): shared CQ
+# under TSan, the kernel's ring geometry answers under ASan+UBSan.
 $py tests/provider/tsan.py --check
 stage_time sanitizers "$t"
 

@@ -1200,8 +1200,13 @@ static int vrnic_qp_answer(struct vrnic_qp *qp, const struct ibv_qp_cap *want,
 	};
 	bool rq = qp->rq;
 
-	if (resp->comp_mask & VRNIC_CREATE_QP_RESP_MASK_GEOMETRY)
+	if (resp->comp_mask & VRNIC_CREATE_QP_RESP_MASK_GEOMETRY) {
 		a = *resp;
+		/* No RQ: its fields are 0, not a ring we lack. */
+		if (!rq && (a.rq_log_depth || a.rq_wqe_shift ||
+			    a.max_recv_sge))
+			return EINVAL;
+	}
 	if (!vrnic_ring_fits(a.sq_log_depth, a.sq_wqe_shift, qp->sq_size) ||
 	    a.max_send_sge > VRNIC_MAX_SGE || a.max_inline > VRNIC_MAX_INLINE ||
 	    qp->data_off + a.max_send_sge * sizeof(struct vrnic_sge) >

@@ -5,11 +5,13 @@
  * ThreadSanitizer):
  *
  * - "kernel": the ibv_cmd_* the provider calls answer as kernel/ib does
- *   (vrnic_cq.c, vrnic_qp.c create paths): the same checks of the driver
- *   command, the same ring geometry and capabilities, object numbers
- *   index | generation << 12, and only the fields of uverbs ABI version 1 in
- *   the driver responses (no comp_mask bit: the provider keeps its own
- *   proposal).  The doorbell page is a memfd page the provider really maps.
+ *   (vrnic_cq.c, vrnic_qp.c, vrnic_srq.c create paths): the same checks of
+ *   the driver command, the same ring geometry and capabilities, object
+ *   numbers index | generation << 12, and the same driver responses with
+ *   their GEOMETRY answers, min(outlen, sizeof) bytes of them.  A test may
+ *   rewrite those answers or send only the ABI version 1 fields (an older
+ *   kernel): stub_set_answer().  The doorbell page is a memfd page the
+ *   provider really maps.
  * - "libibverbs": context set-up, verbs_set_ops, and the ibv_* entry points
  *   this test uses, doing what libibverbs does around the provider's ops.
  * - "device": stub_dev_cqe() writes a completion into a CQ ring the way the
@@ -51,8 +53,41 @@ struct stub_cq {
 };
 
 static struct stub_cq cqs[STUB_MAX_OBJ];
+static struct ibv_qp_cap qp_caps[STUB_MAX_OBJ];	/* the kernel's */
 static bool cq_live[STUB_MAX_OBJ], qp_live[STUB_MAX_OBJ];
+static bool srq_live[STUB_MAX_OBJ];
 static uint16_t cq_gen[STUB_MAX_OBJ], qp_gen[STUB_MAX_OBJ];
+static uint16_t srq_gen[STUB_MAX_OBJ];
+static unsigned long destroys[STUB_NOBJ];
+static const struct stub_answer *answer;	/* stub_set_answer() */
+
+void stub_set_answer(const struct stub_answer *a)
+{
+	answer = a;
+}
+
+unsigned int stub_live(enum stub_obj kind)
+{
+	bool *live = kind == STUB_CQ ? cq_live : kind == STUB_QP ? qp_live :
+		     srq_live;
+	unsigned int i, n = 0;
+
+	pthread_mutex_lock(&stub_lock);
+	for (i = 0; i < STUB_MAX_OBJ; i++)
+		n += live[i];
+	pthread_mutex_unlock(&stub_lock);
+	return n;
+}
+
+unsigned long stub_destroys(enum stub_obj kind)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&stub_lock);
+	n = destroys[kind];
+	pthread_mutex_unlock(&stub_lock);
+	return n;
+}
 
 /* A free object index, its next generation: the object's number. */
 static int stub_alloc_index(bool *live, uint16_t *gen, uint32_t first,
@@ -124,16 +159,22 @@ static int drv_req(void *dst, size_t dst_len, const void *src, size_t len)
 }
 
 /*
- * ib_copy_to_udata(min(sizeof, outlen)) of a kernel of uverbs ABI version 1:
- * its responses were 24 (ucontext), 8 (CQ: cqn, reserved) and 8 (QP: qpn,
- * reserved) bytes; later fields (and their comp_mask bits) are left out.
+ * A kernel of uverbs ABI version 1 answered 24 (ucontext), 8 (CQ: cqn,
+ * reserved), 8 (QP: qpn, reserved) and 8 (SRQ: srqn, reserved) bytes; later
+ * fields (and their comp_mask bits) were not there.  Today's kernel writes
+ * min(outlen, sizeof) of its responses (ib_copy_to_udata()).
  */
 #define V1_UCTX_RESP	24
 #define V1_CQ_RESP	8
 #define V1_QP_RESP	8
+#define V1_SRQ_RESP	8
 _Static_assert(sizeof(struct vrnic_alloc_ucontext_resp) >= V1_UCTX_RESP, "");
 _Static_assert(sizeof(struct vrnic_create_cq_resp) >= V1_CQ_RESP, "");
 _Static_assert(sizeof(struct vrnic_create_qp_resp) >= V1_QP_RESP, "");
+_Static_assert(sizeof(struct vrnic_create_srq_resp) >= V1_SRQ_RESP, "");
+
+/* The length of a driver response this kernel writes (before min(outlen)). */
+#define RESP_LEN(r, len1)	(answer && answer->v1 ? (len1) : sizeof(r))
 
 static void drv_resp(void *dst, size_t outlen, const void *src, size_t len)
 {
@@ -213,8 +254,16 @@ static int kern_create_cq(int cqe, const void *req, size_t req_len,
 	pthread_mutex_unlock(&stub_lock);
 
 	*depth = 1u << ucmd.log_depth;
+	/* What the device was given: the provider indexes by it. */
 	uresp.cqn = *cqn;
-	drv_resp(uresp_out, outlen, &uresp, V1_CQ_RESP);
+	uresp.comp_mask = VRNIC_CREATE_CQ_RESP_MASK_GEOMETRY;
+	uresp.log_depth = ucmd.log_depth;
+	uresp.cqe_size = sizeof(struct vrnic_cqe);
+	if (answer && answer->v1)
+		uresp.comp_mask = 0;	/* its reserved field */
+	if (answer && answer->cq)
+		answer->cq(&uresp, answer->arg);
+	drv_resp(uresp_out, outlen, &uresp, RESP_LEN(uresp, V1_CQ_RESP));
 	return 0;
 }
 
@@ -276,6 +325,7 @@ int ibv_cmd_destroy_cq(struct ibv_cq *cq)
 {
 	pthread_mutex_lock(&stub_lock);
 	cq_live[cq->handle & VRNIC_OBJ_INDEX_MASK] = false;
+	destroys[STUB_CQ]++;
 	pthread_mutex_unlock(&stub_lock);
 	return 0;
 }
@@ -374,9 +424,33 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 	resp->max_send_sge = max_send_sge;
 	resp->max_recv_sge = max_recv_sge;
 	resp->max_inline_data = max_inline;
+	/* What the device was given: the provider posts by it. */
 	uresp.qpn = qpn;
+	uresp.comp_mask = VRNIC_CREATE_QP_RESP_MASK_GEOMETRY;
+	uresp.sq_log_depth = sq_log;
+	uresp.sq_wqe_shift = sq_shift;
+	uresp.max_send_sge = max_send_sge;
+	uresp.max_inline = max_inline;
+	if (!no_rq) {
+		uresp.rq_log_depth = rq_log;
+		uresp.rq_wqe_shift = rq_shift;
+		uresp.max_recv_sge = max_recv_sge;
+	}
+	pthread_mutex_lock(&stub_lock);
+	qp_caps[qpn & VRNIC_OBJ_INDEX_MASK] = (struct ibv_qp_cap) {
+		.max_send_wr = resp->max_send_wr,
+		.max_recv_wr = resp->max_recv_wr,
+		.max_send_sge = resp->max_send_sge,
+		.max_recv_sge = resp->max_recv_sge,
+		.max_inline_data = resp->max_inline_data,
+	};
+	pthread_mutex_unlock(&stub_lock);
+	if (answer && answer->v1)
+		uresp.comp_mask = 0;	/* its reserved field */
+	if (answer && answer->qp)
+		answer->qp(&uresp, resp, answer->arg);
 	drv_resp(DRV_OUT(resp), DRV_OUT_LEN(resp, resp_size), &uresp,
-		 V1_QP_RESP);
+		 RESP_LEN(uresp, V1_QP_RESP));
 
 	/* libibverbs: ibv_cmd_create_qp() */
 	qp->context = pd->context;
@@ -400,6 +474,35 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 	return 0;
 }
 
+/* The legacy command of ibv_create_qp_ex(): the same as ibv_create_qp(). */
+int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
+			 struct ibv_qp_init_attr_ex *attr_ex,
+			 struct ibv_create_qp *cmd, size_t cmd_size,
+			 struct ib_uverbs_create_qp_resp *resp,
+			 size_t resp_size)
+{
+	struct ibv_qp_init_attr attr = {
+		.qp_context = attr_ex->qp_context,
+		.send_cq = attr_ex->send_cq,
+		.recv_cq = attr_ex->recv_cq,
+		.srq = attr_ex->srq,
+		.cap = attr_ex->cap,
+		.qp_type = attr_ex->qp_type,
+		.sq_sig_all = attr_ex->sq_sig_all,
+	};
+	int ret;
+
+	if (attr_ex->comp_mask & ~(IBV_QP_INIT_ATTR_PD |
+				   IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ||
+	    !(attr_ex->comp_mask & IBV_QP_INIT_ATTR_PD))
+		return errno = EOPNOTSUPP;
+	ret = ibv_cmd_create_qp(attr_ex->pd, &qp->qp, &attr, cmd, cmd_size,
+				resp, resp_size);
+	if (!ret)
+		attr_ex->cap = attr.cap;
+	return ret;
+}
+
 int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		      int attr_mask, struct ibv_modify_qp *cmd,
 		      size_t cmd_size)
@@ -412,6 +515,103 @@ int ibv_cmd_destroy_qp(struct ibv_qp *qp)
 {
 	pthread_mutex_lock(&stub_lock);
 	qp_live[qp->handle & VRNIC_OBJ_INDEX_MASK] = false;
+	destroys[STUB_QP]++;
+	pthread_mutex_unlock(&stub_lock);
+	return 0;
+}
+
+/* vrnic_query_qp(): the caps the kernel programmed. */
+int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+		     int attr_mask, struct ibv_qp_init_attr *init_attr,
+		     struct ibv_query_qp *cmd, size_t cmd_size)
+{
+	memset(attr, 0, sizeof(*attr));
+	memset(init_attr, 0, sizeof(*init_attr));
+	pthread_mutex_lock(&stub_lock);
+	attr->cap = qp_caps[qp->handle & VRNIC_OBJ_INDEX_MASK];
+	pthread_mutex_unlock(&stub_lock);
+	attr->qp_state = qp->state;
+	init_attr->cap = attr->cap;
+	init_attr->qp_type = qp->qp_type;
+	init_attr->send_cq = qp->send_cq;
+	init_attr->recv_cq = qp->recv_cq;
+	init_attr->srq = qp->srq;
+	return 0;
+}
+
+/* vrnic_create_srq() (basic SRQs) */
+int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
+		       struct ibv_srq_init_attr *attr,
+		       struct ibv_create_srq *cmd, size_t cmd_size,
+		       struct ib_uverbs_create_srq_resp *resp,
+		       size_t resp_size)
+{
+	struct vrnic_create_srq_resp uresp = {};
+	struct vrnic_create_srq_cmd ucmd;
+	struct ibv_srq_attr *a = &attr->attr;
+	uint32_t log, shift, max_sge, srqn;
+
+	if (a->max_wr < 1 || a->max_wr > (1u << VRNIC_MAX_WQ_LOG_DEPTH) ||
+	    a->max_sge > VRNIC_MAX_SGE || a->srq_limit > a->max_wr)
+		return errno = EINVAL;
+	log = order_base_2(a->max_wr);
+	shift = order_base_2(sizeof(struct vrnic_recv_wqe) +
+			     (a->max_sge ? a->max_sge : 1) *
+			     sizeof(struct vrnic_sge));
+	if (shift < 5)
+		shift = 5;
+	if (drv_req(&ucmd, sizeof(ucmd), DRV_IN(cmd), DRV_IN_LEN(cmd, cmd_size)))
+		return errno;
+	if (ucmd.log_depth < log || ucmd.wqe_shift < shift ||
+	    ucmd.log_depth > VRNIC_MAX_WQ_LOG_DEPTH || ucmd.wqe_shift > 9 ||
+	    !ucmd.buf_addr || (ucmd.buf_addr & 4095) ||
+	    !ucmd.dbrec_addr || (ucmd.dbrec_addr & 7))
+		return errno = EINVAL;
+	log = ucmd.log_depth;
+	shift = ucmd.wqe_shift;
+	pthread_mutex_lock(&stub_lock);
+	if (stub_alloc_index(srq_live, srq_gen, 0, &srqn)) {
+		pthread_mutex_unlock(&stub_lock);
+		return errno = ENOSPC;
+	}
+	pthread_mutex_unlock(&stub_lock);
+	max_sge = ((1u << shift) - sizeof(struct vrnic_recv_wqe)) /
+		  sizeof(struct vrnic_sge);
+	if (max_sge > VRNIC_MAX_SGE)
+		max_sge = VRNIC_MAX_SGE;
+
+	resp->srq_handle = srqn;
+	resp->max_wr = 1u << log;
+	resp->max_sge = max_sge;
+	resp->srqn = srqn;
+	/* What the device was given: the provider posts by it. */
+	uresp.srqn = srqn;
+	uresp.comp_mask = VRNIC_CREATE_SRQ_RESP_MASK_GEOMETRY;
+	uresp.log_depth = log;
+	uresp.wqe_shift = shift;
+	uresp.max_sge = max_sge;
+	if (answer && answer->v1)
+		uresp.comp_mask = 0;	/* its reserved field */
+	if (answer && answer->srq)
+		answer->srq(&uresp, resp, answer->arg);
+	drv_resp(DRV_OUT(resp), DRV_OUT_LEN(resp, resp_size), &uresp,
+		 RESP_LEN(uresp, V1_SRQ_RESP));
+
+	/* libibverbs: ibv_cmd_create_srq() */
+	srq->context = pd->context;
+	srq->handle = resp->srq_handle;
+	pthread_mutex_init(&srq->mutex, NULL);
+	pthread_cond_init(&srq->cond, NULL);
+	a->max_wr = resp->max_wr;
+	a->max_sge = resp->max_sge;
+	return 0;
+}
+
+int ibv_cmd_destroy_srq(struct ibv_srq *srq)
+{
+	pthread_mutex_lock(&stub_lock);
+	srq_live[srq->handle & VRNIC_OBJ_INDEX_MASK] = false;
+	destroys[STUB_SRQ]++;
 	pthread_mutex_unlock(&stub_lock);
 	return 0;
 }
@@ -438,16 +638,6 @@ int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah,
 		      struct ibv_ah_attr *attr,
 		      struct ib_uverbs_create_ah_resp *resp,
 		      size_t resp_size) NOT_HERE
-int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
-			 struct ibv_qp_init_attr_ex *attr_ex,
-			 struct ibv_create_qp *cmd, size_t cmd_size,
-			 struct ib_uverbs_create_qp_resp *resp,
-			 size_t resp_size) NOT_HERE
-int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
-		       struct ibv_srq_init_attr *attr,
-		       struct ibv_create_srq *cmd, size_t cmd_size,
-		       struct ib_uverbs_create_srq_resp *resp,
-		       size_t resp_size) NOT_HERE
 int ibv_cmd_create_srq_ex(struct ibv_context *context, struct verbs_srq *srq,
 			  struct ibv_srq_init_attr_ex *attr_ex,
 			  struct ibv_create_xsrq *cmd, size_t cmd_size,
@@ -456,7 +646,6 @@ int ibv_cmd_create_srq_ex(struct ibv_context *context, struct verbs_srq *srq,
 int ibv_cmd_dealloc_mw(struct ibv_mw *mw) NOT_HERE
 int ibv_cmd_dereg_mr(struct verbs_mr *vmr) NOT_HERE
 int ibv_cmd_destroy_ah(struct ibv_ah *ah) NOT_HERE
-int ibv_cmd_destroy_srq(struct ibv_srq *srq) NOT_HERE
 int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
 		       int srq_attr_mask, struct ibv_modify_srq *cmd,
 		       size_t cmd_size) NOT_HERE
@@ -470,9 +659,6 @@ int ibv_cmd_open_xrcd(struct ibv_context *context, struct verbs_xrcd *xrcd,
 		      struct ibv_open_xrcd *cmd, size_t cmd_size,
 		      struct ib_uverbs_open_xrcd_resp *resp,
 		      size_t resp_size) NOT_HERE
-int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr,
-		     int attr_mask, struct ibv_qp_init_attr *qp_init_attr,
-		     struct ibv_query_qp *cmd, size_t cmd_size) NOT_HERE
 int ibv_cmd_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
 		      struct ibv_query_srq *cmd, size_t cmd_size) NOT_HERE
 int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
@@ -559,6 +745,7 @@ void verbs_set_ops(struct verbs_context *vctx,
 {
 	stub_ops = ops;
 	vctx->create_cq_ex = lib_create_cq_ex;
+	vctx->create_qp_ex = ops->create_qp_ex;
 	vctx->context.ops.poll_cq = ops->poll_cq;
 	vctx->context.ops.req_notify_cq = ops->req_notify_cq;
 	vctx->context.ops.post_send = ops->post_send;
@@ -649,6 +836,38 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 int ibv_destroy_qp(struct ibv_qp *qp)
 {
 	return stub_ops->destroy_qp(qp);
+}
+
+struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	struct verbs_qp *vqp = container_of(qp, struct verbs_qp, qp);
+
+	return vqp->comp_mask & VERBS_QP_EX ? &vqp->qp_ex : NULL;
+}
+
+int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+		 struct ibv_qp_init_attr *init_attr)
+{
+	return stub_ops->query_qp(qp, attr, mask, init_attr);
+}
+
+struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
+			       struct ibv_srq_init_attr *attr)
+{
+	struct ibv_srq *srq = stub_ops->create_srq(pd, attr);
+
+	if (srq) {
+		srq->context = pd->context;
+		srq->srq_context = attr->srq_context;
+		srq->pd = pd;
+		srq->events_completed = 0;
+	}
+	return srq;
+}
+
+int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	return stub_ops->destroy_srq(srq);
 }
 
 /*

@@ -3,8 +3,11 @@
 #ifndef VRNIC_TEST_STUB_H
 #define VRNIC_TEST_STUB_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
+#include <infiniband/kern-abi.h>
+#include <rdma/vrnic-abi.h>
 
 #include "vrnic_hw.h"
 
@@ -21,5 +24,33 @@ int stub_dev_cqe(uint32_t cqn, const struct vrnic_cqe *cqe);
 
 /* ibv_get_async_event() returning event type on qp (the kernel's). */
 void stub_async_event(struct ibv_qp *qp, enum ibv_event_type type);
+
+/*
+ * A test may rewrite the kernel's answers to create CQ/QP/SRQ (computed as
+ * kernel/ib does) before they reach the provider: a hostile or buggy
+ * kernel.  Each hook gets the whole driver response and, for QP and SRQ,
+ * the common response whose caps libibverbs hands on.  The stub then
+ * copies min(outlen, sizeof) bytes of the driver response, as
+ * ib_copy_to_udata(), or only its ABI version 1 bytes with v1 set (an
+ * older kernel: no comp_mask bits).  NULL hooks: the honest answer.
+ */
+struct stub_answer {
+	bool v1;
+	void (*cq)(struct vrnic_create_cq_resp *resp, void *arg);
+	void (*qp)(struct vrnic_create_qp_resp *resp,
+		   struct ib_uverbs_create_qp_resp *common, void *arg);
+	void (*srq)(struct vrnic_create_srq_resp *resp,
+		    struct ib_uverbs_create_srq_resp *common, void *arg);
+	void *arg;
+};
+
+/* From now on answer so (NULL: honestly).  Not while other threads create. */
+void stub_set_answer(const struct stub_answer *answer);
+
+enum stub_obj { STUB_CQ, STUB_QP, STUB_SRQ, STUB_NOBJ };
+
+/* Objects of kind the kernel holds now; destroy commands it got so far. */
+unsigned int stub_live(enum stub_obj kind);
+unsigned long stub_destroys(enum stub_obj kind);
 
 #endif

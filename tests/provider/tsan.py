@@ -3,7 +3,10 @@
 with ThreadSanitizer, against rdma-core 56.1's headers (build/rdma-core) and
 the stubbed kernel, device and libibverbs of tests/provider/stub.c, and run
 tests/provider/shared_cq.c: pollers, destroyers and posters on one shared
-CQ (issue 15).
+CQ (issue 15).  Then, built with AddressSanitizer and UBSan instead (it is
+single-threaded: overruns of the rings and shifts by hostile answers are
+what it can hit), tests/provider/geometry.c: the kernel's ring geometry
+answers, honest, hostile and from an older kernel (issue 15).
 
     tests/provider/tsan.py [--rounds N]     build and run; exit 1 on failure
     tests/provider/tsan.py --check          make check: record the results
@@ -13,8 +16,8 @@ CQ (issue 15).
                                             today's test: has the test teeth?
     tests/provider/tsan.py --tree DIR       the provider of another work tree
 
-Builds in build/provider-tsan/<tree>/.  Needs clang-14 and its TSan runtime
-(libclang-rt-14-dev, scripts/host-deps.sh) and build/rdma-core (make
+Builds in build/provider-tsan/<tree>/{shared_cq,geometry}.d/.  Needs clang-14
+and its TSan, ASan and UBSan runtimes (libclang-rt-14-dev, scripts/host-deps.sh) and build/rdma-core (make
 rdma-core) for the headers.
 """
 
@@ -33,11 +36,24 @@ HERE = os.path.join(TOP, "tests/provider")
 RDMA_INC = os.path.join(TOP, "build/rdma-core/include")
 ABI_GEN = os.path.join(TOP, "build/src/rdma-core-56.1/buildlib/make_abi_structs.py")
 CC = "clang-14"
-CFLAGS = ["-fsanitize=thread", "-g", "-O1", "-std=gnu11", "-DVERBS_DEBUG",
+CFLAGS = ["-g", "-O1", "-std=gnu11", "-DVERBS_DEBUG",
           "-Wall", "-Wno-gnu-variable-sized-type-not-at-end"]
 SYMBOLIZER = "/usr/lib/llvm-14/bin/llvm-symbolizer"
 TIMEOUT = 120
 NAME = "provider-tsan"
+# program: (result name, sanitizer flags, the sanitizer it names)
+PROGRAMS = {
+    "shared_cq": (NAME, ["-fsanitize=thread"], "ThreadSanitizer"),
+    # No null and object-size checks: rdma-core's
+    # verbs_init_and_alloc_context() takes a member's offset as
+    # &((type *)NULL)->member; a real NULL access is an ASan SEGV report
+    # anyway, and ASan checks object bounds.
+    "geometry": ("provider-geometry",
+                 ["-fsanitize=address,undefined",
+                  "-fno-sanitize=null,object-size",
+                  "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"],
+                 "ASan+UBSan"),
+}
 
 
 def run(cmd, **kw):
@@ -64,9 +80,10 @@ def tree(out, commit, top=TOP):
     return os.path.join(src, "userspace"), os.path.join(src, "include")
 
 
-def build(out, commit, top):
-    """Build out/shared_cq; (True, "") or (False, why)."""
+def build(out, commit, top, prog):
+    """Build out/prog/prog; (True, "") or (False, why)."""
     userspace, include = tree(out, commit, top)
+    san = PROGRAMS[prog][1]
     inc = os.path.join(out, "inc")
     for d in ("rdma", "kernel-abi"):
         os.makedirs(os.path.join(inc, d), exist_ok=True)
@@ -80,34 +97,42 @@ def build(out, commit, top):
         return False, "make_abi_structs.py: " + p.stdout.strip()[-300:]
     incs = ["-I" + inc, "-I" + include, "-I" + RDMA_INC]
     objs = []
+    bld = os.path.join(out, prog + ".d")
+    os.makedirs(bld, exist_ok=True)
+    for old in glob.glob(os.path.join(bld, "*.o")):
+        os.unlink(old)
     for src in (os.path.join(userspace, "verbs.c"),
                 os.path.join(userspace, "vrnic.c"),
-                os.path.join(HERE, "stub.c"), os.path.join(HERE, "shared_cq.c")):
-        obj = os.path.join(out, os.path.basename(src)[:-2] + ".o")
+                os.path.join(HERE, "stub.c"), os.path.join(HERE, prog + ".c")):
+        obj = os.path.join(bld, os.path.basename(src)[:-2] + ".o")
         # Ours warning-free; an old provider may warn.
         werror = ["-Werror"] if src.startswith(HERE) else []
-        p = run([CC] + CFLAGS + werror + incs + ["-c", src, "-o", obj])
+        p = run([CC] + san + CFLAGS + werror + incs + ["-c", src, "-o", obj])
         if p.stdout.strip():
             print(p.stdout.strip())
         if p.returncode:
             return False, "compiling %s failed" % os.path.relpath(src, TOP)
         objs.append(obj)
-    p = run([CC, "-fsanitize=thread", "-o", os.path.join(out, "shared_cq")] +
-            objs + ["-lpthread"])
+    p = run([CC] + san + ["-o", os.path.join(bld, prog)] + objs +
+            ["-lpthread"])
     if p.returncode:
         print(p.stdout.strip())
-        return False, "linking shared_cq failed"
+        return False, "linking %s failed" % prog
     return True, ""
 
 
-def execute(out, rounds):
+def execute(out, prog, rounds):
     env = dict(os.environ)
-    opts = "halt_on_error=1:exitcode=66:second_deadlock_stack=1"
-    if os.path.exists(SYMBOLIZER):
-        opts += ":external_symbolizer_path=" + SYMBOLIZER
-    env["TSAN_OPTIONS"] = opts
+    sym = (":external_symbolizer_path=" + SYMBOLIZER
+           if os.path.exists(SYMBOLIZER) else "")
+    # A sanitizer's report: exit status 66.
+    env["TSAN_OPTIONS"] = ("halt_on_error=1:exitcode=66:"
+                           "second_deadlock_stack=1" + sym)
+    env["ASAN_OPTIONS"] = "exitcode=66:detect_leaks=0" + sym
+    env["UBSAN_OPTIONS"] = "halt_on_error=1:exitcode=66:print_stacktrace=1" + sym
+    args = [str(rounds)] if prog == "shared_cq" else []
     try:
-        p = run([os.path.join(out, "shared_cq"), str(rounds)], env=env,
+        p = run([os.path.join(out, prog + ".d", prog)] + args, env=env,
                 timeout=TIMEOUT)
     except subprocess.TimeoutExpired as e:
         return None, (e.stdout or b"").decode(errors="replace") \
@@ -138,30 +163,35 @@ def main():
     tree_dir = os.path.abspath(args.tree)
     tag = args.commit or ("head" if tree_dir == TOP else
                           os.path.basename(tree_dir))
-    name = NAME + ("@" + tag if tag != "head" else "")
     out = os.path.join(TOP, "build/provider-tsan", tag.replace("/", "_"))
     os.makedirs(out, exist_ok=True)
-    for old in glob.glob(os.path.join(out, "*.o")):
-        os.unlink(old)
-    ok, why = build(out, args.commit, tree_dir)
-    if not ok:
-        return result(name + ": build", "fail", why)
-    status, output = execute(out, args.rounds)
-    print(output.rstrip())
-    if status is None:
-        return result(name, "fail", "timed out after %d s" % TIMEOUT)
-    if status == 66:
-        summary = [line[len("SUMMARY: ThreadSanitizer: "):]
-                   for line in output.splitlines()
-                   if line.startswith("SUMMARY: ThreadSanitizer: ")]
-        result(name + ": ThreadSanitizer", "fail",
-               summary[0] if summary else "its report is above")
+    failed = 0
+    for prog, (prog_name, _, sanitizer) in PROGRAMS.items():
+        name = prog_name + ("@" + tag if tag != "head" else "")
+        ok, why = build(out, args.commit, tree_dir, prog)
+        if not ok:
+            failed += result(name + ": build", "fail", why)
+            continue
+        status, output = execute(out, prog, args.rounds)
+        print(output.rstrip())
+        if status is None:
+            failed += result(name, "fail", "timed out after %d s" % TIMEOUT)
+            continue
+        if status == 66 or (status and "SUMMARY: " in output):
+            summary = [line[line.index("SUMMARY: ") + 9:]
+                       for line in output.splitlines() if "SUMMARY: " in line]
+            failed += result(name + ": " + sanitizer, "fail",
+                             summary[0] if summary else
+                             "its report is above")
+        if stage:
+            stage.tap(name, output, status)
+            continue
+        bad = status != 0 or "not ok" in output
+        failed += result(name, "fail" if bad else "pass",
+                         "exit status %d" % status if bad else "")
     if stage:
-        stage.tap(name, output, status)
         return 1 if stage.failed else 0
-    bad = status != 0 or "not ok" in output
-    return result(name, "fail" if bad else "pass",
-                  "exit status %d" % status if bad else "")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
