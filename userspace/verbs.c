@@ -1172,9 +1172,11 @@ static struct vrnic_qp *vrnic_qp_alloc(struct ibv_context *ctx,
 }
 
 /* Whether 1 << (log + shift) bytes fit a ring of size bytes. */
-static bool vrnic_ring_fits(uint32_t log, uint32_t shift, size_t size)
+/* The kernel's stride limits: 1 KiB send WQEs, 512-byte receive WQEs. */
+static bool vrnic_ring_fits(uint32_t log, uint32_t shift, uint32_t max_shift,
+			    size_t size)
 {
-	return log <= VRNIC_MAX_WQ_LOG_DEPTH && shift <= 10 &&
+	return log <= VRNIC_MAX_WQ_LOG_DEPTH && shift <= max_shift &&
 	       (size_t)1 << (log + shift) <= size;
 }
 
@@ -1207,7 +1209,8 @@ static int vrnic_qp_answer(struct vrnic_qp *qp, const struct ibv_qp_cap *want,
 			    a.max_recv_sge))
 			return EINVAL;
 	}
-	if (!vrnic_ring_fits(a.sq_log_depth, a.sq_wqe_shift, qp->sq_size) ||
+	if (!vrnic_ring_fits(a.sq_log_depth, a.sq_wqe_shift, 10,
+			     qp->sq_size) ||
 	    a.max_send_sge > VRNIC_MAX_SGE || a.max_inline > VRNIC_MAX_INLINE ||
 	    qp->data_off + a.max_send_sge * sizeof(struct vrnic_sge) >
 	    1u << a.sq_wqe_shift ||
@@ -1216,7 +1219,8 @@ static int vrnic_qp_answer(struct vrnic_qp *qp, const struct ibv_qp_cap *want,
 	    a.max_send_sge < want->max_send_sge ||
 	    a.max_inline < want->max_inline_data)
 		return EINVAL;
-	if (rq && (!vrnic_ring_fits(a.rq_log_depth, a.rq_wqe_shift, qp->rq_size) ||
+	if (rq && (!vrnic_ring_fits(a.rq_log_depth, a.rq_wqe_shift, 9,
+				    qp->rq_size) ||
 		   a.max_recv_sge > VRNIC_MAX_SGE ||
 		   sizeof(struct vrnic_recv_wqe) +
 		   a.max_recv_sge * sizeof(struct vrnic_sge) >

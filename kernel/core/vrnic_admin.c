@@ -226,6 +226,7 @@ int vrnic_pf_admin_query(struct vrnic_pf *pf, u8 opcode, void *out,
 {
 	struct vrnic_admin_cmd cmd = { .opcode = opcode };
 	dma_addr_t dma;
+	u32 size = 0;
 	void *buf;
 	int ret;
 
@@ -236,9 +237,15 @@ int vrnic_pf_admin_query(struct vrnic_pf *pf, u8 opcode, void *out,
 		return -ENOMEM;
 	cmd.query.out_addr = cpu_to_le64(dma);
 	cmd.query.out_len = cpu_to_le32(VRNIC_CMD_BUF_SIZE);
-	ret = vrnic_pf_admin_exec(pf, &cmd, NULL);
-	if (!ret)
+	ret = vrnic_pf_admin_exec(pf, &cmd, &size);
+	if (!ret) {
+		/* The device's result outgrew the buffer: say so, once. */
+		if (size > VRNIC_CMD_BUF_SIZE)
+			dev_warn_once(&pf->pdev->dev,
+				      "query 0x%x: %u-byte result, %u read\n",
+				      opcode, size, VRNIC_CMD_BUF_SIZE);
 		memcpy(out, buf, len);
+	}
 	vrnic_pf_cmd_buf_free(pf, buf, dma);
 	return ret;
 }

@@ -18,6 +18,7 @@
  */
 #include <linux/delay.h>
 #include <linux/dma-mapping.h>
+#include <linux/dmapool.h>
 #include <linux/module.h>
 #include <linux/rtnetlink.h>
 #include <linux/slab.h>
@@ -343,9 +344,8 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	pf->pdev = pdev;
 	pci_set_drvdata(pdev, pf);
-	/* Device-managed: outlives remove(), as its last users are there. */
-	pf->cmd_pool = dmam_pool_create("vrnic_cmd", &pdev->dev,
-					VRNIC_CMD_BUF_SIZE, 64, 0);
+	pf->cmd_pool = dma_pool_create("vrnic_cmd", &pdev->dev,
+				       VRNIC_CMD_BUF_SIZE, 64, 0);
 	if (!pf->cmd_pool) {
 		ret = -ENOMEM;
 		goto err_iomap;
@@ -462,6 +462,7 @@ err_iomap:
 		pci_iounmap(pdev, pf->db);
 	if (pf->regs)
 		pci_iounmap(pdev, pf->regs);
+	dma_pool_destroy(pf->cmd_pool);
 	kfree(pf);
 err_regions:
 	pci_release_mem_regions(pdev);
@@ -492,6 +493,8 @@ static void vrnic_remove(struct pci_dev *pdev)
 	vrnic_eq_free_irqs(pf);
 	vrnic_aeq_free(pf);
 	vrnic_aq_free(pf);
+	/* Its users, the netdev and vrnic_ib, are gone; so is the device's DMA. */
+	dma_pool_destroy(pf->cmd_pool);
 	pci_free_irq_vectors(pdev);
 	pci_iounmap(pdev, pf->db);
 	pci_iounmap(pdev, pf->regs);
