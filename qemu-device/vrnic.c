@@ -52,6 +52,7 @@ struct VrnicState {
     QEMUTimer *fault_timer;     /* releases it after the delay */
     QEMUBH *fault_bh;
     uint32_t fault_destroy;     /* x-fault-destroy: refuse the next N */
+    uint32_t fault_create_ring; /* x-fault-create-ring: refuse the next N */
     uint64_t aq_base;           /* the engine's AQ, for x-fault-destroy */
     uint32_t aq_log_depth;
 };
@@ -110,7 +111,7 @@ static int vrnic_plat_dma_read(void *opaque, uint64_t addr, void *buf,
         trace_vrnic_dma_error(addr, len, false);
         return -1;
     }
-    if (s->fault_destroy) {
+    if (s->fault_destroy || s->fault_create_ring) {
         vrnic_fault_destroy_cmd(s, addr, buf, len);
     }
     return 0;
@@ -391,6 +392,9 @@ static void vrnic_set_fault_admin(Object *obj, Visitor *v, const char *name,
  * engine's copy of the command (never in guest memory), so the engine
  * answers BAD_PARAM and keeps the object, as a device that refuses to let
  * go of it.  Not reset by a device reset: it counts commands.
+ * x-fault-create-ring = N does the same to the next N CREATE_ETH_RING, as a
+ * device out of resources for a ring: the driver's MTU change must then
+ * keep (or restore) a working interface.
  */
 static void vrnic_fault_destroy_cmd(VrnicState *s, uint64_t addr,
                                     void *buf, size_t len)
@@ -413,14 +417,44 @@ static void vrnic_fault_destroy_cmd(VrnicState *s, uint64_t addr,
     case VRNIC_ADMIN_DESTROY_CQ:
     case VRNIC_ADMIN_DESTROY_QP:
     case VRNIC_ADMIN_DESTROY_SRQ:
+        if (!s->fault_destroy) {
+            return;
+        }
+        s->fault_destroy--;
+        cmd->flags |= 0x80;
+        trace_vrnic_fault_destroy(cmd->opcode, le32_to_cpu(cmd->destroy.id),
+                                  s->fault_destroy);
+        break;
+    case VRNIC_ADMIN_CREATE_ETH_RING:
+        if (!s->fault_create_ring) {
+            return;
+        }
+        s->fault_create_ring--;
+        cmd->flags |= 0x80;
+        trace_vrnic_fault_create_ring(cmd->create_eth_ring.type,
+                                      s->fault_create_ring);
         break;
     default:
         return;
     }
-    s->fault_destroy--;
-    cmd->flags |= 0x80;
-    trace_vrnic_fault_destroy(cmd->opcode, le32_to_cpu(cmd->destroy.id),
-                              s->fault_destroy);
+}
+
+static void vrnic_get_fault_create_ring(Object *obj, Visitor *v,
+                                        const char *name, void *opaque,
+                                        Error **errp)
+{
+    VrnicState *s = VRNIC(obj);
+
+    visit_type_uint32(v, name, &s->fault_create_ring, errp);
+}
+
+static void vrnic_set_fault_create_ring(Object *obj, Visitor *v,
+                                        const char *name, void *opaque,
+                                        Error **errp)
+{
+    VrnicState *s = VRNIC(obj);
+
+    visit_type_uint32(v, name, &s->fault_create_ring, errp);
 }
 
 static void vrnic_get_fault_destroy(Object *obj, Visitor *v,
@@ -734,6 +768,11 @@ static void vrnic_class_init(ObjectClass *klass, void *data)
                               NULL, NULL);
     object_class_property_set_description(klass, "x-fault-destroy",
         "test only: refuse the next N DESTROY admin commands");
+    object_class_property_add(klass, "x-fault-create-ring", "uint32",
+                              vrnic_get_fault_create_ring,
+                              vrnic_set_fault_create_ring, NULL, NULL);
+    object_class_property_set_description(klass, "x-fault-create-ring",
+        "test only: refuse the next N CREATE_ETH_RING admin commands");
     object_class_property_add_bool(klass, "x-fault-internal",
                                    vrnic_get_fault_internal,
                                    vrnic_set_fault_internal);

@@ -76,6 +76,7 @@ struct vrnic_eth_ring {
 	u32 depth;
 	u16 pi;			/* next descriptor the driver posts */
 	u16 ci;			/* next descriptor the driver reaps */
+	bool live;		/* the device has it: created, not destroyed */
 	bool orphaned;		/* the device refused to destroy it */
 };
 

@@ -126,19 +126,26 @@ static int vrnic_ring_create(struct vrnic_pf *pf, struct vrnic_eth_ring *r,
 			     u8 type)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_CREATE_ETH_RING };
+	int ret;
 
 	cmd.create_eth_ring.base = cpu_to_le64(r->dma);
 	cmd.create_eth_ring.type = type;
 	cmd.create_eth_ring.log_depth = VRNIC_ETH_LOG_DEPTH;
 	cmd.create_eth_ring.qid = VRNIC_ETH_QID;
 	cmd.create_eth_ring.eqn = VRNIC_ETH_EQN;
-	return vrnic_pf_admin_exec(pf, &cmd, NULL);
+	ret = vrnic_pf_admin_exec(pf, &cmd, NULL);
+	r->live = !ret;
+	return ret;
 }
 
 /* Refused: the ring and its buffers are orphaned when freed. */
 static void vrnic_ring_destroy(struct vrnic_pf *pf, struct vrnic_eth_ring *r,
 			       u8 type)
 {
+	/* One the device refused to create (a failed MTU restore) is not its. */
+	if (!r->live)
+		return;
+	r->live = false;
 	if (!vrnic_pf_destroy(pf, VRNIC_ADMIN_DESTROY_ETH_RING,
 			      (u32)type << 8 | VRNIC_ETH_QID, "Ethernet ring"))
 		r->orphaned = true;

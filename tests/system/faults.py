@@ -394,6 +394,52 @@ def remove_under_server(stage, a, b):
           rc == 1, bad[-1500:])
 
 
+def mtu_fault(stage, a, b):
+    """x-fault-create-ring: an MTU change whose new rings the device
+    refuses (review B.3: a failed MTU change left IFF_UP with NULL rings,
+    and the next ndo_stop hung in napi_disable under rtnl).  Once: the
+    change fails and the old rings and MTU stay, traffic flows.  Twice
+    (the restore refused too): the interface stays down-able and comes
+    back up, and nothing is orphaned, since the device never had the
+    rings it refused."""
+    d = "$(vrnic-netdev)"
+    ping = "ping -c 5 -i 0.2 -W 2 %s" % b.ip
+    a.check("dmesg -C")
+    set_fault(a, 1, "x-fault-create-ring")
+    rc, out = a.run("ip link set dev %s mtu 9000" % d, timeout=60)
+    check(stage, "a: MTU change, new ring refused: ip link fails",
+          rc != 0, "rc %d: %s" % (rc, out))
+    rc, out = a.run("cat /sys/class/net/%s/mtu /sys/class/net/%s/operstate"
+                    " && %s" % (d, d, ping), timeout=60)
+    check(stage, "a: MTU change, new ring refused: MTU 1500, up, ping "
+          "passes on the old rings", rc == 0 and out.startswith("1500\nup"),
+          "rc %d: %s" % (rc, out[-500:]))
+    set_fault(a, 2, "x-fault-create-ring")
+    rc, out = a.run("ip link set dev %s mtu 9000" % d, timeout=60)
+    rc2, out2 = a.run("timeout 30 ip link set dev %s down && "
+                      "ip link set dev %s up && vrnic-up 1500 && %s"
+                      % (d, d, ping), timeout=120)
+    left = a.qmp("qom-get", path=vrnic_path(a),
+                 property="x-fault-create-ring")
+    check(stage, "a: MTU change, restore refused too: ip link down does "
+          "not hang, up again and ping passes",
+          rc != 0 and rc2 == 0 and left == 0,
+          "mtu rc %d, down/up rc %d, faults left %r: %s"
+          % (rc, rc2, left, (out + out2)[-800:]))
+    _, log = a.run("dmesg")
+    print("\n".join("  | " + x for x in log.splitlines()
+                    if "vrnic" in x)[-2000:])
+    check(stage, "a: MTU change faults: nothing orphaned (the device never "
+          "had the refused rings)", "orphaned" not in log, log[-1500:])
+    rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
+    check(stage, "a: MTU change faults: no oops, warning or hung task",
+          rc == 1, bad[-1500:])
+    rc, out = a.run("ip link set dev %s mtu 9000 && %s && "
+                    "ip link set dev %s mtu 1500" % (d, ping, d), timeout=60)
+    check(stage, "a: after the faults: MTU 9000 and back works", rc == 0,
+          "rc %d: %s" % (rc, out[-500:]))
+
+
 def property_before_realize(stage, a, b):
     """The fault properties set on the command line, before realize: QEMU
     refuses x-fault-internal with an error instead of crashing on the
@@ -431,7 +477,8 @@ def property_before_realize(stage, a, b):
           "command line", ok, detail)
 
 
-TESTS = {"props": property_before_realize, "destroy": destroy_fault,
+TESTS = {"props": property_before_realize, "mtu": mtu_fault,
+         "destroy": destroy_fault,
          "admin": admin_fault, "fatal": device_fatal,
          "remove": remove_under_server}
 
@@ -448,6 +495,7 @@ def run(stage, a, b, only=None):
         try:
             set_fault(a, 0)
             set_fault(a, 0, "x-fault-destroy")
+            set_fault(a, 0, "x-fault-create-ring")
         except vmlib.VMError:
             pass
     print("fault tests: %.0f s" % (time.time() - t0), flush=True)
