@@ -143,7 +143,6 @@ static inline void vrnic_db(struct vrnic_pf *pf, u32 off, u32 val)
 }
 
 /* vrnic_main.c */
-void vrnic_pf_fatal(struct vrnic_pf *pf, const char *why);
 void vrnic_pf_fatal_irq(struct vrnic_pf *pf, u32 error);
 void vrnic_pf_free_orphans(struct vrnic_pf *pf);
 

@@ -692,15 +692,20 @@ static int vrnic_change_mtu(struct net_device *ndev, int mtu)
 	priv->tx = old_tx;
 	priv->rx = old_rx;
 	priv->rx_buf_len = old_len;
-	vrnic_ring_reset(priv->pf, &priv->tx, DMA_TO_DEVICE);
-	vrnic_ring_reset(priv->pf, &priv->rx, DMA_FROM_DEVICE);
-	while (vrnic_ring_free(&priv->rx) &&
-	       vrnic_rx_post_one(priv, &priv->rx, old_len))
-		;
-	cmd.set_port.mtu = cpu_to_le32(ndev->mtu);
-	ret2 = vrnic_pf_admin_exec(priv->pf, &cmd, NULL);
-	if (!ret2)
-		ret2 = vrnic_rings_start(priv);
+	if (old_tx.orphaned || old_rx.orphaned) {
+		/* The device kept an old ring: it is not ours to reuse. */
+		ret2 = -EBUSY;
+	} else {
+		vrnic_ring_reset(priv->pf, &priv->tx, DMA_TO_DEVICE);
+		vrnic_ring_reset(priv->pf, &priv->rx, DMA_FROM_DEVICE);
+		while (vrnic_ring_free(&priv->rx) &&
+		       vrnic_rx_post_one(priv, &priv->rx, old_len))
+			;
+		cmd.set_port.mtu = cpu_to_le32(ndev->mtu);
+		ret2 = vrnic_pf_admin_exec(priv->pf, &cmd, NULL);
+		if (!ret2)
+			ret2 = vrnic_rings_start(priv);
+	}
 	if (ret2) {
 		/* The device refuses its rings: stay up without a data path
 		 * but with NAPI enabled and rings allocated, so that ndo_stop

@@ -45,6 +45,31 @@ static int vrnic_reset(struct vrnic_pf *pf)
 }
 
 /*
+ * Reset the device (and clear bus mastering, should the reset not
+ * complete), and only then mark the admin queue dead and complete the
+ * waiters: -ENODEV from a command means the device can no longer DMA.
+ * Under fatal_lock.
+ */
+static void vrnic_pf_quiesce(struct vrnic_pf *pf)
+{
+	struct vrnic_aq *aq = &pf->aq;
+	u16 i;
+
+	lockdep_assert_held(&pf->fatal_lock);
+	if (vrnic_reset(pf))
+		dev_warn(&pf->pdev->dev, "device reset timed out\n");
+	pci_clear_master(pf->pdev);
+
+	spin_lock_irq(&aq->lock);
+	aq->dead = true;
+	if (aq->waits)
+		for (i = aq->ci; i != aq->pi; i++)
+			complete(&aq->waits[i & (aq->depth - 1)].done);
+	aq->ci = aq->pi;
+	spin_unlock_irq(&aq->lock);
+}
+
+/*
  * The function is dead: an admin command timed out, the device reported
  * FATAL, or it stopped answering.  One policy for every path:
  *
@@ -67,7 +92,6 @@ static int vrnic_reset(struct vrnic_pf *pf)
 void vrnic_pf_fatal(struct vrnic_pf *pf, const char *why)
 {
 	struct vrnic_aq *aq = &pf->aq;
-	u16 i;
 
 	mutex_lock(&pf->fatal_lock);
 	if (READ_ONCE(aq->dead)) {
@@ -77,17 +101,7 @@ void vrnic_pf_fatal(struct vrnic_pf *pf, const char *why)
 		return;
 	}
 	dev_err(&pf->pdev->dev, "%s: device fatal, quiescing it\n", why);
-	if (vrnic_reset(pf))
-		dev_warn(&pf->pdev->dev, "fatal: device reset timed out\n");
-	pci_clear_master(pf->pdev);
-
-	spin_lock_irq(&aq->lock);
-	aq->dead = true;
-	if (aq->waits)
-		for (i = aq->ci; i != aq->pi; i++)
-			complete(&aq->waits[i & (aq->depth - 1)].done);
-	aq->ci = aq->pi;
-	spin_unlock_irq(&aq->lock);
+	vrnic_pf_quiesce(pf);
 
 	/* pf->netdev lives while port_events is set (see vrnic_remove). */
 	if (READ_ONCE(pf->port_events)) {
@@ -98,6 +112,7 @@ void vrnic_pf_fatal(struct vrnic_pf *pf, const char *why)
 	vrnic_pf_free_orphans(pf);
 	mutex_unlock(&pf->fatal_lock);
 }
+EXPORT_SYMBOL_NS_GPL(vrnic_pf_fatal, VRNIC);
 
 /*
  * The destroy policy, one for every object whose memory the device writes
@@ -117,10 +132,13 @@ void vrnic_pf_fatal(struct vrnic_pf *pf, const char *why)
  *   on pf->orphans, until the device has been reset, in vrnic_pf_fatal()
  *   or at remove, and is freed then.  The leak is visible (a rate-limited
  *   error naming the object, the count at release) and bounded by the
- *   objects that existed.  The verb still succeeds: ib_core frees its own
- *   object whatever the driver returns at process exit, and its kernel
- *   users treat a failed destroy as a bug (ib_free_cq WARNs), so the
- *   driver object goes and only the device-visible memory is kept.
+ *   objects that existed.  A kernel QP, SRQ or MR escalates to
+ *   vrnic_pf_fatal() instead (vrnic_kernel_destroy_refused() in vrnic_ib):
+ *   its WQEs and keys reach ULP buffers no orphan can keep.  The verb
+ *   still succeeds: ib_core frees its own object whatever the driver
+ *   returns at process exit, and its kernel users treat a failed destroy
+ *   as a bug (ib_free_cq WARNs), so the driver object goes and only the
+ *   device-visible memory is kept.
  *
  * vrnic_ib's orphans hold pinned user memory, which must be released
  * while its ib_device exists: vrnic_ib's remove calls
@@ -191,17 +209,21 @@ void vrnic_pf_free_orphans(struct vrnic_pf *pf)
 /**
  * vrnic_pf_release_orphans - free the orphans before the RDMA driver goes
  * @pf: the function
+ * @owner: the RDMA driver's module
  *
- * If the device still holds objects it refused to destroy, the function
- * is reset (vrnic_pf_fatal(): it is dead until probed again) so that their
- * memory may be freed.  Sleeps.
+ * If the device still holds objects of @owner it refused to destroy, the
+ * function is reset (vrnic_pf_fatal(): it is dead until probed again) so
+ * that their memory, and their release() in @owner, go first.  The core's
+ * own orphans (EQs, Ethernet rings) wait for remove.  Sleeps.
  */
-void vrnic_pf_release_orphans(struct vrnic_pf *pf)
+void vrnic_pf_release_orphans(struct vrnic_pf *pf, struct module *owner)
 {
-	bool any;
+	struct vrnic_orphan *o;
+	bool any = false;
 
 	spin_lock(&pf->orphan_lock);
-	any = pf->num_orphans;
+	list_for_each_entry(o, &pf->orphans, list)
+		any |= o->owner == owner;
 	spin_unlock(&pf->orphan_lock);
 	if (any) {
 		vrnic_pf_fatal(pf, "device holds objects it refused to destroy");
@@ -519,12 +541,16 @@ static void vrnic_shutdown(struct pci_dev *pdev)
 	rtnl_lock();
 	netif_device_detach(pf->netdev);
 	rtnl_unlock();
-	spin_lock_irq(&pf->aq.lock);
-	pf->aq.dead = true;
-	spin_unlock_irq(&pf->aq.lock);
-	if (vrnic_reset(pf))
-		dev_warn(&pdev->dev, "shutdown: device reset timed out\n");
-	pci_clear_master(pdev);
+	/*
+	 * Quiesce as vrnic_pf_fatal() does, never marking the queue dead
+	 * before the device has stopped: a destroy running meanwhile frees
+	 * on -ENODEV (vrnic_pf_destroy()).
+	 */
+	cancel_work_sync(&pf->fatal_work);
+	mutex_lock(&pf->fatal_lock);
+	if (!READ_ONCE(pf->aq.dead))
+		vrnic_pf_quiesce(pf);
+	mutex_unlock(&pf->fatal_lock);
 }
 
 static const struct pci_device_id vrnic_pci_ids[] = {

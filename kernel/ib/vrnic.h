@@ -262,6 +262,23 @@ static inline void vrnic_db(struct vrnic_dev *vdev, u32 off, u32 val)
 }
 
 /* Admin commands run on the function's admin queue (sleeps). */
+/*
+ * The device refused to destroy a kernel object (no udata).  Orphaning its
+ * rings is not enough: its posted WQEs and keys reach the ULP's own
+ * buffers (through the local DMA lkey), which the ULP frees once the verb
+ * returns.  So the function is quiesced (vrnic_pf_fatal(): dead until
+ * probed again), after which the object's memory may be freed.  True.
+ */
+static inline bool vrnic_kernel_destroy_refused(struct vrnic_dev *vdev,
+						const char *what)
+{
+	char why[48];
+
+	snprintf(why, sizeof(why), "%s destroy refused", what);
+	vrnic_pf_fatal(vdev->pf, why);
+	return true;
+}
+
 static inline int vrnic_admin_exec(struct vrnic_dev *vdev,
 				   struct vrnic_admin_cmd *cmd, u32 *result)
 {

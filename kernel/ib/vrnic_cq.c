@@ -89,6 +89,7 @@ struct vrnic_ib_orphan *vrnic_orphan_alloc(struct vrnic_dev *vdev)
 	if (o) {
 		o->dma_dev = &vdev->pdev->dev;
 		o->orphan.release = vrnic_orphan_release;
+		o->orphan.owner = THIS_MODULE;
 	}
 	return o;
 }

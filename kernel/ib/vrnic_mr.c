@@ -374,9 +374,14 @@ int vrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct vrnic_mr *mr = container_of(ibmr, struct vrnic_mr, ibmr);
 	struct vrnic_dev *vdev = to_vdev(ibmr->device);
 	struct vrnic_ib_orphan *o;
+	bool free;
 
-	if (!vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_MR, ibmr->lkey,
-			      "MR")) {
+	free = vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_MR, ibmr->lkey,
+				"MR");
+	/* A kernel MR's keys reach its ULP's pages, not pinned by us. */
+	if (!free && !mr->umem)
+		free = vrnic_kernel_destroy_refused(vdev, "kernel MR");
+	if (!free) {
 		/* Its keys still reach the pages: keep them pinned. */
 		o = vrnic_orphan_alloc(vdev);
 		vrnic_orphan_dma(o, mr->max_pages * sizeof(*mr->pbl), mr->pbl,

@@ -343,6 +343,8 @@ int vrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	bool free;
 
 	free = vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_QP, qp->qpn, "QP");
+	if (!free && !udata && qp->type != VRNIC_QPT_XRC_TGT)
+		free = vrnic_kernel_destroy_refused(vdev, "kernel QP");
 	xa_erase_irq(&vdev->qp_xa, qp->qpn);
 	synchronize_irq(pci_irq_vector(vdev->pdev, VRNIC_AEQ_VECTOR));
 	/* Out of the table: after this no poller holds qp. */

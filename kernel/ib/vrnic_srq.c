@@ -208,6 +208,8 @@ int vrnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 
 	free = vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_SRQ, srq->srqn,
 				"SRQ");
+	if (!free && !udata)
+		free = vrnic_kernel_destroy_refused(vdev, "kernel SRQ");
 	xa_erase_irq(&vdev->srq_xa, srq->srqn);
 	synchronize_irq(pci_irq_vector(vdev->pdev, VRNIC_AEQ_VECTOR));
 	if (free)

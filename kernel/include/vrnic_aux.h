@@ -68,12 +68,14 @@ struct vrnic_rdma_client {
 struct vrnic_orphan {
 	struct list_head list;
 	void (*release)(struct vrnic_orphan *orphan);
+	struct module *owner;	/* the RDMA driver's, or NULL: the core's */
 };
 
 bool vrnic_pf_destroy(struct vrnic_pf *pf, u8 opcode, u32 id,
 		      const char *what);
 void vrnic_pf_orphan(struct vrnic_pf *pf, struct vrnic_orphan *orphan);
-void vrnic_pf_release_orphans(struct vrnic_pf *pf);
+void vrnic_pf_fatal(struct vrnic_pf *pf, const char *why);
+void vrnic_pf_release_orphans(struct vrnic_pf *pf, struct module *owner);
 
 int vrnic_pf_register_rdma(struct vrnic_pf *pf,
 			   struct vrnic_rdma_client *client);
