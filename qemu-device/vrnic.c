@@ -58,6 +58,8 @@ struct VrnicState {
 };
 
 #define VRNIC_FAULT_ADMIN_NEVER UINT32_MAX
+/* A reserved admin flag: the engine answers BAD_PARAM (x-fault-destroy). */
+#define VRNIC_FAULT_CMD_FLAG 0x80
 
 /* ---------------------------------------------------- platform layer --- */
 
@@ -421,7 +423,7 @@ static void vrnic_fault_destroy_cmd(VrnicState *s, uint64_t addr,
             return;
         }
         s->fault_destroy--;
-        cmd->flags |= 0x80;
+        cmd->flags |= VRNIC_FAULT_CMD_FLAG;
         trace_vrnic_fault_destroy(cmd->opcode, le32_to_cpu(cmd->destroy.id),
                                   s->fault_destroy);
         break;
@@ -430,7 +432,7 @@ static void vrnic_fault_destroy_cmd(VrnicState *s, uint64_t addr,
             return;
         }
         s->fault_create_ring--;
-        cmd->flags |= 0x80;
+        cmd->flags |= VRNIC_FAULT_CMD_FLAG;
         trace_vrnic_fault_create_ring(cmd->create_eth_ring.type,
                                       s->fault_create_ring);
         break;

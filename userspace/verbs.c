@@ -1171,8 +1171,10 @@ static struct vrnic_qp *vrnic_qp_alloc(struct ibv_context *ctx,
 	return qp;
 }
 
-/* Whether 1 << (log + shift) bytes fit a ring of size bytes. */
-/* The kernel's stride limits: 1 KiB send WQEs, 512-byte receive WQEs. */
+/*
+ * Whether 1 << (log + shift) bytes fit a ring of size bytes, with the
+ * stride within the kernel's limit (1 KiB send WQEs, 512-byte receive).
+ */
 static bool vrnic_ring_fits(uint32_t log, uint32_t shift, uint32_t max_shift,
 			    size_t size)
 {

@@ -600,11 +600,6 @@ static netdev_tx_t vrnic_start_xmit(struct sk_buff *skb,
 	return NETDEV_TX_OK;
 }
 
-/* The stack saw the queue stopped for a watchdog period.  Completions
- * should have woken it: log the ring state, ring the TX doorbell again in
- * case the device missed it, and run the NAPI poll to reap and re-arm.
- * The stack counts the event in the queue's tx_timeout attribute.
- */
 static void vrnic_ring_stats_read(const struct vrnic_ring_stats *rs,
 				  u64 *packets, u64 *bytes, u64 *errors)
 {
@@ -630,6 +625,11 @@ static void vrnic_get_stats64(struct net_device *ndev,
 			      &s->tx_errors);
 }
 
+/* The stack saw the queue stopped for a watchdog period.  Completions
+ * should have woken it: log the ring state, ring the TX doorbell again in
+ * case the device missed it, and run the NAPI poll to reap and re-arm.
+ * The stack counts the event in the queue's tx_timeout attribute.
+ */
 static void vrnic_tx_timeout(struct net_device *ndev, unsigned int txqueue)
 {
 	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
