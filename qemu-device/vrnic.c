@@ -441,40 +441,15 @@ static void vrnic_fault_destroy_cmd(VrnicState *s, uint64_t addr,
     }
 }
 
-static void vrnic_get_fault_create_ring(Object *obj, Visitor *v,
-                                        const char *name, void *opaque,
-                                        Error **errp)
+/* x-fault-destroy, x-fault-create-ring: opaque is the field's offset. */
+static void vrnic_access_fault_count(Object *obj, Visitor *v,
+                                     const char *name, void *opaque,
+                                     Error **errp)
 {
     VrnicState *s = VRNIC(obj);
 
-    visit_type_uint32(v, name, &s->fault_create_ring, errp);
-}
-
-static void vrnic_set_fault_create_ring(Object *obj, Visitor *v,
-                                        const char *name, void *opaque,
-                                        Error **errp)
-{
-    VrnicState *s = VRNIC(obj);
-
-    visit_type_uint32(v, name, &s->fault_create_ring, errp);
-}
-
-static void vrnic_get_fault_destroy(Object *obj, Visitor *v,
-                                    const char *name, void *opaque,
-                                    Error **errp)
-{
-    VrnicState *s = VRNIC(obj);
-
-    visit_type_uint32(v, name, &s->fault_destroy, errp);
-}
-
-static void vrnic_set_fault_destroy(Object *obj, Visitor *v,
-                                    const char *name, void *opaque,
-                                    Error **errp)
-{
-    VrnicState *s = VRNIC(obj);
-
-    visit_type_uint32(v, name, &s->fault_destroy, errp);
+    visit_type_uint32(v, name, (uint32_t *)((char *)s + (uintptr_t)opaque),
+                      errp);
 }
 
 /*
@@ -766,13 +741,15 @@ static void vrnic_class_init(ObjectClass *klass, void *data)
     object_class_property_set_description(klass, "x-fault-admin",
         "test only: hold admin doorbells back N ms, 0 off, 4294967295 never");
     object_class_property_add(klass, "x-fault-destroy", "uint32",
-                              vrnic_get_fault_destroy, vrnic_set_fault_destroy,
-                              NULL, NULL);
+                              vrnic_access_fault_count,
+                              vrnic_access_fault_count, NULL,
+                              (void *)offsetof(VrnicState, fault_destroy));
     object_class_property_set_description(klass, "x-fault-destroy",
         "test only: refuse the next N DESTROY admin commands");
     object_class_property_add(klass, "x-fault-create-ring", "uint32",
-                              vrnic_get_fault_create_ring,
-                              vrnic_set_fault_create_ring, NULL, NULL);
+                              vrnic_access_fault_count,
+                              vrnic_access_fault_count, NULL,
+                              (void *)offsetof(VrnicState, fault_create_ring));
     object_class_property_set_description(klass, "x-fault-create-ring",
         "test only: refuse the next N CREATE_ETH_RING admin commands");
     object_class_property_add_bool(klass, "x-fault-internal",

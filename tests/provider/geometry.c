@@ -287,6 +287,19 @@ static unsigned int fill(struct ibv_qp *qp, struct ibv_srq *s, int dir,
  * A QP created on the current answer, its caps against want (the answer
  * the provider should go by), and its posts by them.
  */
+/* The caps a create returned are the answer's. */
+static void check_caps(const char *how, const char *what,
+		       const struct ibv_qp_cap *cap,
+		       const struct ibv_qp_cap *want)
+{
+	check(!memcmp(cap, want, sizeof(*cap)),
+	      "%s: %scaps %u/%u wr %u/%u sge %u inline, the answer %u/%u %u/%u %u",
+	      how, what, cap->max_send_wr, cap->max_recv_wr,
+	      cap->max_send_sge, cap->max_recv_sge, cap->max_inline_data,
+	      want->max_send_wr, want->max_recv_wr, want->max_send_sge,
+	      want->max_recv_sge, want->max_inline_data);
+}
+
 static void check_qp(const char *how, const struct ibv_qp_cap *want)
 {
 	struct ibv_qp_init_attr qia;
@@ -299,12 +312,7 @@ static void check_qp(const char *how, const struct ibv_qp_cap *want)
 	check(qp != NULL, "%s: create QP: %s", how, strerror(errno));
 	if (!qp)
 		return;
-	check(!memcmp(&cap, want, sizeof(cap)),
-	      "%s: caps %u/%u wr %u/%u sge %u inline, the answer %u/%u %u/%u %u",
-	      how, cap.max_send_wr, cap.max_recv_wr, cap.max_send_sge,
-	      cap.max_recv_sge, cap.max_inline_data, want->max_send_wr,
-	      want->max_recv_wr, want->max_send_sge, want->max_recv_sge,
-	      want->max_inline_data);
+	check_caps(how, "", &cap, want);
 	if (!rw) {	/* the kernel's own caps: honest answers only */
 		check(!ibv_query_qp(qp, &qa, IBV_QP_CAP, &qia) &&
 		      !memcmp(&qia.cap, want, sizeof(*want)) &&
@@ -367,12 +375,7 @@ static void check_qp_ex(const char *how, const struct ibv_qp_cap *want)
 	check(qp != NULL, "%s: create QP ex: %s", how, strerror(errno));
 	if (!qp)
 		return;
-	check(!memcmp(&cap, want, sizeof(cap)),
-	      "%s: QP ex caps %u/%u wr %u/%u sge %u inline, the answer %u/%u %u/%u %u",
-	      how, cap.max_send_wr, cap.max_recv_wr, cap.max_send_sge,
-	      cap.max_recv_sge, cap.max_inline_data, want->max_send_wr,
-	      want->max_recv_wr, want->max_send_sge, want->max_recv_sge,
-	      want->max_inline_data);
+	check_caps(how, "QP ex ", &cap, want);
 	qpx = ibv_qp_to_qp_ex(qp);
 	check(qpx && !to_rts(qp), "%s: QP ex to RTS", how);
 	if (qpx) {
