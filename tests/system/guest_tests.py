@@ -174,6 +174,35 @@ def pair(stage, name, srv, cli, server_cmd, client_cmd, expect, timeout=120):
                  detail if ok else "client exit %s, server exit %s" % (rc, srv_rc))
 
 
+# Default ports of the servers pair() starts: perftest (TCP, or rdma_cm
+# with -R) and the ibv_*_pingpong examples 18515, rping and udaddy 7174,
+# ucmatose and rdma_server 7471.
+SERVER_PORTS = (("ib_", 18515), ("ibv_", 18515), ("rping", 7174),
+                ("udaddy", 7174), ("ucmatose", 7471), ("rdma_server", 7471))
+
+
+def server_port(cmd):
+    """The port a server command listens on, or None if unknown."""
+    words = cmd.split()
+    if "-p" in words[:-1]:
+        p = words[words.index("-p") + 1]
+        return int(p) if p.isdigit() else None
+    for prefix, port in SERVER_PORTS:
+        if words and words[0].startswith(prefix):
+            return port
+    return None
+
+
+def wait_listening(vm, port, seconds=20):
+    """Until something listens on port, over TCP or rdma_cm (bounded):
+    a fixed sleep let a client under a busy TCG host connect before
+    the server listened (RDMA_CM_EVENT_REJECTED, and perftest crashed)."""
+    vm.run("for i in $(seq %d); do { ss -Hltn; rdma res show cm_id "
+           "2>/dev/null | grep -w LISTEN; } | grep -q ':%d ' && exit 0; "
+           "sleep 0.1; done; exit 1" % (seconds * 10, port),
+           timeout=seconds + 10)
+
+
 def _pair_once(srv, cli, server_cmd, client_cmd, expect, timeout):
     print("---- [%s] %s  /  [%s] %s" % (srv.name, server_cmd, cli.name,
                                          client_cmd), flush=True)
@@ -181,7 +210,11 @@ def _pair_once(srv, cli, server_cmd, client_cmd, expect, timeout):
         srv.check("rm -f /tmp/srv.out /tmp/srv.rc; (timeout %d %s > /tmp/srv.out "
                   "2>&1; echo $? > /tmp/srv.rc) >/dev/null 2>&1 &"
                   % (timeout, server_cmd))
-        time.sleep(1.5)
+        port = server_port(server_cmd)
+        if port:
+            wait_listening(srv, port)
+        else:
+            time.sleep(1.5)
         rc, out = cli.run("timeout %d %s 2>&1" % (timeout, client_cmd),
                           timeout=timeout + 10)
         src, _ = srv.run("for i in $(seq %d); do [ -e /tmp/srv.rc ] && exit 0; "
