@@ -219,6 +219,10 @@ def _pair_once(srv, cli, server_cmd, client_cmd, expect, timeout):
                           timeout=timeout + 10)
         src, _ = srv.run("for i in $(seq %d); do [ -e /tmp/srv.rc ] && exit 0; "
                          "sleep 0.5; done; exit 1" % (2 * 30), timeout=60)
+        if src:
+            # A server still waiting (its client died) would hold the
+            # port for the next test: stop it.
+            srv.run("pkill -x %s" % server_cmd.split()[0][:15])
         srv_rc = srv.run("cat /tmp/srv.rc")[1].strip()
         srv_out = srv.run("cat /tmp/srv.out")[1]
     except vmlib.VMError as e:
