@@ -114,61 +114,58 @@ void vrnic_orphan_umem(struct vrnic_ib_orphan *o, struct ib_umem *umem)
 	o->umem[o->numem++] = umem;
 }
 
-/*
- * Drop the orphaned object's reference on its doorbell record page; the
- * page stays pinned until the orphan is released: in this orphan if this
- * was the last reference, else in one made by the last vrnic_unpin_dbrec().
- * With no orphan (no memory for one) the pinned memory leaks, but the page
- * still leaves the context's list.
- */
-void vrnic_orphan_dbrec(struct vrnic_ib_orphan *o,
-			struct vrnic_dbrec_page *page)
-{
-	struct vrnic_ucontext *uctx;
-
-	if (!page)
-		return;
-	uctx = page->uctx;
-	mutex_lock(&uctx->dbrec_lock);
-	if (!--page->refcnt) {
-		list_del(&page->list);
-		vrnic_orphan_umem(o, page->umem);
-		kfree(page);
-	} else {
-		page->orphaned = true;
-	}
-	mutex_unlock(&uctx->dbrec_lock);
-}
-
 void vrnic_orphan_commit(struct vrnic_dev *vdev, struct vrnic_ib_orphan *o)
 {
 	if (o)
 		vrnic_pf_orphan(vdev->pf, &o->orphan);
 }
 
-/* Drop an object's reference on its doorbell record page (NULL: none). */
-void vrnic_unpin_dbrec(struct vrnic_dbrec_page *page)
+/*
+ * Drop an object's reference on its doorbell record page (NULL: none).
+ * Once an orphaned object's record is in the page (@orphaned, now or
+ * before), the last reference does not unpin it: the pinned page goes to
+ * @o, or to an orphan of its own, and stays until the device is reset.
+ * With no orphan (no memory for one) it leaks, but the page still leaves
+ * the context's list.
+ */
+static void vrnic_dbrec_put(struct vrnic_dbrec_page *page,
+			    struct vrnic_ib_orphan *o, bool orphaned)
 {
 	struct vrnic_ucontext *uctx;
-	struct vrnic_ib_orphan *o;
+	struct vrnic_dev *vdev;
 
 	if (!page)
 		return;
 	uctx = page->uctx;
+	vdev = to_vdev(uctx->ibucontext.device);
 	mutex_lock(&uctx->dbrec_lock);
+	page->orphaned |= orphaned;
 	if (!--page->refcnt) {
 		list_del(&page->list);
-		if (page->orphaned) {
-			/* An orphaned object's record is in it: keep it. */
-			o = vrnic_orphan_alloc(to_vdev(uctx->ibucontext.device));
+		if (page->orphaned && o) {
 			vrnic_orphan_umem(o, page->umem);
-			vrnic_orphan_commit(to_vdev(uctx->ibucontext.device), o);
+		} else if (page->orphaned) {
+			o = vrnic_orphan_alloc(vdev);
+			vrnic_orphan_umem(o, page->umem);
+			vrnic_orphan_commit(vdev, o);
 		} else {
 			ib_umem_release(page->umem);
 		}
 		kfree(page);
 	}
 	mutex_unlock(&uctx->dbrec_lock);
+}
+
+/* An orphaned object's reference; see vrnic_dbrec_put(). */
+void vrnic_orphan_dbrec(struct vrnic_ib_orphan *o,
+			struct vrnic_dbrec_page *page)
+{
+	vrnic_dbrec_put(page, o, true);
+}
+
+void vrnic_unpin_dbrec(struct vrnic_dbrec_page *page)
+{
+	vrnic_dbrec_put(page, NULL, false);
 }
 
 /* Release whatever memory a CQ holds; fields never set are NULL. */

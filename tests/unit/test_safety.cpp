@@ -479,6 +479,24 @@ TEST(Lifetimes, SendWithInvalidateUnderAReadResponse)
 // An exception inside the engine (here: the platform's DMA runs out of
 // memory) never reaches the C caller: the device goes FATAL with an
 // internal error, later calls do nothing harmful, a reset recovers.
+namespace {
+
+// After FATAL: CTRL.RESET, then the driver's rings again from scratch.
+// True when the device reports RESET_DONE, then READY.
+bool reset_to_ready(FakePlatform &p)
+{
+	p.wr(VRNIC_REG_CTRL, VRNIC_CTRL_RESET);
+	if (p.rd(VRNIC_REG_STATUS) != uint32_t(VRNIC_STATUS_RESET_DONE))
+		return false;
+	p.aq_pi = 0;
+	p.aeq_ci = 0;
+	std::fill(p.mem.begin(), p.mem.begin() + 0x4000, 0);
+	p.enable();
+	return p.rd(VRNIC_REG_STATUS) & VRNIC_STATUS_READY;
+}
+
+} // namespace
+
 TEST(CBoundary, ExceptionMakesTheDeviceFatalAndResetRecovers)
 {
 	FakePlatform p;
@@ -514,13 +532,7 @@ TEST(CBoundary, ExceptionMakesTheDeviceFatalAndResetRecovers)
 	EXPECT_TRUE(p.rd(VRNIC_REG_STATUS) & VRNIC_STATUS_FATAL);
 
 	// A reset brings it back.
-	p.wr(VRNIC_REG_CTRL, VRNIC_CTRL_RESET);
-	EXPECT_EQ(p.rd(VRNIC_REG_STATUS), uint32_t(VRNIC_STATUS_RESET_DONE));
-	p.aq_pi = 0;
-	p.aeq_ci = 0;
-	std::fill(p.mem.begin(), p.mem.begin() + 0x4000, 0);
-	p.enable();
-	ASSERT_TRUE(p.rd(VRNIC_REG_STATUS) & VRNIC_STATUS_READY);
+	ASSERT_TRUE(reset_to_ready(p));
 	EXPECT_EQ(p.admin(cmd).status, VRNIC_ADMIN_ST_OK);
 }
 
@@ -545,13 +557,7 @@ TEST(CBoundary, InjectedInternalErrorPostsFatalAndResetRecovers)
 	vrnic_engine_inject_internal_error(p.eng);
 	EXPECT_TRUE(p.drain_aeq().empty());
 
-	p.wr(VRNIC_REG_CTRL, VRNIC_CTRL_RESET);
-	EXPECT_EQ(p.rd(VRNIC_REG_STATUS), uint32_t(VRNIC_STATUS_RESET_DONE));
-	p.aq_pi = 0;
-	p.aeq_ci = 0;
-	std::fill(p.mem.begin(), p.mem.begin() + 0x4000, 0);
-	p.enable();
-	ASSERT_TRUE(p.rd(VRNIC_REG_STATUS) & VRNIC_STATUS_READY);
+	ASSERT_TRUE(reset_to_ready(p));
 	vrnic_admin_cmd cmd{};
 	cmd.opcode = VRNIC_ADMIN_CREATE_PD;
 	EXPECT_EQ(p.admin(cmd).status, VRNIC_ADMIN_ST_OK);
