@@ -344,16 +344,27 @@ def victim_flows(a, b, seconds):
     pp = "ibv_rc_pingpong -d vrnic0 -g %d -c -s 65536 -n %d" % (
         GID_INDEX, pp_iters(a, b, seconds))
     wbw = "ib_write_bw -d vrnic0 -x %d -s 65536 -D %d" % (GID_INDEX, seconds)
+    # Line-buffered on both sides: the address perftest prints shows up
+    # at once, and an error on stderr lands after the lines before it.
+    lb = "$(command -v stdbuf >/dev/null && echo stdbuf -oL) "
     bg(a, "v_pp", pp, seconds + PP_SLACK)
-    # Line-buffered, so that the address perftest prints shows up now.
-    bg(a, "v_wbw", "$(command -v stdbuf >/dev/null && echo stdbuf -oL) " +
-       wbw + " -p 18516", seconds + WBW_SLACK)
+    bg(a, "v_wbw", lb + wbw + " -p 18516", seconds + WBW_SLACK)
     time.sleep(1.5)
     bg(b, "v_pp", "%s %s" % (pp, a.ip), seconds + PP_SLACK)
-    bg(b, "v_wbw", "%s -p 18516 %s" % (wbw, a.ip), seconds + WBW_SLACK)
+    bg(b, "v_wbw", "%s%s -p 18516 %s" % (lb, wbw, a.ip), seconds + WBW_SLACK)
 
 
-def victim_results(stage, prefix, a, b, seconds, wbw_required=True):
+# Transport counters worth seeing when a victim flow fails.
+DIAG_COUNTERS = ("sent_pkts", "rcvd_pkts", "duplicate_request",
+                 "out_of_seq_request", "rcvd_seq_err", "ack_timeouts",
+                 "retry_exceeded_err", "remote_access_err", "eth_rx_drops",
+                 "malformed_pkts", "bad_qp_pkts", "cq_overflows")
+
+
+def victim_results(stage, prefix, a, b, seconds, wbw_required=True,
+                   c0=None):
+    """Judge the victim flows; c0 ({vm name: counters()} from before
+    them) lets a failure show what the transports saw meanwhile."""
     ok = True
     for tag, what, required in (("v_pp", "ibv_rc_pingpong -c (data checked)",
                                  True),
@@ -365,8 +376,15 @@ def victim_results(stage, prefix, a, b, seconds, wbw_required=True):
             rcs.append(rc)
             if rc != 0:
                 print("  | [%s] %s exited %s:" % (vm.name, what, rc))
-                show(out, 8)
+                show(out, 20)
         good = rcs == [0, 0]
+        # Once per check, and with every failure: what the transports saw.
+        if c0 and (not good or tag == "v_wbw"):
+            for vm in (a, b):
+                c = counters(vm)
+                print("  | [%s] counters moved: %s" % (vm.name, {
+                    k: c.get(k, 0) - c0[vm.name].get(k, 0)
+                    for k in DIAG_COUNTERS if k in c}))
         if required:
             ok = ok and good
             stage.record("%s: victim %s exits 0 on a and b" % (prefix, what),
@@ -382,6 +400,7 @@ def hostile_check(stage, a, b):
     prefix = "attack hostile"
     base = res_summary(a)
     c0 = counters(a)
+    cb = counters(b)
     victim_flows(a, b, HOSTILE_SECONDS + 5)
     mrs = wait_res(a, "mr", ("ibv_rc_pingpong", "ib_write_bw"))
     qpns = ["%x" % e["lqpn"] for e in
@@ -414,7 +433,8 @@ def hostile_check(stage, a, b):
                     timeout=HOSTILE_SECONDS + 75)
     show(out, 30)
     stage.tap(prefix, out, rc)
-    victim_results(stage, prefix, a, b, HOSTILE_SECONDS)
+    victim_results(stage, prefix, a, b, HOSTILE_SECONDS,
+                   c0={a.name: c0, b.name: cb})
     c1 = counters(a)
     d = c1.get("db_violations", 0) - c0.get("db_violations", 0)
     stage.record("%s: device counted the doorbell violations" % prefix,
