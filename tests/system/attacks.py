@@ -378,13 +378,6 @@ def victim_results(stage, prefix, a, b, seconds, wbw_required=True,
                 print("  | [%s] %s exited %s:" % (vm.name, what, rc))
                 show(out, 20)
         good = rcs == [0, 0]
-        # Once per check, and with every failure: what the transports saw.
-        if c0 and (not good or tag == "v_wbw"):
-            for vm in (a, b):
-                c = counters(vm)
-                print("  | [%s] counters moved: %s" % (vm.name, {
-                    k: c.get(k, 0) - c0[vm.name].get(k, 0)
-                    for k in DIAG_COUNTERS if k in c}))
         if required:
             ok = ok and good
             stage.record("%s: victim %s exits 0 on a and b" % (prefix, what),
@@ -393,6 +386,14 @@ def victim_results(stage, prefix, a, b, seconds, wbw_required=True,
         else:
             print("  | sacrificial %s: exit a %s, b %s (not judged: it "
                   "received frames at its own PSNs)" % (what, rcs[0], rcs[1]))
+        # Once per check, and with every failure: what the transports
+        # saw.  After the verdict, which a dead guest must not rename.
+        if c0 and (not good or tag == "v_wbw"):
+            for vm in (a, b):
+                c = counters(vm)
+                print("  | [%s] counters moved: %s" % (vm.name, {
+                    k: c.get(k, 0) - c0[vm.name].get(k, 0)
+                    for k in DIAG_COUNTERS if k in c}), flush=True)
     return ok
 
 
