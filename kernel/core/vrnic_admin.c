@@ -78,8 +78,12 @@ void vrnic_aq_poll(struct vrnic_pf *pf)
 	unsigned long flags;
 
 	spin_lock_irqsave(&aq->lock, flags);
-	/* Dead: vrnic_pf_fatal() completed every waiter. */
-	while (!aq->dead) {
+	/*
+	 * Dead: vrnic_pf_fatal() completed every waiter.  A completion
+	 * past the last command issued (ci == pi) is not trusted, however
+	 * its phase bit reads: no slot beyond pi has a waiter.
+	 */
+	while (!aq->dead && aq->ci != aq->pi) {
 		struct vrnic_admin_cqe *cqe = &aq->cq[aq->ci & mask];
 		u8 phase = ((aq->ci >> VRNIC_AQ_LOG_DEPTH) & 1) ?
 			   0 : VRNIC_ACQE_PHASE;

@@ -427,24 +427,24 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 
 	ret = vrnic_self_test(pf);
 	if (ret)
-		goto err_irqs;
+		goto err_quiesce;	/* its test DMA may be in flight */
 
 	ret = vrnic_aq_init(pf);
 	if (ret)
 		goto err_irqs;
 	ret = vrnic_aeq_alloc(pf);
 	if (ret)
-		goto err_aq;
+		goto err_quiesce;
 	ret = vrnic_enable(pf);
 	if (ret)
-		goto err_aeq;
+		goto err_quiesce;
 	ret = vrnic_pf_admin_query(pf, VRNIC_ADMIN_QUERY_DEVICE, &pf->attr,
 				   sizeof(pf->attr));
 	if (ret)
-		goto err_enable;
+		goto err_quiesce;
 	ret = vrnic_ceqs_create(pf);
 	if (ret)
-		goto err_enable;
+		goto err_quiesce;
 	ret = vrnic_netdev_register(pf);
 	if (ret)
 		goto err_ceqs;
@@ -467,14 +467,22 @@ err_netdev:
 	vrnic_netdev_unregister(pf);
 err_ceqs:
 	vrnic_ceqs_destroy(pf);
-err_enable:
+err_quiesce:
+	/*
+	 * As in vrnic_remove(): the device may know the AQ's and the AEQ's
+	 * addresses, and be enabled.  Stop its DMA first, then its
+	 * interrupts (free_irq() waits for a running handler), and only
+	 * then free the rings they use.
+	 */
 	if (vrnic_reset(pf))
 		pci_clear_master(pdev);
 	vrnic_pf_free_orphans(pf);
-err_aeq:
-	vrnic_aeq_free(pf);
-err_aq:
-	vrnic_aq_free(pf);
+	vrnic_eq_free_irqs(pf);
+	if (pf->aeq.ring)
+		vrnic_aeq_free(pf);
+	if (pf->aq.sq)
+		vrnic_aq_free(pf);
+	goto err_vectors;
 err_irqs:
 	vrnic_eq_free_irqs(pf);
 err_vectors:

@@ -14,6 +14,12 @@
 #include "vrnic.h"
 #include "vrnic-abi.h"
 
+/* A device-reported limit as ib_device_attr's int: never negative. */
+static int vrnic_attr_int(__le32 v)
+{
+	return min_t(u32, le32_to_cpu(v), INT_MAX);
+}
+
 static int vrnic_query_device(struct ib_device *ibdev,
 			      struct ib_device_attr *attr,
 			      struct ib_udata *udata)
@@ -31,19 +37,21 @@ static int vrnic_query_device(struct ib_device *ibdev,
 	attr->vendor_id = vdev->pdev->vendor;
 	attr->vendor_part_id = vdev->pdev->device;
 	attr->hw_ver = vdev->pdev->revision;
-	attr->max_qp = le32_to_cpu(a->max_qp);
-	attr->max_qp_wr = le32_to_cpu(a->max_qp_wr);
-	attr->max_send_sge = le32_to_cpu(a->max_sge);
-	attr->max_recv_sge = le32_to_cpu(a->max_sge);
-	attr->max_sge_rd = le32_to_cpu(a->max_sge);
-	attr->max_cq = le32_to_cpu(a->max_cq);
-	attr->max_cqe = le32_to_cpu(a->max_cqe);
-	attr->max_mr = le32_to_cpu(a->max_mr);
+	attr->max_qp = vrnic_attr_int(a->max_qp);
+	attr->max_qp_wr = vrnic_attr_int(a->max_qp_wr);
+	attr->max_send_sge = vrnic_attr_int(a->max_sge);
+	attr->max_recv_sge = vrnic_attr_int(a->max_sge);
+	attr->max_sge_rd = vrnic_attr_int(a->max_sge);
+	attr->max_cq = vrnic_attr_int(a->max_cq);
+	attr->max_cqe = vrnic_attr_int(a->max_cqe);
+	attr->max_mr = vrnic_attr_int(a->max_mr);
 	attr->max_mw = attr->max_mr;	/* one table for both */
-	attr->max_pd = le32_to_cpu(a->max_pd);
-	attr->max_qp_rd_atom = le32_to_cpu(a->max_qp_rd_atom);
+	attr->max_pd = vrnic_attr_int(a->max_pd);
+	attr->max_qp_rd_atom = vrnic_attr_int(a->max_qp_rd_atom);
 	attr->max_qp_init_rd_atom = attr->max_qp_rd_atom;
-	attr->max_res_rd_atom = attr->max_qp * attr->max_qp_rd_atom;
+	if (check_mul_overflow(attr->max_qp, attr->max_qp_rd_atom,
+			       &attr->max_res_rd_atom))
+		attr->max_res_rd_atom = INT_MAX;
 	attr->atomic_cap = attr->max_qp ? IB_ATOMIC_HCA : IB_ATOMIC_NONE;
 	/* No FLUSH_PERSISTENT: the device has no persistent memory domain. */
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |

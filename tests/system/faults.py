@@ -289,6 +289,25 @@ def admin_fault(stage, a, b):
     check(stage, "a: dead function: no oops, warning or KASAN report",
           rc == 1, bad[-1500:])
 
+    # Probe against the same silent admin queue: its first command times
+    # out, and the error ladder quiesces the device before it frees the
+    # rings and interrupts the device knew of (review B.14).
+    a.check("dmesg -C")
+    rc, out = a.run("timeout 60 modprobe vrnic; ls /sys/bus/pci/drivers/"
+                    "vrnic/ 2>&1", timeout=70)
+    check(stage, "a: probe under a silent admin queue fails, no device bound",
+          "0000:" not in out, out[-500:])
+    rc, out = a.run("dmesg")
+    check(stage, "a: failed probe: its command timed out, the device was "
+          "quiesced", "admin command timeout: device fatal" in out,
+          out[-1500:])
+    rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
+    check(stage, "a: failed probe: no oops, warning or KASAN report",
+          rc == 1, bad[-1500:])
+    rc, out = a.run("timeout 60 rmmod vrnic", timeout=70)
+    check(stage, "a: failed probe: rmmod vrnic", rc == 0, "rc %d: %s" % (
+        rc, out))
+
     # Recovery: fault off, load again, the data path works.
     set_fault(a, 0)
     rc, out = a.run("modprobe vrnic && for i in $(seq 60); do "
