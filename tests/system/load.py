@@ -34,8 +34,8 @@ ack timers expired.  With round robin (Fairness.ResponderQpsShareThe-
 PollBudget) all 10 flows pass.  Ack timeouts (about 480 per side in a
 run) still occur under this 3x CPU overcommit and are recovered; should
 one end in retry exhaustion with nothing lost, it is recorded as a skip
-that says so (open in issue 14), and the wire check still fails on any
-loss.
+that says so (not seen since round-robin scheduling, 2ef4640), and the
+wire check still fails on any loss.
 
 A perftest run that gives up because it cannot calibrate its clock on the
 busy host (get_cpu_mhz's fit, "Can't produce a report") is reported as
@@ -211,12 +211,13 @@ def load(stage, a, b):
             continue
         if verdict == "fail" and f[0].startswith("ib_read_bw") and \
                 "retry counter" in why:
-            # Open in issue 14: the wire check below still fails on loss.
+            # Not seen since round-robin scheduling (2ef4640); the wire
+            # check below still fails on any loss.
             stage.record("load: " + f[0], "skip",
-                         "known, open (issue 14): with 0 frames lost, READ "
-                         "requesters timed out (ack_timeouts) and exhausted "
-                         "their retries; two 2-vCPU guests share 2 host "
-                         "cores (see the docstring)")
+                         "known (not seen since 2ef4640): with 0 frames "
+                         "lost, READ requesters timed out (ack_timeouts) "
+                         "and exhausted their retries; two 2-vCPU guests "
+                         "share 2 host cores (see the docstring)")
             continue
         stage.record("load: " + f[0], verdict, why)
     if again:
