@@ -34,10 +34,10 @@ int vrnic_aq_init(struct vrnic_pf *pf)
 	aq->cq = dma_alloc_coherent(dev, aq->depth * sizeof(*aq->cq),
 				    &aq->cq_dma, GFP_KERNEL);
 	if (!aq->cq)
-		goto err_sq;
+		goto err_free;
 	aq->waits = kcalloc(aq->depth, sizeof(*aq->waits), GFP_KERNEL);
 	if (!aq->waits)
-		goto err_cq;
+		goto err_free;
 	for (i = 0; i < aq->depth; i++)
 		init_completion(&aq->waits[i].done);
 	spin_lock_init(&aq->lock);
@@ -53,21 +53,27 @@ int vrnic_aq_init(struct vrnic_pf *pf)
 	vrnic_wr(pf, VRNIC_REG_AQ_LOG_DEPTH, VRNIC_AQ_LOG_DEPTH);
 	return 0;
 
-err_cq:
-	dma_free_coherent(dev, aq->depth * sizeof(*aq->cq), aq->cq, aq->cq_dma);
-err_sq:
-	dma_free_coherent(dev, aq->depth * sizeof(*aq->sq), aq->sq, aq->sq_dma);
+err_free:
+	vrnic_aq_free(pf);
 	return -ENOMEM;
 }
 
+/* Frees what vrnic_aq_init() allocated; safe on a part or none of it. */
 void vrnic_aq_free(struct vrnic_pf *pf)
 {
 	struct vrnic_aq *aq = &pf->aq;
 	struct device *dev = &pf->pdev->dev;
 
 	kfree(aq->waits);
-	dma_free_coherent(dev, aq->depth * sizeof(*aq->cq), aq->cq, aq->cq_dma);
-	dma_free_coherent(dev, aq->depth * sizeof(*aq->sq), aq->sq, aq->sq_dma);
+	aq->waits = NULL;
+	if (aq->cq)
+		dma_free_coherent(dev, aq->depth * sizeof(*aq->cq), aq->cq,
+				  aq->cq_dma);
+	aq->cq = NULL;
+	if (aq->sq)
+		dma_free_coherent(dev, aq->depth * sizeof(*aq->sq), aq->sq,
+				  aq->sq_dma);
+	aq->sq = NULL;
 }
 
 /* Reap completions; called from the async EQ handler and on timeouts. */

@@ -37,8 +37,10 @@ static int vrnic_eq_alloc_ring(struct vrnic_pf *pf, struct vrnic_eq *eq,
 
 static void vrnic_eq_free_ring(struct vrnic_pf *pf, struct vrnic_eq *eq)
 {
-	dma_free_coherent(&pf->pdev->dev, sizeof(*eq->ring) << eq->log_depth,
-			  eq->ring, eq->dma);
+	if (eq->ring)
+		dma_free_coherent(&pf->pdev->dev,
+				  sizeof(*eq->ring) << eq->log_depth, eq->ring,
+				  eq->dma);
 	eq->ring = NULL;
 }
 

@@ -316,6 +316,11 @@ static int vrnic_self_test(struct vrnic_pf *pf)
 	for (i = 0; !ret && i < VRNIC_TEST_DMA_LEN; i++)
 		if (buf[i] != (u8)~(i ^ 0x5a))
 			ret = -EIO;
+	if (ret) {
+		/* A test DMA may still be in flight: stop it before the free. */
+		vrnic_reset(pf);
+		pci_clear_master(pf->pdev);
+	}
 	dma_free_coherent(dev, VRNIC_TEST_DMA_LEN, buf, dma);
 	if (ret) {
 		dev_err(dev, "self-test: test DMA failed: %d\n", ret);
@@ -427,7 +432,7 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 
 	ret = vrnic_self_test(pf);
 	if (ret)
-		goto err_quiesce;	/* its test DMA may be in flight */
+		goto err_quiesce;
 
 	ret = vrnic_aq_init(pf);
 	if (ret)
@@ -474,14 +479,12 @@ err_quiesce:
 	 * interrupts (free_irq() waits for a running handler), and only
 	 * then free the rings they use.
 	 */
-	if (vrnic_reset(pf))
-		pci_clear_master(pdev);
+	vrnic_reset(pf);
+	pci_clear_master(pdev);
 	vrnic_pf_free_orphans(pf);
 	vrnic_eq_free_irqs(pf);
-	if (pf->aeq.ring)
-		vrnic_aeq_free(pf);
-	if (pf->aq.sq)
-		vrnic_aq_free(pf);
+	vrnic_aeq_free(pf);
+	vrnic_aq_free(pf);
 	goto err_vectors;
 err_irqs:
 	vrnic_eq_free_irqs(pf);
@@ -516,9 +519,12 @@ static void vrnic_remove(struct pci_dev *pdev)
 	mutex_unlock(&pf->fatal_lock);
 	vrnic_netdev_unregister(pf);
 	vrnic_ceqs_destroy(pf);
-	/* Reset stops all DMA before the rings are freed. */
-	if (vrnic_reset(pf))
-		pci_clear_master(pdev);
+	/*
+	 * Reset stops all DMA before the rings are freed; bus mastering
+	 * goes off as well, whatever the reset reported.
+	 */
+	vrnic_reset(pf);
+	pci_clear_master(pdev);
 	vrnic_pf_free_orphans(pf);
 	vrnic_eq_free_irqs(pf);
 	vrnic_aeq_free(pf);

@@ -14,10 +14,13 @@
 #include "vrnic.h"
 #include "vrnic-abi.h"
 
-/* A device-reported limit as ib_device_attr's int: never negative. */
-static int vrnic_attr_int(__le32 v)
+/*
+ * A device-reported limit as ib_device_attr's int: never negative, and
+ * never more than this driver accepts (cap).
+ */
+static int vrnic_attr_int(__le32 v, u32 cap)
 {
-	return min_t(u32, le32_to_cpu(v), INT_MAX);
+	return min3(le32_to_cpu(v), cap, (u32)INT_MAX);
 }
 
 static int vrnic_query_device(struct ib_device *ibdev,
@@ -37,17 +40,20 @@ static int vrnic_query_device(struct ib_device *ibdev,
 	attr->vendor_id = vdev->pdev->vendor;
 	attr->vendor_part_id = vdev->pdev->device;
 	attr->hw_ver = vdev->pdev->revision;
-	attr->max_qp = vrnic_attr_int(a->max_qp);
-	attr->max_qp_wr = vrnic_attr_int(a->max_qp_wr);
-	attr->max_send_sge = vrnic_attr_int(a->max_sge);
-	attr->max_recv_sge = vrnic_attr_int(a->max_sge);
-	attr->max_sge_rd = vrnic_attr_int(a->max_sge);
-	attr->max_cq = vrnic_attr_int(a->max_cq);
-	attr->max_cqe = vrnic_attr_int(a->max_cqe);
-	attr->max_mr = vrnic_attr_int(a->max_mr);
+	attr->max_qp = vrnic_attr_int(a->max_qp, INT_MAX);
+	attr->max_qp_wr = vrnic_attr_int(a->max_qp_wr,
+					 1U << VRNIC_MAX_WQ_LOG_DEPTH);
+	attr->max_send_sge = vrnic_attr_int(a->max_sge, VRNIC_MAX_SGE);
+	attr->max_recv_sge = vrnic_attr_int(a->max_sge, VRNIC_MAX_SGE);
+	attr->max_sge_rd = vrnic_attr_int(a->max_sge, VRNIC_MAX_SGE);
+	attr->max_cq = vrnic_attr_int(a->max_cq, INT_MAX);
+	attr->max_cqe = vrnic_attr_int(a->max_cqe,
+				       1U << VRNIC_MAX_CQ_LOG_DEPTH);
+	attr->max_mr = vrnic_attr_int(a->max_mr, INT_MAX);
 	attr->max_mw = attr->max_mr;	/* one table for both */
-	attr->max_pd = vrnic_attr_int(a->max_pd);
-	attr->max_qp_rd_atom = vrnic_attr_int(a->max_qp_rd_atom);
+	attr->max_pd = vrnic_attr_int(a->max_pd, INT_MAX);
+	attr->max_qp_rd_atom = vrnic_attr_int(a->max_qp_rd_atom,
+					      VRNIC_MAX_RD_ATOMIC);
 	attr->max_qp_init_rd_atom = attr->max_qp_rd_atom;
 	if (check_mul_overflow(attr->max_qp, attr->max_qp_rd_atom,
 			       &attr->max_res_rd_atom))
