@@ -41,7 +41,6 @@ int vrnic_aq_init(struct vrnic_pf *pf)
 	for (i = 0; i < aq->depth; i++)
 		init_completion(&aq->waits[i].done);
 	spin_lock_init(&aq->lock);
-	sema_init(&aq->slots, aq->depth);
 	aq->pi = 0;
 	aq->ci = 0;
 	aq->dead = false;
@@ -136,6 +135,78 @@ static int vrnic_admin_errno(u8 status)
 	}
 }
 
+/*
+ * Commands a dying process may stop waiting for a slot for: each creates
+ * or reads, and nothing has been issued while it waits.  Destroys,
+ * modifies and the port's settings always run: teardown happens with a
+ * fatal signal pending.
+ */
+static bool vrnic_admin_killable(u8 opcode)
+{
+	switch (opcode) {
+	case VRNIC_ADMIN_CREATE_UCTX:
+	case VRNIC_ADMIN_CREATE_PD:
+	case VRNIC_ADMIN_CREATE_MR:
+	case VRNIC_ADMIN_CREATE_CQ:
+	case VRNIC_ADMIN_CREATE_QP:
+	case VRNIC_ADMIN_CREATE_SRQ:
+	case VRNIC_ADMIN_ALLOC_MW:
+	case VRNIC_ADMIN_ALLOC_XRCD:
+	case VRNIC_ADMIN_QUERY_QP:
+	case VRNIC_ADMIN_QUERY_PORT:
+	case VRNIC_ADMIN_QUERY_STATS:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * A wait_event() condition: issue cmd into the next slot if that slot is
+ * free, or give up if the queue is dead (*token is then -ENODEV).  Slots
+ * are taken in token order, and one is free only once the waiter of the
+ * command depth tokens earlier has read its completion: a waiter woken
+ * late must never find its completion re-armed by a newer command (which
+ * it would then wait out, and take for a timeout).  This also keeps at
+ * most depth commands ahead of the device.
+ */
+static bool vrnic_aq_issue(struct vrnic_pf *pf, struct vrnic_admin_cmd *cmd,
+			   int *token)
+{
+	struct vrnic_aq *aq = &pf->aq;
+	struct vrnic_aq_wait *w;
+	unsigned long flags;
+	bool done = true;
+
+	spin_lock_irqsave(&aq->lock, flags);
+	w = &aq->waits[aq->pi & (aq->depth - 1)];
+	if (aq->dead) {
+		*token = -ENODEV;
+	} else if (w->busy) {
+		done = false;
+	} else {
+		*token = aq->pi;
+		cmd->token = cpu_to_le16(aq->pi);
+		w->busy = true;
+		reinit_completion(&w->done);
+		memcpy(&aq->sq[aq->pi & (aq->depth - 1)], cmd, sizeof(*cmd));
+		aq->pi++;
+		/* writel orders the command write before the doorbell. */
+		vrnic_wr(pf, VRNIC_REG_AQ_DB, aq->pi);
+	}
+	spin_unlock_irqrestore(&aq->lock, flags);
+	return done;
+}
+
+/* The waiter of token has read its completion: its slot may be reused. */
+static void vrnic_aq_release(struct vrnic_aq *aq, u16 token)
+{
+	spin_lock_irq(&aq->lock);
+	aq->waits[token & (aq->depth - 1)].busy = false;
+	spin_unlock_irq(&aq->lock);
+	wake_up(&aq->slot_wq);
+}
+
 /**
  * vrnic_pf_admin_exec - run one admin command and wait for its completion
  * @pf: device
@@ -151,7 +222,7 @@ int vrnic_pf_admin_exec(struct vrnic_pf *pf, struct vrnic_admin_cmd *cmd,
 	struct vrnic_aq_wait *w;
 	ktime_t start = ktime_get();
 	unsigned long left;
-	u16 token;
+	int token = -ENODEV;
 	int ret;
 
 	might_sleep();
@@ -160,24 +231,20 @@ int vrnic_pf_admin_exec(struct vrnic_pf *pf, struct vrnic_admin_cmd *cmd,
 	/*
 	 * No timeout here: waiting for a slot says nothing about the device
 	 * (many callers, a slow device).  Each command in flight has its own
-	 * timeout, and a dead device completes every waiter and slot.
+	 * timeout, and a dead device wakes every slot waiter.  A dying
+	 * process stops waiting only for a command that creates or reads:
+	 * nothing is issued yet, and teardown never gives up.
 	 */
-	down(&aq->slots);
-
-	spin_lock_irq(&aq->lock);
-	if (aq->dead) {
-		spin_unlock_irq(&aq->lock);
-		up(&aq->slots);
-		return -ENODEV;
+	if (vrnic_admin_killable(cmd->opcode)) {
+		if (wait_event_killable(aq->slot_wq,
+					vrnic_aq_issue(pf, cmd, &token)))
+			return -EINTR;
+	} else {
+		wait_event(aq->slot_wq, vrnic_aq_issue(pf, cmd, &token));
 	}
-	token = aq->pi++;
-	cmd->token = cpu_to_le16(token);
+	if (token < 0)
+		return token;
 	w = &aq->waits[token & (aq->depth - 1)];
-	reinit_completion(&w->done);
-	memcpy(&aq->sq[token & (aq->depth - 1)], cmd, sizeof(*cmd));
-	/* writel orders the command write before the doorbell. */
-	vrnic_wr(pf, VRNIC_REG_AQ_DB, aq->pi);
-	spin_unlock_irq(&aq->lock);
 
 	left = wait_for_completion_timeout(&w->done,
 					   msecs_to_jiffies(VRNIC_ADMIN_TIMEOUT_MS));
@@ -193,7 +260,7 @@ int vrnic_pf_admin_exec(struct vrnic_pf *pf, struct vrnic_admin_cmd *cmd,
 		}
 	}
 	if (READ_ONCE(aq->dead)) {
-		up(&aq->slots);
+		vrnic_aq_release(aq, token);
 		return -ENODEV;
 	}
 	ret = vrnic_admin_errno(w->status);
@@ -205,7 +272,7 @@ int vrnic_pf_admin_exec(struct vrnic_pf *pf, struct vrnic_admin_cmd *cmd,
 			cmd->opcode, w->status);
 	if (result)
 		*result = w->result;
-	up(&aq->slots);
+	vrnic_aq_release(aq, token);
 	return ret;
 }
 EXPORT_SYMBOL_NS_GPL(vrnic_pf_admin_exec, VRNIC);

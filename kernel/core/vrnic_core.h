@@ -13,9 +13,9 @@
 #include <linux/interrupt.h>
 #include <linux/netdevice.h>
 #include <linux/pci.h>
-#include <linux/semaphore.h>
 #include <linux/spinlock.h>
 #include <linux/u64_stats_sync.h>
+#include <linux/wait.h>
 
 #include "vrnic_hw.h"
 #include "vrnic_aux.h"
@@ -34,6 +34,7 @@ struct vrnic_pf;
 struct vrnic_aq_wait {
 	struct completion done;
 	u8 status;
+	bool busy;		/* issued, and its waiter has not let go */
 	u32 result;
 };
 
@@ -46,7 +47,7 @@ struct vrnic_aq {
 	u16 pi;			/* next command slot */
 	u16 ci;			/* next completion to look at */
 	spinlock_t lock;	/* protects pi, ci and the waits */
-	struct semaphore slots;	/* free submission slots */
+	wait_queue_head_t slot_wq;	/* issuers waiting for a slot */
 	struct vrnic_aq_wait *waits;
 	bool dead;		/* vrnic_pf_fatal() ran: commands fail at once */
 };

@@ -67,6 +67,8 @@ static void vrnic_pf_quiesce(struct vrnic_pf *pf)
 			complete(&aq->waits[i & (aq->depth - 1)].done);
 	aq->ci = aq->pi;
 	spin_unlock_irq(&aq->lock);
+	/* Issuers waiting for a slot fail at once. */
+	wake_up_all(&aq->slot_wq);
 }
 
 /*
@@ -382,6 +384,7 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	INIT_WORK(&pf->fatal_work, vrnic_fatal_work);
 	spin_lock_init(&pf->orphan_lock);
 	INIT_LIST_HEAD(&pf->orphans);
+	init_waitqueue_head(&pf->aq.slot_wq);	/* vrnic_pf_quiesce() wakes it */
 	atomic_set(&pf->test_irqs, 0);
 
 	pf->regs = pci_iomap(pdev, VRNIC_REG_BAR, VRNIC_REG_BAR_SIZE);

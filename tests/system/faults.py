@@ -501,8 +501,45 @@ def property_before_realize(stage, a, b):
           "command line", ok, detail)
 
 
+SLOT_PROCS = 48  # more issuers than the 32 admin queue slots
+
+
+def admin_slots(stage, a, b):
+    """More processes issuing admin commands at once than the admin queue
+    has slots, on a guest too busy to run each waiter as soon as its
+    completion arrives.  A slot was reused when a later command's waiter
+    let go first, re-arming the completion of a waiter woken late: that
+    waiter then waited out its 5 s and declared the device dead (before
+    the fix, 48 of 48 processes failed and the device went fatal)."""
+    prog = ("from pyverbs.device import Context\n"
+            "from pyverbs.pd import PD\n"
+            "from pyverbs.cq import CQ\n"
+            "c = Context(name='vrnic0')\n"
+            "for i in range(10):\n"
+            "    p = PD(c); q = CQ(c, 8); q.close(); p.close()\n"
+            "print('slots ok')\n")
+    a.check("dmesg -C; rm -f /tmp/slot*.rc; cat > /tmp/slots.py <<'VRNIC_EOF'"
+            "\n%sVRNIC_EOF\n" % prog)
+    t0 = time.time()
+    rc, out = a.run("for i in $(seq %d); do (timeout 150 python3 "
+                    "/tmp/slots.py > /tmp/slot$i.out 2>&1; echo $? > "
+                    "/tmp/slot$i.rc) & done; wait; cat /tmp/slot*.rc | "
+                    "grep -c '^0$'" % SLOT_PROCS, timeout=200)
+    took = time.time() - t0
+    ok = out.strip().splitlines()[-1:] == [str(SLOT_PROCS)]
+    if not ok:
+        print("  | " + a.run("tail -n 3 /tmp/slot1.out")[1].strip()[-300:])
+    print("  %d processes: %.0f s" % (SLOT_PROCS, took), flush=True)
+    check(stage, "a: %d processes at once on 32 admin slots: every PD and "
+          "CQ created and destroyed" % SLOT_PROCS, ok,
+          "%s of %d processes exited 0" % (out.strip()[-20:], SLOT_PROCS))
+    rc, out = a.run("dmesg | grep -E 'timed out|device fatal'")
+    check(stage, "a: %d processes at once: no admin timeout, device alive"
+          % SLOT_PROCS, rc == 1, out[-800:])
+
+
 TESTS = {"props": property_before_realize, "mtu": mtu_fault,
-         "destroy": destroy_fault,
+         "destroy": destroy_fault, "slots": admin_slots,
          "admin": admin_fault, "fatal": device_fatal,
          "remove": remove_under_server}
 
