@@ -162,8 +162,9 @@ static bool vrnic_admin_killable(u8 opcode)
 }
 
 /*
- * A wait_event() condition: issue cmd into the next slot if that slot is
- * free, or give up if the queue is dead (*token is then -ENODEV).  Slots
+ * A wait_event() condition, so it runs with the task state set and must
+ * not sleep.  Returns true when the caller is done waiting: cmd issued
+ * (*token is its token), or the queue dead (*token is -ENODEV).  Slots
  * are taken in token order, and one is free only once the waiter of the
  * command depth tokens earlier has read its completion: a waiter woken
  * late must never find its completion re-armed by a newer command (which
@@ -213,7 +214,12 @@ static void vrnic_aq_release(struct vrnic_aq *aq, u16 token)
  * @cmd: command; token is filled in here
  * @result: optional, receives the completion's result field
  *
- * Sleeps.  Returns 0 or a negative errno derived from the device status.
+ * Sleeps, first for a free slot, then for the completion.
+ *
+ * Return: 0 or a negative errno derived from the device status; -ENODEV
+ * once the function is dead; -EINTR only for a command that creates or
+ * reads (vrnic_admin_killable()) when the caller got a fatal signal while
+ * waiting for a slot: the command was not issued, nothing to undo.
  */
 int vrnic_pf_admin_exec(struct vrnic_pf *pf, struct vrnic_admin_cmd *cmd,
 			u32 *result)
