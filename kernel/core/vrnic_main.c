@@ -45,10 +45,21 @@ static int vrnic_reset(struct vrnic_pf *pf)
 }
 
 /*
- * Reset the device (and clear bus mastering, should the reset not
- * complete), and only then mark the admin queue dead and complete the
- * waiters: -ENODEV from a command means the device can no longer DMA.
- * Under fatal_lock.
+ * Stop all device DMA: a reset, then bus mastering off whatever the reset
+ * reported (a device that says RESET_DONE and keeps writing is stopped
+ * too).  Every path that frees memory the device knew of calls this first.
+ */
+static void vrnic_stop_dma(struct vrnic_pf *pf)
+{
+	if (vrnic_reset(pf))
+		dev_warn(&pf->pdev->dev, "device reset timed out\n");
+	pci_clear_master(pf->pdev);
+}
+
+/*
+ * Stop the device's DMA (vrnic_stop_dma()), and only then mark the admin
+ * queue dead and complete the waiters: -ENODEV from a command means the
+ * device can no longer DMA.  Under fatal_lock.
  */
 static void vrnic_pf_quiesce(struct vrnic_pf *pf)
 {
@@ -56,9 +67,7 @@ static void vrnic_pf_quiesce(struct vrnic_pf *pf)
 	u16 i;
 
 	lockdep_assert_held(&pf->fatal_lock);
-	if (vrnic_reset(pf))
-		dev_warn(&pf->pdev->dev, "device reset timed out\n");
-	pci_clear_master(pf->pdev);
+	vrnic_stop_dma(pf);
 
 	spin_lock_irq(&aq->lock);
 	aq->dead = true;
@@ -318,11 +327,8 @@ static int vrnic_self_test(struct vrnic_pf *pf)
 	for (i = 0; !ret && i < VRNIC_TEST_DMA_LEN; i++)
 		if (buf[i] != (u8)~(i ^ 0x5a))
 			ret = -EIO;
-	if (ret) {
-		/* A test DMA may still be in flight: stop it before the free. */
-		vrnic_reset(pf);
-		pci_clear_master(pf->pdev);
-	}
+	if (ret)	/* a test DMA may still be in flight */
+		vrnic_stop_dma(pf);
 	dma_free_coherent(dev, VRNIC_TEST_DMA_LEN, buf, dma);
 	if (ret) {
 		dev_err(dev, "self-test: test DMA failed: %d\n", ret);
@@ -482,8 +488,7 @@ err_quiesce:
 	 * interrupts (free_irq() waits for a running handler), and only
 	 * then free the rings they use.
 	 */
-	vrnic_reset(pf);
-	pci_clear_master(pdev);
+	vrnic_stop_dma(pf);
 	vrnic_pf_free_orphans(pf);
 	vrnic_eq_free_irqs(pf);
 	vrnic_aeq_free(pf);
@@ -522,12 +527,8 @@ static void vrnic_remove(struct pci_dev *pdev)
 	mutex_unlock(&pf->fatal_lock);
 	vrnic_netdev_unregister(pf);
 	vrnic_ceqs_destroy(pf);
-	/*
-	 * Reset stops all DMA before the rings are freed; bus mastering
-	 * goes off as well, whatever the reset reported.
-	 */
-	vrnic_reset(pf);
-	pci_clear_master(pdev);
+	/* All DMA stops before the rings are freed. */
+	vrnic_stop_dma(pf);
 	vrnic_pf_free_orphans(pf);
 	vrnic_eq_free_irqs(pf);
 	vrnic_aeq_free(pf);
