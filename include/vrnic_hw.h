@@ -253,14 +253,16 @@ struct vrnic_admin_create_eth_ring {
 /* ------------------------------------- RDMA objects (spec 0.2 draft) --- */
 /*
  * The RC data path.  Object handles carry a generation so that a stale
- * handle is refused: PD, CQ and QP numbers are index | generation << 12
- * (24 bits; the QPN is what travels on the wire), MR keys are
+ * handle is refused: CQ, SRQ and QP numbers are index | generation << 12
+ * (24 bits; the QPN is what travels on the wire), PD numbers the same
+ * with a 20-bit generation (32 bits), MR keys are
  * index << 8 | 8-bit key, the key changing every time the index is reused.
  * Every object belongs to a user context (doorbell page); 0 is the kernel.
  */
 #define VRNIC_OBJ_INDEX_BITS		12
 #define VRNIC_OBJ_INDEX_MASK		((1u << VRNIC_OBJ_INDEX_BITS) - 1)
 #define VRNIC_OBJ_GEN_MASK		0xfffu	/* generation, bits 23:12 */
+#define VRNIC_PD_GEN_MASK		0xfffffu /* PD handles: bits 31:12 */
 #define VRNIC_MAX_PD			1024
 #define VRNIC_MAX_CQ			1024
 #define VRNIC_MAX_QP			1024	/* QPN index 0 and 1 reserved */

@@ -170,27 +170,43 @@ void Rdma::ud_receive(Qp &qp, const Packet &p)
 		      h.solicited, h.src_qp);
 }
 
-// A UD packet to the multicast QPN: a copy for every QP attached to its
-// destination GID (each with its own Q_Key check and receive WQE).
-void Rdma::mcast_receive(const Packet &p)
+// The multicast frames queued by receive(): a copy for every QP attached
+// to the destination GID (each with its own Q_Key check and receive
+// WQE).  A frame and each copy cost one unit of the poll's budget; a
+// frame whose copies the budget does not cover goes on in the next poll.
+void Rdma::mcast_fanout(unsigned int &budget)
 {
-	bool any = false;
-
-	if (p.h.transport != UD || !is_multicast(p.path.dgid)) {
-		cnt_.bad_qp++;
-		return;
-	}
-	for (const auto &m : mcast_) {
-		if (m.gid != p.path.dgid)
+	while (budget > 0 && !mcast_q_.empty()) {
+		Packet p;
+		if (parse(mcast_q_.front(), p) != ParseResult::Ok) {
+			mcast_q_.pop();		// checked when queued
+			mcast_pos_ = 0;
 			continue;
-		Qp *qp = find_qp(m.qpn);
-		if (!qp || qp->attr.state < VRNIC_QPS_RTR)
-			continue;
-		any = true;
-		ud_receive(*qp, p);
+		}
+		if (mcast_pos_ == 0) {
+			budget--;
+			mcast_any_ = false;
+		}
+		// Attachments only change in admin commands, between polls: a
+		// detach may let one of a frame's copies be skipped, no more.
+		while (mcast_pos_ < mcast_.size() && budget > 0) {
+			const McastAttach m = mcast_[mcast_pos_++];
+			if (m.gid != p.path.dgid)
+				continue;
+			Qp *qp = find_qp(m.qpn);
+			if (!qp || qp->attr.state < VRNIC_QPS_RTR)
+				continue;
+			mcast_any_ = true;
+			budget--;
+			ud_receive(*qp, p);
+		}
+		if (mcast_pos_ < mcast_.size())
+			return;		// the rest of this frame next time
+		if (!mcast_any_)
+			cnt_.bad_qp++;
+		mcast_q_.pop();
+		mcast_pos_ = 0;
 	}
-	if (!any)
-		cnt_.bad_qp++;
 }
 
 } // namespace vrnic

@@ -69,10 +69,16 @@ void Device::reset()
 	// or not.  One being handed over right now (a reset from the
 	// platform's send callback) is popped by the exit path when the
 	// callback returns, and the ones behind it with it.
-	if (sending_)
+	if (sending_) {
 		drop_after_send_ = out_.frames.frames() - 1;
-	else
+	} else {
 		out_.frames.clear();
+		// What the network held was ours; the platform forgets it
+		// with the reset (QEMU purges its queue), so nothing is
+		// waited for: the engine does not rely on the purge calling
+		// vrnic_frame_sent() to send again.
+		tx_blocked_ = false;
+	}
 	for (auto &eq : eqs_)
 		eq.disable();
 	tx_.fill(EthRing());

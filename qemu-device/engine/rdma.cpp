@@ -13,9 +13,22 @@ namespace vrnic {
 
 namespace {
 
-constexpr uint32_t handle(uint32_t index, uint16_t gen)
+// The generation bits a table's handles carry: PD handles are 32 bits
+// (they name nothing on the wire or in a doorbell), the others 24.
+template <typename T> constexpr uint32_t gen_mask()
 {
-	return uint32_t(gen & VRNIC_OBJ_GEN_MASK) << VRNIC_OBJ_INDEX_BITS | index;
+#ifdef VRNIC_FUZZ_GEN_MASK
+	// Fuzz builds: slots spend their generations within a few inputs,
+	// so the fuzzer reaches retired slots and their renewal at reset.
+	return VRNIC_FUZZ_GEN_MASK;
+#else
+	return std::is_same_v<T, Pd> ? VRNIC_PD_GEN_MASK : VRNIC_OBJ_GEN_MASK;
+#endif
+}
+
+template <typename T> constexpr uint32_t handle(uint32_t index, uint32_t gen)
+{
+	return (gen & gen_mask<T>()) << VRNIC_OBJ_INDEX_BITS | index;
 }
 
 bool aligned(uint64_t v, uint64_t a) { return v != 0 && v % a == 0; }
@@ -42,36 +55,32 @@ Rdma::Rdma(const Platform &plat, HostBudget &budget, DeviceCounters &dcnt,
 
 void Rdma::reset()
 {
-	// Generations survive a reset so that pre-reset handles stay stale.
+	// Generations survive a reset so that pre-reset handles stay stale;
+	// a slot whose generation was spent starts again (nothing in the
+	// device holds a handle across a reset, and no context survives it).
 	// Only the slots used since the last reset can differ from new ones.
-	for (auto &p : used(pds_, used_.pd)) {
-		const uint16_t gen = p.gen;
-		p = Pd();
-		p.gen = gen;
-	}
-	for (auto &c : used(cqs_, used_.cq)) {
-		const uint16_t gen = c.gen;
-		c = Cq();
-		c.gen = gen;
-	}
-	for (auto &q : used(qps_, used_.qp)) {
-		const uint16_t gen = q.gen;
-		q = Qp();
-		q.gen = gen;
-	}
-	for (auto &q : used(srqs_, used_.srq)) {
-		const uint16_t gen = q.gen;
-		q = Srq();
-		q.gen = gen;
-	}
-	for (auto &x : used(xrcds_, used_.xrcd))
-		x.valid = false;
+	auto renew = [](auto &tab, uint32_t n) {
+		using T = std::remove_reference_t<decltype(tab[0])>;
+		for (auto &o : used(tab, n)) {
+			const auto gen = o.gen >= gen_mask<T>() ? 0 : o.gen;
+			o = T();
+			o.gen = gen;
+		}
+	};
+	renew(pds_, used_.pd);
+	renew(cqs_, used_.cq);
+	renew(qps_, used_.qp);
+	renew(srqs_, used_.srq);
+	renew(xrcds_, used_.xrcd);
 	used_ = Used();
+	next_ = Used();
 	rr_next_ = 0;
 	mrs_.reset();
 	gids_.reset();
 	mcast_.clear();
 	loopback_.clear();
+	mcast_q_.clear();
+	mcast_pos_ = 0;
 	cnt_ = RdmaCounters();
 }
 
@@ -104,11 +113,40 @@ template <typename T>
 T *Rdma::lookup(std::vector<T> &tab, uint32_t h)
 {
 	const uint32_t idx = h & VRNIC_OBJ_INDEX_MASK;
+	const uint32_t gen = h >> VRNIC_OBJ_INDEX_BITS;
 
-	if (h >> 24 || idx == 0 || idx >= tab.size() || !tab[idx].valid ||
-	    (tab[idx].gen & VRNIC_OBJ_GEN_MASK) != (h >> VRNIC_OBJ_INDEX_BITS))
+	if (gen > gen_mask<T>() || idx == 0 || idx >= tab.size() ||
+	    !tab[idx].valid || tab[idx].gen != gen)
 		return nullptr;
 	return &tab[idx];
+}
+
+// A free slot for a new object, with its next generation.  Slots are
+// handed out round robin from `next`, so a freed slot waits until every
+// other free slot was used before its handle changes again; a slot whose
+// generation is spent is not used again until the device is reset, so
+// no handle ever comes back (spec "Handles").
+template <typename T>
+T *Rdma::alloc(std::vector<T> &tab, uint32_t first, uint32_t &used_mark,
+	       uint32_t &next, uint32_t &index)
+{
+	const auto n = uint32_t(tab.size()) - first;
+
+	for (uint32_t k = 0; k < n; k++) {
+		const uint32_t i = first + (std::max(next, first) - first + k) % n;
+		T &o = tab[i];
+		if (o.valid || o.gen >= gen_mask<T>())
+			continue;
+		mark(used_mark, i);
+		next = i + 1;
+		index = i;
+		const uint32_t gen = o.gen + 1;
+		o = T();
+		o.valid = true;
+		o.gen = decltype(o.gen)(gen);
+		return &o;
+	}
+	return nullptr;
 }
 
 Qp *Rdma::find_qp(uint32_t qpn) { return lookup(qps_, qpn); }
@@ -210,17 +248,13 @@ uint8_t Rdma::create_pd(const vrnic_admin_create_pd &c, uint32_t &result)
 
 	if (uctx >= uctx_used_.size() || !uctx_used_[uctx])
 		return VRNIC_ADMIN_ST_BAD_PARAM;
-	for (uint32_t i = 1; i < pds_.size(); i++) {
-		if (pds_[i].valid)
-			continue;
-		mark(used_.pd, i);
-		pds_[i].valid = true;
-		pds_[i].gen++;
-		pds_[i].uctx = uctx;
-		result = handle(i, pds_[i].gen);
-		return VRNIC_ADMIN_ST_OK;
-	}
-	return VRNIC_ADMIN_ST_NO_RESOURCE;
+	uint32_t i = 0;
+	Pd *pd = alloc(pds_, 1, used_.pd, next_.pd, i);
+	if (!pd)
+		return VRNIC_ADMIN_ST_NO_RESOURCE;
+	pd->uctx = uctx;
+	result = handle<Pd>(i, pd->gen);
+	return VRNIC_ADMIN_ST_OK;
 }
 
 uint8_t Rdma::destroy_pd(uint32_t pdn)
@@ -237,6 +271,16 @@ uint8_t Rdma::destroy_pd(uint32_t pdn)
 		    return q.valid && q.pdn == pdn;
 	    }))
 		return VRNIC_ADMIN_ST_BUSY;
+	// XRC targets take their PD from the SRQ of each message, and keep
+	// it in the READ and atomic results they may replay: those go with
+	// the PD, so that no later PD with this slot can be named by them.
+	for (auto &q : used(qps_, used_.qp)) {
+		if (!q.valid || q.type != VRNIC_QPT_XRC_TGT)
+			continue;
+		std::erase_if(q.resources, [pdn](const RdResource &r) { return r.pdn == pdn; });
+		if (q.pdn == pdn)
+			q.pdn = 0;
+	}
 	pd->valid = false;
 	return VRNIC_ADMIN_ST_OK;
 }
@@ -255,24 +299,17 @@ uint8_t Rdma::create_cq(const vrnic_admin_create_cq &c, uint32_t &result)
 	    !ring.load(plat_, budget_, le(c.base), c.ring_flags,
 		       uint64_t(sizeof(vrnic_cqe)) << c.log_depth, nomem))
 		return nomem ? VRNIC_ADMIN_ST_NO_RESOURCE : VRNIC_ADMIN_ST_BAD_PARAM;
-	for (uint32_t i = 1; i < cqs_.size(); i++) {
-		if (cqs_[i].valid)
-			continue;
-		mark(used_.cq, i);
-		Cq &cq = cqs_[i];
-		const auto gen = uint16_t(cq.gen + 1);
-		cq = Cq();
-		cq.valid = true;
-		cq.gen = gen;
-		cq.uctx = uctx;
-		cq.ring = std::move(ring);
-		cq.dbrec = le(c.dbrec);
-		cq.log_depth = c.log_depth;
-		cq.eqn = c.eqn;
-		result = handle(i, cq.gen);
-		return VRNIC_ADMIN_ST_OK;
-	}
-	return VRNIC_ADMIN_ST_NO_RESOURCE;
+	uint32_t i = 0;
+	Cq *cq = alloc(cqs_, 1, used_.cq, next_.cq, i);
+	if (!cq)
+		return VRNIC_ADMIN_ST_NO_RESOURCE;
+	cq->uctx = uctx;
+	cq->ring = std::move(ring);
+	cq->dbrec = le(c.dbrec);
+	cq->log_depth = c.log_depth;
+	cq->eqn = c.eqn;
+	result = handle<Cq>(i, cq->gen);
+	return VRNIC_ADMIN_ST_OK;
 }
 
 uint8_t Rdma::destroy_cq(uint32_t cqn)
@@ -337,18 +374,22 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 		return VRNIC_ADMIN_ST_NO_RESOURCE;
 	// The GSI QP is QP1, always: index 1, generation 0.  Others start at 2.
 	const bool gsi = c.type == VRNIC_QPT_GSI;
-	for (uint32_t i = gsi ? VRNIC_GSI_QPN : 2;
-	     i < (gsi ? VRNIC_GSI_QPN + 1 : qps_.size()); i++) {
-		if (qps_[i].valid)
-			continue;
+	uint32_t i = VRNIC_GSI_QPN;
+	Qp *slot = nullptr;
+	if (!gsi) {
+		slot = alloc(qps_, 2, used_.qp, next_.qp, i);
+	} else if (!qps_[i].valid) {
 		mark(used_.qp, i);
-		Qp &qp = qps_[i];
-		const auto gen = gsi ? uint16_t(0) : uint16_t(qp.gen + 1);
-		qp = Qp();
-		qp.valid = true;
-		qp.gen = gen;
+		slot = &qps_[i];
+		*slot = Qp();
+		slot->valid = true;
+	}
+	if (!slot)
+		return VRNIC_ADMIN_ST_NO_RESOURCE;
+	{
+		Qp &qp = *slot;
 		qp.type = c.type;
-		qp.qpn = handle(i, gen);
+		qp.qpn = handle<Qp>(i, qp.gen);
 		qp.uctx = uctx;
 		qp.pdn = le(c.pdn);
 		qp.send_cqn = le(c.send_cqn);
@@ -369,9 +410,8 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 		if (!ini)
 			rcq->refs++;
 		result = qp.qpn;
-		return VRNIC_ADMIN_ST_OK;
 	}
-	return VRNIC_ADMIN_ST_NO_RESOURCE;
+	return VRNIC_ADMIN_ST_OK;
 }
 
 // An XRC target: the kernel's, in a domain, with nothing of its own to
@@ -384,38 +424,27 @@ uint8_t Rdma::create_xrc_tgt(const vrnic_admin_create_qp &c, uint32_t &result)
 	Charge reserve;
 	if (!reserve.take(budget_, kQpReserve))
 		return VRNIC_ADMIN_ST_NO_RESOURCE;
-	for (uint32_t i = 2; i < qps_.size(); i++) {
-		if (qps_[i].valid)
-			continue;
-		mark(used_.qp, i);
-		Qp &qp = qps_[i];
-		const auto gen = uint16_t(qp.gen + 1);
-		qp = Qp();
-		qp.valid = true;
-		qp.gen = gen;
-		qp.type = VRNIC_QPT_XRC_TGT;
-		qp.qpn = handle(i, gen);
-		qp.xrcdn = le(c.xrcdn);
-		qp.reserve = std::move(reserve);
-		qp.attr.state = VRNIC_QPS_RESET;
-		result = qp.qpn;
-		return VRNIC_ADMIN_ST_OK;
-	}
-	return VRNIC_ADMIN_ST_NO_RESOURCE;
+	uint32_t i = 0;
+	Qp *qp = alloc(qps_, 2, used_.qp, next_.qp, i);
+	if (!qp)
+		return VRNIC_ADMIN_ST_NO_RESOURCE;
+	qp->type = VRNIC_QPT_XRC_TGT;
+	qp->qpn = handle<Qp>(i, qp->gen);
+	qp->xrcdn = le(c.xrcdn);
+	qp->reserve = std::move(reserve);
+	qp->attr.state = VRNIC_QPS_RESET;
+	result = qp->qpn;
+	return VRNIC_ADMIN_ST_OK;
 }
 
 uint8_t Rdma::alloc_xrcd(uint32_t &result)
 {
-	for (uint32_t i = 1; i < xrcds_.size(); i++) {
-		if (xrcds_[i].valid)
-			continue;
-		mark(used_.xrcd, i);
-		xrcds_[i].valid = true;
-		xrcds_[i].gen++;
-		result = handle(i, xrcds_[i].gen);
-		return VRNIC_ADMIN_ST_OK;
-	}
-	return VRNIC_ADMIN_ST_NO_RESOURCE;
+	uint32_t i = 0;
+	const Xrcd *x = alloc(xrcds_, 1, used_.xrcd, next_.xrcd, i);
+	if (!x)
+		return VRNIC_ADMIN_ST_NO_RESOURCE;
+	result = handle<Xrcd>(i, x->gen);
+	return VRNIC_ADMIN_ST_OK;
 }
 
 uint8_t Rdma::dealloc_xrcd(uint32_t xrcdn)
@@ -525,32 +554,25 @@ uint8_t Rdma::create_srq(const vrnic_admin_create_srq &c, uint32_t &result)
 	    !ring.load(plat_, budget_, le(c.base), c.ring_flags,
 		       uint64_t(1) << (c.log_depth + c.wqe_shift), nomem))
 		return nomem ? VRNIC_ADMIN_ST_NO_RESOURCE : VRNIC_ADMIN_ST_BAD_PARAM;
-	for (uint32_t i = 1; i < srqs_.size(); i++) {
-		if (srqs_[i].valid)
-			continue;
-		mark(used_.srq, i);
-		Srq &srq = srqs_[i];
-		const auto gen = uint16_t(srq.gen + 1);
-		srq = Srq();
-		srq.valid = true;
-		srq.gen = gen;
-		srq.uctx = uctx;
-		srq.pdn = le(c.pdn);
-		srq.ring = std::move(ring);
-		srq.dbrec = le(c.dbrec);
-		srq.log_depth = c.log_depth;
-		srq.shift = c.wqe_shift;
-		srq.srqn = handle(i, gen);
-		srq.type = c.srq_type;
-		if (xrc) {
-			srq.cqn = le(c.cqn);
-			srq.xrcdn = le(c.xrcdn);
-			cq->refs++;
-		}
-		result = srq.srqn;
-		return VRNIC_ADMIN_ST_OK;
+	uint32_t i = 0;
+	Srq *srq = alloc(srqs_, 1, used_.srq, next_.srq, i);
+	if (!srq)
+		return VRNIC_ADMIN_ST_NO_RESOURCE;
+	srq->uctx = uctx;
+	srq->pdn = le(c.pdn);
+	srq->ring = std::move(ring);
+	srq->dbrec = le(c.dbrec);
+	srq->log_depth = c.log_depth;
+	srq->shift = c.wqe_shift;
+	srq->srqn = handle<Srq>(i, srq->gen);
+	srq->type = c.srq_type;
+	if (xrc) {
+		srq->cqn = le(c.cqn);
+		srq->xrcdn = le(c.xrcdn);
+		cq->refs++;
 	}
-	return VRNIC_ADMIN_ST_NO_RESOURCE;
+	result = srq->srqn;
+	return VRNIC_ADMIN_ST_OK;
 }
 
 uint8_t Rdma::modify_srq(const vrnic_admin_modify_srq &c)
@@ -573,6 +595,17 @@ uint8_t Rdma::destroy_srq(uint32_t srqn)
 		return VRNIC_ADMIN_ST_NOT_FOUND;
 	if (srq->refs)
 		return VRNIC_ADMIN_ST_BUSY;
+	// An XRC target in the middle of a message into this SRQ holds its
+	// WQE, PD and CQ: the message goes with the SRQ (its next packet
+	// finds no SRQ and is refused), so nothing outlives the handles.
+	for (auto &q : used(qps_, used_.qp))
+		if (q.valid && q.type == VRNIC_QPT_XRC_TGT && q.srqn == srqn) {
+			q.recv_active = false;
+			q.recv = RecvWqe();
+			q.srqn = 0;
+			q.pdn = 0;
+			q.recv_cqn = 0;
+		}
 	if (Cq *cq = srq->type == VRNIC_SRQT_XRC ? find_cq(srq->cqn) : nullptr)
 		cq->refs--;
 	srq->valid = false;

@@ -60,6 +60,7 @@ struct RdmaCounters {
 	uint64_t mw_binds = 0;		// BIND_MW executed
 	uint64_t bad_sgid = 0;		// UD WQEs naming no usable GID entry
 	uint64_t vlan_drops = 0;	// RoCE frames on a VLAN not their GID's
+	uint64_t mcast_drops = 0;	// multicast frames the fan-out queue had no room for
 };
 
 // Queue memory as the device sees it: contiguous, or a copied page list.
@@ -82,7 +83,7 @@ struct RingMem {
 
 struct Pd {
 	bool valid = false;
-	uint16_t gen = 0;
+	uint32_t gen = 0;		// 20 bits (VRNIC_PD_GEN_MASK)
 	uint32_t uctx = 0;
 };
 
@@ -221,6 +222,10 @@ struct Qp {
 	// further sequence NAKs are ignored until una_psn moves or the ack
 	// timer fires (rxe's started_retry).
 	bool nak_retrying = false;
+	// The same for RNR NAKs: one acted on, the next one for the request
+	// waits for progress or the ack timer (which then counts an RNR
+	// retry, not a transport one).
+	bool rnr_retrying = false;
 
 	// responder
 	uint32_t epsn = 0;
@@ -314,6 +319,9 @@ public:
 	static constexpr unsigned int kWindow = 512;
 	// Frames this device sends to itself, received by the next poll().
 	static constexpr size_t kLoopbackBytes = 2 << 20;
+	// Multicast frames waiting to be fanned out (from the wire and the
+	// loopback); more are dropped, as a switch would.
+	static constexpr size_t kMcastBytes = 256 << 10;
 	// Send WQEs fetched ahead of the window: a QP holds at most
 	// kWindow + kLookahead copies (each charged to the budget).
 	static constexpr unsigned int kLookahead = 16;
@@ -334,6 +342,9 @@ public:
 
 private:
 	template <typename T> T *lookup(std::vector<T> &tab, uint32_t handle);
+	template <typename T>
+	T *alloc(std::vector<T> &tab, uint32_t first, uint32_t &used_mark,
+		 uint32_t &next, uint32_t &index);
 	Qp *find_qp(uint32_t qpn);
 	Cq *find_cq(uint32_t cqn);
 	Srq *find_srq(uint32_t srqn);
@@ -393,7 +404,7 @@ private:
 	void ud_send(Qp &qp, unsigned int &budget);
 	bool ud_transmit(Qp &qp, const SendWqe &w, uint8_t &status);
 	void ud_receive(Qp &qp, const roce::Packet &p);
-	void mcast_receive(const roce::Packet &p);
+	void mcast_fanout(unsigned int &budget);
 
 	// responder
 	void handle_request(Qp &qp, const roce::Packet &p);
@@ -427,7 +438,9 @@ private:
 	DeviceCounters &dcnt_;
 	std::array<EventQueue, VRNIC_MAX_EQS> &eqs_;
 	const std::array<bool, VRNIC_NUM_DB_PAGES> &uctx_used_;
-	std::array<uint8_t, 6> mac_;
+	// The station address, Device's (SET_MAC changes it): the frames
+	// RoCE sends to it loop back.
+	const std::array<uint8_t, 6> &mac_;
 	const uint32_t &port_mtu_;	// L3 MTU of the port
 	std::vector<Pd> pds_;
 	std::vector<Cq> cqs_;
@@ -441,6 +454,7 @@ private:
 	struct Used {
 		uint32_t pd = 0, cq = 0, qp = 0, srq = 0, xrcd = 0;
 	} used_;
+	Used next_;	// where each table's round-robin allocation goes on
 	static void mark(uint32_t &n, uint32_t i) { n = std::max(n, i + 1); }
 	template <typename T>
 	static std::span<T> used(std::vector<T> &tab, uint32_t n) { return {tab.data(), n}; }
@@ -457,6 +471,12 @@ private:
 	uint32_t rr_next_ = 0;		// poll(): the QP slot to start at
 	std::vector<uint8_t> scratch_;	// payload staging
 	FrameQueue loopback_{kLoopbackBytes};
+	// Multicast frames waiting for their fan-out, and how far the one
+	// at the front got (mcast_pos_ attachments looked at; mcast_any_: a
+	// QP took a copy).
+	FrameQueue mcast_q_{kMcastBytes};
+	size_t mcast_pos_ = 0;
+	bool mcast_any_ = false;
 };
 
 } // namespace vrnic

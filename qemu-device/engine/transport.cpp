@@ -532,6 +532,14 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 		SendWqe &w = qp.inflight[qp.send_idx];
 		const bool rd = is_rd_atomic(w.opcode);
 		const bool local = is_local(w.opcode);
+		if (local && w.done) {
+			// Executed already: a go-back-N replays wire packets
+			// only, so it walks past (a REG_MR run again would
+			// revive an MR the peer has invalidated since).
+			qp.send_idx++;
+			qp.send_off = 0;
+			continue;
+		}
 		if (rd || (w.flags & VRNIC_WQE_FENCE)) {
 			unsigned int outstanding = 0;
 			for (size_t i = 0; i < qp.send_idx; i++)
@@ -590,6 +598,10 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 		send_request_packet(qp, w);
 		if (qp.attr.state != VRNIC_QPS_RTS)
 			return;		// a local error moved the QP to ERR
+		// Without an ack timer nothing else would end an RNR retry:
+		// the next RNR NAK may act once the request went out again.
+		if (qp.attr.timeout == 0)
+			qp.rnr_retrying = false;
 		budget--;
 		if (rd || qp.send_off >= std::max<uint32_t>(w.length, 1)) {
 			qp.send_idx++;
@@ -633,6 +645,7 @@ void Rdma::arm_timer()
 void Rdma::progress(Qp &qp)
 {
 	qp.nak_retrying = false;
+	qp.rnr_retrying = false;
 	qp.retry_left = qp.attr.retry_cnt;
 	qp.rnr_left = qp.attr.rnr_retry;
 	qp.ack_deadline = 0;
@@ -771,7 +784,11 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 			cnt_.rcvd_rnr_err++;
 			ack_upto(qp, h.psn);
 			retire(qp);
-			if (qp.inflight.empty())
+			// One RNR NAK acts per PSN, as sequence NAKs do: until
+			// una_psn moves or the ack timer fires, further ones
+			// (replays, or the peer still not ready) are ignored,
+			// so a replayed NAK cannot make the window resend.
+			if (qp.inflight.empty() || qp.rnr_retrying)
 				return;
 			if (qp.attr.rnr_retry != 7 && qp.rnr_left == 0) {
 				requester_error(qp, qp.inflight.front(),
@@ -781,6 +798,7 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 			if (qp.attr.rnr_retry != 7)
 				qp.rnr_left--;
 			rewind(qp, h.psn);
+			qp.rnr_retrying = true;
 			qp.ack_deadline = 0;
 			qp.rnr_deadline = plat_.now_ns() +
 					  uint64_t(kRnrTimerUs[syn & 0x1f]) * 1000;
@@ -921,6 +939,20 @@ void Rdma::timer()
 		qp.ack_deadline = 0;
 		if (qp.inflight.empty() || qp.attr.state != VRNIC_QPS_RTS)
 			continue;
+		if (qp.rnr_retrying) {
+			// The request resent after an RNR NAK was refused again
+			// (that NAK was ignored, above): another RNR retry.
+			qp.rnr_retrying = false;
+			if (qp.attr.rnr_retry != 7 && qp.rnr_left == 0) {
+				requester_error(qp, qp.inflight.front(),
+						VRNIC_WC_ST_RNR_RETRY_EXC_ERR);
+				continue;
+			}
+			if (qp.attr.rnr_retry != 7)
+				qp.rnr_left--;
+			rewind(qp, resume_psn(qp));
+			continue;
+		}
 		cnt_.retry_timeouts++;
 		if (qp.retry_left == 0) {
 			requester_error(qp, qp.inflight.front(),
@@ -1532,7 +1564,13 @@ void Rdma::receive(std::span<const uint8_t> frame)
 		return;
 	}
 	if (p.h.dqpn == VRNIC_MCAST_QPN) {
-		mcast_receive(p);
+		// Fanned out by poll(), each copy against its budget.
+		if (p.h.transport != UD || !is_multicast(p.path.dgid))
+			cnt_.bad_qp++;
+		else if (!mcast_q_.push(frame))
+			cnt_.mcast_drops++;
+		else
+			plat_.schedule();
 		return;
 	}
 	Qp *qp = find_qp(p.h.dqpn);
@@ -1609,6 +1647,7 @@ bool Rdma::poll()
 		loopback_.pop();
 		budget--;
 	}
+	mcast_fanout(budget);
 	// Round robin: a poll starts at the QP after the one that used up
 	// the previous poll's budget, so that one QP with an endless supply
 	// of work (READ responses to a requester that keeps 16 READs
@@ -1624,7 +1663,7 @@ bool Rdma::poll()
 		if (budget == 0)
 			rr_next_ = uint32_t(i + 1);
 	}
-	return budget == 0 || !loopback_.empty();
+	return budget == 0 || !loopback_.empty() || !mcast_q_.empty();
 }
 
 } // namespace vrnic

@@ -498,3 +498,77 @@ TEST(Multicast, OnlyUdQpsAndMulticastGids)
 	EXPECT_EQ(mcast_cmd(ud, VRNIC_ADMIN_ATTACH_MCAST, v6, ud.qp),
 		  VRNIC_ADMIN_ST_OK);
 }
+
+// Review F4: SET_MAC moves the address RoCE loopback compares with (the
+// engine kept a copy of the permanent one).  After a MAC change, a frame
+// to the new address loops back and one to the old address leaves.
+TEST_F(Ud, SetMacMovesTheRoceLoopbackAddress)
+{
+	const std::array<uint8_t, 6> mac2 = {0x02, 0x00, 0x00, 0xab, 0xcd, 0xef};
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_SET_MAC;
+	std::memcpy(c.set_mac.mac, mac2.data(), 6);
+	ASSERT_EQ(a.p.admin(c).status, VRNIC_ADMIN_ST_OK);
+	ASSERT_EQ(a.set_gid(Node::kGid4, a.gid(), mac2), VRNIC_ADMIN_ST_OK);
+	a.post_recv(1, {a.sge(0x1000, 40 + 512)});
+
+	auto av = a.av(kQkey);
+	std::memcpy(av.dmac, mac2.data(), 6);
+	a.post_send(send_wqe(1), {a.sge(0x8000, 100)}, {}, &av);
+	run_alone(a);
+	EXPECT_TRUE(a.p.frames.empty()) << "a frame to the station address left";
+	vrnic_cqe e{};
+	int recvs = 0;
+	while (a.poll_cq(e))
+		recvs += e.opcode == VRNIC_WC_RECV && e.status == VRNIC_WC_ST_SUCCESS;
+	EXPECT_EQ(recvs, 1) << "not looped back";
+
+	const auto old = a.mac();
+	std::memcpy(av.dmac, old.data(), 6);
+	a.post_send(send_wqe(2), {a.sge(0x8000, 100)}, {}, &av);
+	run_alone(a);
+	EXPECT_EQ(a.p.frames.size(), 1u) << "a frame to the old address was swallowed";
+}
+
+// Review F3: a multicast frame's copies count against the poll's budget.
+// 64 attached QPs and 16 frames were 1024 deliveries inside the calls
+// that received the frames; now a poll makes at most kPktBudget of them
+// and the rest follow in the next polls.
+TEST_F(Ud, MulticastFanOutIsBoundedPerPoll)
+{
+	constexpr unsigned kQps = 64, kFrames = 16;
+	const uint32_t first = b.qp;
+	ASSERT_EQ(mcast_cmd(b, VRNIC_ADMIN_ATTACH_MCAST, kGroup, b.qp), VRNIC_ADMIN_ST_OK);
+	for (unsigned i = 1; i < kQps; i++) {
+		vrnic_admin_cmd c{};
+		c.opcode = VRNIC_ADMIN_CREATE_QP;
+		c.create_qp.type = VRNIC_QPT_UD;
+		c.create_qp.sq_base = Node::B + 0xa0000;	// shared, never used
+		c.create_qp.rq_base = Node::B + 0xc0000;	// empty: no WQEs
+		c.create_qp.dbrec = Node::B + 0x40400;
+		c.create_qp.pdn = b.pd;
+		c.create_qp.send_cqn = c.create_qp.recv_cqn = b.cq;
+		c.create_qp.sq_log_depth = c.create_qp.rq_log_depth = 4;
+		c.create_qp.sq_wqe_shift = Node::kSqShift;
+		c.create_qp.rq_wqe_shift = Node::kRqShift;
+		b.qp = b.admin_ok(c);
+		b.ud_ready(kQkey, 20);
+		ASSERT_EQ(mcast_cmd(b, VRNIC_ADMIN_ATTACH_MCAST, kGroup, b.qp),
+			  VRNIC_ADMIN_ST_OK);
+	}
+	b.qp = first;
+	const auto av = group_av();
+	for (unsigned i = 0; i < kFrames; i++)
+		a.post_send(send_wqe(i), {a.sge(0x8000, 100)}, {}, &av);
+	run_alone(a);
+	ASSERT_EQ(a.p.frames.size(), kFrames);
+	for (const auto &f : a.p.frames)
+		vrnic_engine_receive(b.p.eng, f.data(), f.size());
+	const auto &cnt = b.counters();
+	EXPECT_EQ(cnt.ud_no_recv, 0u) << "copies made inside vrnic_engine_receive()";
+	vrnic_engine_poll(b.p.eng);
+	EXPECT_GT(cnt.ud_no_recv, 0u);
+	EXPECT_LE(cnt.ud_no_recv, vrnic::Rdma::kPktBudget) << "copies made by one poll";
+	run_alone(b);
+	EXPECT_EQ(cnt.ud_no_recv, uint64_t(kQps) * kFrames);
+}

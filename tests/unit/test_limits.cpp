@@ -417,6 +417,61 @@ TEST(Retries, ARepeatedSequenceNakUsesUpTheRetries)
 	EXPECT_EQ(a.counters().retry_timeouts, uint64_t(kRetry));
 }
 
+// Review N1: one captured RNR NAK (10 us timer), replayed every 100 us,
+// made the QP resend its whole 64-packet window after each replay.  It
+// acts once per PSN now, as a sequence NAK does: one resend, until the
+// ack timer (67 ms here) or progress says the peer may have answered.
+TEST(Retries, AReplayedRnrNakResendsTheWindowOnce)
+{
+	Node a{1}, b{2};
+	a.connect(b, 3, 100, 200);
+	b.connect(a, 3, 200, 100);
+	a.post_send(send_wqe(1), {a.sge(0, 64 << 10)});	// no receive at b
+	a.p.run();
+	ASSERT_EQ(a.p.frames.size(), 64u);
+	vrnic_engine_receive(b.p.eng, a.p.frames[0].data(), a.p.frames[0].size());
+	b.p.run();
+	ASSERT_EQ(b.p.frames.size(), 1u);
+	const std::vector<uint8_t> rnr = b.p.frames[0];
+	ASSERT_EQ(b.counters().send_rnr_err, 1u);
+	a.p.frames.clear();
+
+	uint64_t resent = 0;
+	for (int i = 0; i < 20; i++) {
+		vrnic_engine_receive(a.p.eng, rnr.data(), rnr.size());
+		a.p.run();
+		a.p.now += 100000;
+		if (a.p.deadline && a.p.deadline <= a.p.now) {
+			a.p.deadline = 0;
+			vrnic_engine_timer(a.p.eng);
+		}
+		a.p.run();
+		resent += a.p.frames.size();
+		a.p.frames.clear();
+	}
+	EXPECT_EQ(a.counters().rcvd_rnr_err, 20u);
+	EXPECT_EQ(resent, 64u) << "packets resent for 20 replays of one RNR NAK";
+	EXPECT_EQ(qp_of(a, a.qp).attr.state, VRNIC_QPS_RTS);
+}
+
+// The peer that really is not ready answers each resend with an RNR NAK:
+// the ones the guard ignores end in the ack timer, which counts an RNR
+// retry, so rnr_retry still decides when the QP gives up.
+TEST(Retries, RnrRetriesStillRunOutWhenTheGuardIgnoresNaks)
+{
+	Node a{1}, b{2};
+	Wire wire;
+	a.connect(b, 3, 100, 200, 7, 3);
+	b.connect(a, 3, 200, 100, 7, 3);
+	a.post_send(send_wqe(1), {a.sge(0, 4096)});
+	const auto sc = wire.completions(a, b, a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_RNR_RETRY_EXC_ERR);
+	EXPECT_EQ(a.counters().retry_timeouts, 0u);
+	EXPECT_EQ(a.counters().rcvd_rnr_err, b.counters().send_rnr_err);
+	EXPECT_EQ(a.counters().rcvd_rnr_err, 4u) << "first try and 3 retries";
+}
+
 // A packet lost inside a first message longer than the send window: the
 // responder NAKs the gap once while the requester is still sending that
 // message, and the go-back-N must start from the NAK, not from an ack

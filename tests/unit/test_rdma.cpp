@@ -752,6 +752,121 @@ TEST_F(Pair, SendWithInvalidateReportsTheKeyAndRevokesIt)
 		  VRNIC_WC_ST_REM_ACCESS_ERR);
 }
 
+// Review F2: go-back-N replays wire packets only.  A local operation runs
+// once, in SQ order, whether the loss is before, between or after it and
+// whatever the initial PSN (the upper half of the PSN space, and the wrap).
+struct LocalOpsUnderLoss
+	: Pair, ::testing::WithParamInterface<std::tuple<uint32_t, int>> {};
+
+TEST_P(LocalOpsUnderLoss, RunOnceAndTheSqCompletes)
+{
+	const auto [psn, lost] = GetParam();
+	connect(3, psn, 5000);
+	const uint32_t mr = alloc_fast_mr(a, 4);
+	const uint32_t key = (mr & ~0xffu) | 0x21;
+	b.post_recv(1, {b.sge(0x10000, 4096)});
+	b.post_recv(2, {b.sge(0x20000, 4096)});
+	// SEND (2 packets), REG_MR, SEND (2 packets), LOCAL_INV, SEND (1)
+	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, 2000)});
+	post_reg_mr(a, 2, key, 0x60000000, 0x300000, 4096, kRemoteRw);
+	a.post_send(wqe(VRNIC_WR_SEND, 3), {a.sge(0x1000, 2000)});
+	a.post_send(wqe(VRNIC_WR_LOCAL_INV, 4, 0, key), {});
+	b.post_recv(3, {b.sge(0x30000, 4096)});
+	a.post_send(wqe(VRNIC_WR_SEND, 5), {a.sge(0x2000, 500)});
+	run_alone(a);
+	ASSERT_EQ(a.p.frames.size(), 5u);
+	a.p.frames.erase(a.p.frames.begin() + lost);
+	const auto sc = wait(a, 5);
+	ASSERT_EQ(sc.size(), 5u);
+	for (uint32_t i = 0; i < 5; i++) {
+		EXPECT_EQ(sc[i].wr_id, i + 1);
+		EXPECT_EQ(sc[i].status, VRNIC_WC_ST_SUCCESS) << "WQE " << i + 1;
+	}
+	EXPECT_EQ(a.counters().fast_reg, 1u);
+	EXPECT_EQ(a.counters().local_inv, 1u);
+	EXPECT_TRUE(same(b, 0x10000, a, 0, 2000));
+	EXPECT_TRUE(same(b, 0x20000, a, 0x1000, 2000));
+	EXPECT_TRUE(same(b, 0x30000, a, 0x2000, 500));
+	ASSERT_EQ(wait(b, 3).size(), 3u);
+	// Invalidated once and for good: a WRITE with the key is refused.
+	b.post_send(wqe(VRNIC_WR_RDMA_WRITE, 9, 0x60000000, key), {b.sge(0, 64)});
+	const auto wc = wait(b, 1);
+	ASSERT_EQ(wc.size(), 1u);
+	EXPECT_EQ(wc[0].status, VRNIC_WC_ST_REM_ACCESS_ERR);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+	Psn, LocalOpsUnderLoss,
+	::testing::Combine(::testing::Values(0u, 100u, 0x7ffffeu, 0x800000u,
+					     0xc00000u, 0xfffffeu),
+			   ::testing::Values(0, 1, 2, 3, 4)),
+	[](const auto &info) {
+		return "psn" + std::to_string(std::get<0>(info.param)) + "_lost" +
+		       std::to_string(std::get<1>(info.param));
+	});
+
+// Review F2 S3: with no ack timer (timeout 0) a go-back-N that walks over
+// a local operation must still go on; the SQ stalled for good when the
+// send PSN was in the upper half of the PSN space.
+TEST_F(Pair, ALocalOpBehindALossNeedsNoTimer)
+{
+	a.connect(b, 3, 0xc00000, 5000, 7, 7, 0);
+	b.connect(a, 3, 5000, 0xc00000, 7, 7, 0);
+	const uint32_t key = (alloc_fast_mr(a, 4) & ~0xffu) | 0x5;
+	b.post_recv(1, {b.sge(0x10000, 4096)});
+	b.post_recv(2, {b.sge(0x20000, 4096)});
+	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, 2000)});
+	post_reg_mr(a, 2, key, 0x60000000, 0x300000, 4096, kRemoteRw);
+	a.post_send(wqe(VRNIC_WR_SEND, 3), {a.sge(0x1000, 2000)});
+	run_alone(a);
+	ASSERT_EQ(a.p.frames.size(), 4u);
+	a.p.frames.erase(a.p.frames.begin());	// b NAKs the gap
+	const auto sc = wait(a, 3);
+	ASSERT_EQ(sc.size(), 3u);
+	for (const auto &c : sc)
+		EXPECT_EQ(c.status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(a.counters().fast_reg, 1u);
+}
+
+// Review F2 S1: the peer received both SENDs around a REG_MR, its ACKs
+// were lost, and it revoked the key with SEND_WITH_INV.  The retransmission
+// that follows must not register the MR again: the peer's WRITE with the
+// revoked key is refused and the memory is untouched.
+TEST_F(Pair, ARetransmissionNeverRevivesAnInvalidatedMr)
+{
+	connect(3);
+	const uint32_t key = (alloc_fast_mr(a, 4) & ~0xffu) | 0x33;
+	b.post_recv(1, {b.sge(0x10000, 4096)});
+	b.post_recv(2, {b.sge(0x20000, 4096)});
+	a.post_recv(9, {a.sge(0x500000, 4096)});
+	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, 64)});
+	post_reg_mr(a, 2, key, 0x60000000, 0x300000, 4096, kRemoteRw);
+	a.post_send(wqe(VRNIC_WR_SEND, 3), {a.sge(0x1000, 64)});
+	run_alone(a);
+	wire.deliver(a, b);
+	run_alone(b);
+	b.p.frames.clear();	// b's ACKs are lost
+	b.post_send(wqe(VRNIC_WR_SEND_INV, 4, 0, key), {b.sge(0x40000, 64)});
+	run_alone(b);
+	wire.deliver(b, a);
+	EXPECT_EQ(a.counters().remote_inv, 1u);
+	// a's ack timer fires; everything completes.
+	const auto c = wait(a, 4);
+	ASSERT_EQ(c.size(), 4u);
+	for (const auto &e : c)
+		EXPECT_EQ(e.status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_GE(a.counters().retry_timeouts, 1u);
+	EXPECT_EQ(a.counters().fast_reg, 1u) << "REG_MR ran again";
+	ASSERT_EQ(wait(b, 3).size(), 3u);	// two receives, the SEND_WITH_INV
+	std::vector<uint8_t> before(a.data(0x300000), a.data(0x300000) + 4096);
+	b.post_send(wqe(VRNIC_WR_RDMA_WRITE, 5, 0x60000000, key), {b.sge(0x50000, 4096)});
+	const auto w = wait(b, 1);
+	ASSERT_EQ(w.size(), 1u);
+	EXPECT_EQ(w[0].wr_id, 5u);
+	EXPECT_EQ(w[0].status, VRNIC_WC_ST_REM_ACCESS_ERR);
+	EXPECT_EQ(std::memcmp(before.data(), a.data(0x300000), 4096), 0);
+}
+
 TEST_F(Pair, RegisteringAValidMrIsABindErrorThenFlush)
 {
 	connect(3);

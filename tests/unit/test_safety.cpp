@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <deque>
 #include <random>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -615,4 +616,46 @@ TEST(FrameQueue, FifoOrderWrapAroundAndBound)
 	EXPECT_FALSE(q.push(std::vector<uint8_t>(4096)));	// never fits
 	EXPECT_TRUE(q.push(std::vector<uint8_t>(4092)));
 	EXPECT_FALSE(q.push(std::vector<uint8_t>(0)));	// full
+}
+
+// Review F1: a handle never comes back.  Before, each slot had a 12-bit
+// generation and the lowest free slot was taken, so the 4096th PD, CQ or
+// SRQ created after one was destroyed got the destroyed one's handle.
+TEST(Handles, ADestroyedHandleIsNotHandedOutAgain)
+{
+	Node n{1};
+	auto cycle = [&n](const char *what, vrnic_admin_cmd create, uint8_t destroy) {
+		std::set<uint32_t> seen;
+		for (int i = 0; i < 5000; i++) {
+			const uint32_t h = n.admin_ok(create);
+			if (!seen.insert(h).second) {
+				ADD_FAILURE() << what << " handle " << std::hex << h
+					      << " handed out again after " << std::dec << i
+					      << " cycles";
+				return;
+			}
+			vrnic_admin_cmd d{};
+			d.opcode = destroy;
+			d.destroy.id = h;
+			ASSERT_EQ(n.p.admin(d).status, VRNIC_ADMIN_ST_OK);
+		}
+	};
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_PD;
+	cycle("PD", c, VRNIC_ADMIN_DESTROY_PD);
+	c = {};
+	c.opcode = VRNIC_ADMIN_CREATE_CQ;
+	c.create_cq.base = Node::kData + 0xf00000;
+	c.create_cq.dbrec = Node::kData + 0xf10000;
+	c.create_cq.log_depth = 4;
+	c.create_cq.eqn = 1;
+	cycle("CQ", c, VRNIC_ADMIN_DESTROY_CQ);
+	c = {};
+	c.opcode = VRNIC_ADMIN_CREATE_SRQ;
+	c.create_srq.base = Node::kData + 0xf00000;
+	c.create_srq.dbrec = Node::kData + 0xf10000;
+	c.create_srq.pdn = n.pd;
+	c.create_srq.log_depth = 4;
+	c.create_srq.wqe_shift = 8;
+	cycle("SRQ", c, VRNIC_ADMIN_DESTROY_SRQ);
 }

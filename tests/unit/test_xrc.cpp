@@ -158,3 +158,66 @@ TEST_F(Xrc, AnInitiatorReceivesNothing)
 	wire.run(a, b, [] { return false; }, 1000);
 	EXPECT_FALSE(a.poll_cq(e));
 }
+
+// Review F1: a target in the middle of a message keeps nothing of an SRQ
+// that is destroyed under it, so no later object that reuses the SRQ's or
+// its CQ's slot (here after the 4096 cycles that wrapped a 12-bit
+// generation) receives that message's data or completions.
+TEST_F(Xrc, ASrqDestroyedMidMessageLeavesNothingForItsSuccessors)
+{
+	constexpr uint64_t kCq2 = Node::kData + 0xf00000;	// 16 CQEs
+	constexpr uint64_t kCq2Db = Node::kData + 0xf10000;
+	auto create_cq = [&] {
+		vrnic_admin_cmd c{};
+		c.opcode = VRNIC_ADMIN_CREATE_CQ;
+		c.create_cq.base = kCq2;
+		c.create_cq.dbrec = kCq2Db;
+		c.create_cq.log_depth = 4;
+		c.create_cq.eqn = 1;
+		return b.admin_ok(c);
+	};
+	auto destroy = [&](uint8_t op, uint32_t id) {
+		vrnic_admin_cmd c{};
+		c.opcode = op;
+		c.destroy.id = id;
+		return admin_status(c);
+	};
+	const uint32_t cq2 = create_cq();
+	const uint32_t srq = b.create_srq(kSrqRing, kSrqDb, VRNIC_SRQT_XRC, cq2, xrcd);
+	b.post_srq(kSrqRing, kSrqDb, 1, 0xa77ac4, 0x10000);
+
+	// A three-packet SEND; the target takes the WQE with the first one.
+	a.post_send(wqe(VRNIC_WR_SEND, 1, srq), {a.sge(0, 3000)});
+	run_alone(a);
+	ASSERT_EQ(a.p.frames.size(), 3u);
+	auto rest = std::vector(a.p.frames.begin() + 1, a.p.frames.end());
+	a.p.frames.resize(1);
+	wire.deliver(a, b);
+	ASSERT_EQ(b.p.load<uint32_t>(kSrqDb + 4), 1u) << "the WQE was taken";
+
+	ASSERT_EQ(destroy(VRNIC_ADMIN_DESTROY_SRQ, srq), VRNIC_ADMIN_ST_OK);
+	ASSERT_EQ(destroy(VRNIC_ADMIN_DESTROY_CQ, cq2), VRNIC_ADMIN_ST_OK);
+	// Cycle CQs until one has the old handle, or give up after more than
+	// a 12-bit generation's worth; the last one stays as the victim.
+	uint32_t victim = 0;
+	for (int i = 0; i < 4100; i++) {
+		std::memset(b.p.ptr(kCq2), 0, 16 * sizeof(vrnic_cqe));
+		victim = create_cq();
+		if (victim == cq2 || i == 4099)
+			break;
+		ASSERT_EQ(destroy(VRNIC_ADMIN_DESTROY_CQ, victim), VRNIC_ADMIN_ST_OK);
+	}
+	// The rest of the message arrives; the target refuses it.
+	const std::vector<uint8_t> before(b.data(0x10000), b.data(0x10000) + 4096);
+	a.p.frames = rest;
+	const auto sc = wire.completions(a, b, a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_NE(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	wire.run(a, b, [] { return false; }, 1000);
+	const std::vector<uint8_t> zero(16 * sizeof(vrnic_cqe));
+	EXPECT_EQ(std::memcmp(b.p.ptr(kCq2), zero.data(), zero.size()), 0)
+		<< "a completion of the destroyed SRQ's WQE reached CQ " << std::hex
+		<< victim << " (the destroyed CQ was " << cq2 << ")";
+	EXPECT_EQ(std::memcmp(b.data(0x10000), before.data(), before.size()), 0)
+		<< "data of the message landed after its SRQ was destroyed";
+}
