@@ -42,6 +42,10 @@ struct VrnicState {
     QEMUBH *bh;
     QEMUBH *timer_bh;
     QEMUBH *tx_bh;              /* the network took the frames it held */
+    QEMUBH *ctl_bh;             /* link changes and x-fault-internal */
+    bool link_up;               /* the link state ctl_bh gives the engine */
+    bool link_changed;
+    bool internal_fault;        /* x-fault-internal was set */
     QEMUTimer *timer;
     struct vrnic_engine *engine;
     uint64_t host_mem_budget;   /* property host-mem-budget, bytes */
@@ -361,7 +365,8 @@ static void vrnic_set_fault_internal(Object *obj, bool value, Error **errp)
         return;
     }
     trace_vrnic_fault_internal();
-    vrnic_engine_inject_internal_error(s->engine);
+    s->internal_fault = true;
+    qemu_bh_schedule(s->ctl_bh);
 }
 
 /* Settable at run time (qom-set); 0 lets a held doorbell through now. */
@@ -552,11 +557,31 @@ static ssize_t vrnic_receive(NetClientState *nc, const uint8_t *buf,
     return vrnic_engine_receive(s->engine, buf, size);
 }
 
+/*
+ * QMP set_link and x-fault-internal reach the engine from a bottom half,
+ * under the device's reentrancy guard like every other main-loop entry.
+ */
 static void vrnic_set_link_status(NetClientState *nc)
 {
     VrnicState *s = qemu_get_nic_opaque(nc);
 
-    vrnic_engine_set_link(s->engine, !nc->link_down);
+    s->link_up = !nc->link_down;
+    s->link_changed = true;
+    qemu_bh_schedule(s->ctl_bh);
+}
+
+static void vrnic_ctl_bh(void *opaque)
+{
+    VrnicState *s = opaque;
+
+    if (s->link_changed) {
+        s->link_changed = false;
+        vrnic_engine_set_link(s->engine, s->link_up);
+    }
+    if (s->internal_fault) {
+        s->internal_fault = false;
+        vrnic_engine_inject_internal_error(s->engine);
+    }
 }
 
 static NetClientInfo net_vrnic_info = {
@@ -642,6 +667,7 @@ static void vrnic_realize(PCIDevice *pdev, Error **errp)
                                       &dev->mem_reentrancy_guard);
     s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, vrnic_timer_cb, s);
     s->tx_bh = qemu_bh_new_guarded(vrnic_tx_bh, s, &dev->mem_reentrancy_guard);
+    s->ctl_bh = qemu_bh_new_guarded(vrnic_ctl_bh, s, &dev->mem_reentrancy_guard);
     s->fault_bh = qemu_bh_new_guarded(vrnic_fault_bh, s,
                                       &dev->mem_reentrancy_guard);
     s->fault_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, vrnic_fault_timer_cb, s);
@@ -650,6 +676,7 @@ static void vrnic_realize(PCIDevice *pdev, Error **errp)
         error_setg(errp, "vrnic: cannot allocate the device engine");
         qemu_del_nic(s->nic);
         qemu_bh_delete(s->tx_bh);
+        qemu_bh_delete(s->ctl_bh);
         qemu_bh_delete(s->bh);
         qemu_bh_delete(s->timer_bh);
         timer_free(s->timer);
@@ -672,6 +699,7 @@ static void vrnic_exit(PCIDevice *pdev)
     qemu_purge_queued_packets(qemu_get_queue(s->nic));
     qemu_del_nic(s->nic);
     qemu_bh_delete(s->tx_bh);
+    qemu_bh_delete(s->ctl_bh);
     vrnic_engine_free(s->engine);
     s->engine = NULL;
     timer_free(s->timer);
