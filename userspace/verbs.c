@@ -53,8 +53,13 @@ static void *vrnic_alloc_queue(size_t size)
 		return NULL;
 	}
 	memset(p, 0, size);
-	ret = ibv_dontfork_range(p, size);
-	if (ret) {
+	/*
+	 * ibv_dontfork_range() returns -1, not an errno: the errno is
+	 * madvise()'s, or malloc()'s in libibverbs' range tree.
+	 */
+	errno = 0;
+	if (ibv_dontfork_range(p, size)) {
+		ret = errno > 0 ? errno : ENOMEM;
 		free(p);
 		errno = ret;
 		return NULL;

@@ -616,13 +616,56 @@ int ibv_cmd_destroy_srq(struct ibv_srq *srq)
 	return 0;
 }
 
+/* libibverbs' fork protection: its failures, and the ranges it holds. */
+static pthread_mutex_t mm_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned int dontfork_nth;	/* stub_fail_dontfork() */
+static int dontfork_errno;
+static long dontfork_ranges;
+
+void stub_fail_dontfork(unsigned int nth, int err)
+{
+	pthread_mutex_lock(&mm_lock);
+	dontfork_nth = nth;
+	dontfork_errno = err;
+	pthread_mutex_unlock(&mm_lock);
+}
+
+long stub_dontfork_ranges(void)
+{
+	long n;
+
+	pthread_mutex_lock(&mm_lock);
+	n = dontfork_ranges;
+	pthread_mutex_unlock(&mm_lock);
+	return n;
+}
+
+/*
+ * As libibverbs after ibv_fork_init(): 0, or -1 (not an errno) with errno
+ * set by madvise() or malloc() -- or, err 0, left alone.
+ */
 int ibv_dontfork_range(void *base, size_t size)
 {
-	return 0;	/* as libibverbs without ibv_fork_init() */
+	int ret = 0;
+
+	pthread_mutex_lock(&mm_lock);
+	if (dontfork_nth && !--dontfork_nth) {
+		dontfork_nth = 1;	/* and every later one */
+		ret = -1;
+		if (dontfork_errno)
+			errno = dontfork_errno;
+	} else {
+		dontfork_ranges++;
+	}
+	pthread_mutex_unlock(&mm_lock);
+	return ret;
 }
 
 int ibv_dofork_range(void *base, size_t size)
 {
+	pthread_mutex_lock(&mm_lock);
+	dontfork_ranges--;
+	pthread_mutex_unlock(&mm_lock);
 	return 0;
 }
 

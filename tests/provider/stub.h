@@ -47,6 +47,15 @@ struct stub_answer {
 /* From now on answer so (NULL: honestly).  Not while other threads create. */
 void stub_set_answer(const struct stub_answer *answer);
 
+/*
+ * libibverbs' ibv_dontfork_range(): the nth call from now on (1: the next)
+ * and every one after it fails, returning -1 with errno set to err (err 0:
+ * errno left alone).  nth 0: none fails.  stub_dontfork_ranges(): ranges
+ * protected now (ibv_dontfork_range() calls less ibv_dofork_range() ones).
+ */
+void stub_fail_dontfork(unsigned int nth, int err);
+long stub_dontfork_ranges(void);
+
 enum stub_obj { STUB_CQ, STUB_QP, STUB_SRQ, STUB_NOBJ };
 
 /* Objects of kind the kernel holds now; destroy commands it got so far. */

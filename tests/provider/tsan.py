@@ -6,7 +6,9 @@ tests/provider/shared_cq.c: pollers, destroyers and posters on one shared
 CQ (issue 15).  Then, built with AddressSanitizer and UBSan instead (it is
 single-threaded: overruns of the rings and shifts by hostile answers are
 what it can hit), tests/provider/geometry.c: the kernel's ring geometry
-answers, honest, hostile and from an older kernel (issue 15).
+answers, honest, hostile and from an older kernel (issue 15); and
+tests/provider/contract.c: errno, CQE status and opcode mapping, QP state
+ownership, single-threaded CQs, context close (issue 23).
 
     tests/provider/tsan.py [--rounds N]     build and run; exit 1 on failure
     tests/provider/tsan.py --check          make check: record the results
@@ -16,9 +18,9 @@ answers, honest, hostile and from an older kernel (issue 15).
                                             today's test: has the test teeth?
     tests/provider/tsan.py --tree DIR       the provider of another work tree
 
-Builds in build/provider-tsan/<tree>/{shared_cq,geometry}.d/.  Needs clang-14
-and its TSan, ASan and UBSan runtimes (libclang-rt-14-dev, scripts/host-deps.sh) and build/rdma-core (make
-rdma-core) for the headers.
+Builds in build/provider-tsan/<tree>/{shared_cq,geometry,contract}.d/.
+Needs clang-14 and its TSan, ASan and UBSan runtimes (libclang-rt-14-dev,
+scripts/host-deps.sh) and build/rdma-core (make rdma-core) for the headers.
 """
 
 import argparse
@@ -49,6 +51,12 @@ PROGRAMS = {
     # &((type *)NULL)->member; a real NULL access is an ASan SEGV report
     # anyway, and ASan checks object bounds.
     "geometry": ("provider-geometry",
+                 ["-fsanitize=address,undefined",
+                  "-fno-sanitize=null,object-size",
+                  "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"],
+                 "ASan+UBSan"),
+    # The second review's provider findings (issue 23); single-threaded.
+    "contract": ("provider-contract",
                  ["-fsanitize=address,undefined",
                   "-fno-sanitize=null,object-size",
                   "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"],
