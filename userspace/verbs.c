@@ -443,17 +443,109 @@ int vrnic_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
-static const enum ibv_wc_opcode vrnic_wc_opcode[] = {
-	[VRNIC_WC_SEND] = IBV_WC_SEND,
-	[VRNIC_WC_RDMA_WRITE] = IBV_WC_RDMA_WRITE,
-	[VRNIC_WC_RDMA_READ] = IBV_WC_RDMA_READ,
-	[VRNIC_WC_CMP_SWP] = IBV_WC_COMP_SWAP,
-	[VRNIC_WC_FETCH_ADD] = IBV_WC_FETCH_ADD,
-	[VRNIC_WC_LOCAL_INV] = IBV_WC_LOCAL_INV,
-	[VRNIC_WC_ATOMIC_WRITE] = IBV_WC_ATOMIC_WRITE,
-	[VRNIC_WC_FLUSH] = IBV_WC_FLUSH,
-	[VRNIC_WC_BIND_MW] = IBV_WC_BIND_MW,
-};
+/*
+ * The device's completion status and opcode, value by value (spec
+ * "Completion queues").  A value this provider does not know, from a
+ * newer or a broken device, is not handed on raw as an enum ibv_wc_status
+ * nor read as a successful SEND: false, and the completion is reported as
+ * IBV_WC_GENERAL_ERR.  REG_MR is the kernel's alone (no user QP can post
+ * it), so it is unknown here too.
+ */
+static bool vrnic_wc_status(uint8_t st, enum ibv_wc_status *out)
+{
+	switch (st) {
+	case VRNIC_WC_ST_SUCCESS:
+		*out = IBV_WC_SUCCESS;
+		break;
+	case VRNIC_WC_ST_LOC_LEN_ERR:
+		*out = IBV_WC_LOC_LEN_ERR;
+		break;
+	case VRNIC_WC_ST_LOC_QP_OP_ERR:
+		*out = IBV_WC_LOC_QP_OP_ERR;
+		break;
+	case VRNIC_WC_ST_LOC_PROT_ERR:
+		*out = IBV_WC_LOC_PROT_ERR;
+		break;
+	case VRNIC_WC_ST_WR_FLUSH_ERR:
+		*out = IBV_WC_WR_FLUSH_ERR;
+		break;
+	case VRNIC_WC_ST_MW_BIND_ERR:
+		*out = IBV_WC_MW_BIND_ERR;
+		break;
+	case VRNIC_WC_ST_BAD_RESP_ERR:
+		*out = IBV_WC_BAD_RESP_ERR;
+		break;
+	case VRNIC_WC_ST_LOC_ACCESS_ERR:
+		*out = IBV_WC_LOC_ACCESS_ERR;
+		break;
+	case VRNIC_WC_ST_REM_INV_REQ_ERR:
+		*out = IBV_WC_REM_INV_REQ_ERR;
+		break;
+	case VRNIC_WC_ST_REM_ACCESS_ERR:
+		*out = IBV_WC_REM_ACCESS_ERR;
+		break;
+	case VRNIC_WC_ST_REM_OP_ERR:
+		*out = IBV_WC_REM_OP_ERR;
+		break;
+	case VRNIC_WC_ST_RETRY_EXC_ERR:
+		*out = IBV_WC_RETRY_EXC_ERR;
+		break;
+	case VRNIC_WC_ST_RNR_RETRY_EXC_ERR:
+		*out = IBV_WC_RNR_RETRY_EXC_ERR;
+		break;
+	case VRNIC_WC_ST_FATAL_ERR:
+		*out = IBV_WC_FATAL_ERR;
+		break;
+	case VRNIC_WC_ST_GENERAL_ERR:
+		*out = IBV_WC_GENERAL_ERR;
+		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+static bool vrnic_wc_opcode(uint8_t op, enum ibv_wc_opcode *out)
+{
+	switch (op) {
+	case VRNIC_WC_SEND:
+		*out = IBV_WC_SEND;
+		break;
+	case VRNIC_WC_RDMA_WRITE:
+		*out = IBV_WC_RDMA_WRITE;
+		break;
+	case VRNIC_WC_RDMA_READ:
+		*out = IBV_WC_RDMA_READ;
+		break;
+	case VRNIC_WC_CMP_SWP:
+		*out = IBV_WC_COMP_SWAP;
+		break;
+	case VRNIC_WC_FETCH_ADD:
+		*out = IBV_WC_FETCH_ADD;
+		break;
+	case VRNIC_WC_LOCAL_INV:
+		*out = IBV_WC_LOCAL_INV;
+		break;
+	case VRNIC_WC_ATOMIC_WRITE:
+		*out = IBV_WC_ATOMIC_WRITE;
+		break;
+	case VRNIC_WC_FLUSH:
+		*out = IBV_WC_FLUSH;
+		break;
+	case VRNIC_WC_BIND_MW:
+		*out = IBV_WC_BIND_MW;
+		break;
+	case VRNIC_WC_RECV:
+		*out = IBV_WC_RECV;
+		break;
+	case VRNIC_WC_RECV_RDMA_WITH_IMM:
+		*out = IBV_WC_RECV_RDMA_WITH_IMM;
+		break;
+	default:
+		return false;
+	}
+	return true;
+}
 
 /* Read the next CQE into w; ENOENT when there is none.  Lock held. */
 static int vrnic_poll_one(struct vrnic_context *ctx, struct vrnic_cq *cq,
@@ -461,6 +553,7 @@ static int vrnic_poll_one(struct vrnic_context *ctx, struct vrnic_cq *cq,
 {
 	struct vrnic_cqe *cqe = &cq->ring[cq->ci & ((1u << cq->log_depth) - 1)];
 	uint8_t phase = ((cq->ci >> cq->log_depth) & 1) ? 0 : VRNIC_CQE_OWNER;
+	bool status_ok, opcode_ok;
 	struct vrnic_qp *qp;
 	uint32_t qpn;
 
@@ -469,17 +562,17 @@ static int vrnic_poll_one(struct vrnic_context *ctx, struct vrnic_cq *cq,
 	udma_from_device_barrier();
 	memset(w, 0, sizeof(*w));
 	w->wr_id = le64toh(cqe->wr_id);
-	w->status = cqe->status;
+	status_ok = vrnic_wc_status(cqe->status, &w->status);
+	opcode_ok = vrnic_wc_opcode(cqe->opcode, &w->opcode);
+	if (!status_ok || !opcode_ok) {
+		/* What the device wrote, for whoever debugs it. */
+		w->status = IBV_WC_GENERAL_ERR;
+		w->vendor_err = cqe->status | (uint32_t)cqe->opcode << 8;
+	}
 	w->byte_len = le32toh(cqe->byte_len);
 	qpn = le32toh(cqe->qpn);
 	w->qp_num = qpn;
 	w->src_qp = le32toh(cqe->src_qp);
-	if (cqe->opcode == VRNIC_WC_RECV)
-		w->opcode = IBV_WC_RECV;
-	else if (cqe->opcode == VRNIC_WC_RECV_RDMA_WITH_IMM)
-		w->opcode = IBV_WC_RECV_RDMA_WITH_IMM;
-	else if (cqe->opcode < ARRAY_SIZE(vrnic_wc_opcode))
-		w->opcode = vrnic_wc_opcode[cqe->opcode];
 	if (cqe->wc_flags & VRNIC_CQE_WITH_IMM) {
 		w->wc_flags |= IBV_WC_WITH_IMM;
 		w->imm_data = (__be32)cqe->imm_data;
@@ -490,10 +583,14 @@ static int vrnic_poll_one(struct vrnic_context *ctx, struct vrnic_cq *cq,
 	}
 	if (cqe->wc_flags & VRNIC_CQE_GRH)
 		w->wc_flags |= IBV_WC_GRH;
-	/* A completion frees its WQE and every WQE before it. */
+	/*
+	 * A completion frees its WQE and every WQE before it.  With an
+	 * unknown opcode it is not known which queue's: free none rather
+	 * than let a poster overwrite WQEs the device may still read.
+	 */
 	qp = __atomic_load_n(&ctx->qp_table[qpn & VRNIC_OBJ_INDEX_MASK],
 			     __ATOMIC_ACQUIRE);
-	if (qp && qp->qpn == qpn) {
+	if (qp && qp->qpn == qpn && opcode_ok) {
 		if (cqe->opcode & VRNIC_WC_RECV)
 			vrnic_set_tail(&qp->rq_tail, le32toh(cqe->wqe_idx) + 1);
 		else
@@ -629,7 +726,7 @@ static enum ibv_wc_opcode vrnic_cqx_read_opcode(struct ibv_cq_ex *cqx)
 
 static uint32_t vrnic_cqx_read_vendor_err(struct ibv_cq_ex *cqx)
 {
-	return 0;
+	return cqx_to_vcq(cqx)->cur.vendor_err;
 }
 
 static unsigned int vrnic_cqx_read_wc_flags(struct ibv_cq_ex *cqx)

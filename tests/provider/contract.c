@@ -8,6 +8,12 @@
  *    (ibv_dontfork_range() returns -1) fails with madvise's errno, or
  *    ENOMEM when none is set: a positive errno, never -1.  Nothing stays
  *    protected.
+ * 2. Every completion status the device writes comes out as its
+ *    ibv_wc_status, every opcode as its ibv_wc_opcode, through
+ *    ibv_poll_cq() and through ibv_start_poll()/ibv_next_poll(); a status
+ *    or an opcode the provider does not know comes out as
+ *    IBV_WC_GENERAL_ERR (never raw, never a successful SEND), with the
+ *    device's bytes in vendor_err, and frees no WQE.
  *
  * Built with AddressSanitizer and UBSan (tsan.py).  Output: TAP.
  */
@@ -83,6 +89,45 @@ static struct ibv_qp *create_qp(struct ibv_cq *cq, uint32_t send_wr)
 	return ibv_create_qp(pd, &a);
 }
 
+static char data[64];			/* what the work requests name */
+
+static int move_qp(struct ibv_qp *qp, enum ibv_qp_state s)
+{
+	struct ibv_qp_attr a = { .qp_state = s };
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
+}
+
+static int to_rts(struct ibv_qp *qp)
+{
+	return move_qp(qp, IBV_QPS_INIT) || move_qp(qp, IBV_QPS_RTR) ||
+	       move_qp(qp, IBV_QPS_RTS);
+}
+
+static int post_send(struct ibv_qp *qp)
+{
+	struct ibv_sge sge = { (uintptr_t)data, 8, 1 };
+	struct ibv_send_wr wr = {
+		.wr_id = 7, .opcode = IBV_WR_SEND, .sg_list = &sge,
+		.num_sge = 1, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+/* The device completes: status st, opcode op, on QPN qpn (0: no QP). */
+static int dev_cqe(struct ibv_cq *cq, uint64_t wr_id, uint8_t st, uint8_t op,
+		   uint32_t qpn, uint32_t wqe_idx)
+{
+	struct vrnic_cqe c = {
+		.wr_id = htole64(wr_id), .status = st, .opcode = op,
+		.qpn = htole32(qpn), .wqe_idx = htole32(wqe_idx),
+		.byte_len = htole32(8),
+	};
+
+	return stub_dev_cqe(cq->handle, &c);
+}
+
 /* ------------------------------------------------------- 1. dontfork */
 
 /*
@@ -140,10 +185,216 @@ static void test_dontfork(void)
 	       "or ENOMEM), nothing left protected");
 }
 
+/* ----------------------------------------------------- 2. CQE fields */
+
+static const struct {
+	uint8_t dev;
+	enum ibv_wc_status ibv;
+} statuses[] = {
+	{ VRNIC_WC_ST_SUCCESS, IBV_WC_SUCCESS },
+	{ VRNIC_WC_ST_LOC_LEN_ERR, IBV_WC_LOC_LEN_ERR },
+	{ VRNIC_WC_ST_LOC_QP_OP_ERR, IBV_WC_LOC_QP_OP_ERR },
+	{ VRNIC_WC_ST_LOC_PROT_ERR, IBV_WC_LOC_PROT_ERR },
+	{ VRNIC_WC_ST_WR_FLUSH_ERR, IBV_WC_WR_FLUSH_ERR },
+	{ VRNIC_WC_ST_MW_BIND_ERR, IBV_WC_MW_BIND_ERR },
+	{ VRNIC_WC_ST_BAD_RESP_ERR, IBV_WC_BAD_RESP_ERR },
+	{ VRNIC_WC_ST_LOC_ACCESS_ERR, IBV_WC_LOC_ACCESS_ERR },
+	{ VRNIC_WC_ST_REM_INV_REQ_ERR, IBV_WC_REM_INV_REQ_ERR },
+	{ VRNIC_WC_ST_REM_ACCESS_ERR, IBV_WC_REM_ACCESS_ERR },
+	{ VRNIC_WC_ST_REM_OP_ERR, IBV_WC_REM_OP_ERR },
+	{ VRNIC_WC_ST_RETRY_EXC_ERR, IBV_WC_RETRY_EXC_ERR },
+	{ VRNIC_WC_ST_RNR_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR },
+	{ VRNIC_WC_ST_FATAL_ERR, IBV_WC_FATAL_ERR },
+	{ VRNIC_WC_ST_GENERAL_ERR, IBV_WC_GENERAL_ERR },
+};
+
+static const struct {
+	uint8_t dev;
+	enum ibv_wc_opcode ibv;
+} opcodes[] = {
+	{ VRNIC_WC_SEND, IBV_WC_SEND },
+	{ VRNIC_WC_RDMA_WRITE, IBV_WC_RDMA_WRITE },
+	{ VRNIC_WC_RDMA_READ, IBV_WC_RDMA_READ },
+	{ VRNIC_WC_CMP_SWP, IBV_WC_COMP_SWAP },
+	{ VRNIC_WC_FETCH_ADD, IBV_WC_FETCH_ADD },
+	{ VRNIC_WC_LOCAL_INV, IBV_WC_LOCAL_INV },
+	{ VRNIC_WC_ATOMIC_WRITE, IBV_WC_ATOMIC_WRITE },
+	{ VRNIC_WC_FLUSH, IBV_WC_FLUSH },
+	{ VRNIC_WC_BIND_MW, IBV_WC_BIND_MW },
+	{ VRNIC_WC_RECV, IBV_WC_RECV },
+	{ VRNIC_WC_RECV_RDMA_WITH_IMM, IBV_WC_RECV_RDMA_WITH_IMM },
+};
+
+/*
+ * Not device statuses: the ibv_wc_status values between and after them
+ * (LOC_EEC_OP_ERR, the RD and EEC ones, RESP_TIMEOUT, TM_*) and beyond.
+ */
+static const uint8_t bad_statuses[] = {
+	3, 14, 15, 16, 17, 18, 20, 22, 23, 24, 0x7f, 0x80, 0xff,
+};
+
+/* REG_MR is the kernel's; the rest are no opcode at all. */
+static const uint8_t bad_opcodes[] = {
+	VRNIC_WC_REG_MR, 0x0a, 0x0b, 0x7f, 0x82, 0x83, 0xc0, 0xff,
+};
+
+struct got {
+	int n;
+	uint64_t wr_id;
+	enum ibv_wc_status status;
+	enum ibv_wc_opcode opcode;
+	uint32_t vendor_err;
+};
+
+/* Complete (st, op) on cq and read it back, one way or the other. */
+static struct got one(struct ibv_cq *cq, bool ex, uint64_t wr_id,
+		      uint8_t st, uint8_t op)
+{
+	struct got g = { 0 };
+
+	if (dev_cqe(cq, wr_id, st, op, 0, 0)) {
+		g.n = -1;
+		return g;
+	}
+	if (!ex) {
+		struct ibv_wc wc;
+
+		g.n = ibv_poll_cq(cq, 1, &wc);
+		g.wr_id = wc.wr_id;
+		g.status = wc.status;
+		g.opcode = wc.opcode;
+		g.vendor_err = wc.vendor_err;
+	} else {
+		/* The same CQ (struct verbs_cq: a union of both). */
+		struct ibv_cq_ex *cqx = (struct ibv_cq_ex *)cq;
+		struct ibv_poll_cq_attr pa = {};
+
+		if (ibv_start_poll(cqx, &pa))
+			return g;
+		g.n = 1;
+		g.wr_id = cqx->wr_id;
+		g.status = cqx->status;
+		g.opcode = ibv_wc_read_opcode(cqx);
+		g.vendor_err = ibv_wc_read_vendor_err(cqx);
+		ibv_end_poll(cqx);
+	}
+	return g;
+}
+
+static void check_cqes(struct ibv_cq *cq, bool ex)
+{
+	const char *how = ex ? "ibv_start_poll" : "ibv_poll_cq";
+	uint64_t id = 100;
+	unsigned int i;
+	struct got g;
+
+	for (i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++, id++) {
+		g = one(cq, ex, id, statuses[i].dev, VRNIC_WC_SEND);
+		check(g.n == 1 && g.wr_id == id && g.status == statuses[i].ibv,
+		      "%s: device status %u: n %d, status %d, want %d", how,
+		      statuses[i].dev, g.n, g.status, statuses[i].ibv);
+	}
+	for (i = 0; i < sizeof(opcodes) / sizeof(opcodes[0]); i++, id++) {
+		g = one(cq, ex, id, VRNIC_WC_ST_SUCCESS, opcodes[i].dev);
+		check(g.n == 1 && g.wr_id == id && g.status == IBV_WC_SUCCESS &&
+		      g.opcode == opcodes[i].ibv,
+		      "%s: device opcode 0x%x: n %d, status %d, opcode %d, "
+		      "want success and %d", how, opcodes[i].dev, g.n,
+		      g.status, g.opcode, opcodes[i].ibv);
+	}
+	for (i = 0; i < sizeof(bad_statuses); i++, id++) {
+		g = one(cq, ex, id, bad_statuses[i], VRNIC_WC_RDMA_WRITE);
+		check(g.n == 1 && g.wr_id == id &&
+		      g.status == IBV_WC_GENERAL_ERR &&
+		      g.vendor_err == (bad_statuses[i] |
+				       VRNIC_WC_RDMA_WRITE << 8),
+		      "%s: unknown status %u: n %d, status %d, "
+		      "vendor_err 0x%x, want GENERAL_ERR (%d)", how,
+		      bad_statuses[i], g.n, g.status, g.vendor_err,
+		      IBV_WC_GENERAL_ERR);
+	}
+	for (i = 0; i < sizeof(bad_opcodes) * 2; i++, id++) {
+		uint8_t st = i & 1 ? VRNIC_WC_ST_WR_FLUSH_ERR :
+				     VRNIC_WC_ST_SUCCESS;
+		uint8_t op = bad_opcodes[i / 2];
+
+		g = one(cq, ex, id, st, op);
+		check(g.n == 1 && g.wr_id == id &&
+		      g.status == IBV_WC_GENERAL_ERR &&
+		      g.vendor_err == (st | (uint32_t)op << 8),
+		      "%s: unknown opcode 0x%x (status %u): n %d, status %d, "
+		      "opcode %d, vendor_err 0x%x, want GENERAL_ERR (%d)",
+		      how, op, st, g.n, g.status, g.opcode, g.vendor_err,
+		      IBV_WC_GENERAL_ERR);
+	}
+}
+
+/*
+ * A completion with an unknown opcode names no queue: it frees no send
+ * WQE (a post into a full SQ still gets ENOMEM); a SEND completion for
+ * the same WQE then does.
+ */
+static void check_unknown_frees_nothing(struct ibv_cq *cq)
+{
+	struct ibv_qp *qp = create_qp(cq, 1);
+	struct ibv_wc wc;
+	int r;
+
+	if (!qp || to_rts(qp)) {
+		check(0, "no QP in RTS: %s", strerror(errno));
+		return;
+	}
+	check(!post_send(qp), "the first send");
+	check(post_send(qp) == ENOMEM, "a send into a full SQ");
+	dev_cqe(cq, 7, VRNIC_WC_ST_SUCCESS, 0x0a, qp->qp_num, 0);
+	r = ibv_poll_cq(cq, 1, &wc);
+	check(r == 1 && wc.status == IBV_WC_GENERAL_ERR,
+	      "unknown opcode on the QP: n %d, status %d", r, wc.status);
+	r = post_send(qp);
+	check(r == ENOMEM,
+	      "after a completion with an unknown opcode a send gets %d "
+	      "(%s), want ENOMEM: a WQE was freed", r, strerror(r));
+	dev_cqe(cq, 7, VRNIC_WC_ST_SUCCESS, VRNIC_WC_SEND, qp->qp_num, 0);
+	r = ibv_poll_cq(cq, 1, &wc);
+	check(r == 1 && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_SEND, "the SEND completion: n %d", r);
+	check(!post_send(qp), "a send after the SEND completion");
+	ibv_destroy_qp(qp);
+}
+
+static void test_cqe(void)
+{
+	struct ibv_cq_init_attr_ex ca = {
+		.cqe = 64,
+		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM,
+	};
+	struct ibv_cq_ex *cqx;
+	struct ibv_cq *cq;
+
+	if (!open_ctx())
+		exit(1);
+	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	cqx = ibv_create_cq_ex(ctx, &ca);
+	check(cq && cqx, "no CQs: %s", strerror(errno));
+	if (cq && cqx) {
+		check_cqes(cq, false);
+		check_cqes(ibv_cq_ex_to_cq(cqx), true);
+		check_unknown_frees_nothing(cq);
+	}
+	if (cqx)
+		ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
+	if (cq)
+		ibv_destroy_cq(cq);
+	close_ctx();
+	result("CQE status and opcode mapped value by value; unknown ones "
+	       "are IBV_WC_GENERAL_ERR and free no WQE");
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("1..1\n");
+	printf("1..2\n");
 	test_dontfork();
+	test_cqe();
 	return 0;
 }
