@@ -1688,23 +1688,25 @@ static void vrnic_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
 }
 
 /*
- * qp->state: vrnic_async_event() may move it to ERR in the thread that
- * reads async events while others post: atomics.  libibverbs itself
- * stores it plainly in ibv_modify_qp() and ibv_query_qp(), which the
- * provider cannot change; an aligned int store is single-copy atomic on
- * every architecture rdma-core builds for, and either order ends in the
- * state the application asked for, as the event only moves RTR..SQE to
- * ERR (a compare-and-swap).
+ * The QP state post_send and post_recv go by: the provider's copy, from
+ * the last successful modify_qp or query_qp (vrnic.h).  libibverbs'
+ * qp->state is not written here; a QP the device moved to ERR is flushed
+ * all the same, as ERR is postable.
  */
 static enum ibv_qp_state vrnic_qp_state(struct ibv_qp *qp)
 {
-	return __atomic_load_n(&qp->state, __ATOMIC_RELAXED);
+	return __atomic_load_n(&to_vqp(qp)->state, __ATOMIC_RELAXED);
+}
+
+static void vrnic_qp_set_state(struct vrnic_qp *qp, enum ibv_qp_state s)
+{
+	__atomic_store_n(&qp->state, s, __ATOMIC_RELAXED);
 }
 
 /*
  * IBA C10-97.2.1 and C10-49: the send queue takes work from RTS on (and is
  * flushed in ERR), the receive queue from INIT on.  Posting earlier is an
- * immediate error, as on every RNIC; ibv_modify_qp() keeps qp->state.
+ * immediate error, as on every RNIC.
  */
 static bool vrnic_sq_postable(struct ibv_qp *qp)
 {
@@ -1968,52 +1970,26 @@ int vrnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	int ret;
 
 	ret = ibv_cmd_modify_qp(qp, attr, mask, &cmd, sizeof(cmd));
-	if (!ret && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET &&
+	if (ret || !(mask & IBV_QP_STATE))
+		return ret;
+	if (attr->qp_state == IBV_QPS_RESET &&
 	    to_vqp(qp)->type != VRNIC_QPT_XRC_TGT)
 		vrnic_qp_reset(to_vqp(qp));
-	return ret;
-}
-
-/*
- * The device moved a QP that reports QP_FATAL (or a QP error) to ERR, from
- * RTR, RTS, SQD or SQE (spec "QP state"); the kernel tracks that, and so
- * does the state libibverbs caches for the QP, which ibv_modify_qp() and
- * ibv_query_qp() otherwise alone update.  A QP the application has already
- * taken back to RESET or INIT keeps its state: the event was for its
- * previous life.
- */
-void vrnic_async_event(struct ibv_context *context,
-		       struct ibv_async_event *event)
-{
-	struct ibv_qp *qp = event->element.qp;
-	enum ibv_qp_state s;
-
-	switch (event->event_type) {
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-		if (!qp)
-			break;
-		/* Posters read the state meanwhile (vrnic_qp_state()). */
-		s = vrnic_qp_state(qp);
-		while ((s == IBV_QPS_RTR || s == IBV_QPS_RTS ||
-			s == IBV_QPS_SQD || s == IBV_QPS_SQE) &&
-		       !__atomic_compare_exchange_n(&qp->state, &s, IBV_QPS_ERR,
-						    false, __ATOMIC_RELAXED,
-						    __ATOMIC_RELAXED))
-			;
-		break;
-	default:
-		break;
-	}
+	vrnic_qp_set_state(to_vqp(qp), attr->qp_state);
+	return 0;
 }
 
 int vrnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 		   struct ibv_qp_init_attr *init_attr)
 {
 	struct ibv_query_qp cmd;
+	int ret;
 
-	return ibv_cmd_query_qp(qp, attr, mask, init_attr, &cmd, sizeof(cmd));
+	ret = ibv_cmd_query_qp(qp, attr, mask, init_attr, &cmd, sizeof(cmd));
+	/* The kernel's state: ERR once the device moved the QP there. */
+	if (!ret && (mask & IBV_QP_STATE))
+		vrnic_qp_set_state(to_vqp(qp), attr->qp_state);
+	return ret;
 }
 
 int vrnic_destroy_qp(struct ibv_qp *ibqp)

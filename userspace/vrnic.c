@@ -81,7 +81,6 @@ static void vrnic_free_context(struct ibv_context *ibctx)
 static const struct verbs_context_ops vrnic_ctx_ops = {
 	.alloc_mw = vrnic_alloc_mw,
 	.alloc_pd = vrnic_alloc_pd,
-	.async_event = vrnic_async_event,
 	.bind_mw = vrnic_bind_mw,
 	.attach_mcast = ibv_cmd_attach_mcast,
 	.close_xrcd = vrnic_close_xrcd,

@@ -107,6 +107,13 @@ struct vrnic_qp {
 	bool sig_all;
 	uint32_t max_send_sge, max_recv_sge, max_inline;
 	uint32_t ops;			/* 1 << VRNIC_WR_* it may post */
+	/*
+	 * enum ibv_qp_state as of the last successful modify_qp or
+	 * query_qp: what post_send checks.  Written by the thread that
+	 * modifies or queries, read by posters: atomics.  libibverbs'
+	 * qp->state is libibverbs' own.
+	 */
+	uint32_t state;
 	/* ibv_wr_* state between wr_start and wr_complete/wr_abort */
 	uint32_t wr_start_head;
 	struct vrnic_send_wqe *wr_cur;
@@ -183,8 +190,6 @@ struct ibv_qp *vrnic_create_qp_ex(struct ibv_context *ctx,
 				  struct ibv_qp_init_attr_ex *attr);
 int vrnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		    int attr_mask);
-void vrnic_async_event(struct ibv_context *context,
-		       struct ibv_async_event *event);
 int vrnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		   int attr_mask, struct ibv_qp_init_attr *init_attr);
 int vrnic_destroy_qp(struct ibv_qp *qp);

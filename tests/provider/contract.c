@@ -14,6 +14,9 @@
  *    or an opcode the provider does not know comes out as
  *    IBV_WC_GENERAL_ERR (never raw, never a successful SEND), with the
  *    device's bytes in vendor_err, and frees no WQE.
+ * 3. An async event does not write libibverbs' qp->state.  Posting goes by
+ *    the last modify or query: a QP in ERR takes work (to flush it), as
+ *    before.
  *
  * Built with AddressSanitizer and UBSan (tsan.py).  Output: TAP.
  */
@@ -113,6 +116,15 @@ static int post_send(struct ibv_qp *qp)
 	}, *bad;
 
 	return ibv_post_send(qp, &wr, &bad);
+}
+
+static int post_recv(struct ibv_qp *qp)
+{
+	struct ibv_sge sge = { (uintptr_t)data, 8, 1 };
+	struct ibv_recv_wr wr = { .wr_id = 8, .sg_list = &sge, .num_sge = 1 },
+			   *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
 }
 
 /* The device completes: status st, opcode op, on QPN qpn (0: no QP). */
@@ -390,11 +402,65 @@ static void test_cqe(void)
 	       "are IBV_WC_GENERAL_ERR and free no WQE");
 }
 
+/* ---------------------------------------------------- 3. QP state */
+
+static void test_qp_state(void)
+{
+	struct ibv_qp_init_attr qia;
+	struct ibv_qp_attr qa;
+	struct ibv_qp *qp, *rtr;
+	struct ibv_cq *cq;
+
+	if (!open_ctx())
+		exit(1);
+	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	qp = cq ? create_qp(cq, 4) : NULL;
+	rtr = cq ? create_qp(cq, 4) : NULL;
+	if (!qp || !rtr || to_rts(qp) || move_qp(rtr, IBV_QPS_INIT) ||
+	    move_qp(rtr, IBV_QPS_RTR)) {
+		check(0, "no QPs: %s", strerror(errno));
+		goto out;
+	}
+	stub_dev_qp_error(qp);
+	stub_async_event(qp, IBV_EVENT_QP_FATAL);
+	stub_dev_qp_error(rtr);
+	stub_async_event(rtr, IBV_EVENT_QP_FATAL);
+	check(qp->state == IBV_QPS_RTS && rtr->state == IBV_QPS_RTR,
+	      "after QP_FATAL libibverbs' qp->state is %d and %d, want RTS "
+	      "(%d) and RTR (%d) as the application left them", qp->state,
+	      rtr->state, IBV_QPS_RTS, IBV_QPS_RTR);
+	check(!post_send(qp) && !post_recv(qp),
+	      "posting on an RTS QP after its QP_FATAL");
+	check(post_send(rtr) == EINVAL,
+	      "a send on an RTR QP not queried since its QP_FATAL");
+
+	/* A query learns ERR; ERR takes work, to flush it. */
+	check(!ibv_query_qp(rtr, &qa, IBV_QP_STATE, &qia) &&
+	      qa.qp_state == IBV_QPS_ERR, "query after the device's ERR");
+	check(!post_send(rtr) && !post_recv(rtr),
+	      "posting on a QP a query found in ERR");
+	check(!move_qp(qp, IBV_QPS_ERR) && !post_send(qp) && !post_recv(qp),
+	      "posting on a QP moved to ERR");
+	check(!move_qp(qp, IBV_QPS_RESET) && post_send(qp) == EINVAL &&
+	      post_recv(qp) == EINVAL, "posting on a QP moved to RESET");
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (rtr)
+		ibv_destroy_qp(rtr);
+	if (cq)
+		ibv_destroy_cq(cq);
+	close_ctx();
+	result("async events leave qp->state alone; posting goes by modify "
+	       "and query, ERR still flushes");
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("1..2\n");
+	printf("1..3\n");
 	test_dontfork();
 	test_cqe();
+	test_qp_state();
 	return 0;
 }

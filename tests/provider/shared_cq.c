@@ -249,7 +249,8 @@ static void *destroyer(void *arg)
 
 /*
  * QP_FATAL on the QPs nobody destroys (an event holds its QP), while the
- * posters post on them: the provider moves the QP to ERR in this thread.
+ * posters post on them: libibverbs hands the event to the provider in this
+ * thread (which no longer does anything with it: issue 23).
  */
 static void *events(void *arg)
 {

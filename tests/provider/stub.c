@@ -54,6 +54,7 @@ struct stub_cq {
 
 static struct stub_cq cqs[STUB_MAX_OBJ];
 static struct ibv_qp_cap qp_caps[STUB_MAX_OBJ];	/* the kernel's */
+static enum ibv_qp_state qp_states[STUB_MAX_OBJ];	/* the kernel's */
 static bool cq_live[STUB_MAX_OBJ], qp_live[STUB_MAX_OBJ];
 static bool srq_live[STUB_MAX_OBJ];
 static uint16_t cq_gen[STUB_MAX_OBJ], qp_gen[STUB_MAX_OBJ];
@@ -437,6 +438,7 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 		uresp.max_recv_sge = max_recv_sge;
 	}
 	pthread_mutex_lock(&stub_lock);
+	qp_states[qpn & VRNIC_OBJ_INDEX_MASK] = IBV_QPS_RESET;
 	qp_caps[qpn & VRNIC_OBJ_INDEX_MASK] = (struct ibv_qp_cap) {
 		.max_send_wr = resp->max_send_wr,
 		.max_recv_wr = resp->max_recv_wr,
@@ -507,7 +509,19 @@ int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		      int attr_mask, struct ibv_modify_qp *cmd,
 		      size_t cmd_size)
 {
+	if (attr_mask & IBV_QP_STATE) {
+		pthread_mutex_lock(&stub_lock);
+		qp_states[qp->handle & VRNIC_OBJ_INDEX_MASK] = attr->qp_state;
+		pthread_mutex_unlock(&stub_lock);
+	}
 	return 0;
+}
+
+void stub_dev_qp_error(struct ibv_qp *qp)
+{
+	pthread_mutex_lock(&stub_lock);
+	qp_states[qp->handle & VRNIC_OBJ_INDEX_MASK] = IBV_QPS_ERR;
+	pthread_mutex_unlock(&stub_lock);
 }
 
 /* From here on the device writes no completion for the QP. */
@@ -529,8 +543,9 @@ int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 	memset(init_attr, 0, sizeof(*init_attr));
 	pthread_mutex_lock(&stub_lock);
 	attr->cap = qp_caps[qp->handle & VRNIC_OBJ_INDEX_MASK];
+	attr->qp_state = qp_states[qp->handle & VRNIC_OBJ_INDEX_MASK];
 	pthread_mutex_unlock(&stub_lock);
-	attr->qp_state = qp->state;
+	attr->cur_qp_state = attr->qp_state;
 	init_attr->cap = attr->cap;
 	init_attr->qp_type = qp->qp_type;
 	init_attr->send_cq = qp->send_cq;
@@ -891,7 +906,11 @@ struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 		 struct ibv_qp_init_attr *init_attr)
 {
-	return stub_ops->query_qp(qp, attr, mask, init_attr);
+	int ret = stub_ops->query_qp(qp, attr, mask, init_attr);
+
+	if (!ret && (mask & IBV_QP_STATE))
+		qp->state = attr->qp_state;
+	return ret;
 }
 
 struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
@@ -922,5 +941,6 @@ void stub_async_event(struct ibv_qp *qp, enum ibv_event_type type)
 {
 	struct ibv_async_event ev = { .element.qp = qp, .event_type = type };
 
-	stub_ops->async_event(qp->context, &ev);
+	if (stub_ops->async_event)	/* else libibverbs' no-op */
+		stub_ops->async_event(qp->context, &ev);
 }

@@ -22,6 +22,9 @@ struct ibv_context *stub_open_device(void);
  */
 int stub_dev_cqe(uint32_t cqn, const struct vrnic_cqe *cqe);
 
+/* Device: qp goes to ERR (ibv_query_qp() reports it from now on). */
+void stub_dev_qp_error(struct ibv_qp *qp);
+
 /* ibv_get_async_event() returning event type on qp (the kernel's). */
 void stub_async_event(struct ibv_qp *qp, enum ibv_event_type type);
 
