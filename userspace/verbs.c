@@ -333,9 +333,12 @@ int vrnic_destroy_ah(struct ibv_ah *ibah)
 
 static void vrnic_cq_free(struct vrnic_cq *cq);
 
-static struct vrnic_cq *vrnic_cq_alloc(struct vrnic_context *ctx, int cqe)
+/* need_lock false: the application's single thread alone uses the CQ. */
+static struct vrnic_cq *vrnic_cq_alloc(struct vrnic_context *ctx, int cqe,
+				       bool need_lock)
 {
 	struct vrnic_cq *cq;
+	int ret;
 
 	if (cqe < 1 || cqe > (1 << VRNIC_MAX_CQ_LOG_DEPTH)) {
 		errno = EINVAL;
@@ -344,9 +347,10 @@ static struct vrnic_cq *vrnic_cq_alloc(struct vrnic_context *ctx, int cqe)
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return NULL;
-	errno = pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
-	if (errno) {
+	ret = vrnic_spinlock_init(&cq->lock, need_lock);
+	if (ret) {
 		free(cq);
+		errno = ret;
 		return NULL;
 	}
 	cq->log_depth = vrnic_log2(cqe < 2 ? 2 : cqe);
@@ -366,7 +370,7 @@ static struct vrnic_cq *vrnic_cq_alloc(struct vrnic_context *ctx, int cqe)
 
 static void vrnic_cq_free(struct vrnic_cq *cq)
 {
-	pthread_spin_destroy(&cq->lock);
+	vrnic_spinlock_destroy(&cq->lock);
 	vrnic_free_queue(cq->ring, cq->ring_size);
 	vrnic_dbrec_free(cq->vctx, cq->dbrec);
 	free(cq);
@@ -410,7 +414,7 @@ struct ibv_cq *vrnic_create_cq(struct ibv_context *ctx, int cqe,
 	int err;
 	struct uvrnic_create_cq_resp resp = {};
 	struct uvrnic_create_cq cmd = {};
-	struct vrnic_cq *cq = vrnic_cq_alloc(to_vctx(ctx), cqe);
+	struct vrnic_cq *cq = vrnic_cq_alloc(to_vctx(ctx), cqe, true);
 
 	if (!cq)
 		return NULL;
@@ -606,12 +610,12 @@ int vrnic_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	struct vrnic_cq *cq = to_vcq(ibcq);
 	int n = 0;
 
-	pthread_spin_lock(&cq->lock);
+	vrnic_spin_lock(&cq->lock);
 	while (n < ne && !vrnic_poll_one(ctx, cq, &wc[n]))
 		n++;
 	if (n)
 		cq->dbrec->ci = htole32(cq->ci);
-	pthread_spin_unlock(&cq->lock);
+	vrnic_spin_unlock(&cq->lock);
 	return n;
 }
 
@@ -667,9 +671,9 @@ static void vrnic_qp_clean_cqs(struct vrnic_qp *qp)
 		if (!cqs[i] || (i == 1 && cqs[1] == cqs[0]))
 			continue;
 		cq = to_vcq(cqs[i]);
-		pthread_spin_lock(&cq->lock);
+		vrnic_spin_lock(&cq->lock);
 		vrnic_cq_clean(cq, qp->qpn);
-		pthread_spin_unlock(&cq->lock);
+		vrnic_spin_unlock(&cq->lock);
 	}
 }
 
@@ -699,10 +703,10 @@ static int vrnic_cqx_start_poll(struct ibv_cq_ex *cqx,
 
 	if (attr->comp_mask)
 		return EINVAL;
-	pthread_spin_lock(&cq->lock);
+	vrnic_spin_lock(&cq->lock);
 	ret = vrnic_cqx_fill(cqx);
 	if (ret)
-		pthread_spin_unlock(&cq->lock);
+		vrnic_spin_unlock(&cq->lock);
 	return ret;
 }
 
@@ -716,7 +720,7 @@ static void vrnic_cqx_end_poll(struct ibv_cq_ex *cqx)
 	struct vrnic_cq *cq = cqx_to_vcq(cqx);
 
 	cq->dbrec->ci = htole32(cq->ci);
-	pthread_spin_unlock(&cq->lock);
+	vrnic_spin_unlock(&cq->lock);
 }
 
 static enum ibv_wc_opcode vrnic_cqx_read_opcode(struct ibv_cq_ex *cqx)
@@ -781,11 +785,12 @@ struct ibv_cq_ex *vrnic_create_cq_ex(struct ibv_context *ctx,
 	struct uvrnic_create_cq_ex cmd = {};
 	struct ibv_cq_ex *cqx;
 	struct vrnic_cq *cq;
+	bool single;
 	int err;
 
 	/*
-	 * SINGLE_THREADED is a hint (the CQ lock stays); IGNORE_OVERRUN and
-	 * parent domains are not supported.
+	 * SINGLE_THREADED: the CQ goes without its lock.  IGNORE_OVERRUN
+	 * and parent domains are not supported.
 	 */
 	if ((attr->wc_flags & ~VRNIC_CQX_WC_FLAGS) ||
 	    (attr->comp_mask & ~IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
@@ -794,7 +799,9 @@ struct ibv_cq_ex *vrnic_create_cq_ex(struct ibv_context *ctx,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	cq = vrnic_cq_alloc(to_vctx(ctx), attr->cqe);
+	single = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+		 (attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
+	cq = vrnic_cq_alloc(to_vctx(ctx), attr->cqe, !single);
 	if (!cq)
 		return NULL;
 	cmd.buf_addr = (uintptr_t)cq->ring;
@@ -835,13 +842,13 @@ int vrnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	uint32_t cmd = solicited_only ? VRNIC_CQ_ARM_SOLICITED :
 					VRNIC_CQ_ARM_NEXT;
 
-	pthread_spin_lock(&cq->lock);
+	vrnic_spin_lock(&cq->lock);
 	cq->arm_sn++;
 	mmio_write32_le((uint8_t *)ctx->db_page + VRNIC_DB_CQ_ARM,
 			htole32(cq->cqn | cmd << VRNIC_CQ_ARM_CMD_SHIFT |
 				(uint32_t)(cq->arm_sn & 0xf)
 					<< VRNIC_CQ_ARM_SN_SHIFT));
-	pthread_spin_unlock(&cq->lock);
+	vrnic_spin_unlock(&cq->lock);
 	return 0;
 }
 

@@ -8,6 +8,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include <infiniband/driver.h>
 
@@ -45,6 +47,52 @@ enum {
 	VRNIC_SPEC_MINOR_XRC_MW	= 5,	/* XRC, windows, ATOMIC_WRITE, FLUSH */
 };
 
+/*
+ * A spinlock that an object created for one thread only does not take
+ * (IBV_CREATE_CQ_ATTR_SINGLE_THREADED), as mlx5's mlx5_spinlock: the
+ * application promised that no two threads use the object at once, so the
+ * lock only checks that promise, cheaply and not reliably.
+ */
+struct vrnic_spinlock {
+	pthread_spinlock_t lock;
+	bool need_lock;
+	bool in_use;		/* !need_lock: held by the one thread */
+};
+
+static inline int vrnic_spinlock_init(struct vrnic_spinlock *l, bool need_lock)
+{
+	l->need_lock = need_lock;
+	l->in_use = false;
+	return pthread_spin_init(&l->lock, PTHREAD_PROCESS_PRIVATE);
+}
+
+static inline void vrnic_spinlock_destroy(struct vrnic_spinlock *l)
+{
+	pthread_spin_destroy(&l->lock);
+}
+
+static inline void vrnic_spin_lock(struct vrnic_spinlock *l)
+{
+	if (l->need_lock) {
+		pthread_spin_lock(&l->lock);
+		return;
+	}
+	if (l->in_use) {
+		fprintf(stderr,
+			"vrnic: a single-threaded CQ is used by two threads\n");
+		abort();
+	}
+	l->in_use = true;
+}
+
+static inline void vrnic_spin_unlock(struct vrnic_spinlock *l)
+{
+	if (l->need_lock)
+		pthread_spin_unlock(&l->lock);
+	else
+		l->in_use = false;
+}
+
 struct vrnic_context {
 	struct verbs_context ibv_ctx;
 	void *db_page;		/* this context's doorbell page (BAR2) */
@@ -59,7 +107,7 @@ struct vrnic_context {
 
 struct vrnic_cq {
 	struct verbs_cq vcq;
-	pthread_spinlock_t lock;
+	struct vrnic_spinlock lock;	/* no lock if SINGLE_THREADED */
 	struct vrnic_cqe *ring;
 	size_t ring_size;
 	uint32_t log_depth;

@@ -17,6 +17,10 @@
  * 3. An async event does not write libibverbs' qp->state.  Posting goes by
  *    the last modify or query: a QP in ERR takes work (to flush it), as
  *    before.
+ * 4. A CQ created IBV_CREATE_CQ_ATTR_SINGLE_THREADED is polled, armed and
+ *    cleaned without taking a lock (pthread_spin_lock is wrapped and
+ *    counted: tsan.py links this test with --wrap), and works; a CQ without
+ *    the flag takes its lock.
  *
  * Built with AddressSanitizer and UBSan (tsan.py).  Output: TAP.
  */
@@ -60,6 +64,17 @@ static void result(const char *name)
 {
 	printf("%sok %d - %s\n", failures ? "not " : "", ++test_no, name);
 	failures = 0;
+}
+
+/* pthread_spin_lock() calls, whoever makes them (-Wl,--wrap). */
+static unsigned long spin_locks;
+int __real_pthread_spin_lock(pthread_spinlock_t *lock);
+int __wrap_pthread_spin_lock(pthread_spinlock_t *lock);
+
+int __wrap_pthread_spin_lock(pthread_spinlock_t *lock)
+{
+	__atomic_fetch_add(&spin_locks, 1, __ATOMIC_RELAXED);
+	return __real_pthread_spin_lock(lock);
 }
 
 /* A fresh context and PD: no doorbell record page in its pool yet. */
@@ -455,12 +470,86 @@ out:
 	       "and query, ERR still flushes");
 }
 
+/* ---------------------------------------------- 4. SINGLE_THREADED */
+
+/* Polls, arms and purges on cq: the pthread_spin_lock() calls made. */
+static unsigned long use_cq(struct ibv_cq_ex *cqx, uint64_t base)
+{
+	struct ibv_cq *cq = ibv_cq_ex_to_cq(cqx);
+	struct ibv_poll_cq_attr pa = {};
+	struct ibv_qp *qp = create_qp(cq, 4);
+	unsigned long before;
+	struct ibv_wc wc[4];
+	int i, n;
+
+	if (!qp || to_rts(qp)) {
+		check(0, "no QP: %s", strerror(errno));
+		return 0;
+	}
+	for (i = 0; i < 6; i++)
+		check(!dev_cqe(cq, base + i, VRNIC_WC_ST_SUCCESS,
+			       i < 3 ? VRNIC_WC_RECV : VRNIC_WC_SEND,
+			       i & 1 ? qp->qp_num : 0, 0),
+		      "the device's completion %d", i);
+	before = __atomic_load_n(&spin_locks, __ATOMIC_RELAXED);
+	check(!ibv_start_poll(cqx, &pa) && cqx->wr_id == base &&
+	      ibv_wc_read_opcode(cqx) == IBV_WC_RECV,
+	      "start_poll: wr_id %llu", (unsigned long long)cqx->wr_id);
+	check(!ibv_next_poll(cqx) && cqx->wr_id == base + 1,
+	      "next_poll: wr_id %llu", (unsigned long long)cqx->wr_id);
+	ibv_end_poll(cqx);
+	n = ibv_poll_cq(cq, 1, wc);
+	check(n == 1 && wc[0].wr_id == base + 2 && wc[0].opcode == IBV_WC_RECV,
+	      "poll_cq: %d", n);
+	check(!ibv_req_notify_cq(cq, 0), "req_notify_cq");
+	/* Its completions (3 and 5) are purged, 4 stays. */
+	check(!ibv_destroy_qp(qp), "destroy_qp");
+	n = ibv_poll_cq(cq, 4, wc);
+	check(n == 1 && wc[0].wr_id == base + 4 && wc[0].opcode == IBV_WC_SEND,
+	      "poll_cq after destroy_qp: %d (wr_id %llu)", n,
+	      n > 0 ? (unsigned long long)wc[0].wr_id : 0ull);
+	return __atomic_load_n(&spin_locks, __ATOMIC_RELAXED) - before;
+}
+
+static void test_single_threaded(void)
+{
+	struct ibv_cq_init_attr_ex ca = {
+		.cqe = 32,
+		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN,
+		.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+		.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED,
+	};
+	struct ibv_cq_ex *single, *shared;
+	unsigned long locks;
+
+	if (!open_ctx())
+		exit(1);
+	single = ibv_create_cq_ex(ctx, &ca);
+	ca.comp_mask = 0;
+	shared = ibv_create_cq_ex(ctx, &ca);
+	check(single && shared, "no CQs: %s", strerror(errno));
+	if (single && shared) {
+		locks = use_cq(single, 1000);
+		check(!locks, "a SINGLE_THREADED CQ took a spinlock %lu times",
+		      locks);
+		locks = use_cq(shared, 2000);
+		check(locks, "a CQ without SINGLE_THREADED took no spinlock");
+	}
+	if (single)
+		ibv_destroy_cq(ibv_cq_ex_to_cq(single));
+	if (shared)
+		ibv_destroy_cq(ibv_cq_ex_to_cq(shared));
+	close_ctx();
+	result("IBV_CREATE_CQ_ATTR_SINGLE_THREADED: no lock, and the CQ works");
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("1..3\n");
+	printf("1..4\n");
 	test_dontfork();
 	test_cqe();
 	test_qp_state();
+	test_single_threaded();
 	return 0;
 }

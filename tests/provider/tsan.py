@@ -62,6 +62,8 @@ PROGRAMS = {
                   "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"],
                  "ASan+UBSan"),
 }
+# program: extra link flags (contract counts pthread_spin_lock() calls)
+LDFLAGS = {"contract": ["-Wl,--wrap=pthread_spin_lock"]}
 
 
 def run(cmd, **kw):
@@ -122,7 +124,7 @@ def build(out, commit, top, prog):
             return False, "compiling %s failed" % os.path.relpath(src, TOP)
         objs.append(obj)
     p = run([CC] + san + ["-o", os.path.join(bld, prog)] + objs +
-            ["-lpthread"])
+            LDFLAGS.get(prog, []) + ["-lpthread"])
     if p.returncode:
         print(p.stdout.strip())
         return False, "linking %s failed" % prog
