@@ -887,6 +887,7 @@ static struct vrnic_srq *vrnic_srq_alloc(struct vrnic_context *ctx,
 					 struct vrnic_create_srq_cmd *cmd)
 {
 	struct vrnic_srq *srq;
+	int ret;
 
 	if (attr->max_wr < 1 || attr->max_wr > (1u << VRNIC_MAX_WQ_LOG_DEPTH) ||
 	    attr->max_sge > VRNIC_MAX_SGE) {
@@ -896,9 +897,10 @@ static struct vrnic_srq *vrnic_srq_alloc(struct vrnic_context *ctx,
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return NULL;
-	errno = pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
-	if (errno) {
+	ret = pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	if (ret) {
 		free(srq);
+		errno = ret;
 		return NULL;
 	}
 	srq->log = vrnic_log2(attr->max_wr);

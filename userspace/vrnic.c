@@ -124,6 +124,7 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 	struct uvrnic_alloc_ucontext_resp resp = {};
 	struct uvrnic_alloc_ucontext cmd = {};	/* comp_mask: nothing asked */
 	struct vrnic_context *ctx;
+	int ret;
 
 	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
 					   RDMA_DRIVER_UNKNOWN);
@@ -158,20 +159,20 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 		goto err_free;
 	}
 
-	errno = pthread_mutex_init(&ctx->qp_table_mutex, NULL);
-	if (errno) {
-		munmap(ctx->db_page, ctx->db_page_size);
-		goto err_free;
-	}
-	errno = pthread_mutex_init(&ctx->dbrec_mutex, NULL);
-	if (errno) {
+	ret = pthread_mutex_init(&ctx->qp_table_mutex, NULL);
+	if (ret)
+		goto err_unmap;
+	ret = pthread_mutex_init(&ctx->dbrec_mutex, NULL);
+	if (ret) {
 		pthread_mutex_destroy(&ctx->qp_table_mutex);
-		munmap(ctx->db_page, ctx->db_page_size);
-		goto err_free;
+		goto err_unmap;
 	}
 	verbs_set_ops(&ctx->ibv_ctx, &vrnic_ctx_ops);
 	return &ctx->ibv_ctx;
 
+err_unmap:
+	munmap(ctx->db_page, ctx->db_page_size);
+	errno = ret;	/* pthread_mutex_init() does not set it */
 err_free:
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);
