@@ -82,7 +82,8 @@ static void vrnic_free_queue(void *p, size_t size)
  * counts its users.  A page goes back when its last record is freed,
  * which is after the kernel destroyed the last object using it.  Pages
  * of objects never destroyed stay allocated, like their rings: the device
- * may write them until the context is closed.
+ * may write them until the context is closed, and then they go
+ * (vrnic_dbrec_pool_free()).
  */
 #define VRNIC_DBREC_SIZE	8
 #define VRNIC_DBRECS		(VRNIC_PAGE / VRNIC_DBREC_SIZE)
@@ -161,6 +162,22 @@ static void vrnic_dbrec_free(struct vrnic_context *ctx, void *rec)
 		break;
 	}
 	pthread_mutex_unlock(&ctx->dbrec_mutex);
+}
+
+/*
+ * Context close: the pages still holding records of objects the application
+ * never destroyed.  Only once the command file is closed (the kernel has
+ * destroyed those objects with the context, so the device writes no more).
+ */
+void vrnic_dbrec_pool_free(struct vrnic_context *ctx)
+{
+	struct vrnic_dbrec_page *p;
+
+	while ((p = ctx->dbrec_pages)) {
+		ctx->dbrec_pages = p->next;
+		vrnic_free_queue(p->page, VRNIC_PAGE);
+		free(p);
+	}
 }
 
 static uint32_t vrnic_log2(uint32_t v)

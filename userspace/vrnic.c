@@ -74,7 +74,8 @@ static void vrnic_free_context(struct ibv_context *ibctx)
 		munmap(ctx->db_page, ctx->db_page_size);
 	pthread_mutex_destroy(&ctx->qp_table_mutex);
 	pthread_mutex_destroy(&ctx->dbrec_mutex);
-	verbs_uninit_context(&ctx->ibv_ctx);
+	verbs_uninit_context(&ctx->ibv_ctx);	/* closes the command file */
+	vrnic_dbrec_pool_free(ctx);
 	free(ctx);
 }
 

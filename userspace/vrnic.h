@@ -199,6 +199,7 @@ static inline struct vrnic_qp *to_vqp(struct ibv_qp *ibqp)
 	return container_of(ibqp, struct vrnic_qp, vqp.qp);
 }
 
+void vrnic_dbrec_pool_free(struct vrnic_context *ctx);
 struct ibv_mr *vrnic_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 			    uint64_t hca_va, int access);
 int vrnic_dereg_mr(struct verbs_mr *vmr);

@@ -21,6 +21,9 @@
  *    cleaned without taking a lock (pthread_spin_lock is wrapped and
  *    counted: tsan.py links this test with --wrap), and works; a CQ without
  *    the flag takes its lock.
+ * 5. Closing a context frees the doorbell record pages of objects the
+ *    application never destroyed (the kernel destroyed them with the
+ *    context).
  *
  * Built with AddressSanitizer and UBSan (tsan.py).  Output: TAP.
  */
@@ -543,13 +546,38 @@ static void test_single_threaded(void)
 	result("IBV_CREATE_CQ_ATTR_SINGLE_THREADED: no lock, and the CQ works");
 }
 
+/* ------------------------------------------- 5. close frees the pool */
+
+static void test_close(void)
+{
+	long before, made;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+
+	before = stub_dontfork_ranges();
+	if (!open_ctx())
+		exit(1);
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	qp = cq ? create_qp(cq, 4) : NULL;
+	check(qp != NULL, "no CQ or QP: %s", strerror(errno));
+	made = stub_dontfork_ranges() - before;
+	/* The CQ ring, SQ and RQ rings, and one record page for both. */
+	check(made == 4, "%ld ranges protected for a CQ and a QP", made);
+	close_ctx();	/* the application never destroys them */
+	made = stub_dontfork_ranges() - before;
+	check(made == 3, "after close %ld ranges protected, want 3 (the "
+	      "rings of the objects the application leaked)", made);
+	result("closing a context frees the doorbell record pages it holds");
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("1..4\n");
+	printf("1..5\n");
 	test_dontfork();
 	test_cqe();
 	test_qp_state();
 	test_single_threaded();
+	test_close();
 	return 0;
 }

@@ -776,10 +776,19 @@ void *_verbs_init_and_alloc_context(struct ibv_device *device, int cmd_fd,
 	return drv;
 }
 
+/*
+ * Closing the command file destroys what the context still holds, as
+ * uverbs does (one context at a time: all of it).
+ */
 void verbs_uninit_context(struct verbs_context *vctx)
 {
 	close(vctx->context.cmd_fd);
 	pthread_mutex_destroy(&vctx->context.mutex);
+	pthread_mutex_lock(&stub_lock);
+	memset(cq_live, 0, sizeof(cq_live));
+	memset(qp_live, 0, sizeof(qp_live));
+	memset(srq_live, 0, sizeof(srq_live));
+	pthread_mutex_unlock(&stub_lock);
 }
 
 /* libibverbs' __lib_ibv_create_cq_ex(), behind ibv_create_cq_ex(). */
