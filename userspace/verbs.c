@@ -606,12 +606,14 @@ static int vrnic_poll_one(struct vrnic_context *ctx, struct vrnic_cq *cq,
 		w->wc_flags |= IBV_WC_GRH;
 	/*
 	 * A completion frees its WQE and every WQE before it.  With an
-	 * unknown opcode it is not known which queue's: free none rather
-	 * than let a poster overwrite WQEs the device may still read.
+	 * opcode the spec does not define it is not known which queue's:
+	 * free none rather than let a poster overwrite WQEs the device may
+	 * still read.  REG_MR (a WQE asked for it) is the send queue's.
 	 */
 	qp = __atomic_load_n(&ctx->qp_table[qpn & VRNIC_OBJ_INDEX_MASK],
 			     __ATOMIC_ACQUIRE);
-	if (qp && qp->qpn == qpn && opcode_ok) {
+	if (qp && qp->qpn == qpn &&
+	    (opcode_ok || cqe->opcode == VRNIC_WC_REG_MR)) {
 		if (cqe->opcode & VRNIC_WC_RECV)
 			vrnic_set_tail(&qp->rq_tail, le32toh(cqe->wqe_idx) + 1);
 		else

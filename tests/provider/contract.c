@@ -13,7 +13,8 @@
  *    ibv_poll_cq() and through ibv_start_poll()/ibv_next_poll(); a status
  *    or an opcode the provider does not know comes out as
  *    IBV_WC_GENERAL_ERR (never raw, never a successful SEND), with the
- *    device's bytes in vendor_err, and frees no WQE.
+ *    device's bytes in vendor_err, and frees no WQE; so does REG_MR (the
+ *    kernel's), which frees its send WQE.
  * 3. An async event does not write libibverbs' qp->state.  Posting goes by
  *    the last modify or query: a QP in ERR takes work (to flush it), as
  *    before.
@@ -361,13 +362,28 @@ static void check_cqes(struct ibv_cq *cq, bool ex)
 
 /*
  * A completion with an unknown opcode names no queue: it frees no send
- * WQE (a post into a full SQ still gets ENOMEM); a SEND completion for
- * the same WQE then does.
+ * WQE (a post into a full SQ still gets ENOMEM).  REG_MR is a send
+ * queue's (the device writes it if a WQE asks for it, with an error for a
+ * user QP): reported as GENERAL_ERR all the same, but it frees its WQE, as
+ * a SEND completion does.
  */
 static void check_unknown_frees_nothing(struct ibv_cq *cq)
 {
+	static const struct {
+		uint8_t st, op;
+		enum ibv_wc_status want;
+		bool frees;
+	} cases[] = {
+		{ VRNIC_WC_ST_SUCCESS, 0x0a, IBV_WC_GENERAL_ERR, false },
+		{ VRNIC_WC_ST_WR_FLUSH_ERR, 0xc0, IBV_WC_GENERAL_ERR, false },
+		{ VRNIC_WC_ST_LOC_QP_OP_ERR, VRNIC_WC_REG_MR,
+		  IBV_WC_GENERAL_ERR, true },
+		{ VRNIC_WC_ST_SUCCESS, VRNIC_WC_SEND, IBV_WC_SUCCESS, true },
+	};
 	struct ibv_qp *qp = create_qp(cq, 1);
+	uint32_t idx = 0;
 	struct ibv_wc wc;
+	unsigned int i;
 	int r;
 
 	if (!qp || to_rts(qp)) {
@@ -375,20 +391,22 @@ static void check_unknown_frees_nothing(struct ibv_cq *cq)
 		return;
 	}
 	check(!post_send(qp), "the first send");
-	check(post_send(qp) == ENOMEM, "a send into a full SQ");
-	dev_cqe(cq, 7, VRNIC_WC_ST_SUCCESS, 0x0a, qp->qp_num, 0);
-	r = ibv_poll_cq(cq, 1, &wc);
-	check(r == 1 && wc.status == IBV_WC_GENERAL_ERR,
-	      "unknown opcode on the QP: n %d, status %d", r, wc.status);
-	r = post_send(qp);
-	check(r == ENOMEM,
-	      "after a completion with an unknown opcode a send gets %d "
-	      "(%s), want ENOMEM: a WQE was freed", r, strerror(r));
-	dev_cqe(cq, 7, VRNIC_WC_ST_SUCCESS, VRNIC_WC_SEND, qp->qp_num, 0);
-	r = ibv_poll_cq(cq, 1, &wc);
-	check(r == 1 && wc.status == IBV_WC_SUCCESS &&
-	      wc.opcode == IBV_WC_SEND, "the SEND completion: n %d", r);
-	check(!post_send(qp), "a send after the SEND completion");
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		check(post_send(qp) == ENOMEM, "a send into a full SQ");
+		dev_cqe(cq, 7, cases[i].st, cases[i].op, qp->qp_num, idx);
+		r = ibv_poll_cq(cq, 1, &wc);
+		check(r == 1 && wc.status == cases[i].want,
+		      "opcode 0x%x, status %u on the QP: n %d, status %d, "
+		      "want %d", cases[i].op, cases[i].st, r, wc.status,
+		      cases[i].want);
+		r = post_send(qp);
+		check(r == (cases[i].frees ? 0 : ENOMEM),
+		      "after a completion with opcode 0x%x a send gets %d "
+		      "(%s): want %s", cases[i].op, r, strerror(r),
+		      cases[i].frees ? "0, its WQE freed" :
+				       "ENOMEM, no WQE freed");
+		idx += cases[i].frees;
+	}
 	ibv_destroy_qp(qp);
 }
 
