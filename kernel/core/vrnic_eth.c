@@ -420,9 +420,14 @@ static void vrnic_rings_stop(struct vrnic_netdev_priv *priv)
 {
 	struct vrnic_pf *pf = priv->pf;
 
-	netif_tx_disable(pf->netdev);
+	/* NAPI first: a running poll wakes the queue when it reaps TX
+	 * descriptors, and under ndo_change_mtu the qdisc is live, so a
+	 * wake after netif_tx_disable() would let start_xmit post to the
+	 * rings while they are swapped and freed.
+	 */
 	WRITE_ONCE(priv->rings_live, false);
 	napi_disable(&priv->napi);
+	netif_tx_disable(pf->netdev);
 	/* Once destroyed, the device no longer touches the buffers. */
 	vrnic_ring_destroy(pf, &priv->tx, VRNIC_ETH_RING_TX);
 	vrnic_ring_destroy(pf, &priv->rx, VRNIC_ETH_RING_RX);
@@ -555,22 +560,22 @@ static netdev_tx_t vrnic_start_xmit(struct sk_buff *skb,
 	dma_addr_t dma;
 	u32 idx;
 
-	/* Cannot happen: the queue is stopped before the ring fills up. */
+	/* Cannot happen: the queue is stopped before the ring fills up.
+	 * Announce what earlier xmit_more frames left unannounced.
+	 */
 	if (unlikely(!vrnic_ring_free(r))) {
 		netif_tx_stop_queue(txq);
 		netdev_err_once(ndev, "TX ring full while the queue is awake\n");
+		vrnic_ring_doorbell(priv->pf, VRNIC_DB_ETH_TX, r->pi);
 		return NETDEV_TX_BUSY;
 	}
-	if (skb_put_padto(skb, ETH_ZLEN)) {
-		dev_core_stats_tx_dropped_inc(ndev);
-		return NETDEV_TX_OK;
-	}
+	if (skb_put_padto(skb, ETH_ZLEN))
+		goto drop;	/* freed */
 	len = skb->len;
 	dma = dma_map_single(dev, skb->data, len, DMA_TO_DEVICE);
 	if (dma_mapping_error(dev, dma)) {
-		dev_core_stats_tx_dropped_inc(ndev);
 		dev_kfree_skb_any(skb);
-		return NETDEV_TX_OK;
+		goto drop;
 	}
 	idx = r->pi & (r->depth - 1);
 	b = &r->bufs[idx];
@@ -596,6 +601,15 @@ static netdev_tx_t vrnic_start_xmit(struct sk_buff *skb,
 	 * still awake to send them).
 	 */
 	if (__netdev_tx_sent_queue(txq, len, netdev_xmit_more()))
+		vrnic_ring_doorbell(priv->pf, VRNIC_DB_ETH_TX, r->pi);
+	return NETDEV_TX_OK;
+
+drop:
+	dev_core_stats_tx_dropped_inc(ndev);
+	/* Frames queued before with xmit_more wait for this doorbell; a
+	 * doorbell with nothing new makes the device look again, no more.
+	 */
+	if (!netdev_xmit_more())
 		vrnic_ring_doorbell(priv->pf, VRNIC_DB_ETH_TX, r->pi);
 	return NETDEV_TX_OK;
 }
