@@ -8,6 +8,7 @@
 #ifndef _VRNIC_H_
 #define _VRNIC_H_
 
+#include <linux/mutex.h>
 #include <linux/netdevice.h>
 #include <linux/pci.h>
 #include <linux/spinlock.h>
@@ -176,6 +177,7 @@ struct vrnic_qp {
 	u32 sq_log, rq_log, sq_shift, rq_shift;
 	u32 max_send_sge, max_recv_sge, max_inline;
 	bool sig_all;
+	struct mutex state_lock;	/* modify_qp, attr */
 	struct vrnic_qp_attr attr;	/* what the device was last told */
 	/* kernel QPs */
 	void *sq;

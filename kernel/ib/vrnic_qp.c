@@ -179,6 +179,7 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 				      cap->max_inline_data);
 	qp->rq_shift = vrnic_rq_shift(cap->max_recv_sge);
 	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+	mutex_init(&qp->state_lock);
 	spin_lock_init(&qp->sq_lock);
 	spin_lock_init(&qp->rq_lock);
 
@@ -342,6 +343,7 @@ int vrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct vrnic_qp *qp = to_vqp(ibqp);
 	bool free;
 
+	mutex_destroy(&qp->state_lock);
 	free = vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_QP, qp->qpn, "QP");
 	if (!free && !udata && qp->type != VRNIC_QPT_XRC_TGT)
 		free = vrnic_kernel_destroy_refused(vdev, "kernel QP");
@@ -450,8 +452,8 @@ static void vrnic_qp_restart(struct vrnic_qp *qp)
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 }
 
-int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
-		    struct ib_udata *udata)
+static int __vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+			     int mask)
 {
 	struct vrnic_dev *vdev = to_vdev(ibqp->device);
 	struct vrnic_qp *qp = to_vqp(ibqp);
@@ -462,8 +464,7 @@ int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	u32 vmask = 0;
 	int ret;
 
-	if (mask & ~VRNIC_QP_SUPPORTED_MASK)
-		return -EOPNOTSUPP;
+	lockdep_assert_held(&qp->state_lock);
 	/*
 	 * Controlled Q_Keys (IBA 10.2.5) are ib_core's policy: uverbs refuses
 	 * them to processes without CAP_NET_RAW unless the administrator set
@@ -570,6 +571,24 @@ int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	}
 out:
 	vrnic_pf_cmd_buf_free(vdev->pf, a, a_dma);
+	return ret;
+}
+
+/*
+ * uverbs takes the QP shared for modify: two callers at once would race on
+ * the state checked, qp->attr and the restart of the rings.
+ */
+int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata)
+{
+	struct vrnic_qp *qp = to_vqp(ibqp);
+	int ret;
+
+	if (mask & ~VRNIC_QP_SUPPORTED_MASK)
+		return -EOPNOTSUPP;
+	mutex_lock(&qp->state_lock);
+	ret = __vrnic_modify_qp(ibqp, attr, mask);
+	mutex_unlock(&qp->state_lock);
 	return ret;
 }
 
