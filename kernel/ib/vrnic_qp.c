@@ -666,6 +666,28 @@ int vrnic_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 	return ret;
 }
 
+/*
+ * A connected QP's address vector, as modify_qp gave it to the device
+ * (sgid_attr stays NULL: ib_core does not take a reference for a query).
+ */
+static void vrnic_qp_read_av(struct vrnic_qp *qp, u8 state,
+			     struct rdma_ah_attr *ah)
+{
+	const struct vrnic_qp_attr *a = &qp->attr;
+	union ib_gid dgid;
+
+	/* A path is given on the way to RTR; RESET forgets it. */
+	if (vrnic_qp_is_ud(qp) || state == IB_QPS_RESET ||
+	    state == IB_QPS_INIT || !memchr_inv(a->dgid, 0, sizeof(a->dgid)))
+		return;
+	memcpy(dgid.raw, a->dgid, sizeof(dgid.raw));
+	ah->type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(ah, 1);
+	rdma_ah_set_grh(ah, &dgid, le32_to_cpu(a->flow_label), a->sgid_index,
+			a->hop_limit, a->traffic_class);
+	memcpy(ah->roce.dmac, a->dmac, ETH_ALEN);
+}
+
 int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_qp_init_attr *init_attr)
 {
@@ -699,6 +721,9 @@ int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->dest_qp_num = le32_to_cpu(a->dest_qpn);
 	attr->qkey = le32_to_cpu(a->qkey);
 	attr->port_num = 1;
+	mutex_lock(&qp->state_lock);
+	vrnic_qp_read_av(qp, a->state, &attr->ah_attr);
+	mutex_unlock(&qp->state_lock);
 	attr->cap.max_send_wr = BIT(qp->sq_log);
 	attr->cap.max_recv_wr = qp->no_rq ? 0 : BIT(qp->rq_log);
 	attr->cap.max_send_sge = qp->max_send_sge;

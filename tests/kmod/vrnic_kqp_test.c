@@ -3,7 +3,7 @@
  * Kernel QP reuse after RESET on vrnic (issue 15), as a kernel ULP sees it:
  * two QPs of one PD on vrnic0 sending to each other through the port's own
  * GID (loopback), one CQ polled directly; first two RC QPs (tests 1-3),
- * then two UD QPs and an address handle (tests 4-6):
+ * then two UD QPs and an address handle (tests 5-7):
  *
  *   1. message 1 moves: its send and receive completions, its data.
  *   2. message 2 moves, its data lands, its completions are left in the CQ.
@@ -13,11 +13,17 @@
  *      buffer and the buffers of messages 1 and 2 (cleared before the
  *      RESET) stay untouched.
  *
+ * and a check of the second review (test 4):
+ *
+ *   4. ib_query_qp(IB_QP_AV) of the connected RC QP returns the address
+ *      vector it was given (S12), not zeros.
+ *
  * insmod vrnic_kqp_test.ko [gid_index=1]: the result goes to the kernel
  * log as TAP lines prefixed "vrnic_kqp_test: "; the load fails (-EIO) when
  * a test failed, and succeeds (the module stays loaded) when all passed.
  */
 #include <linux/delay.h>
+#include <linux/etherdevice.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
@@ -273,6 +279,29 @@ static int reuse_after_reset(struct kqp *t, int first, const char *type)
 	return fails;
 }
 
+/* 4: the AV to_rts() gave t->a comes back from ib_query_qp(IB_QP_AV). */
+static bool query_av(struct kqp *t)
+{
+	struct ib_qp_init_attr ia = {};
+	struct ib_qp_attr qa = {};
+	const struct ib_global_route *grh;
+
+	if (ib_query_qp(t->a, &qa, IB_QP_STATE | IB_QP_AV, &ia)) {
+		diag("ib_query_qp failed");
+		return false;
+	}
+	grh = rdma_ah_read_grh(&qa.ah_attr);
+	diag("query_qp: state %d ah_flags 0x%x sgid_index %u hop_limit %u dgid %pI6 dmac %pM",
+	     qa.qp_state, rdma_ah_get_ah_flags(&qa.ah_attr), grh->sgid_index,
+	     grh->hop_limit, grh->dgid.raw, qa.ah_attr.roce.dmac);
+	return (rdma_ah_get_ah_flags(&qa.ah_attr) & IB_AH_GRH) &&
+	       qa.ah_attr.type == RDMA_AH_ATTR_TYPE_ROCE &&
+	       rdma_ah_get_port_num(&qa.ah_attr) == 1 &&
+	       !memcmp(grh->dgid.raw, t->gid.raw, sizeof(t->gid.raw)) &&
+	       grh->sgid_index == gid_index && grh->hop_limit == 64 &&
+	       ether_addr_equal(qa.ah_attr.roce.dmac, t->mac);
+}
+
 static void destroy_pair(struct kqp *t)
 {
 	if (!IS_ERR_OR_NULL(t->b))
@@ -307,15 +336,22 @@ static int run(struct kqp *t)
 {
 	struct rdma_ah_attr ah = {};
 	int i, ret, fails;
+	bool ok;
 
 	pr_info("vrnic_kqp_test: TAP version 13\n");
-	pr_info("vrnic_kqp_test: 1..6\n");
+	pr_info("vrnic_kqp_test: 1..7\n");
 	for (i = 0; i < 4; i++)
 		memset(slot(t, i), 0xa0 + i, MSG);
 	ret = create_pair(t, IB_QPT_RC);
 	if (ret)
 		return ret;
 	fails = reuse_after_reset(t, 1, "RC");
+	if (fails >= 0) {
+		/* 4: the pair is connected (RTS) again */
+		ok = query_av(t);
+		tap(ok, 4, "RC: ib_query_qp(IB_QP_AV) returns the path it was given");
+		fails += !ok;
+	}
 	destroy_pair(t);
 	if (fails < 0)
 		return fails;
@@ -329,7 +365,7 @@ static int run(struct kqp *t)
 	}
 	ret = create_pair(t, IB_QPT_UD);
 	if (!ret) {
-		ret = reuse_after_reset(t, 4, "UD");
+		ret = reuse_after_reset(t, 5, "UD");
 		if (ret >= 0) {
 			fails += ret;
 			ret = 0;
