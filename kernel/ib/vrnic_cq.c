@@ -358,18 +358,87 @@ int vrnic_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq)
 	return 0;
 }
 
-static const enum ib_wc_opcode vrnic_wc_opcode[] = {
-	[VRNIC_WC_SEND] = IB_WC_SEND,
-	[VRNIC_WC_RDMA_WRITE] = IB_WC_RDMA_WRITE,
-	[VRNIC_WC_RDMA_READ] = IB_WC_RDMA_READ,
-	[VRNIC_WC_CMP_SWP] = IB_WC_COMP_SWAP,
-	[VRNIC_WC_FETCH_ADD] = IB_WC_FETCH_ADD,
-	[VRNIC_WC_LOCAL_INV] = IB_WC_LOCAL_INV,
-	[VRNIC_WC_REG_MR] = IB_WC_REG_MR,
-	[VRNIC_WC_ATOMIC_WRITE] = IB_WC_ATOMIC_WRITE,
-	[VRNIC_WC_FLUSH] = IB_WC_FLUSH,
-	[VRNIC_WC_BIND_MW] = IB_WC_BIND_MW,
-};
+/* The CQE's opcode as ib_core's; false for one this driver does not know. */
+static bool vrnic_wc_opcode(u8 op, enum ib_wc_opcode *out)
+{
+	switch (op) {
+	case VRNIC_WC_SEND:
+		*out = IB_WC_SEND;
+		return true;
+	case VRNIC_WC_RDMA_WRITE:
+		*out = IB_WC_RDMA_WRITE;
+		return true;
+	case VRNIC_WC_RDMA_READ:
+		*out = IB_WC_RDMA_READ;
+		return true;
+	case VRNIC_WC_CMP_SWP:
+		*out = IB_WC_COMP_SWAP;
+		return true;
+	case VRNIC_WC_FETCH_ADD:
+		*out = IB_WC_FETCH_ADD;
+		return true;
+	case VRNIC_WC_LOCAL_INV:
+		*out = IB_WC_LOCAL_INV;
+		return true;
+	case VRNIC_WC_REG_MR:
+		*out = IB_WC_REG_MR;
+		return true;
+	case VRNIC_WC_ATOMIC_WRITE:
+		*out = IB_WC_ATOMIC_WRITE;
+		return true;
+	case VRNIC_WC_FLUSH:
+		*out = IB_WC_FLUSH;
+		return true;
+	case VRNIC_WC_BIND_MW:
+		*out = IB_WC_BIND_MW;
+		return true;
+	case VRNIC_WC_RECV:
+		*out = IB_WC_RECV;
+		return true;
+	case VRNIC_WC_RECV_RDMA_WITH_IMM:
+		*out = IB_WC_RECV_RDMA_WITH_IMM;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The CQE's status as ib_core's; an unknown one is a general error. */
+static enum ib_wc_status vrnic_wc_status(u8 status)
+{
+	switch (status) {
+	case VRNIC_WC_ST_SUCCESS:
+		return IB_WC_SUCCESS;
+	case VRNIC_WC_ST_LOC_LEN_ERR:
+		return IB_WC_LOC_LEN_ERR;
+	case VRNIC_WC_ST_LOC_QP_OP_ERR:
+		return IB_WC_LOC_QP_OP_ERR;
+	case VRNIC_WC_ST_LOC_PROT_ERR:
+		return IB_WC_LOC_PROT_ERR;
+	case VRNIC_WC_ST_WR_FLUSH_ERR:
+		return IB_WC_WR_FLUSH_ERR;
+	case VRNIC_WC_ST_MW_BIND_ERR:
+		return IB_WC_MW_BIND_ERR;
+	case VRNIC_WC_ST_BAD_RESP_ERR:
+		return IB_WC_BAD_RESP_ERR;
+	case VRNIC_WC_ST_LOC_ACCESS_ERR:
+		return IB_WC_LOC_ACCESS_ERR;
+	case VRNIC_WC_ST_REM_INV_REQ_ERR:
+		return IB_WC_REM_INV_REQ_ERR;
+	case VRNIC_WC_ST_REM_ACCESS_ERR:
+		return IB_WC_REM_ACCESS_ERR;
+	case VRNIC_WC_ST_REM_OP_ERR:
+		return IB_WC_REM_OP_ERR;
+	case VRNIC_WC_ST_RETRY_EXC_ERR:
+		return IB_WC_RETRY_EXC_ERR;
+	case VRNIC_WC_ST_RNR_RETRY_EXC_ERR:
+		return IB_WC_RNR_RETRY_EXC_ERR;
+	case VRNIC_WC_ST_FATAL_ERR:
+		return IB_WC_FATAL_ERR;
+	default:
+		return IB_WC_GENERAL_ERR;
+	}
+}
 
 int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
@@ -393,14 +462,14 @@ int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 		dma_rmb();
 		memset(w, 0, sizeof(*w));
 		w->wr_id = le64_to_cpu(cqe->wr_id);
-		w->status = cqe->status;
+		w->status = vrnic_wc_status(cqe->status);
 		w->byte_len = le32_to_cpu(cqe->byte_len);
-		if (cqe->opcode == VRNIC_WC_RECV)
-			w->opcode = IB_WC_RECV;
-		else if (cqe->opcode == VRNIC_WC_RECV_RDMA_WITH_IMM)
-			w->opcode = IB_WC_RECV_RDMA_WITH_IMM;
-		else if (cqe->opcode < ARRAY_SIZE(vrnic_wc_opcode))
-			w->opcode = vrnic_wc_opcode[cqe->opcode];
+		if (!vrnic_wc_opcode(cqe->opcode, &w->opcode)) {
+			ibdev_warn_ratelimited(ibcq->device,
+					       "CQ %u: unknown CQE opcode 0x%x\n",
+					       cq->cqn, cqe->opcode);
+			w->status = IB_WC_GENERAL_ERR;
+		}
 		if (cqe->wc_flags & VRNIC_CQE_WITH_IMM) {
 			w->wc_flags |= IB_WC_WITH_IMM;
 			w->ex.imm_data = (__force __be32)cqe->imm_data;

@@ -791,8 +791,9 @@ static int vrnic_build_reg_mr(struct vrnic_qp *qp, const struct ib_reg_wr *wr,
 	struct vrnic_mr *mr = container_of(wr->mr, struct vrnic_mr, ibmr);
 	struct vrnic_reg_mr_wqe *w = slot;
 
+	/* One of the page sizes advertised in page_size_cap, no other. */
 	if (!mr->pbl || !is_power_of_2(wr->mr->page_size) ||
-	    wr->mr->page_size < SZ_4K)
+	    !(wr->mr->page_size & VRNIC_MR_PGSZ_BITMAP))
 		return -EINVAL;
 	memset(w, 0, sizeof(*w));
 	w->wr_id = cpu_to_le64(wr->wr.wr_id);
@@ -866,7 +867,8 @@ static int vrnic_build_send(struct vrnic_qp *qp, const struct ib_send_wr *wr,
 		u32 len = 0;
 
 		for (i = 0; i < wr->num_sge; i++) {
-			if (len + wr->sg_list[i].length > qp->max_inline)
+			/* len <= max_inline: this cannot wrap */
+			if (wr->sg_list[i].length > qp->max_inline - len)
 				return -EINVAL;
 			memcpy(dst + len, (void *)(uintptr_t)wr->sg_list[i].addr,
 			       wr->sg_list[i].length);

@@ -13,10 +13,14 @@
  *      buffer and the buffers of messages 1 and 2 (cleared before the
  *      RESET) stay untouched.
  *
- * and a check of the second review (test 4):
+ * and the checks of the second review (test 4, then 8-9):
  *
  *   4. ib_query_qp(IB_QP_AV) of the connected RC QP returns the address
  *      vector it was given (S12), not zeros.
+ *   8. a REG_MR whose page size is a power of two >= 4 KiB but outside
+ *      page_size_cap (2 GiB) is refused by ib_post_send (S10).
+ *   9. an inline send whose SGE lengths add up past 2^32 is refused
+ *      (-EINVAL), not copied (S10: the length check wrapped on u32).
  *
  * insmod vrnic_kqp_test.ko [gid_index=1]: the result goes to the kernel
  * log as TAP lines prefixed "vrnic_kqp_test: "; the load fails (-EIO) when
@@ -25,6 +29,7 @@
 #include <linux/delay.h>
 #include <linux/etherdevice.h>
 #include <linux/module.h>
+#include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
@@ -302,6 +307,85 @@ static bool query_av(struct kqp *t)
 	       ether_addr_equal(qa.ah_attr.roce.dmac, t->mac);
 }
 
+/*
+ * 8 and 9 on a QP of their own (left in RESET: nothing it is given can
+ * reach the wire): work requests ib_post_send must refuse with -EINVAL.
+ */
+static int refused_wrs(struct kqp *t, int first)
+{
+	struct ib_qp_init_attr ia = {};
+	struct ib_sge sge[2] = {
+		{ .addr = (uintptr_t)t->buf, .length = 8 },
+		/* 8 + (2^32 - 4) wraps to 4 */
+		{ .addr = (uintptr_t)t->buf, .length = U32_MAX - 3 },
+	};
+	struct ib_send_wr wr = {
+		.wr_id = 8, .sg_list = sge, .num_sge = 2, .opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_INLINE | IB_SEND_SIGNALED,
+	};
+	struct ib_reg_wr reg = {
+		.wr = { .wr_id = 9, .opcode = IB_WR_REG_MR,
+			.send_flags = IB_SEND_SIGNALED },
+		.access = IB_ACCESS_LOCAL_WRITE,
+	};
+	const struct ib_send_wr *bad = NULL;
+	struct scatterlist sg;
+	struct ib_qp *qp;
+	struct ib_mr *mr;
+	int ret, fails = 0;
+
+	ia.qp_type = IB_QPT_RC;
+	ia.send_cq = t->cq;
+	ia.recv_cq = t->cq;
+	ia.sq_sig_type = IB_SIGNAL_REQ_WR;
+	ia.cap.max_send_wr = 4;
+	ia.cap.max_recv_wr = 4;
+	ia.cap.max_send_sge = 2;
+	ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = 32;
+	qp = ib_create_qp(t->pd, &ia);
+	if (IS_ERR(qp))
+		return PTR_ERR(qp);
+
+	mr = ib_alloc_mr(t->pd, IB_MR_TYPE_MEM_REG, 1);
+	if (IS_ERR(mr)) {
+		ret = PTR_ERR(mr);
+		goto out;
+	}
+	sg_init_table(&sg, 1);
+	sg_dma_address(&sg) = t->dma;
+	sg_dma_len(&sg) = MSG;
+	ret = ib_map_mr_sg(mr, &sg, 1, NULL, SZ_2G);
+	if (ret == 1) {
+		reg.mr = mr;
+		reg.key = mr->rkey;
+		ret = ib_post_send(qp, &reg.wr, &bad);
+		tap(ret == -EINVAL && bad == &reg.wr, first,
+		    "REG_MR with a 2 GiB page (not in page_size_cap 0x%llx) refused (%d)",
+		    t->dev->attrs.page_size_cap, ret);
+		fails += ret != -EINVAL;
+		ret = 0;
+	} else {
+		diag("ib_map_mr_sg with 2 GiB pages: %d", ret);
+		ret = ret < 0 ? ret : -EIO;
+	}
+	ib_dereg_mr(mr);
+	if (ret)
+		goto out;
+
+	/* Last: without the check this copies 4 GiB over kernel memory. */
+	bad = NULL;
+	ret = ib_post_send(qp, &wr, &bad);
+	tap(ret == -EINVAL && bad == &wr, first + 1,
+	    "inline SGE lengths 8 + 0x%x (wrap past 2^32) refused (%d)",
+	    sge[1].length, ret);
+	fails += ret != -EINVAL;
+	ret = 0;
+out:
+	ib_destroy_qp(qp);
+	return ret ? ret : fails;
+}
+
 static void destroy_pair(struct kqp *t)
 {
 	if (!IS_ERR_OR_NULL(t->b))
@@ -339,7 +423,7 @@ static int run(struct kqp *t)
 	bool ok;
 
 	pr_info("vrnic_kqp_test: TAP version 13\n");
-	pr_info("vrnic_kqp_test: 1..7\n");
+	pr_info("vrnic_kqp_test: 1..9\n");
 	for (i = 0; i < 4; i++)
 		memset(slot(t, i), 0xa0 + i, MSG);
 	ret = create_pair(t, IB_QPT_RC);
@@ -375,6 +459,10 @@ static int run(struct kqp *t)
 	rdma_destroy_ah(t->ah, RDMA_DESTROY_AH_SLEEPABLE);
 	if (ret)
 		return ret;
+	ret = refused_wrs(t, 8);
+	if (ret < 0)
+		return ret;
+	fails += ret;
 	return fails ? -EIO : 0;
 }
 

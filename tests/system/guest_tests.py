@@ -385,7 +385,9 @@ def verbs_tests(stage, a, b):
     # ibv_query_qp say ERR, the QP lives again after RESET.
     tap(stage, a, "a: QP fatal", "%svrnic_qp_fatal 1" % T, timeout=120)
     # Kernel QPs (a test module as the ULP): reuse after RESET moves the
-    # new message exactly once, no stale completion, no replay.
+    # new message exactly once, no stale completion, no replay; query_qp
+    # returns the path; post_send refuses a REG_MR page size outside
+    # page_size_cap and inline lengths that wrap (review 2, S10/S12).
     tap(stage, a, "a: kernel RC and UD QP reuse after RESET",
         "insmod %svrnic_kqp_test.ko; r=$?; dmesg | sed -n "
         "'s/.*vrnic_kqp_test: //p'; rmmod vrnic_kqp_test 2>/dev/null; "
