@@ -381,8 +381,9 @@ def verbs_tests(stage, a, b):
     # purging completions, destroy against pollers on a shared CQ.
     tap(stage, a, "a: QP lifecycle", "%svrnic_qp_lifecycle 1 5" % T,
         timeout=300)
-    # A QP the device moved to ERR: QP_FATAL arrives, the cached state and
-    # ibv_query_qp say ERR, the QP lives again after RESET.
+    # A QP the device moved to ERR: QP_FATAL arrives, reading it leaves
+    # libibverbs' cached state alone (only libibverbs writes it),
+    # ibv_query_qp says ERR, the QP lives again after RESET.
     tap(stage, a, "a: QP fatal", "%svrnic_qp_fatal 1" % T, timeout=120)
     # Kernel QPs (a test module as the ULP): reuse after RESET moves the
     # new message exactly once, no stale completion, no replay; query_qp
