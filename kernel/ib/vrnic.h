@@ -12,6 +12,7 @@
 #include <linux/netdevice.h>
 #include <linux/pci.h>
 #include <linux/spinlock.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <rdma/ib_umem.h>
 /* Some 6.12 stable trees moved the umem block iterator here (Kbuild). */
@@ -43,6 +44,14 @@ struct vrnic_dev {
 	struct vrnic_device_attr attr;
 	struct vrnic_rdma_client client;	/* EQ events from the function */
 	bool port_events;	/* the ib_device may see port events */
+	/*
+	 * The function went FATAL and is quiesced: no CQE will come any
+	 * more.  Kernel QPs' outstanding work is flushed in software
+	 * (vrnic_qp_flush()), moves to ERR or RESET succeed without the
+	 * device, and flush_work kicks the CQs of the QPs with work left.
+	 */
+	bool dead;
+	struct work_struct flush_work;
 	struct xarray cq_xa;	/* cqn -> struct vrnic_cq, for events */
 	struct xarray qp_xa;	/* qpn -> struct vrnic_qp, for events */
 	struct xarray srq_xa;	/* srqn -> struct vrnic_srq, for events */
@@ -362,6 +371,8 @@ int vrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 void vrnic_fill_recv_wqe(void *slot, const struct ib_recv_wr *wr);
 void vrnic_qp_event(struct vrnic_dev *vdev, u32 qpn, enum ib_event_type type);
 void vrnic_qp_completed(struct vrnic_qp *qp, bool send, u32 idx);
+int vrnic_qp_flush(struct vrnic_qp *qp, bool send, struct ib_wc *wc, int max);
+void vrnic_qp_kick_flush(struct work_struct *work);
 
 /* vrnic_verbs.c */
 int vrnic_ib_register(struct vrnic_dev *vdev);

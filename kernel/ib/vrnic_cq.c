@@ -440,6 +440,29 @@ static enum ib_wc_status vrnic_wc_status(u8 status)
 	}
 }
 
+/*
+ * The device is dead: complete the outstanding WQEs of every kernel QP
+ * that has this CQ as its send or receive CQ (vrnic_qp_flush()).  Under
+ * cq->lock, which vrnic_qp_clean_cqs() takes after a QP left the table.
+ */
+static int vrnic_cq_flush(struct vrnic_dev *vdev, struct vrnic_cq *cq,
+			  struct ib_wc *wc, int max)
+{
+	struct vrnic_qp *qp;
+	unsigned long qpn;
+	int n = 0;
+
+	xa_for_each(&vdev->qp_xa, qpn, qp) {
+		if (qp->ibqp.send_cq == &cq->ibcq)
+			n += vrnic_qp_flush(qp, true, wc + n, max - n);
+		if (qp->ibqp.recv_cq == &cq->ibcq)
+			n += vrnic_qp_flush(qp, false, wc + n, max - n);
+		if (n == max)
+			break;
+	}
+	return n;
+}
+
 int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
 	struct vrnic_dev *vdev = to_vdev(ibcq->device);
@@ -503,6 +526,9 @@ int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 	}
 	if (n)
 		cq->dbrec->ci = cpu_to_le32(cq->ci);
+	/* The device wrote its last CQE before it was quiesced. */
+	if (n < num_entries && READ_ONCE(vdev->dead))
+		n += vrnic_cq_flush(vdev, cq, wc + n, num_entries - n);
 	spin_unlock_irqrestore(&cq->lock, flags);
 	return n;
 }

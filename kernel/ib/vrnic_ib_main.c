@@ -60,7 +60,12 @@ static void vrnic_ib_async_event(struct vrnic_rdma_client *client, u8 type,
 		vrnic_srq_event(vdev, id);
 		break;
 	case VRNIC_EQE_FATAL:
-		/* The function is dead and quiesced (vrnic_pf_fatal). */
+		/*
+		 * The function is dead and quiesced (vrnic_pf_fatal): kernel
+		 * QPs' work completes in software from now on.
+		 */
+		WRITE_ONCE(vdev->dead, true);
+		schedule_work(&vdev->flush_work);
 		if (READ_ONCE(vdev->port_events))
 			vrnic_ib_fatal_event(vdev);
 		break;
@@ -97,6 +102,7 @@ static int vrnic_ib_probe(struct auxiliary_device *adev,
 	vdev->num_ceqs = vadev->num_ceqs;
 	vdev->attr = *vadev->attr;
 	vdev->client.ops = &vrnic_ib_rdma_ops;
+	INIT_WORK(&vdev->flush_work, vrnic_qp_kick_flush);
 	xa_init_flags(&vdev->cq_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&vdev->qp_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&vdev->srq_xa, XA_FLAGS_LOCK_IRQ);
@@ -115,6 +121,7 @@ static int vrnic_ib_probe(struct auxiliary_device *adev,
 
 err_client:
 	vrnic_pf_unregister_rdma(vdev->pf);
+	cancel_work_sync(&vdev->flush_work);
 	/* ib_mad's unwind may have orphaned its QPs and CQs. */
 	vrnic_pf_release_orphans(vdev->pf, THIS_MODULE);
 err_dealloc:
@@ -131,6 +138,8 @@ static void vrnic_ib_remove(struct auxiliary_device *adev)
 	synchronize_rcu();
 	vrnic_ib_unregister(vdev);
 	vrnic_pf_unregister_rdma(vdev->pf);
+	/* No more posts (unregistered) and no more events. */
+	cancel_work_sync(&vdev->flush_work);
 	/* Orphans hold pinned user memory: free them while ibdev exists. */
 	vrnic_pf_release_orphans(vdev->pf, THIS_MODULE);
 	WARN_ON(!xa_empty(&vdev->cq_xa) || !xa_empty(&vdev->qp_xa) ||

@@ -367,6 +367,72 @@ void vrnic_qp_completed(struct vrnic_qp *qp, bool send, u32 idx)
 }
 
 /*
+ * The device is dead (vdev->dead): no CQE will come for the WQEs still
+ * outstanding on this queue.  Complete them, oldest first, with
+ * IB_WC_WR_FLUSH_ERR, as a QP in ERR would (mlx5's software completions),
+ * so that kernel ULPs' drains and teardowns end.  Every WQE keeps its
+ * wr_id first.  Under the lock of the queue's CQ; how many were written.
+ */
+int vrnic_qp_flush(struct vrnic_qp *qp, bool send, struct ib_wc *wc, int max)
+{
+	spinlock_t *lock = send ? &qp->sq_lock : &qp->rq_lock;
+	void *ring = send ? qp->sq : qp->rq;
+	u32 *tail = send ? &qp->sq_tail : &qp->rq_tail;
+	u32 mask = BIT(send ? qp->sq_log : qp->rq_log) - 1;
+	u32 shift = send ? qp->sq_shift : qp->rq_shift;
+	int n = 0;
+
+	if (!ring)
+		return 0;
+	spin_lock(lock);
+	while (n < max && *tail != (send ? qp->sq_head : qp->rq_head)) {
+		const __le64 *wr_id = ring + ((*tail & mask) << shift);
+		struct ib_wc *w = &wc[n++];
+
+		memset(w, 0, sizeof(*w));
+		w->wr_id = le64_to_cpu(*wr_id);
+		w->status = IB_WC_WR_FLUSH_ERR;
+		w->opcode = send ? IB_WC_SEND : IB_WC_RECV;
+		w->qp = &qp->ibqp;
+		w->port_num = 1;
+		WRITE_ONCE(*tail, *tail + 1);
+	}
+	spin_unlock(lock);
+	return n;
+}
+
+static void vrnic_cq_kick(struct ib_cq *ibcq)
+{
+	if (ibcq && ibcq->comp_handler && ibcq->poll_ctx != IB_POLL_DIRECT)
+		ibcq->comp_handler(ibcq, ibcq->cq_context);
+}
+
+/*
+ * vdev->flush_work, on DEVICE_FATAL and after every post to a dead
+ * device: call the completion handler of each CQ a kernel QP with
+ * outstanding work uses, so that its ULP polls the flushed completions.
+ * Process context, no ULP lock held; under the QP table's lock, so that
+ * no QP found can be destroyed (and its CQs freed) meanwhile.  The owner
+ * of an IB_POLL_DIRECT CQ polls it itself.
+ */
+void vrnic_qp_kick_flush(struct work_struct *work)
+{
+	struct vrnic_dev *vdev = container_of(work, struct vrnic_dev,
+					      flush_work);
+	struct vrnic_qp *qp;
+	unsigned long qpn;
+
+	xa_lock_irq(&vdev->qp_xa);
+	xa_for_each(&vdev->qp_xa, qpn, qp) {
+		if (qp->sq && READ_ONCE(qp->sq_tail) != READ_ONCE(qp->sq_head))
+			vrnic_cq_kick(qp->ibqp.send_cq);
+		if (qp->rq && READ_ONCE(qp->rq_tail) != READ_ONCE(qp->rq_head))
+			vrnic_cq_kick(qp->ibqp.recv_cq);
+	}
+	xa_unlock_irq(&vdev->qp_xa);
+}
+
+/*
  * An async event for a QP: QP_FATAL, or LAST_WQE_REACHED (SRQ QPs).  The
  * device moved a QP_FATAL QP to ERR (from RTR, RTS, SQD or SQE only, spec
  * "QP state"): so does the state the driver tracks, or the next
@@ -561,6 +627,10 @@ static int __vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	cmd.modify_qp.qpn = cpu_to_le32(qp->qpn);
 	cmd.modify_qp.attr_mask = cpu_to_le32(vmask);
 	ret = vrnic_admin_exec(vdev, &cmd, NULL);
+	/* A dead device has no QP left to ask: ERR and RESET are ours. */
+	if (ret == -ENODEV && READ_ONCE(vdev->dead) &&
+	    (next == IB_QPS_ERR || next == IB_QPS_RESET))
+		ret = 0;
 	trace_vrnic_modify_qp(dev_name(&ibqp->device->dev), qp->qpn, cur, next,
 			      vmask, ret);
 	if (!ret) {
@@ -921,6 +991,9 @@ int vrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	qp->dbrec->sq_pi = cpu_to_le32(qp->sq_head);
 	vrnic_db(vdev, VRNIC_DB_SQ, qp->qpn);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	/* Dead: only a software flush completes it (a ULP's drain WR). */
+	if (unlikely(READ_ONCE(vdev->dead)))
+		schedule_work(&vdev->flush_work);
 	return ret;
 }
 
@@ -968,5 +1041,7 @@ int vrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	qp->dbrec->rq_pi = cpu_to_le32(qp->rq_head);
 	vrnic_db(vdev, VRNIC_DB_RQ, qp->qpn);
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	if (unlikely(READ_ONCE(vdev->dead)))
+		schedule_work(&vdev->flush_work);
 	return ret;
 }

@@ -18,6 +18,11 @@ device, raise IB_EVENT_DEVICE_FATAL to a process holding a context, drop
 the carrier, fail later commands at once, unload cleanly, and come back on
 modprobe once the fault is cleared.  Every wait is bounded.
 
+x-fault-internal makes the device go FATAL by itself: the same dead path,
+from the FATAL event; a kernel ULP with work outstanding (the test module
+tests/kmod/vrnic_fatal_test.ko) must then be able to drain its QPs and
+get its receives back flushed (review 2, M4).
+
 run(stage, a, b) takes a booted pair (guest_tests.main); main() boots its
 own pair and runs only these tests.
 """
@@ -381,6 +386,48 @@ def device_fatal(stage, a, b):
     check(stage, "a: after device FATAL: ping a->b", rc == 0, out[-500:])
 
 
+def kernel_ulp_fatal(stage, a, b):
+    """Review 2, M4: the device goes FATAL (x-fault-internal) while a
+    kernel ULP has receives outstanding (tests/kmod/vrnic_fatal_test.c).
+    The ULP's teardown must work as on mlx5: ib_drain_qp() returns (the
+    move to ERR succeeds in software, the drain WRs complete), every
+    outstanding receive completes with IB_WC_WR_FLUSH_ERR, no WARN (not
+    "failed to drain"), no hung task; rmmod is clean and modprobe brings
+    vrnic0 back."""
+    name = "a: kernel ULP across device FATAL"
+    a.check("dmesg -C; rm -f /tmp/kf.rc; (insmod /opt/vrnic/tests/"
+            "vrnic_fatal_test.ko wait_s=60; echo $? > /tmp/kf.rc) "
+            ">/dev/null 2>&1 &")
+    rc, _ = a.run("for i in $(seq 120); do dmesg | grep -q 'waiting for "
+                  "DEVICE_FATAL' && exit 0; [ -e /tmp/kf.rc ] && exit 1; "
+                  "sleep 0.5; done; exit 1", timeout=70)
+    if not check(stage, "%s: QPs connected, receives posted" % name,
+                 rc == 0, a.run("dmesg | tail -20")[1][-800:]):
+        return
+    set_fault(a, True, "x-fault-internal")
+    wait_file(a, "/tmp/kf.rc", 60)
+    rc, out = a.run("cat /tmp/kf.rc; dmesg | sed -n "
+                    "'s/.*vrnic_fatal_test: //p'; rmmod vrnic_fatal_test "
+                    "2>/dev/null; true")
+    for line in out.rstrip().splitlines():
+        print("  | " + line)
+    status = out.split("\n", 1)
+    stage.tap(name, status[1] if len(status) > 1 else "",
+              0 if status[0].strip() == "0" else 1)
+    rc, out = a.run("timeout 60 rmmod vrnic_ib vrnic", timeout=70)
+    check(stage, "%s: rmmod vrnic_ib vrnic" % name, rc == 0,
+          "rc %d: %s" % (rc, out))
+    rc, bad = a.run("dmesg | grep -E '%s|hung_task'" % BAD)
+    check(stage, "%s: no WARN (failed to drain), oops or hung task" % name,
+          rc == 1, bad[-1500:])
+    rc, out = a.run("modprobe vrnic && for i in $(seq 60); do "
+                    "[ -e /sys/class/infiniband/vrnic0 ] && exit 0; "
+                    "sleep 0.5; done; exit 1", timeout=60)
+    if check(stage, "%s: modprobe vrnic brings vrnic0 back" % name, rc == 0,
+             out):
+        a.run("vrnic-up 1500", timeout=60)
+
+
 def remove_under_server(stage, a, b):
     """PCI remove while an ib_write_bw server holds the device: the remove
     returns and the server goes away; a rescan brings the device back."""
@@ -541,7 +588,7 @@ def admin_slots(stage, a, b):
 TESTS = {"props": property_before_realize, "mtu": mtu_fault,
          "destroy": destroy_fault, "slots": admin_slots,
          "admin": admin_fault, "fatal": device_fatal,
-         "remove": remove_under_server}
+         "kfatal": kernel_ulp_fatal, "remove": remove_under_server}
 
 
 def run(stage, a, b, only=None):
