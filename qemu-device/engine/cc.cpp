@@ -191,7 +191,7 @@ Dcqcn::Stage Dcqcn::stage() const
 void Dcqcn::advance_alpha(uint64_t now)
 {
 	const uint64_t k = uint64_t(p_->rp_dce_tcp_rtt) * kNsPerUs;
-	if (now - alpha_epoch_ < k)
+	if (now < alpha_epoch_ || now - alpha_epoch_ < k)
 		return;
 	uint64_t n = (now - alpha_epoch_) / k;
 	alpha_epoch_ += n * k;
@@ -232,7 +232,7 @@ void Dcqcn::increase(Event e)
 void Dcqcn::advance_timer(uint64_t now)
 {
 	const uint64_t tr = uint64_t(p_->rp_time_reset) * kNsPerUs;
-	if (now - timer_epoch_ < tr)
+	if (now < timer_epoch_ || now - timer_epoch_ < tr)
 		return;
 	const uint64_t n = std::min<uint64_t>((now - timer_epoch_) / tr, kMaxCatchUp);
 	for (uint64_t i = 0; i < n && limited_; i++) {
@@ -303,7 +303,8 @@ bool Dcqcn::on_cnp(uint64_t now)
 	if (!limited_)
 		return on_cnp(now);	// the increases just made it a first CNP
 	cnp_in_period_ = true;
-	if (now - last_cut_ < uint64_t(p_->rp_rate_reduce_monitor_period) * kNsPerUs)
+	if (now < last_cut_ ||
+	    now - last_cut_ < uint64_t(p_->rp_rate_reduce_monitor_period) * kNsPerUs)
 		return false;
 	cut(now);
 	return true;
@@ -358,7 +359,7 @@ void Swift::on_ack(uint64_t now, uint64_t rtt_ns, uint32_t acked_bytes)
 			cwnd_ += (uint64_t(p_->ai_milli) << kQ) * acked / (1000 * cwnd_);
 		else
 			cwnd_ += p_->ai_milli * acked / 1000;
-	} else if (!decreased_ || now - last_decrease_ >= rtt) {
+	} else if (!decreased_ || (now >= last_decrease_ && now - last_decrease_ >= rtt)) {
 		// 1 - β·(d - t)/d, at most max_mdf off: in 1/2^16.
 		const uint64_t excess = (uint64_t(p_->beta_milli) << 16) * (rtt - target) /
 					(1000 * rtt);
@@ -417,7 +418,8 @@ bool CcSlot::init(const Config &cfg)
 
 bool CnpLimiter::on_ce(uint64_t now, const DcqcnParams &p)
 {
-	if (sent_ && now - last_ < uint64_t(p.np_min_time_between_cnps) * kNsPerUs)
+	if (sent_ && (now < last_ ||
+		      now - last_ < uint64_t(p.np_min_time_between_cnps) * kNsPerUs))
 		return false;
 	sent_ = true;
 	last_ = now;
@@ -477,8 +479,10 @@ uint64_t Pacer::next_eligible_ns(uint64_t now, uint32_t bytes) const
 {
 	if (eligible(now, bytes))
 		return now;
-	const auto deficit = uint64_t(need(bytes) - tokens_at(now));
-	return now + (deficit + rate_ - 1) / rate_;
+	// From the last consume at the earliest, should the clock step back.
+	const uint64_t t = std::max(now, last_);
+	const auto deficit = uint64_t(need(bytes) - tokens_at(t));
+	return t + (deficit + rate_ - 1) / rate_;
 }
 
 void Pacer::consume(uint64_t now, uint32_t bytes)

@@ -7,8 +7,9 @@
 // call runs in bounded time.  The transport (which QP sends when, the CNP
 // bytes, the counters, the admin command) is built on top of this.
 //
-// Time is the platform clock in ns (now_ns()); every call takes it, and
-// times passed to one state object never go backwards.  Rates are bytes
+// Time is the platform clock in ns (now_ns()); every call takes it.  A
+// time earlier than one already seen counts as no time passing (no timer
+// fires, no CNP interval or monitor period ends).  Rates are bytes
 // per second, 0 meaning "not limited".  The mlx5 knobs keep mlx5's units:
 // rates in Mb/s (10^6 bit/s, 125000 bytes/s), times in µs, α in 1/1024.
 //
@@ -160,11 +161,6 @@ struct Config {
 
 class ReactionPoint {
 public:
-	ReactionPoint() = default;
-	ReactionPoint(const ReactionPoint &) = delete;
-	ReactionPoint &operator=(const ReactionPoint &) = delete;
-	ReactionPoint(ReactionPoint &&) = delete;
-	ReactionPoint &operator=(ReactionPoint &&) = delete;
 	virtual ~ReactionPoint() = default;
 
 	// A CNP for this QP: true if it was handled (rp_cnp_handled), false
@@ -181,6 +177,15 @@ public:
 	[[nodiscard]] virtual uint64_t next_timer_ns() const = 0;
 	[[nodiscard]] virtual Output output() const = 0;
 	[[nodiscard]] virtual Algo algo() const = 0;
+	// Copy-construct this state at buf (CcSlot's storage).
+	virtual void clone_into(void *buf) const = 0;
+
+protected:
+	ReactionPoint() = default;
+	ReactionPoint(const ReactionPoint &) = default;
+	ReactionPoint &operator=(const ReactionPoint &) = default;
+	ReactionPoint(ReactionPoint &&) = default;
+	ReactionPoint &operator=(ReactionPoint &&) = default;
 };
 
 // Congestion control off.
@@ -193,6 +198,7 @@ public:
 	[[nodiscard]] uint64_t next_timer_ns() const override { return kNever; }
 	[[nodiscard]] Output output() const override { return {}; }
 	[[nodiscard]] Algo algo() const override { return Algo::None; }
+	void clone_into(void *buf) const override { new (buf) NoCc(*this); }
 };
 
 // DCQCN's reaction point (Zhu et al., SIGCOMM 2015) as mlx5 implements
@@ -222,6 +228,7 @@ public:
 		return {limited_ ? rc_ : 0, 0};
 	}
 	[[nodiscard]] Algo algo() const override { return Algo::Dcqcn; }
+	void clone_into(void *buf) const override { new (buf) Dcqcn(*this); }
 
 	// State, for tests, restrack and the bench.
 	[[nodiscard]] bool limited() const { return limited_; }
@@ -275,6 +282,7 @@ public:
 	[[nodiscard]] uint64_t next_timer_ns() const override { return kNever; }
 	[[nodiscard]] Output output() const override;
 	[[nodiscard]] Algo algo() const override { return Algo::Swift; }
+	void clone_into(void *buf) const override { new (buf) Swift(*this); }
 
 	[[nodiscard]] uint64_t cwnd_q10() const { return cwnd_; }
 	[[nodiscard]] uint64_t srtt_ns() const { return srtt_; }
@@ -299,10 +307,21 @@ class CcSlot {
 public:
 	CcSlot() { init_none(); }
 	explicit CcSlot(const Config &cfg) { init(cfg); }
-	CcSlot(const CcSlot &) = delete;
-	CcSlot &operator=(const CcSlot &) = delete;
-	CcSlot(CcSlot &&) = delete;
-	CcSlot &operator=(CcSlot &&) = delete;
+	// Copies and moves copy the state (a QP is reset by assignment).
+	CcSlot(const CcSlot &o) { copy(o); }
+	CcSlot &operator=(const CcSlot &o)
+	{
+		if (this != &o)
+			copy(o);
+		return *this;
+	}
+	CcSlot(CcSlot &&o) noexcept { copy(o); }
+	CcSlot &operator=(CcSlot &&o) noexcept
+	{
+		if (this != &o)
+			copy(o);
+		return *this;
+	}
 	~CcSlot() { destroy(); }
 
 	// (Re)create the state for cfg.algo; an algorithm whose parameters
@@ -317,6 +336,12 @@ public:
 
 private:
 	static constexpr size_t kStorage = 128;
+	void copy(const CcSlot &o)
+	{
+		destroy();
+		o.rp()->clone_into(buf_);
+		live_ = true;
+	}
 	void destroy()
 	{
 		if (live_)

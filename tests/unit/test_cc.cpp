@@ -808,6 +808,56 @@ TEST(CcSlot, OffLeavesQpAlone)
 	EXPECT_EQ(s->next_timer_ns(), kNever);
 }
 
+// QPs live in a vector and are reset by assignment: the slot copies and
+// moves with its state.
+TEST(CcSlot, CopiesAndMovesWithState)
+{
+	struct FakeQp {
+		bool valid = false;
+		CcSlot cc;
+	};
+	Config cfg;
+	cfg.algo = Algo::Dcqcn;
+	std::vector<FakeQp> qps(4);
+	qps[1].cc.init(cfg);
+	ASSERT_TRUE(qps[1].cc->on_cnp(0));
+	const Output o = qps[1].cc->output();
+	qps.resize(1000);	// moves the elements
+	EXPECT_EQ(qps[1].cc->algo(), Algo::Dcqcn);
+	EXPECT_EQ(qps[1].cc->output(), o);
+	qps[2] = qps[1];
+	EXPECT_EQ(qps[2].cc->output(), o);
+	qps[2].cc->on_timer(300 * kUs);
+	EXPECT_NE(qps[2].cc->output(), o) << "copies are independent";
+	EXPECT_EQ(qps[1].cc->output(), o);
+	qps[1] = FakeQp();
+	EXPECT_EQ(qps[1].cc->algo(), Algo::None);
+	EXPECT_EQ(qps[1].cc->output(), Output{});
+}
+
+// A clock that steps back is taken as no time passing.
+TEST(CcDcqcn, TimeBackwards)
+{
+	const DcqcnParams p;
+	Dcqcn d(p, kLine);
+	ASSERT_TRUE(d.on_cnp(1000 * kUs));
+	const uint64_t rc = d.current_rate(), a = d.alpha_q32();
+	d.on_timer(5 * kUs);
+	d.on_bytes_sent(5 * kUs, 100);
+	EXPECT_EQ(d.current_rate(), rc);
+	EXPECT_EQ(d.alpha_q32(), a);
+	EXPECT_FALSE(d.on_cnp(10 * kUs)) << "inside the monitor period";
+	EXPECT_EQ(d.current_rate(), rc);
+	CnpLimiter l;
+	EXPECT_TRUE(l.on_ce(1000 * kUs, p));
+	EXPECT_FALSE(l.on_ce(10 * kUs, p));
+	Pacer pc;
+	pc.set_rate(1000 * kUs, 1000000, 1000);
+	pc.consume(1000 * kUs, 1000);
+	EXPECT_FALSE(pc.eligible(10 * kUs, 1000));
+	EXPECT_EQ(pc.next_eligible_ns(1000 * kUs, 1000), 2000 * kUs);
+}
+
 TEST(CcSlot, ChooseAlgorithm)
 {
 	Config cfg;
