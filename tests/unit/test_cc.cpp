@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <numeric>
+#include <queue>
 #include <random>
 #include <vector>
 
@@ -771,6 +772,148 @@ TEST(CcSwift, ConvergesToTargetDelay)
 	std::printf("  Swift: mean RTT %.1f us in the last 1000 rounds (target %u us)\n",
 		    mean / 1e3, p.base_target_us);
 	EXPECT_NEAR(mean, p.base_target_us * 1e3, 0.15 * p.base_target_us * 1e3);
+}
+
+// ---------------------------------------------------------------------------
+// Closed loops: senders into one 25 Gb/s bottleneck, a fluid queue drained
+// every µs.  Not the bench (no switch, no wire): a check that the
+// algorithms, as coded, share a bottleneck and keep it busy.
+
+namespace {
+
+struct Lcg {
+	uint64_t s = 1;
+	double next()
+	{
+		s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+		return double(s >> 11) * 0x1.0p-53;
+	}
+};
+
+struct LoopResult {
+	double goodput = 0;	// of the bottleneck, second half of the run
+	double jain = 0;
+	double q_p50 = 0, q_p99 = 0;
+};
+
+LoopResult summarize(const std::vector<double> &sent, std::vector<double> &qs, double c,
+		     uint64_t us)
+{
+	LoopResult r;
+	double a = 0, b = 0;
+	for (double x : sent) {
+		a += x;
+		b += x * x;
+	}
+	r.goodput = a / (c * double(us) / 1e6);
+	r.jain = a * a / (double(sent.size()) * b);
+	std::sort(qs.begin(), qs.end());
+	r.q_p50 = qs[qs.size() / 2];
+	r.q_p99 = qs[qs.size() * 99 / 100];
+	return r;
+}
+
+} // namespace
+
+// Two DCQCN senders at 25 Gb/s into 25 Gb/s; RED marking between 100 and
+// 400 KB with pmax 0.2 (the HPCC simulator's 25G setting); the NP limit
+// per QP; CNPs back after 10 µs.  mlx5's defaults.
+TEST(CcLoop, DcqcnTwoSenderIncast)
+{
+	const DcqcnParams p;
+	const double c = 25e9 / 8, kmin = 100e3, kmax = 400e3, pmax = 0.2;
+	const uint64_t line = mbps_to_Bps(25000), horizon = 200000, delay = 10 * kUs;
+	std::vector<Dcqcn> rp;
+	rp.reserve(2);
+	rp.emplace_back(p, line);
+	rp.emplace_back(p, line);
+	std::vector<CnpLimiter> np(2);
+	std::vector<double> credit(2, 0), sent(2, 0), qs;
+	std::vector<std::pair<uint64_t, int>> cnps;	// in time order
+	size_t next_cnp = 0;
+	Lcg rng;
+	double q = 0;
+	for (uint64_t us = 0; us < horizon; us++) {
+		const uint64_t now = us * kUs;
+		for (; next_cnp < cnps.size() && cnps[next_cnp].first <= now; next_cnp++)
+			rp[cnps[next_cnp].second].on_cnp(now);
+		for (size_t i = 0; i < 2; i++) {
+			rp[i].on_timer(now);
+			const uint64_t r = rp[i].output().rate_Bps;
+			credit[i] += double(r != 0 ? r : line) / 1e6;
+			for (; credit[i] >= 4096; credit[i] -= 4096) {
+				rp[i].on_bytes_sent(now, 4096);
+				q += 4096;
+				const double pm = q <= kmin ? 0 : q >= kmax ? 1 : pmax * (q - kmin) / (kmax - kmin);
+				if (rng.next() < pm && np[i].on_ce(now, p))
+					cnps.emplace_back(now + delay, int(i));
+				if (us >= horizon / 2)
+					sent[i] += 4096;
+			}
+		}
+		q = std::max(0.0, q - c / 1e6);
+		if (us >= horizon / 2)
+			qs.push_back(q);
+	}
+	const LoopResult r = summarize(sent, qs, c, horizon / 2);
+	std::printf("  DCQCN 2 senders: goodput %.3f, Jain %.3f, queue p50 %.0f KB p99 %.0f KB\n",
+		    r.goodput, r.jain, r.q_p50 / 1e3, r.q_p99 / 1e3);
+	EXPECT_GE(r.goodput, 0.95);
+	EXPECT_GE(r.jain, 0.95);
+}
+
+// Eight Swift senders, 20 µs base RTT, window-limited, ACK per packet
+// after base + queue/C: the queue settles at target - base (80 µs, 250 KB)
+// and the flows share it evenly.
+TEST(CcLoop, SwiftEightSenders)
+{
+	const SwiftParams p;
+	const double c = 25e9 / 8, base = 20e3;
+	const uint64_t line = mbps_to_Bps(25000), horizon = 200000;
+	const size_t n = 8;
+	std::vector<Swift> s;
+	s.reserve(n);
+	for (size_t i = 0; i < n; i++)
+		s.emplace_back(p, line);
+	std::vector<double> inflight(n, 0), credit(n, 0), sent(n, 0), qs;
+	struct Ack {
+		uint64_t at, rtt;
+		size_t flow;
+		bool operator>(const Ack &o) const { return at > o.at; }
+	};
+	std::priority_queue<Ack, std::vector<Ack>, std::greater<>> acks;
+	double q = 0;
+	for (uint64_t us = 0; us < horizon; us++) {
+		const uint64_t now = us * kUs;
+		for (; !acks.empty() && acks.top().at <= now; acks.pop()) {
+			inflight[acks.top().flow] -= 4096;
+			s[acks.top().flow].on_ack(now, acks.top().rtt, 4096);
+		}
+		for (size_t i = 0; i < n; i++) {
+			const Output o = s[i].output();
+			credit[i] = std::min(credit[i] + double(o.rate_Bps ? o.rate_Bps : line) / 1e6,
+					     65536.0);
+			while (credit[i] >= 4096 && inflight[i] + 4096 <= double(o.window_bytes)) {
+				credit[i] -= 4096;
+				inflight[i] += 4096;
+				q += 4096;
+				const auto rtt = uint64_t(base + q / c * 1e9);
+				acks.push({now + rtt, rtt, i});
+				if (us >= horizon / 2)
+					sent[i] += 4096;
+			}
+		}
+		q = std::max(0.0, q - c / 1e6);
+		if (us >= horizon / 2)
+			qs.push_back(q);
+	}
+	const LoopResult r = summarize(sent, qs, c, horizon / 2);
+	const double qdelay = r.q_p50 / c * 1e6;
+	std::printf("  Swift 8 senders: goodput %.3f, Jain %.3f, queue p50 %.0f KB (%.1f us) "
+		    "p99 %.0f KB\n", r.goodput, r.jain, r.q_p50 / 1e3, qdelay, r.q_p99 / 1e3);
+	EXPECT_GE(r.goodput, 0.95);
+	EXPECT_GE(r.jain, 0.95);
+	EXPECT_NEAR(qdelay, p.base_target_us - base / 1e3, 15);
 }
 
 // ---------------------------------------------------------------------------
