@@ -269,8 +269,9 @@ void Dcqcn::cut(uint64_t now)
 	const auto dec = uint64_t(std::min<u128>(
 		rc_, (u128(rc_) * alpha_) >> (p_->rp_gd + kAlphaShift - 10)));
 	const uint64_t keep = rc_ * p_->rp_min_dec_fac / 100;
-	rc_ = std::max({rc_ - dec, keep, min_rate()});
-	rt_ = std::max(rt_, rc_);
+	// min_rate() <= max_rate(); the latter binds after a lowered rp_max_rate.
+	rc_ = std::min(std::max({rc_ - dec, keep, min_rate()}), max_rate());
+	rt_ = std::clamp(rt_, rc_, max_rate());
 	t_ = 0;
 	bc_ = 0;
 	bytes_ = 0;

@@ -1028,4 +1028,11 @@ TEST(CcSlot, ChooseAlgorithm)
 	cfg.dcqcn.rp_min_rate = 50000;
 	ASSERT_TRUE(b->on_cnp(10 * kUs));
 	EXPECT_EQ(b->output().rate_Bps, mbps_to_Bps(50000));
+	// A lowered rp_max_rate binds from the next cut or increase (and,
+	// as in QCN, reaching it frees the QP's rate limiter).
+	cfg.dcqcn.rp_min_rate = 1;
+	cfg.dcqcn.rp_max_rate = 20000;
+	ASSERT_TRUE(b->on_cnp(20 * kUs));
+	EXPECT_LE(b->output().rate_Bps, mbps_to_Bps(20000));
+	EXPECT_NE(b->output().rate_Bps, 0u);
 }
