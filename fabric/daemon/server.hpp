@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// vrnic-fabric's event loop: one epoll set for the host ports (QEMU's
+// stream netdev framing on AF_UNIX and TCP), the control sockets, a timerfd
+// for the model's next event and a signalfd for a clean stop.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fabric.hpp"
+
+namespace vrnic::fabric {
+
+struct ServerOptions {
+	std::string dir = ".";		// where the host sockets live
+	std::string control;		// control socket path ("" = dir/control.sock)
+	std::string tcp_bind = "127.0.0.1";
+	std::string telemetry;		// JSON lines of queue depths ("" = none)
+	size_t tx_limit = 4 << 20;	// bytes queued towards one slow host
+	size_t rx_budget = 256 << 10;	// bytes read from one port per wake-up
+};
+
+class Server : public FrameSink {
+public:
+	Server(TopologyConfig cfg, ServerOptions opt);
+	~Server() override;
+	Server(const Server &) = delete;
+	Server &operator=(const Server &) = delete;
+
+	// Open the sockets; false with a message on stderr if one fails.
+	bool open();
+	// Run until SIGINT or SIGTERM; returns the exit status.
+	int run();
+
+private:
+	enum class Kind : uint8_t { HostListen, Host, ControlListen, Control, Timer, Signal };
+	struct Conn {
+		Kind kind = Kind::Host;
+		int fd = -1;
+		size_t host = 0;
+		// Host ports: the stream framing state.
+		std::vector<uint8_t> rx;	// the frame being read
+		size_t rx_have = 0;
+		uint8_t len[4]{};
+		size_t len_have = 0;
+		uint64_t skip = 0;		// bytes of an oversized frame left
+		std::deque<std::vector<uint8_t>> tx;
+		size_t tx_off = 0;		// into tx.front()
+		size_t tx_bytes = 0;
+		bool want_out = false;
+		// Control: a line being read.
+		std::string line;
+		bool closing = false;
+	};
+
+	void deliver(size_t host, std::span<const uint8_t> frame) override;
+	uint64_t now() const;
+	int listen_unix(const std::string &path);
+	int listen_tcp(uint16_t port);
+	Conn *add(Kind kind, int fd, size_t host);
+	void close_conn(Conn *c);
+	void accept_on(Conn *l);
+	void read_host(Conn *c);
+	void read_control(Conn *c);
+	void control_line(Conn *c, const std::string &line);
+	void queue_out(Conn *c, std::vector<uint8_t> bytes, size_t limit);
+	void flush(Conn *c);
+	void update_events(Conn *c);
+	void arm_timer();
+	void telemetry_tick(uint64_t t);
+
+	TopologyConfig cfg_;
+	ServerOptions opt_;
+	std::unique_ptr<Fabric> fabric_;
+	int ep_ = -1;
+	int timer_ = -1;
+	int sig_ = -1;
+	uint64_t t0_ = 0;
+	std::vector<std::unique_ptr<Conn>> conns_;
+	std::vector<Conn *> host_conn_;		// the live connection per host
+	std::vector<std::string> unix_paths_;	// to unlink at exit
+	FILE *telemetry_ = nullptr;
+	uint64_t next_sample_ = 0;
+	uint64_t last_written_ = 0;
+	bool stop_ = false;
+	uint64_t framing_errors_ = 0;
+	uint64_t control_errors_ = 0;
+};
+
+} // namespace vrnic::fabric

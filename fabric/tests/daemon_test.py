@@ -1,0 +1,204 @@
+#!/usr/bin/python3
+"""The vrnic-fabric daemon end to end (make check, via ctest).
+
+Starts the real daemon on the shipped pair topology in a temporary
+directory and checks, with two clients speaking QEMU's stream netdev
+framing on the AF_UNIX host sockets, that:
+  - frames pass a -> b and b -> a unchanged (b learned, then unicast);
+  - the control socket reports the counters and takes a run-time
+    impairment (loss 1 on a's link drops everything, loss 0 restores);
+  - hostile input (an oversized length, garbage) is counted and the
+    daemon keeps serving; a port that disconnects and reconnects works;
+  - a client that never reads does not stall the other port.
+Every wait is bounded; the daemon is stopped by its PID."""
+
+import json
+import os
+import select
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+DAEMON, TOPOS = sys.argv[1], sys.argv[2]
+DEADLINE = time.monotonic() + 40
+
+
+def frame(src, dst, n=200, psn=0):
+    mac = lambda i: bytes([0x52, 0x54, 0, 0, 0, i])
+    body = bytes((psn + k) & 0xff for k in range(n - 14))
+    return mac(dst) + mac(src) + b"\x88\xb5" + body    # local experimental
+
+
+def send(sock, f):
+    sock.sendall(struct.pack(">I", len(f)) + f)
+
+
+def recv_frames(sock, want, timeout=3.0):
+    """Read until `want` frames came or timeout; returns the frames."""
+    buf, out = b"", []
+    end = time.monotonic() + timeout
+    while len(out) < want and time.monotonic() < end:
+        r, _, _ = select.select([sock], [], [], 0.05)
+        if not r:
+            continue
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+        while len(buf) >= 4:
+            n = struct.unpack(">I", buf[:4])[0]
+            if len(buf) < 4 + n:
+                break
+            out.append(buf[4:4 + n])
+            buf = buf[4 + n:]
+    return out
+
+
+def connect(path):
+    for _ in range(100):
+        try:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(path)
+            return s
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("cannot connect to " + path)
+
+
+class Control:
+    def __init__(self, path):
+        self.s = connect(path)
+        self.f = self.s.makefile("r")
+
+    def __call__(self, **req):
+        self.s.sendall((json.dumps(req) + "\n").encode())
+        r, _, _ = select.select([self.s], [], [], 5)
+        assert r, "control socket did not answer"
+        return json.loads(self.f.readline())
+
+
+def port(counters, peer):
+    for p in counters["switches"][0]["ports"]:
+        if p["peer"] == peer:
+            return p
+    raise KeyError(peer)
+
+
+def main():
+    failures, passes = [], []
+
+    def check(cond, what):
+        print(("ok   " if cond else "FAIL ") + what, flush=True)
+        (passes if cond else failures).append(what)
+
+    with tempfile.TemporaryDirectory(prefix="vrnic-fabric-") as d:
+        # No TCP ports in the test (the shipped pair listens on 17001/2).
+        topo = json.load(open(os.path.join(TOPOS, "pair.json")))
+        for h in topo["hosts"]:
+            h.pop("tcp", None)
+        tfile = os.path.join(d, "pair.json")
+        json.dump(topo, open(tfile, "w"))
+        tele = os.path.join(d, "telemetry.jsonl")
+        p = subprocess.Popen([DAEMON, "--topology", tfile, "--dir", d,
+                              "--telemetry", tele],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        try:
+            r, _, _ = select.select([p.stdout], [], [], 10)
+            check(bool(r) and "ready" in p.stdout.readline(), "daemon ready")
+            a = connect(os.path.join(d, "a.sock"))
+            b = connect(os.path.join(d, "b.sock"))
+            ctl = Control(os.path.join(d, "control.sock"))
+            check(ctl(cmd="ping")["ok"], "control ping")
+            hosts = ctl(cmd="hosts")["hosts"]
+            check([h["up"] for h in hosts] == [True, True], "both ports up")
+
+            send(b, frame(2, 1))
+            got = recv_frames(a, 1)
+            check(got == [frame(2, 1)], "b -> a (flooded) unchanged")
+            frames = [frame(1, 2, 100 + i, i) for i in range(200)]
+            for f in frames:
+                send(a, f)
+            got = recv_frames(b, 200)
+            check(got == frames, "a -> b: 200 frames in order, unchanged")
+
+            c = ctl(cmd="counters")
+            check(port(c, "b")["prio"][0]["tx_packets"] == 200,
+                  "counters: 200 frames out to b")
+            check(ctl(cmd="set", link="a", dir="a_to_b",
+                      params={"impair": {"loss": 1}})["ok"], "set loss 1")
+            for f in frames[:50]:
+                send(a, f)
+            check(recv_frames(b, 1, timeout=0.5) == [], "loss 1: nothing")
+            c = ctl(cmd="counters")
+            check(port(c, "a")["prio"][0]["drops"].get("loss") == 50,
+                  "counters: 50 loss drops")
+            check(ctl(cmd="set", link="a", params={"impair": {"loss": 0}})["ok"],
+                  "set loss 0")
+            r = ctl(cmd="set", link="a", params={"impair": {"loss": 7}})
+            check(not r["ok"] and "loss" in r["error"], "bad set refused")
+            check(not ctl(cmd="nonsense")["ok"], "unknown command refused")
+
+            # Hostile bytes: a zero length, an oversized one (skipped in
+            # step), then a good frame that must still arrive.
+            a.sendall(struct.pack(">I", 0))
+            a.sendall(struct.pack(">I", 100000) + b"\0" * 100000)
+            send(a, frame(1, 2, 60, 7))
+            check(recv_frames(b, 1) == [frame(1, 2, 60, 7)],
+                  "in step after bad lengths")
+            c = ctl(cmd="counters")
+            drops = port(c, "a")["prio"][0]["drops"]
+            check(drops.get("oversized") == 1 and drops.get("truncated") == 1,
+                  "bad lengths counted")
+
+            # Reconnect: a goes away and comes back.
+            a.close()
+            time.sleep(0.1)
+            check(ctl(cmd="hosts")["hosts"][0]["up"] is False, "a down")
+            a = connect(os.path.join(d, "a.sock"))
+            send(a, frame(1, 2, 80, 9))
+            check(recv_frames(b, 1) == [frame(1, 2, 80, 9)], "a reconnected")
+
+            # b stops reading: a keeps sending 20 MB towards b; the daemon
+            # must go on answering, the backlog drops are counted.
+            big = frame(1, 2, 9000)
+            a.setblocking(False)
+            sent = 0
+            end = time.monotonic() + 5
+            while sent < 20 << 20 and time.monotonic() < end:
+                try:
+                    a.send(struct.pack(">I", len(big)) + big)
+                    sent += len(big)
+                except BlockingIOError:
+                    select.select([], [a], [], 0.05)
+            a.setblocking(True)
+            t0 = time.monotonic()
+            c = ctl(cmd="counters")
+            check(time.monotonic() - t0 < 2, "control answers with b stuck")
+            check(port(c, "b")["prio"][0]["drops"].get("backlog", 0) > 0,
+                  "backlog drops counted at b")
+            send(b, frame(2, 1, 70, 3))
+            check(frame(2, 1, 70, 3) in recv_frames(a, 1),
+                  "b -> a still flows")
+            check(p.poll() is None, "daemon alive")
+        finally:
+            p.terminate()
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        check(p.returncode == 0, "clean exit on SIGTERM (rc %s)" % p.returncode)
+        check(not os.path.exists(os.path.join(d, "a.sock")), "sockets removed")
+        lines = open(tele).read().splitlines()
+        check(len(lines) > 0 and all("t_ns" in json.loads(x) for x in lines),
+              "telemetry file has JSON lines")
+    print("%d passed, %d failed" % (len(passes), len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
