@@ -28,7 +28,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from results import Stage, TOP  # noqa: E402
 
-TARGETS = ["wire", "admin", "rings", "eth_regs", "stateful"]
+TARGETS = ["wire", "admin", "rings", "eth_regs", "stateful", "fabric"]
 SRC = os.path.join(TOP, "tests/fuzz")
 OUT = os.path.join(TOP, "build/fuzz")
 CLANG = {"CC": "clang-14", "CXX": "clang++-14"}
@@ -319,6 +319,7 @@ def cmd_unit_asan():
     return unit.main(stage_name="sanitizers",
                      host=os.path.join(TOP, "build/host-asan"),
                      cmake_extra=["-DVRNIC_BENCH=OFF",
+                                  "-DVRNIC_FABRIC_BENCH=OFF",
                                   "-DCMAKE_C_FLAGS=" + flags,
                                   "-DCMAKE_CXX_FLAGS=" + flags,
                                   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"],

@@ -225,6 +225,7 @@ void Server::accept_on(Conn *l)
 		Conn *c = add(Kind::Host, fd, l->host);
 		if (!c)
 			continue;
+		c->rx = std::make_unique<StreamDecoder>(cfg_.max_frame);
 		host_conn_[l->host] = c;
 		fabric_->set_host_up(l->host, true);
 	}
@@ -232,9 +233,8 @@ void Server::accept_on(Conn *l)
 
 void Server::read_host(Conn *c)
 {
-	std::array<uint8_t, 65536> buf{};
+	std::vector<uint8_t> &buf = rbuf_;
 	size_t budget = opt_.rx_budget;
-	const uint32_t max_len = cfg_.max_frame;
 	while (budget > 0 && c->fd >= 0) {
 		const ssize_t n = ::read(c->fd, buf.data(), std::min(buf.size(), budget));
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
@@ -245,45 +245,19 @@ void Server::read_host(Conn *c)
 			return;
 		budget -= static_cast<size_t>(n);
 		const uint64_t t = now();
-		size_t off = 0;
-		const auto len = static_cast<size_t>(n);
-		while (off < len) {
-			if (c->skip) {
-				const size_t k = static_cast<size_t>(
-					std::min<uint64_t>(c->skip, len - off));
-				c->skip -= k;
-				off += k;
-				continue;
-			}
-			if (c->len_have < 4) {
-				c->len[c->len_have++] = buf[off++];
-				if (c->len_have < 4)
-					continue;
-				const uint32_t flen = (uint32_t{c->len[0]} << 24) |
-						      (uint32_t{c->len[1]} << 16) |
-						      (uint32_t{c->len[2]} << 8) | c->len[3];
-				if (flen == 0 || flen > max_len) {
-					// Count it, skip its bytes, stay in step.
-					framing_errors_++;
-					fabric_->count_host_drop(c->host, flen ? Drop::Oversized
-									       : Drop::Truncated);
-					c->skip = flen;
-					c->len_have = 0;
-					continue;
-				}
-				c->rx.resize(flen);
-				c->rx_have = 0;
-				continue;
-			}
-			const size_t k = std::min(c->rx.size() - c->rx_have, len - off);
-			std::memcpy(c->rx.data() + c->rx_have, buf.data() + off, k);
-			c->rx_have += k;
-			off += k;
-			if (c->rx_have == c->rx.size()) {
-				c->len_have = 0;
-				fabric_->receive(c->host, c->rx, t);
-			}
-		}
+		c->rx->feed(std::span(buf).first(static_cast<size_t>(n)),
+			    [&](StreamDecoder::Event ev, std::span<const uint8_t> frame) {
+				    if (ev == StreamDecoder::Event::Frame) {
+					    fabric_->receive(c->host, frame, t);
+					    return;
+				    }
+				    // Counted; its bytes are skipped, the stream
+				    // stays in step.
+				    framing_errors_++;
+				    fabric_->count_host_drop(c->host, ev == StreamDecoder::Event::Empty
+									      ? Drop::Truncated
+									      : Drop::Oversized);
+			    });
 	}
 }
 
@@ -295,12 +269,9 @@ void Server::deliver(size_t host, std::span<const uint8_t> frame)
 		return;
 	}
 	std::vector<uint8_t> out(4 + frame.size());
-	const auto n = static_cast<uint32_t>(frame.size());
-	out[0] = static_cast<uint8_t>(n >> 24);
-	out[1] = static_cast<uint8_t>(n >> 16);
-	out[2] = static_cast<uint8_t>(n >> 8);
-	out[3] = static_cast<uint8_t>(n);
-	std::memcpy(out.data() + 4, frame.data(), frame.size());
+	const auto head = StreamDecoder::header(static_cast<uint32_t>(frame.size()));
+	std::copy(head.begin(), head.end(), out.begin());
+	std::copy(frame.begin(), frame.end(), out.begin() + 4);
 	if (c->tx_bytes + out.size() > opt_.tx_limit) {
 		fabric_->count_host_drop(host, Drop::Backlog);
 		return;

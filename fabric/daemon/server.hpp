@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fabric.hpp"
+#include "stream.hpp"
 
 namespace vrnic::fabric {
 
@@ -42,11 +43,7 @@ private:
 		int fd = -1;
 		size_t host = 0;
 		// Host ports: the stream framing state.
-		std::vector<uint8_t> rx;	// the frame being read
-		size_t rx_have = 0;
-		uint8_t len[4]{};
-		size_t len_have = 0;
-		uint64_t skip = 0;		// bytes of an oversized frame left
+		std::unique_ptr<StreamDecoder> rx;
 		std::deque<std::vector<uint8_t>> tx;
 		size_t tx_off = 0;		// into tx.front()
 		size_t tx_bytes = 0;
@@ -82,6 +79,7 @@ private:
 	std::vector<std::unique_ptr<Conn>> conns_;
 	std::vector<Conn *> host_conn_;		// the live connection per host
 	std::vector<std::string> unix_paths_;	// to unlink at exit
+	std::vector<uint8_t> rbuf_ = std::vector<uint8_t>(65536);
 	FILE *telemetry_ = nullptr;
 	uint64_t next_sample_ = 0;
 	uint64_t last_written_ = 0;

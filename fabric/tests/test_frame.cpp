@@ -5,6 +5,7 @@
 #include <map>
 
 #include "rng.hpp"
+#include "stream.hpp"
 
 namespace vrnic::fabric::test {
 
@@ -225,6 +226,45 @@ TEST(FabricFrame, FlipBitHitsThePayloadOnly)
 		for (size_t k = 0; k < f.size(); k++)
 			bits += std::popcount(static_cast<unsigned>(f[k] ^ g[k]));
 		EXPECT_EQ(bits, 1);
+	}
+}
+
+} // namespace vrnic::fabric::test
+
+namespace vrnic::fabric::test {
+
+TEST(FabricStream, DecodesAnySplitAndSkipsBadLengths)
+{
+	Bytes stream;
+	std::vector<Bytes> frames;
+	auto put = [&](const Bytes &f, uint32_t len) {
+		const auto h = StreamDecoder::header(len);
+		stream.insert(stream.end(), h.begin(), h.end());
+		stream.insert(stream.end(), f.begin(), f.end());
+	};
+	for (size_t n : {60U, 1U, 1500U, 9000U}) {
+		frames.push_back(Bytes(n, static_cast<uint8_t>(n)));
+		put(frames.back(), static_cast<uint32_t>(n));
+	}
+	put(Bytes(10000, 0xee), 10000);	// above the limit: skipped
+	put({}, 0);				// empty: reported
+	frames.push_back(Bytes(100, 7));
+	put(frames.back(), 100);
+	for (size_t chunk : {1U, 3U, 7U, 4096U, 100000U}) {
+		StreamDecoder d(9216);
+		std::vector<Bytes> got;
+		int oversized = 0, empty = 0;
+		for (size_t off = 0; off < stream.size(); off += chunk)
+			d.feed(std::span(stream).subspan(off, std::min(chunk, stream.size() - off)),
+			       [&](StreamDecoder::Event ev, std::span<const uint8_t> f) {
+				       if (ev == StreamDecoder::Event::Frame)
+					       got.emplace_back(f.begin(), f.end());
+				       oversized += ev == StreamDecoder::Event::Oversized;
+				       empty += ev == StreamDecoder::Event::Empty;
+			       });
+		EXPECT_EQ(got, frames) << chunk;
+		EXPECT_EQ(oversized, 1);
+		EXPECT_EQ(empty, 1);
 	}
 }
 
