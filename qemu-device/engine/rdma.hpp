@@ -396,6 +396,7 @@ private:
 	void arm_ack_timer(Qp &qp);
 	void handle_response(Qp &qp, const roce::Packet &p);
 	void requester_error(Qp &qp, SendWqe &w, uint8_t status);
+	bool take_rnr_retry(Qp &qp);
 	void fail_fetched(Qp &qp, SendWqe &&w, uint8_t status);
 	uint8_t execute_local(Qp &qp, const SendWqe &w);
 

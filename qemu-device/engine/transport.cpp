@@ -717,6 +717,21 @@ void Rdma::rewind(Qp &qp, uint32_t psn)
 	}
 }
 
+// One RNR retry (rnr_retry 7: without end); false when none is left and
+// the oldest WQE failed with RNR_RETRY_EXC_ERR.
+bool Rdma::take_rnr_retry(Qp &qp)
+{
+	if (qp.attr.rnr_retry == 7)
+		return true;
+	if (qp.rnr_left == 0) {
+		requester_error(qp, qp.inflight.front(),
+				VRNIC_WC_ST_RNR_RETRY_EXC_ERR);
+		return false;
+	}
+	qp.rnr_left--;
+	return true;
+}
+
 void Rdma::requester_error(Qp &qp, SendWqe &w, uint8_t status)
 {
 	w.status = status;
@@ -788,15 +803,9 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 			// una_psn moves or the ack timer fires, further ones
 			// (replays, or the peer still not ready) are ignored,
 			// so a replayed NAK cannot make the window resend.
-			if (qp.inflight.empty() || qp.rnr_retrying)
+			if (qp.inflight.empty() || qp.rnr_retrying ||
+			    !take_rnr_retry(qp))
 				return;
-			if (qp.attr.rnr_retry != 7 && qp.rnr_left == 0) {
-				requester_error(qp, qp.inflight.front(),
-						VRNIC_WC_ST_RNR_RETRY_EXC_ERR);
-				return;
-			}
-			if (qp.attr.rnr_retry != 7)
-				qp.rnr_left--;
 			rewind(qp, h.psn);
 			qp.rnr_retrying = true;
 			qp.ack_deadline = 0;
@@ -943,14 +952,8 @@ void Rdma::timer()
 			// The request resent after an RNR NAK was refused again
 			// (that NAK was ignored, above): another RNR retry.
 			qp.rnr_retrying = false;
-			if (qp.attr.rnr_retry != 7 && qp.rnr_left == 0) {
-				requester_error(qp, qp.inflight.front(),
-						VRNIC_WC_ST_RNR_RETRY_EXC_ERR);
-				continue;
-			}
-			if (qp.attr.rnr_retry != 7)
-				qp.rnr_left--;
-			rewind(qp, resume_psn(qp));
+			if (take_rnr_retry(qp))
+				rewind(qp, resume_psn(qp));
 			continue;
 		}
 		cnt_.retry_timeouts++;
