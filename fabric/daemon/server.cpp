@@ -287,7 +287,11 @@ void Server::queue_out(Conn *c, std::vector<uint8_t> bytes, size_t limit)
 	}
 	c->tx_bytes += bytes.size();
 	c->tx.push_back(std::move(bytes));
-	flush(c);
+	// Written once per loop turn, many frames to one writev.
+	if (!c->dirty) {
+		c->dirty = true;
+		dirty_.push_back(c);
+	}
 }
 
 void Server::flush(Conn *c)
@@ -360,6 +364,7 @@ void Server::read_control(Conn *c)
 			const std::string e = R"({"ok":false,"error":"line too long"})"
 					      "\n";
 			queue_out(c, std::vector<uint8_t>(e.begin(), e.end()), kControlOut);
+			flush(c);
 			close_conn(c);
 		}
 	}
@@ -435,7 +440,6 @@ void Server::control_line(Conn *c, const std::string &line)
 	}
 	const std::string out = dump(reply) + "\n";
 	queue_out(c, std::vector<uint8_t>(out.begin(), out.end()), kControlOut);
-	arm_timer();	// a change may move the next event
 }
 
 void Server::arm_timer()
@@ -516,6 +520,11 @@ int Server::run()
 		const uint64_t t = now();
 		fabric_->advance(t);
 		telemetry_tick(t);
+		for (Conn *c : dirty_) {
+			c->dirty = false;
+			flush(c);
+		}
+		dirty_.clear();
 		std::erase_if(conns_, [](const auto &c) { return c->closing; });
 	}
 	return 0;

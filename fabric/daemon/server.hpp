@@ -48,6 +48,7 @@ private:
 		size_t tx_off = 0;		// into tx.front()
 		size_t tx_bytes = 0;
 		bool want_out = false;
+		bool dirty = false;		// in dirty_: has bytes to write
 		// Control: a line being read.
 		std::string line;
 		bool closing = false;
@@ -77,6 +78,7 @@ private:
 	int sig_ = -1;
 	uint64_t t0_ = 0;
 	std::vector<std::unique_ptr<Conn>> conns_;
+	std::vector<Conn *> dirty_;		// to flush at the end of a turn
 	std::vector<Conn *> host_conn_;		// the live connection per host
 	std::vector<std::string> unix_paths_;	// to unlink at exit
 	std::vector<uint8_t> rbuf_ = std::vector<uint8_t>(65536);

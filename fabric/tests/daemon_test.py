@@ -141,6 +141,13 @@ def main():
             r = ctl(cmd="set", link="a", params={"impair": {"loss": 7}})
             check(not r["ok"] and "loss" in r["error"], "bad set refused")
             check(not ctl(cmd="nonsense")["ok"], "unknown command refused")
+            # A control line past 64 KiB: an error, then the door.
+            bad = connect(os.path.join(d, "control.sock"))
+            bad.sendall(b"x" * 70000)
+            r, _, _ = select.select([bad], [], [], 5)
+            check(bool(r) and b"line too long" in bad.recv(4096),
+                  "overlong control line refused")
+            bad.close()
 
             # Hostile bytes: a zero length, an oversized one (skipped in
             # step), then a good frame that must still arrive.
