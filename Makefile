@@ -8,6 +8,7 @@
 #   make lint       checkpatch, sparse, W=1, -Werror, clang-tidy
 #   make unit       host unit tests only
 #   make fuzz       libFuzzer targets (tests/fuzz), FUZZ_SECONDS each, coverage
+#   make fabric     build/fabric/vrnic-fabric, the switch (Documentation/fabric.rst)
 #
 # Builds are incremental: QEMU and rdma-core are rebuilt by ninja only where
 # something changed, the guest userland is cached until its package list
@@ -20,7 +21,7 @@ B := $(CURDIR)/build
 VM ?= a
 
 .PHONY: all deps qemu module rdma-core guest-tests image run shell check \
-	lint unit fuzz bench clean distclean
+	lint unit fuzz bench fabric clean distclean
 
 all: image
 
@@ -71,8 +72,13 @@ fuzz: deps
 bench: all
 	@$(PY) scripts/bench.py
 
+fabric: deps
+	@echo "== vrnic-fabric"
+	@cmake -S fabric -B $(B)/fabric -G Ninja >/dev/null
+	@nice ninja -C $(B)/fabric -j2 vrnic-fabric
+
 clean:
-	rm -rf $(B)/host $(B)/host-asan $(B)/host-release $(B)/bench $(B)/results $(B)/image $(B)/guest-tests $(B)/vm $(B)/provider-tsan
+	rm -rf $(B)/host $(B)/host-asan $(B)/fabric $(B)/fabric-asan $(B)/host-release $(B)/bench $(B)/results $(B)/image $(B)/guest-tests $(B)/vm $(B)/provider-tsan
 	rm -f kernel/*/*.o kernel/*/.*.cmd kernel/*/.*.o.d vrnic*.o vrnic*.ko vrnic*.mod* .vrnic*.cmd \
 		tests/kmod/*.o tests/kmod/*.ko tests/kmod/*.mod* tests/kmod/.*.cmd tests/kmod/.*.o.d \
 		Module.symvers modules.order .Module.symvers.cmd .modules.order.cmd

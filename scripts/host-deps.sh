@@ -19,6 +19,8 @@ pkgs=(
 	# engine and host tests
 	cmake g++ libgtest-dev libgmock-dev googletest libbenchmark-dev clang-tidy
 	libisal-dev
+	# vrnic-fabric's topology files and control socket
+	nlohmann-json3-dev
 	# make fuzz: libFuzzer, ASan/UBSan, llvm-profdata/llvm-cov
 	clang-14 libclang-rt-14-dev llvm-14
 	# rdma-core 56.1 with pyverbs

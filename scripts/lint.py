@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """make lint: checkpatch, sparse and W=1 on the driver, checkpatch on the
-provider, -Wall -Wextra -Werror and clang-tidy on the C++ engine.
+provider, -Wall -Wextra -Werror and clang-tidy on the C++ engine and on
+vrnic-fabric.
 
 Every tool is one result in build/results/lint.jsonl; the exit status is
 non-zero when any of them fails.
@@ -90,7 +91,37 @@ def main():
         show(out)
     stage.record("engine clang-tidy", "fail" if (rc or bad) else "pass",
                  "%d findings" % len(bad) if bad else "")
+    fabric(stage)
     return 1 if stage.failed else 0
+
+
+def fabric(stage):
+    """vrnic-fabric (fabric/): -Wall -Wextra -Werror (its CMake files set
+    them) and clang-tidy with fabric/.clang-tidy.  nlohmann-json makes
+    clang-tidy slow, so its files are split over two processes."""
+    bdir = os.path.join(TOP, "build/fabric")
+    rc, out = run(["cmake", "-S", "fabric", "-B", bdir, "-G", "Ninja"])
+    if rc == 0:
+        rc, out = run(["nice", "ninja", "-C", bdir, "-j2"])
+    if rc:
+        show(out)
+    stage.record("fabric -Wall -Wextra -Werror", "fail" if rc else "pass")
+    srcs = sorted(glob.glob(os.path.join(TOP, "fabric/core/*.cpp")) +
+                  glob.glob(os.path.join(TOP, "fabric/daemon/*.cpp")))
+    procs = [subprocess.Popen(["nice", "clang-tidy", "--quiet", "-p", bdir,
+                               *srcs[i::2]], cwd=TOP, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+             for i in range(2)]
+    rc, out = 0, ""
+    for p in procs:
+        o, _ = p.communicate()
+        rc |= p.returncode
+        out += o
+    bad = [ln for ln in out.splitlines() if re.search(r"(warning|error):", ln)]
+    if rc or bad:
+        show(out)
+    stage.record("fabric clang-tidy", "fail" if (rc or bad) else "pass",
+                 "%d findings" % len(bad) if bad else "")
 
 
 if __name__ == "__main__":

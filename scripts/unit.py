@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Host unit tests: build tests/unit with CMake and run them with ctest.
-Each GoogleTest case is one result in build/results/unit.jsonl."""
+"""Host unit tests: build tests/unit (the engine) and fabric/ (vrnic-fabric)
+with CMake and run them with ctest.  Each GoogleTest case is one result in
+build/results/unit.jsonl."""
 
 import os
 import subprocess
@@ -13,20 +14,29 @@ from results import Stage, TOP  # noqa: E402
 
 def main(stage_name="unit", host=None, cmake_extra=(), run_env=None,
          jobs=1):
-    """Also used by scripts/fuzz.py unit-asan: the same suite built with
-    sanitizers in its own build dir, recorded as its own stage."""
+    """Also used by scripts/fuzz.py unit-asan: the same suites built with
+    sanitizers in their own build dirs, recorded as its own stage.
+    Two suites: the engine's (tests/unit) and vrnic-fabric's (fabric/)."""
     stage = Stage(stage_name)
     host = host or os.path.join(TOP, "build/host")
-    junit = os.path.join(TOP, "build/results/ctest-junit-%s.xml" % stage_name)
-    for cmd in (["cmake", "-S", "tests/unit", "-B", host, "-G", "Ninja"] +
+    fabric = host.replace("build/host", "build/fabric", 1)
+    for src, bdir, tag in (("tests/unit", host, stage_name),
+                           ("fabric", fabric, stage_name + "-fabric")):
+        suite(stage, src, bdir, tag, cmake_extra, run_env, jobs)
+    return 1 if stage.failed else 0
+
+
+def suite(stage, src, host, tag, cmake_extra, run_env, jobs):
+    junit = os.path.join(TOP, "build/results/ctest-junit-%s.xml" % tag)
+    for cmd in (["cmake", "-S", src, "-B", host, "-G", "Ninja"] +
                 list(cmake_extra),
                 ["ninja", "-C", host]):
         p = subprocess.run(cmd, cwd=TOP, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
         if p.returncode:
             print(p.stdout)
-            stage.record("build", "fail", " ".join(cmd[:1]) + " failed")
-            return 1
+            stage.record("build " + src, "fail", " ".join(cmd[:1]) + " failed")
+            return
     p = subprocess.run(["ctest", "--test-dir", host, "--timeout", "120",
                         "--parallel", str(jobs),
                         "--output-on-failure", "--output-junit", junit],
@@ -35,8 +45,9 @@ def main(stage_name="unit", host=None, cmake_extra=(), run_env=None,
     print(p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "")
     if not os.path.exists(junit):
         print(p.stdout)
-        stage.record("ctest", "fail", "no junit output")
-        return 1
+        stage.record("ctest " + src, "fail", "no junit output")
+        return
+    failed = stage.failed
     for case in ET.parse(junit).getroot().iter("testcase"):
         name = case.get("name")
         if case.get("status") == "fail" or case.find("failure") is not None:
@@ -46,10 +57,9 @@ def main(stage_name="unit", host=None, cmake_extra=(), run_env=None,
             stage.record(name, "skip", "disabled in GoogleTest")
         else:
             stage.record(name, "pass")
-    if p.returncode and not stage.failed:
+    if p.returncode and stage.failed == failed:
         print(p.stdout)
-        stage.record("ctest", "fail", "ctest exited %d" % p.returncode)
-    return 1 if stage.failed else 0
+        stage.record("ctest " + src, "fail", "ctest exited %d" % p.returncode)
 
 
 if __name__ == "__main__":
