@@ -266,10 +266,14 @@ void Fabric::advance(uint64_t now)
 			try_tx(ev.sw, ev.port, t);
 			break;
 		}
-		case Ev::PfcRefresh:
-			if (switches_[ev.sw].ports[ev.port].xoff[ev.prio])
+		case Ev::PfcRefresh: {
+			// Only the latest refresh of a priority counts: an XOFF
+			// that flaps must not start a second chain.
+			const Port &p = switches_[ev.sw].ports[ev.port];
+			if (p.xoff[ev.prio] && p.refresh_at[ev.prio] == t)
 				send_pfc(ev.sw, ev.port, ev.prio, true, t);
 			break;
+		}
 		}
 	}
 }
@@ -616,6 +620,7 @@ void Fabric::send_pfc(uint32_t sw, uint16_t port, int prio, bool xoff, uint64_t 
 		r.sw = sw;
 		r.port = port;
 		r.prio = static_cast<uint8_t>(prio);
+		p.refresh_at[static_cast<size_t>(prio)] = r.t;
 		push(std::move(r));
 	}
 }

@@ -144,6 +144,7 @@ private:
 		std::array<uint64_t, kPriorities> ingress{};
 		std::array<uint64_t, kPriorities> hdrm{};
 		std::array<bool, kPriorities> xoff{};
+		std::array<uint64_t, kPriorities> refresh_at{};	// next XOFF resend
 		uint64_t inflight = 0;		// bytes on the link out
 		Rng rng;			// impairments on the link out
 		bool ge_bad = false;

@@ -105,6 +105,23 @@ TEST(FabricSwitch, StrictPriorityServesTheHighestFirst)
 		EXPECT_EQ(parse_frame(got[i].data).info.dscp, 24) << i;
 }
 
+TEST(FabricSwitch, ClassifiesByPcp)
+{
+	Sim sim(pair_topo("", R"("classify":"pcp")"));
+	sim.send(1, from_to(2, 1));
+	FrameSpec tagged;
+	tagged.vlan = true;
+	tagged.pcp = 5;
+	tagged.dscp = 24;	// ignored with "pcp"
+	sim.send(0, from_to(1, 2, tagged));
+	FrameSpec untagged;
+	untagged.dscp = 24;
+	sim.send(0, from_to(1, 2, untagged));
+	EXPECT_EQ(sim.fabric.stats("sw0", 0, 5).rx_packets, 1U);
+	EXPECT_EQ(sim.fabric.stats("sw0", 0, 0).rx_packets, 1U);
+	EXPECT_EQ(sim.fabric.stats("sw0", 0, 3).rx_packets, 0U);
+}
+
 TEST(FabricSwitch, DwrrSharesByWeight)
 {
 	Sim sim(pair_topo(R"("b_to_a":{"rate_gbps":1})",
@@ -246,6 +263,34 @@ TEST(FabricPfc, XoffThenXonAndNoDrop)
 	}
 	EXPECT_EQ(sim.sink.to(2).size(), 100U);
 	EXPECT_EQ(sim.fabric.buffer_used("sw0"), 0U);
+}
+
+TEST(FabricPfc, XoffIsRefreshedOncePerHalfPause)
+{
+	// XOFF, XON about 100 µs later, XOFF again before the first refresh;
+	// then r pauses its own port so XOFF holds for 10 ms.  s1's link has
+	// no rate (100 Gb/s nominal): 65535 quanta are 335.5 µs, refreshed
+	// every half: about 60 frames, not twice that from two chains.
+	Sim sim(kIncast);
+	sim.send(2, from_to(3, 1));
+	FrameSpec s;
+	s.dscp = 24;
+	for (int i = 0; i < 27; i++)
+		sim.send(0, from_to(1, 3, s));
+	ASSERT_EQ(sim.sink.pfc_to(0).size(), 1U);
+	sim.run_until(150 * kUs);
+	ASSERT_EQ(sim.sink.pfc_to(0).size(), 2U);	// XON
+	EXPECT_EQ(sim.sink.pfc_to(0).back().quanta[3], 0);
+	Pfc hold;
+	hold.enable = 0x08;
+	hold.quanta[3] = 0xffff;
+	sim.send(2, build_pfc(host_mac(3), hold));
+	for (int i = 0; i < 27; i++)
+		sim.send(0, from_to(1, 3, s));
+	ASSERT_EQ(sim.sink.pfc_to(0).size(), 3U);	// XOFF again
+	sim.run_until(sim.now + 10 * kMs);
+	const double refreshes = static_cast<double>(sim.sink.pfc_to(0).size() - 3);
+	EXPECT_NEAR(refreshes, 10.0 * kMs / (335.5 * kUs / 2), 2.0);
 }
 
 TEST(FabricPfc, HeadroomOverflowDropsAndLossyTailDrops)
