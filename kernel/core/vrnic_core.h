@@ -78,7 +78,6 @@ struct vrnic_eth_ring {
 	u16 pi;			/* next descriptor the driver posts */
 	u16 ci;			/* next descriptor the driver reaps */
 	bool live;		/* the device has it: created, not destroyed */
-	bool orphaned;		/* the device refused to destroy it */
 };
 
 /* Written by the NAPI poll only (one writer), read by ndo_get_stats64. */
@@ -123,9 +122,6 @@ struct vrnic_pf {
 	struct vrnic_rdma_client __rcu *rdma;	/* bound RDMA driver */
 	struct mutex fatal_lock;	/* one vrnic_pf_fatal() at a time */
 	struct work_struct fatal_work;	/* a FATAL event from the AEQ */
-	spinlock_t orphan_lock;		/* orphans, num_orphans */
-	struct list_head orphans;	/* struct vrnic_orphan, see vrnic_main.c */
-	unsigned int num_orphans;	/* on the list now */
 };
 
 static inline u32 vrnic_rd(struct vrnic_pf *pf, u32 reg)
@@ -145,7 +141,6 @@ static inline void vrnic_db(struct vrnic_pf *pf, u32 off, u32 val)
 
 /* vrnic_main.c */
 void vrnic_pf_fatal_irq(struct vrnic_pf *pf, u32 error);
-void vrnic_pf_free_orphans(struct vrnic_pf *pf);
 
 /* vrnic_admin.c */
 int vrnic_aq_init(struct vrnic_pf *pf);

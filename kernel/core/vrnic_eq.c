@@ -238,42 +238,16 @@ static int vrnic_ceq_create(struct vrnic_pf *pf, unsigned int i)
 	return 0;
 }
 
-/* An EQ ring the device refused to give back (vrnic_pf_destroy()). */
-struct vrnic_eq_orphan {
-	struct vrnic_orphan orphan;
-	struct vrnic_pf *pf;
-	struct vrnic_eq eq;
-};
-
-static void vrnic_eq_orphan_release(struct vrnic_orphan *orphan)
-{
-	struct vrnic_eq_orphan *o =
-		container_of(orphan, struct vrnic_eq_orphan, orphan);
-
-	vrnic_eq_free_ring(o->pf, &o->eq);
-	kfree(o);
-}
-
+/* A refusal makes the function dead first (vrnic_pf_destroy()). */
 static void vrnic_ceq_destroy(struct vrnic_pf *pf, unsigned int i)
 {
 	struct vrnic_eq *eq = &pf->ceq[i];
 	int irq = pci_irq_vector(pf->pdev, i);
-	struct vrnic_eq_orphan *o;
-	bool free;
 
-	free = vrnic_pf_destroy(pf, VRNIC_ADMIN_DESTROY_EQ, i, "EQ");
+	vrnic_pf_destroy(pf, VRNIC_ADMIN_DESTROY_EQ, i, "EQ");
 	/* Wait out a running handler before the ring goes away. */
 	disable_irq(irq);
-	o = free ? NULL : kzalloc(sizeof(*o), GFP_KERNEL);
-	if (o) {
-		o->pf = pf;
-		o->eq = *eq;
-		o->orphan.release = vrnic_eq_orphan_release;
-		vrnic_pf_orphan(pf, &o->orphan);
-	} else if (free) {
-		vrnic_eq_free_ring(pf, eq);
-	}
-	/* Orphaned, or leaked if even that failed: no longer ours. */
+	vrnic_eq_free_ring(pf, eq);
 	eq->ring = NULL;
 	enable_irq(irq);
 }

@@ -58,8 +58,6 @@ static void vrnic_ring_reset(struct vrnic_pf *pf, struct vrnic_eth_ring *r,
 {
 	u32 i;
 
-	if (r->orphaned)	/* the device may still use the buffers */
-		return;
 	for (i = 0; i < r->depth; i++) {
 		struct vrnic_eth_buf *b = &r->bufs[i];
 
@@ -74,46 +72,10 @@ static void vrnic_ring_reset(struct vrnic_pf *pf, struct vrnic_eth_ring *r,
 	r->ci = 0;
 }
 
-/* A ring the device refused to destroy, kept until it is reset. */
-struct vrnic_eth_orphan {
-	struct vrnic_orphan orphan;
-	struct vrnic_pf *pf;
-	struct vrnic_eth_ring ring;
-	enum dma_data_direction dir;
-};
-
-static void vrnic_ring_free_bufs(struct vrnic_pf *pf,
-				 struct vrnic_eth_ring *r,
-				 enum dma_data_direction dir);
-
-static void vrnic_eth_orphan_release(struct vrnic_orphan *orphan)
-{
-	struct vrnic_eth_orphan *o =
-		container_of(orphan, struct vrnic_eth_orphan, orphan);
-
-	o->ring.orphaned = false;
-	vrnic_ring_free_bufs(o->pf, &o->ring, o->dir);
-	kfree(o);
-}
-
 static void vrnic_ring_free_bufs(struct vrnic_pf *pf,
 				 struct vrnic_eth_ring *r,
 				 enum dma_data_direction dir)
 {
-	if (r->orphaned) {
-		struct vrnic_eth_orphan *o = kzalloc(sizeof(*o), GFP_KERNEL);
-
-		/* No memory even for that: leak the ring, never free it. */
-		if (o) {
-			o->pf = pf;
-			o->ring = *r;
-			o->dir = dir;
-			o->orphan.release = vrnic_eth_orphan_release;
-			vrnic_pf_orphan(pf, &o->orphan);
-		}
-		memset(r, 0, sizeof(*r));
-		return;
-	}
 	vrnic_ring_reset(pf, r, dir);
 	kfree(r->bufs);
 	r->bufs = NULL;
@@ -138,7 +100,7 @@ static int vrnic_ring_create(struct vrnic_pf *pf, struct vrnic_eth_ring *r,
 	return ret;
 }
 
-/* Refused: the ring and its buffers are orphaned when freed. */
+/* A refusal makes the function dead first (vrnic_pf_destroy()). */
 static void vrnic_ring_destroy(struct vrnic_pf *pf, struct vrnic_eth_ring *r,
 			       u8 type)
 {
@@ -146,9 +108,8 @@ static void vrnic_ring_destroy(struct vrnic_pf *pf, struct vrnic_eth_ring *r,
 	if (!r->live)
 		return;
 	r->live = false;
-	if (!vrnic_pf_destroy(pf, VRNIC_ADMIN_DESTROY_ETH_RING,
-			      (u32)type << 8 | VRNIC_ETH_QID, "Ethernet ring"))
-		r->orphaned = true;
+	vrnic_pf_destroy(pf, VRNIC_ADMIN_DESTROY_ETH_RING,
+			 (u32)type << 8 | VRNIC_ETH_QID, "Ethernet ring");
 }
 
 static void vrnic_ring_arm(struct vrnic_pf *pf, u32 db, u16 ci)
@@ -706,20 +667,15 @@ static int vrnic_change_mtu(struct net_device *ndev, int mtu)
 	priv->tx = old_tx;
 	priv->rx = old_rx;
 	priv->rx_buf_len = old_len;
-	if (old_tx.orphaned || old_rx.orphaned) {
-		/* The device kept an old ring: it is not ours to reuse. */
-		ret2 = -EBUSY;
-	} else {
-		vrnic_ring_reset(priv->pf, &priv->tx, DMA_TO_DEVICE);
-		vrnic_ring_reset(priv->pf, &priv->rx, DMA_FROM_DEVICE);
-		while (vrnic_ring_free(&priv->rx) &&
-		       vrnic_rx_post_one(priv, &priv->rx, old_len))
-			;
-		cmd.set_port.mtu = cpu_to_le32(ndev->mtu);
-		ret2 = vrnic_pf_admin_exec(priv->pf, &cmd, NULL);
-		if (!ret2)
-			ret2 = vrnic_rings_start(priv);
-	}
+	vrnic_ring_reset(priv->pf, &priv->tx, DMA_TO_DEVICE);
+	vrnic_ring_reset(priv->pf, &priv->rx, DMA_FROM_DEVICE);
+	while (vrnic_ring_free(&priv->rx) &&
+	       vrnic_rx_post_one(priv, &priv->rx, old_len))
+		;
+	cmd.set_port.mtu = cpu_to_le32(ndev->mtu);
+	ret2 = vrnic_pf_admin_exec(priv->pf, &cmd, NULL);
+	if (!ret2)
+		ret2 = vrnic_rings_start(priv);
 	if (ret2) {
 		/* The device refuses its rings: stay up without a data path
 		 * but with NAPI enabled and rings allocated, so that ndo_stop

@@ -82,16 +82,15 @@ static void vrnic_pf_quiesce(struct vrnic_pf *pf)
 
 /*
  * The function is dead: an admin command timed out, the device reported
- * FATAL, or it stopped answering.  One policy for every path:
+ * FATAL, it refused to destroy an object (vrnic_pf_destroy()), or it
+ * stopped answering.  One policy for every path:
  *
  * - The device is quiesced first, before anything else happens: a reset
  *   through REG_CTRL stops its DMA and interrupts, and bus mastering goes
  *   off in case the reset itself does not complete.  Only after that is
  *   the queue marked dead, so no caller ever frees memory the device may
  *   still write: every admin command fails with -ENODEV, and each destroy
- *   path (here and in vrnic_ib) may then free its rings and buffers.  The
- *   memory of objects the device refused to destroy (vrnic_pf_destroy())
- *   is freed here too, once the device is quiesced.
+ *   path (here and in vrnic_ib) may then free its rings and buffers.
  * - Every command still waiting is completed (it returns -ENODEV), later
  *   ones fail at once.
  * - The netdev loses its carrier and is detached; the RDMA driver gets a
@@ -106,8 +105,6 @@ void vrnic_pf_fatal(struct vrnic_pf *pf, const char *why)
 
 	mutex_lock(&pf->fatal_lock);
 	if (READ_ONCE(aq->dead)) {
-		/* Quiesced already; an orphan may have come since. */
-		vrnic_pf_free_orphans(pf);
 		mutex_unlock(&pf->fatal_lock);
 		return;
 	}
@@ -120,131 +117,54 @@ void vrnic_pf_fatal(struct vrnic_pf *pf, const char *why)
 		netif_device_detach(pf->netdev);
 	}
 	vrnic_rdma_async_event(pf, VRNIC_EQE_FATAL, 0);
-	vrnic_pf_free_orphans(pf);
 	mutex_unlock(&pf->fatal_lock);
 }
 EXPORT_SYMBOL_NS_GPL(vrnic_pf_fatal, VRNIC);
 
-/*
- * The destroy policy, one for every object whose memory the device writes
- * or reads (EQs, Ethernet rings, CQs, QPs, SRQs, MRs; the create paths'
- * error unwinds too): the driver never frees memory the device may still
- * DMA to.  vrnic_pf_destroy() runs the DESTROY command and says whether
- * the caller may free:
+/**
+ * vrnic_pf_destroy - destroy a device object before its memory is freed
+ * @pf: the function
+ * @opcode: the DESTROY_* or DEALLOC_* admin opcode
+ * @id: the object's handle
+ * @what: the object, for the log ("QP", "Ethernet ring")
  *
- * - success: the device let go of the object (spec, "Destroying
- *   objects"), free as usual;
- * - -ENODEV: the function is dead and vrnic_pf_fatal() quiesced it before
- *   marking it so, free as usual;
- * - anything else (an error status, a device that refuses): the device may
- *   still own the object and write into its rings.  The caller hands what
- *   the device may touch (rings, doorbell records, pinned user memory, page
- *   lists, skbs mapped for DMA) to vrnic_pf_orphan(): it stays allocated,
- *   on pf->orphans, until the device has been reset, in vrnic_pf_fatal()
- *   or at remove, and is freed then.  The leak is visible (a rate-limited
- *   error naming the object, the count at release) and bounded by the
- *   objects that existed.  A kernel QP, SRQ or MR escalates to
- *   vrnic_pf_fatal() instead (vrnic_kernel_destroy_refused() in vrnic_ib):
- *   its WQEs and keys reach ULP buffers no orphan can keep.  The verb
- *   still succeeds: ib_core frees its own object whatever the driver
- *   returns at process exit, and its kernel users treat a failed destroy
- *   as a bug (ib_free_cq WARNs), so the driver object goes and only the
- *   device-visible memory is kept.
+ * One policy for every object (EQs, Ethernet rings, user contexts, PDs,
+ * CQs, QPs, SRQs, MRs, MWs, XRCDs; the create paths' error unwinds too):
+ * DESTROY of a valid handle succeeds (spec, "Errors"), and the
+ * driver only ever destroys handles it created.  So a refusal means
+ * the device has failed: vrnic_pf_fatal() quiesces it (reset, then bus
+ * mastering off) before this returns, and the function is dead until it
+ * is probed again.  Either way the device no longer touches the object
+ * when this returns, and the caller frees its memory (rings, doorbell
+ * records, page lists, pinned user memory, buffers) as usual.  A function
+ * already dead (-ENODEV) was quiesced before it was marked so.
  *
- * vrnic_ib's orphans hold pinned user memory, which must be released
- * while its ib_device exists: vrnic_ib's remove calls
- * vrnic_pf_release_orphans(), which resets the function first if there
- * are any (the function is then dead until probed again).
+ * The one answer that is not a failure is BUSY from DESTROY_MR, which the
+ * spec gives while a memory window is bound to the MR: a process can ask
+ * for that, and gets -EBUSY with the MR still registered.
+ *
+ * Context: process, sleeps (the admin command, and vrnic_pf_fatal()).
+ * Return: 0, the caller may free; -EBUSY only for DESTROY_MR as above.
  */
-bool vrnic_pf_destroy(struct vrnic_pf *pf, u8 opcode, u32 id,
-		      const char *what)
+int vrnic_pf_destroy(struct vrnic_pf *pf, u8 opcode, u32 id,
+		     const char *what)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = opcode };
+	char why[64];
 	int ret;
 
 	cmd.destroy.id = cpu_to_le32(id);
 	ret = vrnic_pf_admin_exec(pf, &cmd, NULL);
 	if (!ret || ret == -ENODEV)
-		return true;
-	switch (opcode) {
-	case VRNIC_ADMIN_DESTROY_EQ:
-	case VRNIC_ADMIN_DESTROY_ETH_RING:
-	case VRNIC_ADMIN_DESTROY_CQ:
-	case VRNIC_ADMIN_DESTROY_QP:
-	case VRNIC_ADMIN_DESTROY_SRQ:
-	case VRNIC_ADMIN_DESTROY_MR:
-		dev_err_ratelimited(&pf->pdev->dev,
-				    "destroy %s %u refused (%d): orphaned, its memory is kept until the device is reset\n",
-				    what, id, ret);
-		break;
-	default:	/* no memory behind it: nothing to keep */
-		dev_err_ratelimited(&pf->pdev->dev,
-				    "destroy %s %u refused (%d)\n", what, id,
-				    ret);
-	}
-	return false;
+		return 0;
+	if (opcode == VRNIC_ADMIN_DESTROY_MR && ret == -EBUSY)
+		return -EBUSY;
+	dev_err(&pf->pdev->dev, "destroy %s %u refused (%d)\n", what, id, ret);
+	snprintf(why, sizeof(why), "%s destroy refused", what);
+	vrnic_pf_fatal(pf, why);
+	return 0;
 }
 EXPORT_SYMBOL_NS_GPL(vrnic_pf_destroy, VRNIC);
-
-/* Keep @orphan until the device has been reset; see vrnic_pf_destroy(). */
-void vrnic_pf_orphan(struct vrnic_pf *pf, struct vrnic_orphan *orphan)
-{
-	spin_lock(&pf->orphan_lock);
-	list_add_tail(&orphan->list, &pf->orphans);
-	pf->num_orphans++;
-	spin_unlock(&pf->orphan_lock);
-}
-EXPORT_SYMBOL_NS_GPL(vrnic_pf_orphan, VRNIC);
-
-/* Only with the device quiesced (reset, or dead).  Sleeps. */
-void vrnic_pf_free_orphans(struct vrnic_pf *pf)
-{
-	struct vrnic_orphan *o, *tmp;
-	unsigned int n;
-	LIST_HEAD(list);
-
-	spin_lock(&pf->orphan_lock);
-	list_splice_init(&pf->orphans, &list);
-	n = pf->num_orphans;
-	pf->num_orphans = 0;
-	spin_unlock(&pf->orphan_lock);
-	if (!n)
-		return;
-	list_for_each_entry_safe(o, tmp, &list, list) {
-		list_del(&o->list);
-		o->release(o);
-	}
-	dev_info(&pf->pdev->dev, "device reset: freed %u orphaned objects\n", n);
-}
-
-/**
- * vrnic_pf_release_orphans - free the orphans before the RDMA driver goes
- * @pf: the function
- * @owner: the RDMA driver's module
- *
- * If the device still holds objects of @owner it refused to destroy, the
- * function is reset (vrnic_pf_fatal(): it is dead until probed again) so
- * that their memory, and their release() in @owner, go first.  The core's
- * own orphans (EQs, Ethernet rings) wait for remove.  Sleeps.
- */
-void vrnic_pf_release_orphans(struct vrnic_pf *pf, struct module *owner)
-{
-	struct vrnic_orphan *o;
-	bool any = false;
-
-	spin_lock(&pf->orphan_lock);
-	list_for_each_entry(o, &pf->orphans, list)
-		any |= o->owner == owner;
-	spin_unlock(&pf->orphan_lock);
-	if (any) {
-		vrnic_pf_fatal(pf, "device holds objects it refused to destroy");
-		return;
-	}
-	/* A vrnic_pf_fatal() may be releasing them right now: wait for it. */
-	mutex_lock(&pf->fatal_lock);
-	mutex_unlock(&pf->fatal_lock);
-}
-EXPORT_SYMBOL_NS_GPL(vrnic_pf_release_orphans, VRNIC);
 
 static void vrnic_fatal_work(struct work_struct *work)
 {
@@ -388,8 +308,6 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	spin_lock_init(&pf->rdma_lock);
 	mutex_init(&pf->fatal_lock);
 	INIT_WORK(&pf->fatal_work, vrnic_fatal_work);
-	spin_lock_init(&pf->orphan_lock);
-	INIT_LIST_HEAD(&pf->orphans);
 	init_waitqueue_head(&pf->aq.slot_wq);	/* vrnic_pf_quiesce() wakes it */
 	atomic_set(&pf->test_irqs, 0);
 
@@ -489,7 +407,6 @@ err_quiesce:
 	 * then free the rings they use.
 	 */
 	vrnic_stop_dma(pf);
-	vrnic_pf_free_orphans(pf);
 	vrnic_eq_free_irqs(pf);
 	vrnic_aeq_free(pf);
 	vrnic_aq_free(pf);
@@ -529,7 +446,6 @@ static void vrnic_remove(struct pci_dev *pdev)
 	vrnic_ceqs_destroy(pf);
 	/* All DMA stops before the rings are freed. */
 	vrnic_stop_dma(pf);
-	vrnic_pf_free_orphans(pf);
 	vrnic_eq_free_irqs(pf);
 	vrnic_aeq_free(pf);
 	vrnic_aq_free(pf);

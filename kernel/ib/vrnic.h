@@ -77,25 +77,6 @@ struct vrnic_dbrec_page {
 	unsigned long user_virt;	/* page-aligned */
 	dma_addr_t dma;
 	unsigned int refcnt;		/* under uctx->dbrec_lock */
-	bool orphaned;	/* an orphan uses it: never release, orphan it */
-};
-
-/*
- * What the device may still DMA to after it refused to destroy an object
- * (vrnic_pf_destroy(), policy in ../core/vrnic_main.c): kept until the
- * device is reset.  A NULL orphan (no memory for it) leaks instead.
- */
-#define VRNIC_ORPHAN_MAX	3
-struct vrnic_ib_orphan {
-	struct vrnic_orphan orphan;
-	struct device *dma_dev;
-	struct {
-		void *cpu;
-		dma_addr_t dma;
-		size_t size;
-	} dma[VRNIC_ORPHAN_MAX];
-	struct ib_umem *umem[VRNIC_ORPHAN_MAX];
-	unsigned int ndma, numem;
 };
 
 struct vrnic_user_mmap_entry {
@@ -273,23 +254,6 @@ static inline void vrnic_db(struct vrnic_dev *vdev, u32 off, u32 val)
 }
 
 /* Admin commands run on the function's admin queue (sleeps). */
-/*
- * The device refused to destroy a kernel object (no udata).  Orphaning its
- * rings is not enough: its posted WQEs and keys reach the ULP's own
- * buffers (through the local DMA lkey), which the ULP frees once the verb
- * returns.  So the function is quiesced (vrnic_pf_fatal(): dead until
- * probed again), after which the object's memory may be freed.  True.
- */
-static inline bool vrnic_kernel_destroy_refused(struct vrnic_dev *vdev,
-						const char *what)
-{
-	char why[48];
-
-	snprintf(why, sizeof(why), "%s destroy refused", what);
-	vrnic_pf_fatal(vdev->pf, why);
-	return true;
-}
-
 static inline int vrnic_admin_exec(struct vrnic_dev *vdev,
 				   struct vrnic_admin_cmd *cmd, u32 *result)
 {
@@ -334,13 +298,6 @@ void vrnic_cq_event(struct vrnic_dev *vdev, u32 cqn, bool error);
 int vrnic_pin_dbrec(struct ib_udata *udata, u64 addr,
 		    struct vrnic_dbrec_page **page, dma_addr_t *dma);
 void vrnic_unpin_dbrec(struct vrnic_dbrec_page *page);
-struct vrnic_ib_orphan *vrnic_orphan_alloc(struct vrnic_dev *vdev);
-void vrnic_orphan_dma(struct vrnic_ib_orphan *o, size_t size, void *cpu,
-		      dma_addr_t dma);
-void vrnic_orphan_umem(struct vrnic_ib_orphan *o, struct ib_umem *umem);
-void vrnic_orphan_dbrec(struct vrnic_ib_orphan *o,
-			struct vrnic_dbrec_page *page);
-void vrnic_orphan_commit(struct vrnic_dev *vdev, struct vrnic_ib_orphan *o);
 
 /* vrnic_srq.c */
 int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,

@@ -68,104 +68,21 @@ out:
 	return ret;
 }
 
-static void vrnic_orphan_release(struct vrnic_orphan *orphan)
-{
-	struct vrnic_ib_orphan *o =
-		container_of(orphan, struct vrnic_ib_orphan, orphan);
-	unsigned int i;
-
-	for (i = 0; i < o->ndma; i++)
-		dma_free_coherent(o->dma_dev, o->dma[i].size, o->dma[i].cpu,
-				  o->dma[i].dma);
-	for (i = 0; i < o->numem; i++)
-		ib_umem_release(o->umem[i]);
-	kfree(o);
-}
-
-struct vrnic_ib_orphan *vrnic_orphan_alloc(struct vrnic_dev *vdev)
-{
-	struct vrnic_ib_orphan *o = kzalloc(sizeof(*o), GFP_KERNEL);
-
-	if (o) {
-		o->dma_dev = &vdev->pdev->dev;
-		o->orphan.release = vrnic_orphan_release;
-		o->orphan.owner = THIS_MODULE;
-	}
-	return o;
-}
-
-/* Keep coherent memory (NULL cpu: none) in the orphan, or leak it. */
-void vrnic_orphan_dma(struct vrnic_ib_orphan *o, size_t size, void *cpu,
-		      dma_addr_t dma)
-{
-	if (!cpu || !o || WARN_ON_ONCE(o->ndma == VRNIC_ORPHAN_MAX))
-		return;
-	o->dma[o->ndma].cpu = cpu;
-	o->dma[o->ndma].dma = dma;
-	o->dma[o->ndma].size = size;
-	o->ndma++;
-}
-
-/* Keep a pinned umem (NULL: none) in the orphan, or leak it. */
-void vrnic_orphan_umem(struct vrnic_ib_orphan *o, struct ib_umem *umem)
-{
-	if (!umem || !o || WARN_ON_ONCE(o->numem == VRNIC_ORPHAN_MAX))
-		return;
-	o->umem[o->numem++] = umem;
-}
-
-void vrnic_orphan_commit(struct vrnic_dev *vdev, struct vrnic_ib_orphan *o)
-{
-	if (o)
-		vrnic_pf_orphan(vdev->pf, &o->orphan);
-}
-
-/*
- * Drop an object's reference on its doorbell record page (NULL: none).
- * Once an orphaned object's record is in the page (@orphaned, now or
- * before), the last reference does not unpin it: the pinned page goes to
- * @o, or to an orphan of its own, and stays until the device is reset.
- * With no orphan (no memory for one) it leaks, but the page still leaves
- * the context's list.
- */
-static void vrnic_dbrec_put(struct vrnic_dbrec_page *page,
-			    struct vrnic_ib_orphan *o, bool orphaned)
+/* Drop an object's reference on its doorbell record page (NULL: none). */
+void vrnic_unpin_dbrec(struct vrnic_dbrec_page *page)
 {
 	struct vrnic_ucontext *uctx;
-	struct vrnic_dev *vdev;
 
 	if (!page)
 		return;
 	uctx = page->uctx;
-	vdev = to_vdev(uctx->ibucontext.device);
 	mutex_lock(&uctx->dbrec_lock);
-	page->orphaned |= orphaned;
 	if (!--page->refcnt) {
 		list_del(&page->list);
-		if (page->orphaned && o) {
-			vrnic_orphan_umem(o, page->umem);
-		} else if (page->orphaned) {
-			o = vrnic_orphan_alloc(vdev);
-			vrnic_orphan_umem(o, page->umem);
-			vrnic_orphan_commit(vdev, o);
-		} else {
-			ib_umem_release(page->umem);
-		}
+		ib_umem_release(page->umem);
 		kfree(page);
 	}
 	mutex_unlock(&uctx->dbrec_lock);
-}
-
-/* An orphaned object's reference; see vrnic_dbrec_put(). */
-void vrnic_orphan_dbrec(struct vrnic_ib_orphan *o,
-			struct vrnic_dbrec_page *page)
-{
-	vrnic_dbrec_put(page, o, true);
-}
-
-void vrnic_unpin_dbrec(struct vrnic_dbrec_page *page)
-{
-	vrnic_dbrec_put(page, NULL, false);
 }
 
 /* Release whatever memory a CQ holds; fields never set are NULL. */
@@ -181,19 +98,6 @@ static void vrnic_cq_free_mem(struct vrnic_dev *vdev, struct vrnic_cq *cq)
 				  cq->dbrec_dma);
 	vrnic_unpin_dbrec(cq->dbrec_page);
 	ib_umem_release(cq->umem);
-}
-
-/* The device refused to destroy the CQ: keep what it may write. */
-static void vrnic_cq_orphan_mem(struct vrnic_dev *vdev, struct vrnic_cq *cq)
-{
-	struct vrnic_ib_orphan *o = vrnic_orphan_alloc(vdev);
-
-	vrnic_orphan_dma(o, sizeof(*cq->ring) << cq->log_depth, cq->ring,
-			 cq->ring_dma);
-	vrnic_orphan_dma(o, sizeof(*cq->dbrec), cq->dbrec, cq->dbrec_dma);
-	vrnic_orphan_dbrec(o, cq->dbrec_page);
-	vrnic_orphan_umem(o, cq->umem);
-	vrnic_orphan_commit(vdev, o);
 }
 
 int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
@@ -292,10 +196,7 @@ int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	return 0;
 
 err_destroy:
-	if (!vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_CQ, cqn, "CQ")) {
-		vrnic_cq_orphan_mem(vdev, cq);
-		return ret;
-	}
+	vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_CQ, cqn, "CQ");
 err_mem:
 	vrnic_cq_free_mem(vdev, cq);
 	return ret;
@@ -305,17 +206,14 @@ int vrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct vrnic_dev *vdev = to_vdev(ibcq->device);
 	struct vrnic_cq *cq = to_vcq(ibcq);
-	bool free;
 
-	free = vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_CQ, cq->cqn, "CQ");
+	/* Refused: the function is quiesced first (vrnic_pf_destroy()). */
+	vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_CQ, cq->cqn, "CQ");
 	xa_erase_irq(&vdev->cq_xa, cq->cqn);
 	/* No event handler may still be looking at this CQ. */
 	synchronize_irq(pci_irq_vector(vdev->pdev, cq->eqn));
 	synchronize_irq(pci_irq_vector(vdev->pdev, VRNIC_AEQ_VECTOR));
-	if (free)
-		vrnic_cq_free_mem(vdev, cq);
-	else
-		vrnic_cq_orphan_mem(vdev, cq);
+	vrnic_cq_free_mem(vdev, cq);
 	return 0;
 }
 

@@ -122,8 +122,6 @@ static int vrnic_ib_probe(struct auxiliary_device *adev,
 err_client:
 	vrnic_pf_unregister_rdma(vdev->pf);
 	cancel_work_sync(&vdev->flush_work);
-	/* ib_mad's unwind may have orphaned its QPs and CQs. */
-	vrnic_pf_release_orphans(vdev->pf, THIS_MODULE);
 err_dealloc:
 	ib_dealloc_device(&vdev->ibdev);
 	return ret;
@@ -140,8 +138,6 @@ static void vrnic_ib_remove(struct auxiliary_device *adev)
 	vrnic_pf_unregister_rdma(vdev->pf);
 	/* No more posts (unregistered) and no more events. */
 	cancel_work_sync(&vdev->flush_work);
-	/* Orphans hold pinned user memory: free them while ibdev exists. */
-	vrnic_pf_release_orphans(vdev->pf, THIS_MODULE);
 	WARN_ON(!xa_empty(&vdev->cq_xa) || !xa_empty(&vdev->qp_xa) ||
 		!xa_empty(&vdev->srq_xa));
 	ib_dealloc_device(&vdev->ibdev);

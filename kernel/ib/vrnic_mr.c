@@ -373,24 +373,19 @@ int vrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct vrnic_mr *mr = container_of(ibmr, struct vrnic_mr, ibmr);
 	struct vrnic_dev *vdev = to_vdev(ibmr->device);
-	struct vrnic_ib_orphan *o;
-	bool free;
+	int ret;
 
-	free = vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_MR, ibmr->lkey,
-				"MR");
-	/* A kernel MR's keys reach its ULP's pages, not pinned by us. */
-	if (!free && !mr->umem)
-		free = vrnic_kernel_destroy_refused(vdev, "kernel MR");
-	if (!free) {
-		/* Its keys still reach the pages: keep them pinned. */
-		o = vrnic_orphan_alloc(vdev);
-		vrnic_orphan_dma(o, mr->max_pages * sizeof(*mr->pbl), mr->pbl,
-				 mr->pbl_dma);
-		vrnic_orphan_umem(o, mr->umem);
-		vrnic_orphan_commit(vdev, o);
-		kfree(mr);
-		return 0;
-	}
+	/*
+	 * A refusal quiesces the function first (vrnic_pf_destroy()).  BUSY
+	 * (a memory window is bound to the MR) is the process's to resolve:
+	 * the MR stays registered.  Kernel ULPs bind no windows.
+	 */
+	ret = vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_MR, ibmr->lkey,
+			       "MR");
+	if (ret && mr->umem)
+		return ret;
+	if (ret)
+		vrnic_pf_fatal(vdev->pf, "kernel MR destroy refused");
 	if (mr->pbl)
 		dma_free_coherent(&vdev->pdev->dev,
 				  mr->max_pages * sizeof(*mr->pbl), mr->pbl,
@@ -424,7 +419,7 @@ int vrnic_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 
 int vrnic_dealloc_mw(struct ib_mw *ibmw)
 {
-	/* No memory behind it: a refusal is logged (vrnic_pf_destroy()). */
+	/* A refusal quiesces the function (vrnic_pf_destroy()). */
 	vrnic_pf_destroy(to_vdev(ibmw->device)->pf, VRNIC_ADMIN_DEALLOC_MW,
 			 ibmw->rkey, "MW");
 	return 0;

@@ -68,22 +68,6 @@ static void vrnic_qp_free_mem(struct vrnic_dev *vdev, struct vrnic_qp *qp)
 	vrnic_unpin_dbrec(qp->dbrec_page);
 }
 
-/* The device refused to destroy the QP: keep what it may touch. */
-static void vrnic_qp_orphan_mem(struct vrnic_dev *vdev, struct vrnic_qp *qp)
-{
-	struct vrnic_ib_orphan *o = vrnic_orphan_alloc(vdev);
-
-	vrnic_orphan_dma(o, 1UL << (qp->sq_log + qp->sq_shift), qp->sq,
-			 qp->sq_dma);
-	vrnic_orphan_dma(o, 1UL << (qp->rq_log + qp->rq_shift), qp->rq,
-			 qp->rq_dma);
-	vrnic_orphan_dma(o, sizeof(*qp->dbrec), qp->dbrec, qp->dbrec_dma);
-	vrnic_orphan_umem(o, qp->sq_umem);
-	vrnic_orphan_umem(o, qp->rq_umem);
-	vrnic_orphan_dbrec(o, qp->dbrec_page);
-	vrnic_orphan_commit(vdev, o);
-}
-
 /*
  * An XRC target QP is the kernel's (ib_core creates it without udata and
  * shares it between processes): no rings, CQs or PD; each request takes
@@ -110,7 +94,7 @@ static int vrnic_create_xrc_tgt(struct vrnic_dev *vdev, struct vrnic_qp *qp,
 	qp->state = IB_QPS_RESET;
 	memset(&init->cap, 0, sizeof(init->cap));
 	ret = xa_insert_irq(&vdev->qp_xa, qpn, qp, GFP_KERNEL);
-	if (ret)	/* no memory: nothing to orphan */
+	if (ret)
 		vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_QP, qpn, "QP");
 	return ret;
 }
@@ -310,10 +294,7 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	return 0;
 
 err_destroy:
-	if (!vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_QP, qpn, "QP")) {
-		vrnic_qp_orphan_mem(vdev, qp);
-		return ret;
-	}
+	vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_QP, qpn, "QP");
 err_mem:
 	if (sq_list)
 		dma_free_coherent(dev, sq_list_size, sq_list, sq_list_dma);
@@ -341,20 +322,19 @@ int vrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct vrnic_dev *vdev = to_vdev(ibqp->device);
 	struct vrnic_qp *qp = to_vqp(ibqp);
-	bool free;
 
 	mutex_destroy(&qp->state_lock);
-	free = vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_QP, qp->qpn, "QP");
-	if (!free && !udata && qp->type != VRNIC_QPT_XRC_TGT)
-		free = vrnic_kernel_destroy_refused(vdev, "kernel QP");
+	/*
+	 * Refused: the function is quiesced first (vrnic_pf_destroy()), so
+	 * neither the rings nor the buffers the posted WQEs name (a kernel
+	 * ULP's, which it frees once this returns) are touched any more.
+	 */
+	vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_QP, qp->qpn, "QP");
 	xa_erase_irq(&vdev->qp_xa, qp->qpn);
 	synchronize_irq(pci_irq_vector(vdev->pdev, VRNIC_AEQ_VECTOR));
 	/* Out of the table: after this no poller holds qp. */
 	vrnic_qp_clean_cqs(qp);
-	if (free)
-		vrnic_qp_free_mem(vdev, qp);
-	else
-		vrnic_qp_orphan_mem(vdev, qp);
+	vrnic_qp_free_mem(vdev, qp);
 	return 0;
 }
 

@@ -26,19 +26,6 @@ static void vrnic_srq_free_mem(struct vrnic_dev *vdev, struct vrnic_srq *srq)
 	vrnic_unpin_dbrec(srq->dbrec_page);
 }
 
-/* The device refused to destroy the SRQ: keep what it may touch. */
-static void vrnic_srq_orphan_mem(struct vrnic_dev *vdev, struct vrnic_srq *srq)
-{
-	struct vrnic_ib_orphan *o = vrnic_orphan_alloc(vdev);
-
-	vrnic_orphan_dma(o, 1UL << (srq->log + srq->shift), srq->ring,
-			 srq->ring_dma);
-	vrnic_orphan_dma(o, sizeof(*srq->dbrec), srq->dbrec, srq->dbrec_dma);
-	vrnic_orphan_umem(o, srq->umem);
-	vrnic_orphan_dbrec(o, srq->dbrec_page);
-	vrnic_orphan_commit(vdev, o);
-}
-
 static int vrnic_srq_arm(struct vrnic_dev *vdev, struct vrnic_srq *srq,
 			 u32 limit)
 {
@@ -165,10 +152,7 @@ int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	return 0;
 
 err_destroy:
-	if (!vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_SRQ, srqn, "SRQ")) {
-		vrnic_srq_orphan_mem(vdev, srq);
-		return ret;
-	}
+	vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_SRQ, srqn, "SRQ");
 err_mem:
 	if (list)
 		dma_free_coherent(dev, list_size, list, list_dma);
@@ -204,18 +188,12 @@ int vrnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
 	struct vrnic_dev *vdev = to_vdev(ibsrq->device);
 	struct vrnic_srq *srq = to_vsrq(ibsrq);
-	bool free;
 
-	free = vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_SRQ, srq->srqn,
-				"SRQ");
-	if (!free && !udata)
-		free = vrnic_kernel_destroy_refused(vdev, "kernel SRQ");
+	/* Refused: the function is quiesced first (vrnic_pf_destroy()). */
+	vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_SRQ, srq->srqn, "SRQ");
 	xa_erase_irq(&vdev->srq_xa, srq->srqn);
 	synchronize_irq(pci_irq_vector(vdev->pdev, VRNIC_AEQ_VECTOR));
-	if (free)
-		vrnic_srq_free_mem(vdev, srq);
-	else
-		vrnic_srq_orphan_mem(vdev, srq);
+	vrnic_srq_free_mem(vdev, srq);
 	return 0;
 }
 

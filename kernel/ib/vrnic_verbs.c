@@ -254,7 +254,7 @@ static void vrnic_mmap_free(struct rdma_user_mmap_entry *rentry)
 	struct vrnic_user_mmap_entry *entry =
 		container_of(rentry, struct vrnic_user_mmap_entry, rdma_entry);
 
-	/* No memory of ours behind it: a refusal is only logged. */
+	/* A refusal quiesces the function (vrnic_pf_destroy()). */
 	vrnic_pf_destroy(entry->vdev->pf, VRNIC_ADMIN_DESTROY_UCTX, entry->page,
 			 "user context");
 	kfree(entry);
@@ -294,7 +294,7 @@ int vrnic_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 
 int vrnic_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 {
-	/* No memory behind it: a refusal is logged (vrnic_pf_destroy()). */
+	/* A refusal quiesces the function (vrnic_pf_destroy()). */
 	vrnic_pf_destroy(to_vdev(ibxrcd->device)->pf, VRNIC_ADMIN_DEALLOC_XRCD,
 			 to_vxrcd(ibxrcd)->xrcdn, "XRCD");
 	return 0;
@@ -302,10 +302,7 @@ int vrnic_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 
 static int vrnic_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	/*
-	 * No memory behind it: a refusal (an orphaned QP, SRQ or MR of the
-	 * PD still holds it in the device) is logged (vrnic_pf_destroy()).
-	 */
+	/* A refusal quiesces the function (vrnic_pf_destroy()). */
 	vrnic_pf_destroy(to_vdev(ibpd->device)->pf, VRNIC_ADMIN_DESTROY_PD,
 			 to_vpd(ibpd)->pdn, "PD");
 	return 0;

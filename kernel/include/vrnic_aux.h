@@ -59,23 +59,9 @@ struct vrnic_rdma_client {
 	const struct vrnic_rdma_ops *ops;
 };
 
-/*
- * Memory the device may still DMA to because it refused to destroy the
- * object that points at it (spec, "Destroying objects").  It stays on the
- * function's orphan list until the device has been reset, then release()
- * frees it (process context, may sleep).  See vrnic_pf_destroy().
- */
-struct vrnic_orphan {
-	struct list_head list;
-	void (*release)(struct vrnic_orphan *orphan);
-	struct module *owner;	/* the RDMA driver's, or NULL: the core's */
-};
-
-bool vrnic_pf_destroy(struct vrnic_pf *pf, u8 opcode, u32 id,
-		      const char *what);
-void vrnic_pf_orphan(struct vrnic_pf *pf, struct vrnic_orphan *orphan);
+int vrnic_pf_destroy(struct vrnic_pf *pf, u8 opcode, u32 id,
+		     const char *what);
 void vrnic_pf_fatal(struct vrnic_pf *pf, const char *why);
-void vrnic_pf_release_orphans(struct vrnic_pf *pf, struct module *owner);
 
 int vrnic_pf_register_rdma(struct vrnic_pf *pf,
 			   struct vrnic_rdma_client *client);

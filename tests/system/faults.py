@@ -5,11 +5,11 @@ destroy an object, and a PCI remove under a running RDMA server.
 
 x-fault-destroy = N (spec: "Fault injection") makes the device refuse the
 next N DESTROY commands of objects that point it at host memory and keep
-the object.  The driver must then keep that memory (spec: "Destroying
-objects") rather than free what the device may still write: the object
-is orphaned and logged, the verb still succeeds, the device keeps working
-for everything else, and the memory is freed once the device is reset
-(rmmod).
+the object.  DESTROY of a valid handle succeeds (spec: "Errors"), so the
+driver takes a refusal for a device failure: the function goes dead,
+quiesced before the object's memory is freed, the verb still succeeds,
+processes get IBV_EVENT_DEVICE_FATAL and kernel ULPs' work flushes; rmmod
+and modprobe bring it back.
 
 The device's test-only QOM property x-fault-admin (spec: "Fault
 injection") holds admin doorbells back: a delay, or never.  With "never",
@@ -93,125 +93,174 @@ def pingpong(a, b):
     return srv_rc, lines[1] if len(lines) > 1 else "", rc, out
 
 
-def destroy_fault(stage, a, b):
-    """x-fault-destroy: a refused DESTROY_QP orphans the QP's memory."""
-    a.check("dmesg -C")
-    set_fault(a, 1, "x-fault-destroy")
-    # The server's exit destroys its QP first: the device refuses, so
-    # it keeps the QP, its CQ (the QP holds it) and its PD.
-    srv_rc, sout, rc, out = pingpong(a, b)
-    check(stage, "a: destroy refused: ibv_rc_pingpong server's destroys "
-          "succeed (exit 0)", srv_rc == 0,
-          "server rc %d: %s" % (srv_rc, sout[-500:]))
-    check(stage, "a: destroy refused: ibv_rc_pingpong client exits 0",
-          rc == 0, "rc %d: %s" % (rc, out[-500:]))
+def start_fatal_waiter(stage, a, what):
+    """A process on a that holds a context and waits for its async event
+    (fatal_wait.py); False if it could not open the device."""
+    a.check(shipped("fatal_wait.py") +
+            "rm -f /tmp/fatal_wait.ready /tmp/fw.out /tmp/fw.rc; "
+            "(timeout 90 python3 /tmp/fatal_wait.py > /tmp/fw.out 2>&1; "
+            "echo $? > /tmp/fw.rc) >/dev/null 2>&1 &")
+    return check(stage, "a: %s: a process waits for async events" % what,
+                 wait_file(a, "/tmp/fatal_wait.ready", 60),
+                 a.run("cat /tmp/fw.out")[1])
+
+
+def bus_master(a):
+    """Whether the vrnic function on a may DMA (PCI command bit 2)."""
+    bdf = a.check("cd /sys/bus/pci/drivers/vrnic && ls -d 0000:*").split()[0]
+    return int(a.check("setpci -s %s COMMAND" % bdf).strip(), 16) & 4 != 0
+
+
+def refused_is_fatal(stage, a, what, obj, left_want=0):
+    """After a refused destroy of obj: the driver logged the refusal and
+    made the function dead, quiesced (bus mastering off) before it went
+    on; nothing was kept (no orphans any more); no kernel warning.  A
+    process holding a context (start_fatal_waiter) got DEVICE_FATAL, if
+    one was started."""
     left = a.qmp("qom-get", path=vrnic_path(a), property="x-fault-destroy")
-    check(stage, "a: destroy refused: the device refused one DESTROY",
-          left == 0, "x-fault-destroy still %r" % left)
+    set_fault(a, 0, "x-fault-destroy")
     _, log = a.run("dmesg")
     print("\n".join("  | " + x for x in log.splitlines()
-                    if "vrnic" in x)[-2000:])
-    check(stage, "a: destroy refused: the driver orphans the QP's memory",
-          re.search(r"destroy QP \d+ refused .*orphaned", log) is not None,
-          log[-1500:])
+                    if "vrnic" in x)[-1500:])
+    refused = re.search(r"destroy %s \d+ refused \(-?\d+\)" % obj, log)
+    fatal = re.search(r"%s destroy refused: device fatal, quiescing it" % obj,
+                      log)
+    check(stage, "a: %s: the refusal makes the device FATAL, quiesced "
+          "first" % what, left == left_want and refused and fatal and
+          refused.start() < fatal.start() and "orphan" not in log,
+          "x-fault-destroy left %r: %s" % (left, log[-1500:]))
+    check(stage, "a: %s: bus mastering is off (the device can no longer "
+          "DMA to the memory freed)" % what, not bus_master(a))
     rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
-    check(stage, "a: destroy refused: no oops, warning or KASAN report",
-          rc == 1, bad[-1500:])
-    # An SRQ, an MR and a CQ refused one after the other, closed by
-    # pyverbs in that order: all three orphaned (the PD then stays busy).
-    set_fault(a, 3, "x-fault-destroy")
-    a.check("dmesg -C")
-    rc, out = a.run("timeout 60 python3 -c '%s'" % OBJS_PY, timeout=70)
-    check(stage, "a: SRQ, MR, CQ destroys refused: pyverbs closes succeed",
-          rc == 0 and "closed" in out, "rc %d: %s" % (rc, out[-800:]))
-    left = a.qmp("qom-get", path=vrnic_path(a), property="x-fault-destroy")
-    _, log = a.run("dmesg")
-    missing = [o for o in ("SRQ", "MR", "CQ")
-               if not re.search(r"destroy %s \d+ refused .*orphaned" % o,
-                                log)]
-    check(stage, "a: SRQ, MR, CQ destroys refused: each orphaned",
-          left == 0 and not missing,
-          "x-fault-destroy left %r, not orphaned %s: %s"
-          % (left, missing, log[-1500:]))
-    # The device still works for everything else.
-    srv_rc, sout, rc, out = pingpong(a, b)
-    check(stage, "a: after a refused destroy: ibv_rc_pingpong passes",
-          srv_rc == 0 and rc == 0 and "iters in" in out,
-          "server rc %d, client rc %d: %s" % (srv_rc, rc, out[-500:]))
-    # Unloading resets the device, then frees what was orphaned.
+    check(stage, "a: %s: no oops, warning or KASAN report" % what, rc == 1,
+          bad[-1500:])
+
+
+def rmmod_reload(stage, a, what):
     rc, out = a.run("timeout 60 rmmod vrnic_ib vrnic", timeout=70)
-    check(stage, "a: with orphans: rmmod vrnic_ib vrnic", rc == 0,
+    check(stage, "a: %s: rmmod vrnic_ib vrnic" % what, rc == 0,
           "rc %d: %s" % (rc, out))
-    _, log = a.run("dmesg")
-    check(stage, "a: with orphans: freed after the device reset",
-          re.search(r"device reset: freed \d+ orphaned objects", log)
-          is not None, log[-1500:])
     rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
-    check(stage, "a: with orphans: rmmod: no oops, warning or KASAN "
-          "report", rc == 1, bad[-1500:])
-    if not reload(stage, a, "after orphans"):
+    check(stage, "a: %s: rmmod: no oops, warning or KASAN report" % what,
+          rc == 1, bad[-1500:])
+    return reload(stage, a, what)
+
+
+# An SRQ, a user MR and a CQ, closed in the order given.
+OBJS_ORDER_PY = OBJS_PY.replace("srq.close(); mr.close(); cq.close(); ", "%s")
+
+
+def destroy_fault(stage, a, b):
+    """x-fault-destroy (review 2, M5): DESTROY of a valid handle succeeds,
+    so a device that refuses one has failed.  The driver makes the
+    function dead: quiesced first (reset, bus mastering off), then the
+    object's memory is freed and the verb succeeds; processes get
+    IBV_EVENT_DEVICE_FATAL; rmmod is clean and a reload works.  Before,
+    the driver kept the memory as an orphan and unloading vrnic_ib reset
+    the function."""
+    a.check("dmesg -C")
+    if not start_fatal_waiter(stage, a, "user QP destroy refused"):
+        return
+    set_fault(a, 1, "x-fault-destroy")
+    # The server's exit destroys its QP first: the device refuses.
+    srv_rc, sout, rc, out = pingpong(a, b)
+    check(stage, "a: user QP destroy refused: ibv_rc_pingpong server's "
+          "destroys succeed (exit 0)", srv_rc == 0,
+          "server rc %d: %s" % (srv_rc, sout[-500:]))
+    check(stage, "a: user QP destroy refused: ibv_rc_pingpong client exits 0",
+          rc == 0, "rc %d: %s" % (rc, out[-500:]))
+    wait_file(a, "/tmp/fw.rc", 30)
+    rc, out = a.run("cat /tmp/fw.rc /tmp/fw.out")
+    check(stage, "a: user QP destroy refused: another process gets "
+          "IBV_EVENT_DEVICE_FATAL",
+          out.startswith("0\n") and "ok: IBV_EVENT_DEVICE_FATAL" in out,
+          out[-500:])
+    refused_is_fatal(stage, a, "user QP destroy refused", "QP")
+    if not rmmod_reload(stage, a, "after a refused QP destroy"):
         return
     srv_rc, sout, rc, out = pingpong(a, b)
-    check(stage, "a: after orphans and reload: ibv_rc_pingpong passes",
-          srv_rc == 0 and rc == 0 and "iters in" in out,
+    check(stage, "a: after a refused destroy and reload: ibv_rc_pingpong "
+          "passes", srv_rc == 0 and rc == 0 and "iters in" in out,
           "server rc %d, client rc %d: %s" % (srv_rc, rc, out[-500:]))
 
-    # The core's Ethernet rings are orphaned the same way.  A kernel QP
-    # (ib_mad's GSI QP, destroyed by rmmod) is not: its receive WQEs
-    # reach ib_mad's buffers, which it frees once the destroy returns, so
-    # the refusal makes the function dead (quiesced) before anything is
-    # freed (cold review).
+    # Each user object with memory behind it, refused first: the later
+    # closes of the process find the function dead and succeed (-ENODEV
+    # frees), so only the first DESTROY reaches the device.
+    for first, order in (("SRQ", "srq.close(); mr.close(); cq.close(); "),
+                         ("MR", "mr.close(); srq.close(); cq.close(); "),
+                         ("CQ", "cq.close(); srq.close(); mr.close(); ")):
+        what = "user %s destroy refused" % first
+        a.check("dmesg -C")
+        set_fault(a, 3, "x-fault-destroy")
+        rc, out = a.run("timeout 60 python3 -c '%s'"
+                        % (OBJS_ORDER_PY % order), timeout=70)
+        check(stage, "a: %s: pyverbs closes succeed" % what,
+              rc == 0 and "closed" in out, "rc %d: %s" % (rc, out[-800:]))
+        refused_is_fatal(stage, a, what, first, left_want=2)
+        if not rmmod_reload(stage, a, "after a refused %s destroy" % first):
+            return
+
+    # The core's Ethernet rings: ndo_stop under RTNL.
     a.check("dmesg -C")
-    set_fault(a, 3, "x-fault-destroy")
+    set_fault(a, 1, "x-fault-destroy")
     rc, out = a.run("ip link set dev $(vrnic-netdev) down")
     check(stage, "a: Ethernet ring destroy refused: ip link down", rc == 0,
           out)
-    _, log = a.run("dmesg")
-    check(stage, "a: Ethernet ring destroy refused: both rings orphaned",
-          len(re.findall(r"destroy Ethernet ring \d+ refused .*orphaned",
-                         log)) == 2, log[-1500:])
-    rc, out = a.run("timeout 60 rmmod vrnic_ib vrnic", timeout=70)
-    check(stage, "a: kernel QP destroy refused: rmmod vrnic_ib vrnic",
-          rc == 0, "rc %d: %s" % (rc, out))
-    left = a.qmp("qom-get", path=vrnic_path(a), property="x-fault-destroy")
-    _, log = a.run("dmesg")
-    print("\n".join("  | " + x for x in log.splitlines()
-                    if "vrnic" in x)[-2000:])
-    freed = re.search(r"device reset: freed (\d+) orphaned objects", log)
-    check(stage, "a: kernel QP destroy refused: the function is quiesced "
-          "first, the rings' orphans freed after it", left == 0 and
-          "kernel QP destroy refused: device fatal, quiescing it" in log and
-          freed and int(freed.group(1)) >= 2,
-          "x-fault-destroy left %r: %s" % (left, log[-1500:]))
-    rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
-    check(stage, "a: kernel QP refused: no oops, warning or KASAN "
-          "report", rc == 1, bad[-1500:])
-    if not reload(stage, a, "after kernel orphans"):
+    refused_is_fatal(stage, a, "Ethernet ring destroy refused",
+                     "Ethernet ring")
+    if not rmmod_reload(stage, a, "after a refused ring destroy"):
         return
 
-    # PCI remove: the netdev's rings and then the EQs are refused; they are
-    # freed after remove's reset.
-    rc, out = a.run("timeout 60 rmmod vrnic_ib && dmesg -C", timeout=70)
-    if not check(stage, "a: rmmod vrnic_ib alone", rc == 0, out):
+    # A kernel QP or CQ (ib_mad's, destroyed by rmmod): its receive WQEs
+    # reach ib_mad's buffers, which it frees once the destroy returns.
+    a.check("dmesg -C")
+    set_fault(a, 1, "x-fault-destroy")
+    rc, out = a.run("timeout 60 rmmod vrnic_ib", timeout=70)
+    check(stage, "a: kernel object destroy refused: rmmod vrnic_ib",
+          rc == 0, "rc %d: %s" % (rc, out))
+    left = a.qmp("qom-get", path=vrnic_path(a), property="x-fault-destroy")
+    set_fault(a, 0, "x-fault-destroy")
+    _, log = a.run("dmesg")
+    print("\n".join("  | " + x for x in log.splitlines()
+                    if "vrnic" in x)[-1500:])
+    check(stage, "a: kernel object destroy refused: the device goes FATAL, "
+          "quiesced first", left == 0 and
+          re.search(r"destroy (QP|CQ) \d+ refused", log) and
+          re.search(r"(QP|CQ) destroy refused: device fatal, quiescing it",
+                    log) and not bus_master(a),
+          "x-fault-destroy left %r: %s" % (left, log[-1500:]))
+    rc, out = a.run("timeout 60 rmmod vrnic", timeout=70)
+    check(stage, "a: kernel object destroy refused: rmmod vrnic", rc == 0,
+          "rc %d: %s" % (rc, out))
+    rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
+    check(stage, "a: kernel object destroy refused: no oops, warning or "
+          "KASAN report", rc == 1, bad[-1500:])
+    if not reload(stage, a, "after a refused kernel destroy"):
         return
-    set_fault(a, 3, "x-fault-destroy")
+
+    # PCI remove: the completion EQs go last (link down first, so that the
+    # rings are gone before the refusal).
+    rc, out = a.run("ip link set dev $(vrnic-netdev) down && timeout 60 "
+                    "rmmod vrnic_ib && dmesg -C", timeout=70)
+    if not check(stage, "a: link down, rmmod vrnic_ib alone", rc == 0, out):
+        return
+    set_fault(a, 1, "x-fault-destroy")
     rc, out = a.run("timeout 60 rmmod vrnic", timeout=70)
     check(stage, "a: EQ destroy refused: rmmod vrnic", rc == 0,
           "rc %d: %s" % (rc, out))
     left = a.qmp("qom-get", path=vrnic_path(a), property="x-fault-destroy")
+    set_fault(a, 0, "x-fault-destroy")
     _, log = a.run("dmesg")
-    print("\n".join("  | " + x for x in log.splitlines()
-                    if "vrnic" in x)[-2000:])
-    freed = re.search(r"device reset: freed (\d+) orphaned objects", log)
-    check(stage, "a: EQ destroy refused: rings and EQ orphaned, freed "
-          "after remove's reset", left == 0 and freed and
-          int(freed.group(1)) >= 3 and
-          re.search(r"destroy EQ \d+ refused .*orphaned", log),
-          "x-fault-destroy left %r: %s" % (left, log[-1500:]))
+    check(stage, "a: EQ destroy refused: the device goes FATAL before the "
+          "rings are freed", left == 0 and
+          re.search(r"destroy EQ \d+ refused", log) and
+          "EQ destroy refused: device fatal, quiescing it" in log and
+          "orphan" not in log, "x-fault-destroy left %r: %s"
+          % (left, log[-1500:]))
     rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
-    check(stage, "a: EQ orphaned: no oops, warning or KASAN report",
+    check(stage, "a: EQ destroy refused: no oops, warning or KASAN report",
           rc == 1, bad[-1500:])
-    reload(stage, a, "after EQ orphans")
+    reload(stage, a, "after a refused EQ destroy")
 
 
 def reload(stage, a, what):
@@ -386,15 +435,19 @@ def device_fatal(stage, a, b):
     check(stage, "a: after device FATAL: ping a->b", rc == 0, out[-500:])
 
 
-def kernel_ulp_fatal(stage, a, b):
+def kernel_ulp_fatal(stage, a, b, trigger="internal"):
     """Review 2, M4: the device goes FATAL (x-fault-internal) while a
     kernel ULP has receives outstanding (tests/kmod/vrnic_fatal_test.c).
     The ULP's teardown must work as on mlx5: ib_drain_qp() returns (the
     move to ERR succeeds in software, the drain WRs complete), every
     outstanding receive completes with IB_WC_WR_FLUSH_ERR, no WARN (not
     "failed to drain"), no hung task; rmmod is clean and modprobe brings
-    vrnic0 back."""
+    vrnic0 back.  trigger "destroy" (review 2, M5): a process's CQ
+    destroy is refused instead, which makes the device FATAL the same
+    way."""
     name = "a: kernel ULP across device FATAL"
+    if trigger == "destroy":
+        name = "a: kernel ULP across a refused user CQ destroy"
     a.check("dmesg -C; rm -f /tmp/kf.rc; (insmod /opt/vrnic/tests/"
             "vrnic_fatal_test.ko wait_s=60; echo $? > /tmp/kf.rc) "
             ">/dev/null 2>&1 &")
@@ -404,7 +457,17 @@ def kernel_ulp_fatal(stage, a, b):
     if not check(stage, "%s: QPs connected, receives posted" % name,
                  rc == 0, a.run("dmesg | tail -20")[1][-800:]):
         return
-    set_fault(a, True, "x-fault-internal")
+    if trigger == "destroy":
+        set_fault(a, 1, "x-fault-destroy")
+        rc, out = a.run("timeout 60 python3 -c 'from pyverbs.device import "
+                        "Context; from pyverbs.cq import CQ; "
+                        "CQ(Context(name=\"vrnic0\"), 8).close(); "
+                        "print(\"closed\")'", timeout=70)
+        set_fault(a, 0, "x-fault-destroy")
+        check(stage, "%s: the close succeeds" % name,
+              rc == 0 and "closed" in out, "rc %d: %s" % (rc, out[-500:]))
+    else:
+        set_fault(a, True, "x-fault-internal")
     wait_file(a, "/tmp/kf.rc", 60)
     rc, out = a.run("cat /tmp/kf.rc; dmesg | sed -n "
                     "'s/.*vrnic_fatal_test: //p'; rmmod vrnic_fatal_test "
@@ -588,7 +651,10 @@ def admin_slots(stage, a, b):
 TESTS = {"props": property_before_realize, "mtu": mtu_fault,
          "destroy": destroy_fault, "slots": admin_slots,
          "admin": admin_fault, "fatal": device_fatal,
-         "kfatal": kernel_ulp_fatal, "remove": remove_under_server}
+         "kfatal": kernel_ulp_fatal,
+         "kdestroy": lambda stage, a, b: kernel_ulp_fatal(stage, a, b,
+                                                          "destroy"),
+         "remove": remove_under_server}
 
 
 def run(stage, a, b, only=None):
