@@ -457,6 +457,15 @@ void Server::arm_timer()
 	(void)::timerfd_settime(timer_, TFD_TIMER_ABSTIME, &its, nullptr);
 }
 
+void Server::write_counters(uint64_t t)
+{
+	if (!telemetry_)
+		return;
+	const std::string line = dump({{"t_ns", t}, {"counters", fabric_->counters(t)}}) + "\n";
+	(void)std::fputs(line.c_str(), telemetry_);
+	(void)std::fflush(telemetry_);
+}
+
 void Server::telemetry_tick(uint64_t t)
 {
 	if (!telemetry_ || t < next_sample_)
@@ -468,6 +477,11 @@ void Server::telemetry_tick(uint64_t t)
 		(void)std::fputs(line.c_str(), telemetry_);
 		(void)std::fflush(telemetry_);
 		last_written_ = std::max<uint64_t>(t, 1);
+	}
+	// Every counter, once a second (and at the end, from run()).
+	if (t >= next_counters_) {
+		write_counters(t);
+		next_counters_ = t + 1'000'000'000ULL;
 	}
 	next_sample_ = t + cfg_.sample_ns;
 }
@@ -527,6 +541,7 @@ int Server::run()
 		dirty_.clear();
 		std::erase_if(conns_, [](const auto &c) { return c->closing; });
 	}
+	write_counters(now());
 	return 0;
 }
 

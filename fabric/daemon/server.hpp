@@ -19,7 +19,7 @@ struct ServerOptions {
 	std::string dir = ".";		// where the host sockets live
 	std::string control;		// control socket path ("" = dir/control.sock)
 	std::string tcp_bind = "127.0.0.1";
-	std::string telemetry;		// JSON lines of queue depths ("" = none)
+	std::string telemetry;		// JSON lines: depths, counters ("" = none)
 	size_t tx_limit = 4 << 20;	// bytes queued towards one slow host
 	size_t rx_budget = 256 << 10;	// bytes read from one port per wake-up
 };
@@ -69,6 +69,7 @@ private:
 	void update_events(Conn *c);
 	void arm_timer();
 	void telemetry_tick(uint64_t t);
+	void write_counters(uint64_t t);
 
 	TopologyConfig cfg_;
 	ServerOptions opt_;
@@ -85,6 +86,7 @@ private:
 	FILE *telemetry_ = nullptr;
 	uint64_t next_sample_ = 0;
 	uint64_t last_written_ = 0;
+	uint64_t next_counters_ = 0;
 	bool stop_ = false;
 	uint64_t framing_errors_ = 0;
 	uint64_t control_errors_ = 0;

@@ -8,7 +8,8 @@ framing on the AF_UNIX host sockets, that:
   - the control socket reports the counters and takes a run-time
     impairment (loss 1 on a's link drops everything, loss 0 restores);
   - hostile input (an oversized length, garbage) is counted and the
-    daemon keeps serving; a port that disconnects and reconnects works;
+    daemon keeps serving; a port that disconnects and reconnects works,
+    over TCP too;
   - a client that never reads does not stall the other port.
 Every wait is bounded; the daemon is stopped by its PID."""
 
@@ -95,10 +96,15 @@ def main():
         (passes if cond else failures).append(what)
 
     with tempfile.TemporaryDirectory(prefix="vrnic-fabric-") as d:
-        # No TCP ports in the test (the shipped pair listens on 17001/2).
+        # Host a also on TCP, on a port that was free a moment ago (the
+        # shipped pair's 17001/2 may be taken on a shared machine).
         topo = json.load(open(os.path.join(TOPOS, "pair.json")))
-        for h in topo["hosts"]:
-            h.pop("tcp", None)
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        tcp_port = probe.getsockname()[1]
+        probe.close()
+        topo["hosts"][0]["tcp"] = tcp_port
+        topo["hosts"][1].pop("tcp", None)
         tfile = os.path.join(d, "pair.json")
         json.dump(topo, open(tfile, "w"))
         tele = os.path.join(d, "telemetry.jsonl")
@@ -161,10 +167,18 @@ def main():
             check(drops.get("oversized") == 1 and drops.get("truncated") == 1,
                   "bad lengths counted")
 
-            # Reconnect: a goes away and comes back.
+            # Reconnect: a goes away and comes back, first over TCP (as
+            # a VM on another machine would), then on its AF_UNIX socket.
             a.close()
             time.sleep(0.1)
             check(ctl(cmd="hosts")["hosts"][0]["up"] is False, "a down")
+            t = socket.create_connection(("127.0.0.1", tcp_port), timeout=5)
+            send(t, frame(1, 2, 90, 8))
+            check(recv_frames(b, 1) == [frame(1, 2, 90, 8)], "a over TCP -> b")
+            send(b, frame(2, 1, 91, 8))
+            check(recv_frames(t, 1) == [frame(2, 1, 91, 8)], "b -> a over TCP")
+            t.close()
+            time.sleep(0.1)
             a = connect(os.path.join(d, "a.sock"))
             send(a, frame(1, 2, 80, 9))
             check(recv_frames(b, 1) == [frame(1, 2, 80, 9)], "a reconnected")
@@ -200,9 +214,10 @@ def main():
                 p.wait()
         check(p.returncode == 0, "clean exit on SIGTERM (rc %s)" % p.returncode)
         check(not os.path.exists(os.path.join(d, "a.sock")), "sockets removed")
-        lines = open(tele).read().splitlines()
-        check(len(lines) > 0 and all("t_ns" in json.loads(x) for x in lines),
+        lines = [json.loads(x) for x in open(tele).read().splitlines()]
+        check(len(lines) > 0 and all("t_ns" in x for x in lines),
               "telemetry file has JSON lines")
+        check(any("counters" in x for x in lines), "telemetry has counters")
     print("%d passed, %d failed" % (len(passes), len(failures)))
     return 1 if failures else 0
 
