@@ -111,6 +111,26 @@ void vrnic_pf_unregister_rdma(struct vrnic_pf *pf)
 }
 EXPORT_SYMBOL_NS_GPL(vrnic_pf_unregister_rdma, VRNIC);
 
+/**
+ * vrnic_pf_sync_events - wait for the RDMA event handlers of one EQ
+ * @pf: the function
+ * @eqn: the EQ: 0 for the async EQ, 1..num_ceqs for a completion EQ
+ *
+ * Returns once no call into the RDMA client's ops (struct vrnic_rdma_ops)
+ * for an event of EQ @eqn that began before it was called is running.
+ * An RDMA driver calls it after it took an object out of the table its
+ * handlers look in, before it frees the object.  Vector n serves EQ n.
+ *
+ * Context: process, sleeps.
+ */
+void vrnic_pf_sync_events(struct vrnic_pf *pf, unsigned int eqn)
+{
+	if (WARN_ON_ONCE(eqn > pf->num_ceqs))
+		return;
+	synchronize_irq(pci_irq_vector(pf->pdev, eqn));
+}
+EXPORT_SYMBOL_NS_GPL(vrnic_pf_sync_events, VRNIC);
+
 void vrnic_rdma_async_event(struct vrnic_pf *pf, u8 type, u32 id)
 {
 	struct vrnic_rdma_client *client;

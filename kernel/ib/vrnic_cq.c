@@ -211,8 +211,8 @@ int vrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_CQ, cq->cqn, "CQ");
 	xa_erase_irq(&vdev->cq_xa, cq->cqn);
 	/* No event handler may still be looking at this CQ. */
-	synchronize_irq(pci_irq_vector(vdev->pdev, cq->eqn));
-	synchronize_irq(pci_irq_vector(vdev->pdev, VRNIC_AEQ_VECTOR));
+	vrnic_pf_sync_events(vdev->pf, cq->eqn);
+	vrnic_pf_sync_events(vdev->pf, 0);
 	vrnic_cq_free_mem(vdev, cq);
 	return 0;
 }
@@ -222,7 +222,10 @@ void vrnic_cq_event(struct vrnic_dev *vdev, u32 cqn, bool error)
 {
 	struct vrnic_cq *cq;
 
-	xa_lock(&vdev->cq_xa);
+	/*
+	 * Under RCU, no lock: vrnic_destroy_cq() takes the CQ out of the
+	 * table and waits for these handlers before it frees it.
+	 */
 	cq = xa_load(&vdev->cq_xa, cqn);
 	if (cq && !error && cq->ibcq.comp_handler)
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
@@ -235,7 +238,6 @@ void vrnic_cq_event(struct vrnic_dev *vdev, u32 cqn, bool error)
 
 		cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
 	}
-	xa_unlock(&vdev->cq_xa);
 }
 
 /* rdma res show cq -dd: the device's CQ number, depth and event queue. */

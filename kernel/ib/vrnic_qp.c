@@ -331,7 +331,7 @@ int vrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	 */
 	vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_QP, qp->qpn, "QP");
 	xa_erase_irq(&vdev->qp_xa, qp->qpn);
-	synchronize_irq(pci_irq_vector(vdev->pdev, VRNIC_AEQ_VECTOR));
+	vrnic_pf_sync_events(vdev->pf, 0);	/* QP events: async EQ */
 	/* Out of the table: after this no poller holds qp. */
 	vrnic_qp_clean_cqs(qp);
 	vrnic_qp_free_mem(vdev, qp);
@@ -425,7 +425,7 @@ void vrnic_qp_event(struct vrnic_dev *vdev, u32 qpn, enum ib_event_type type)
 	struct vrnic_qp *qp;
 	u8 state;
 
-	xa_lock(&vdev->qp_xa);
+	/* Under RCU, no lock: vrnic_destroy_qp() syncs with this handler. */
 	qp = xa_load(&vdev->qp_xa, qpn);
 	if (qp && type == IB_EVENT_QP_FATAL) {
 		state = READ_ONCE(qp->state);
@@ -442,7 +442,6 @@ void vrnic_qp_event(struct vrnic_dev *vdev, u32 qpn, enum ib_event_type type)
 
 		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 	}
-	xa_unlock(&vdev->qp_xa);
 }
 
 #define VRNIC_QP_SUPPORTED_MASK (IB_QP_STATE | IB_QP_CUR_STATE | \

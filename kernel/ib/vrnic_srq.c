@@ -192,7 +192,7 @@ int vrnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	/* Refused: the function is quiesced first (vrnic_pf_destroy()). */
 	vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_SRQ, srq->srqn, "SRQ");
 	xa_erase_irq(&vdev->srq_xa, srq->srqn);
-	synchronize_irq(pci_irq_vector(vdev->pdev, VRNIC_AEQ_VECTOR));
+	vrnic_pf_sync_events(vdev->pf, 0);	/* SRQ events: async EQ */
 	vrnic_srq_free_mem(vdev, srq);
 	return 0;
 }
@@ -231,7 +231,7 @@ void vrnic_srq_event(struct vrnic_dev *vdev, u32 srqn)
 {
 	struct vrnic_srq *srq;
 
-	xa_lock(&vdev->srq_xa);
+	/* Under RCU, no lock: vrnic_destroy_srq() syncs with this handler. */
 	srq = xa_load(&vdev->srq_xa, srqn);
 	if (srq) {
 		srq->limit = 0;		/* the device disarmed it */
@@ -245,5 +245,4 @@ void vrnic_srq_event(struct vrnic_dev *vdev, u32 srqn)
 			srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
 		}
 	}
-	xa_unlock(&vdev->srq_xa);
 }

@@ -47,7 +47,15 @@ static inline struct vrnic_adev *to_vrnic_adev(struct auxiliary_device *adev)
 
 struct vrnic_rdma_client;
 
-/* Called in hard interrupt context, under rcu_read_lock(). */
+/*
+ * Called under rcu_read_lock(), must not sleep.  Object events come in
+ * hard interrupt context, from the handler of the EQ they came on: the
+ * async EQ (eqn 0) for async_event, the CQ's completion EQ for
+ * comp_event; FATAL also from vrnic_pf_fatal().  An RDMA driver
+ * that takes an object out of what these look it up in calls
+ * vrnic_pf_sync_events() for each EQ that can name it before it frees
+ * the object.
+ */
 struct vrnic_rdma_ops {
 	/* An AEQ event for the RDMA side: enum vrnic_eqe_type, object id. */
 	void (*async_event)(struct vrnic_rdma_client *client, u8 type, u32 id);
@@ -66,6 +74,7 @@ void vrnic_pf_fatal(struct vrnic_pf *pf, const char *why);
 int vrnic_pf_register_rdma(struct vrnic_pf *pf,
 			   struct vrnic_rdma_client *client);
 void vrnic_pf_unregister_rdma(struct vrnic_pf *pf);
+void vrnic_pf_sync_events(struct vrnic_pf *pf, unsigned int eqn);
 int vrnic_pf_admin_exec(struct vrnic_pf *pf, struct vrnic_admin_cmd *cmd,
 			u32 *result);
 int vrnic_pf_admin_query(struct vrnic_pf *pf, u8 opcode, void *out,
