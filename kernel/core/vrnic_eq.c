@@ -89,10 +89,10 @@ static irqreturn_t vrnic_aeq_irq(int irq, void *data)
 			break;
 		case VRNIC_EQE_PORT_UP:
 		case VRNIC_EQE_PORT_DOWN:
+			/* The carrier; vrnic_ib follows the netdev. */
 			if (READ_ONCE(pf->port_events))	/* not in probe/remove */
 				vrnic_eth_link_change(pf,
 						      eqe->type == VRNIC_EQE_PORT_UP);
-			vrnic_rdma_async_event(pf, eqe->type, 0);
 			break;
 		case VRNIC_EQE_FATAL:	/* quiesce, then tell everyone */
 			vrnic_pf_fatal_irq(pf, le32_to_cpu(eqe->id));

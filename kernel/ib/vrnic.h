@@ -45,6 +45,13 @@ struct vrnic_dev {
 	struct vrnic_rdma_client client;	/* EQ events from the function */
 	bool port_events;	/* the ib_device may see port events */
 	/*
+	 * Port events come from the netdev (its notifier), the one source
+	 * query_port reads too: port_active is what was last reported,
+	 * under RTNL like the notifier.
+	 */
+	struct notifier_block netdev_nb;
+	bool port_active;
+	/*
 	 * The function went FATAL and is quiesced: no CQE will come any
 	 * more.  Kernel QPs' outstanding work is flushed in software
 	 * (vrnic_qp_flush()), moves to ERR or RESET succeed without the
@@ -241,6 +248,12 @@ static inline int vrnic_udata_req(struct ib_udata *udata, void *req,
 	    !ib_is_udata_cleared(udata, size, udata->inlen - size))
 		return -EOPNOTSUPP;
 	return 0;
+}
+
+/* The port is ACTIVE while its netdev is up and has a carrier. */
+static inline bool vrnic_port_active(struct net_device *ndev)
+{
+	return netif_running(ndev) && netif_carrier_ok(ndev);
 }
 
 static inline struct vrnic_dev *to_vdev(struct ib_device *ibdev)

@@ -10,6 +10,8 @@
  */
 #include <linux/auxiliary_bus.h>
 #include <linux/module.h>
+#include <linux/netdevice.h>
+#include <linux/rtnetlink.h>
 
 #include "vrnic.h"
 #define CREATE_TRACE_POINTS
@@ -42,11 +44,6 @@ static void vrnic_ib_async_event(struct vrnic_rdma_client *client, u8 type,
 	struct vrnic_dev *vdev = to_vdev_client(client);
 
 	switch (type) {
-	case VRNIC_EQE_PORT_UP:
-	case VRNIC_EQE_PORT_DOWN:
-		if (READ_ONCE(vdev->port_events))
-			vrnic_ib_port_event(vdev, type == VRNIC_EQE_PORT_UP);
-		break;
 	case VRNIC_EQE_CQ_ERROR:
 		vrnic_cq_event(vdev, id, true);
 		break;
@@ -77,6 +74,42 @@ static void vrnic_ib_async_event(struct vrnic_rdma_client *client, u8 type,
 static void vrnic_ib_comp_event(struct vrnic_rdma_client *client, u32 cqn)
 {
 	vrnic_cq_event(to_vdev_client(client), cqn, false);
+}
+
+/*
+ * The port's state and events have one source, the netdev: query_port
+ * reports it ACTIVE while it is up with a carrier, and a change of that,
+ * by "ip link set" or by the device's link (which vrnic.ko turns into
+ * carrier changes), raises PORT_ACTIVE or PORT_ERR here.  A link change
+ * of a netdev that is down changes nothing, so raises nothing.  A dead
+ * function has said DEVICE_FATAL, which says it all: its carrier loss
+ * raises nothing more.  Netdev notifiers run under RTNL, which
+ * serialises port_active.
+ */
+static int vrnic_ib_netdev_event(struct notifier_block *nb,
+				 unsigned long event, void *ptr)
+{
+	struct net_device *ndev = netdev_notifier_info_to_dev(ptr);
+	struct vrnic_dev *vdev = container_of(nb, struct vrnic_dev, netdev_nb);
+	bool active;
+
+	if (ndev != vdev->netdev || !READ_ONCE(vdev->port_events) ||
+	    READ_ONCE(vdev->dead))
+		return NOTIFY_DONE;
+	switch (event) {
+	case NETDEV_UP:
+	case NETDEV_DOWN:
+	case NETDEV_CHANGE:
+		active = vrnic_port_active(ndev);
+		if (active != vdev->port_active) {
+			vdev->port_active = active;
+			vrnic_ib_port_event(vdev, active);
+		}
+		break;
+	default:
+		break;
+	}
+	return NOTIFY_DONE;
 }
 
 static const struct vrnic_rdma_ops vrnic_ib_rdma_ops = {
@@ -110,15 +143,25 @@ static int vrnic_ib_probe(struct auxiliary_device *adev,
 	ret = vrnic_pf_register_rdma(vdev->pf, &vdev->client);
 	if (ret)
 		goto err_dealloc;
-	ret = vrnic_ib_register(vdev);
+	vdev->netdev_nb.notifier_call = vrnic_ib_netdev_event;
+	ret = register_netdevice_notifier(&vdev->netdev_nb);
 	if (ret)
 		goto err_client;
+	ret = vrnic_ib_register(vdev);
+	if (ret)
+		goto err_notifier;
+	/* Under RTNL: no netdev event in between goes unseen. */
+	rtnl_lock();
+	vdev->port_active = vrnic_port_active(vdev->netdev);
 	WRITE_ONCE(vdev->port_events, true);
+	rtnl_unlock();
 	auxiliary_set_drvdata(adev, vdev);
 	dev_info(&adev->dev, "%s ready on %s\n", dev_name(&vdev->ibdev.dev),
 		 netdev_name(vdev->netdev));
 	return 0;
 
+err_notifier:
+	unregister_netdevice_notifier(&vdev->netdev_nb);
 err_client:
 	vrnic_pf_unregister_rdma(vdev->pf);
 	cancel_work_sync(&vdev->flush_work);
@@ -131,9 +174,13 @@ static void vrnic_ib_remove(struct auxiliary_device *adev)
 {
 	struct vrnic_dev *vdev = auxiliary_get_drvdata(adev);
 
-	/* Port events stop first; the handlers run under RCU. */
+	/*
+	 * Port and FATAL events stop first: the FATAL handler runs under
+	 * RCU, the netdev notifier under RTNL (its unregister waits).
+	 */
 	WRITE_ONCE(vdev->port_events, false);
 	synchronize_rcu();
+	unregister_netdevice_notifier(&vdev->netdev_nb);
 	vrnic_ib_unregister(vdev);
 	vrnic_pf_unregister_rdma(vdev->pf);
 	/* No more posts (unregistered) and no more events. */

@@ -85,7 +85,7 @@ static int vrnic_query_port(struct ib_device *ibdev, u32 port,
 {
 	struct vrnic_dev *vdev = to_vdev(ibdev);
 	struct net_device *ndev = vdev->netdev;
-	bool active = netif_running(ndev) && netif_carrier_ok(ndev);
+	bool active = vrnic_port_active(ndev);
 
 	/* ib_core zeroes *attr before calling us. */
 	attr->state = active ? IB_PORT_ACTIVE : IB_PORT_DOWN;

@@ -110,6 +110,62 @@ def port_events(stage, a):
         print("  | " + line)
     status = int(a.run("cat /tmp/pe.rc")[1].strip() or 1) if rc == 0 else 1
     stage.tap(name, out, status)
+    netdev_port_events(stage, a)
+
+
+def port_event_after(a, action, seconds):
+    """Start port_wait.py on a, run action(), and return the first async
+    event it saw with the port state then ("PORT_ERR DOWN"), or "" if
+    none came within seconds."""
+    a.check(shipped("port_wait.py") +
+            "rm -f /tmp/port_wait.ready /tmp/pw.out; (timeout %d python3 "
+            "/tmp/port_wait.py > /tmp/pw.out 2>&1 &) >/dev/null 2>&1"
+            % seconds)
+    a.run("for i in $(seq 60); do [ -e /tmp/port_wait.ready ] && exit 0; "
+          "sleep 0.5; done; exit 1", timeout=40)
+    action()
+    a.run("for i in $(seq %d); do pgrep -f port_wait.py >/dev/null || "
+          "exit 0; sleep 0.5; done; exit 1" % (2 * seconds + 10),
+          timeout=seconds + 20)
+    return a.run("cat /tmp/pw.out")[1].strip()
+
+
+def netdev_port_events(stage, a):
+    """Review 2, S1: the port's state and its events come from one
+    source, the netdev.  "ip link set down" turns the port DOWN with a
+    PORT_ERR (before: the port went DOWN with no event), "up" back ACTIVE
+    with PORT_ACTIVE, and a link change of the wire while the netdev is
+    down raises nothing (before: PORT_ERR and PORT_ACTIVE for a port that
+    stayed DOWN)."""
+    name = "a: port events from the netdev"
+    dev = a.check("vrnic-netdev").strip()
+    got = port_event_after(a, lambda: a.check("ip link set dev %s down" % dev),
+                           30)
+    stage.record("%s: ip link set down: PORT_ERR, port DOWN" % name,
+                 "pass" if got == "PORT_ERR DOWN" else "fail", got)
+    got = port_event_after(a, lambda: a.check("ip link set dev %s up" % dev),
+                           30)
+    stage.record("%s: ip link set up: PORT_ACTIVE, port ACTIVE" % name,
+                 "pass" if got == "PORT_ACTIVE ACTIVE" else "fail", got)
+
+    def wire_down_up():
+        a.qmp("set_link", name="wire", up=False)
+        a.run("for i in $(seq 20); do grep -q 0 /sys/class/net/%s/carrier "
+              "2>/dev/null && exit 0; sleep 0.5; done; exit 1" % dev,
+              timeout=30)
+        a.qmp("set_link", name="wire", up=True)
+        time.sleep(5)
+
+    a.check("ip link set dev %s down" % dev)
+    got = port_event_after(a, wire_down_up, 12)
+    stage.record("%s: wire down and up while the netdev is down: no event"
+                 % name, "pass" if got == "" else "fail", got)
+    a.check("ip link set dev %s up" % dev)
+    rc, out = a.run("for i in $(seq 60); do rdma link show vrnic0/1 | grep -q "
+                    "ACTIVE && exit 0; sleep 0.5; done; rdma link show; exit 1",
+                    timeout=60)
+    stage.record("%s: netdev up again: port ACTIVE" % name,
+                 "pass" if rc == 0 else "fail", out)
 
 
 def pair(stage, name, srv, cli, server_cmd, client_cmd, expect, timeout=120):
@@ -988,6 +1044,20 @@ def interop_loss(stage, a, r):
 def main():
     stage = Stage("guest")
     t0 = time.time()
+    if sys.argv[1:] == ["ports"]:   # only the port event tests
+        try:
+            a, b = vmlib.boot_pair()
+        except vmlib.VMError as e:
+            stage.record("boot two VMs", "fail", str(e))
+            return 1
+        try:
+            port_events(stage, a)
+        except vmlib.VMError as e:
+            stage.record("harness", "fail", str(e))
+        finally:
+            a.kill()
+            b.kill()
+        return 1 if stage.failed else 0
     try:
         a, b = vmlib.boot_pair()
     except vmlib.VMError as e:

@@ -1,0 +1,23 @@
+#!/usr/bin/python3
+"""Runs in a guest (tests/system/guest_tests.py): opens vrnic0, writes
+/tmp/port_wait.ready, then prints the first async event it gets and the
+port state right after it ("PORT_ERR DOWN").  pyverbs' get_async_event()
+blocks: the caller bounds the wait (timeout), and a wait that times out
+means no event came."""
+
+import pyverbs.enums as e
+from pyverbs.device import Context
+
+NAMES = {e.IBV_EVENT_PORT_ERR: "PORT_ERR",
+         e.IBV_EVENT_PORT_ACTIVE: "PORT_ACTIVE",
+         e.IBV_EVENT_DEVICE_FATAL: "DEVICE_FATAL"}
+STATES = {e.IBV_PORT_DOWN: "DOWN", e.IBV_PORT_ACTIVE: "ACTIVE"}
+
+ctx = Context(name="vrnic0")
+open("/tmp/port_wait.ready", "w").close()
+ev = ctx.get_async_event()
+kind = ev.event_type
+ev.ack()
+state = ctx.query_port(1).state
+print("%s %s" % (NAMES.get(kind, "event %d" % kind),
+                 STATES.get(state, "state %d" % state)), flush=True)
