@@ -26,8 +26,12 @@ namespace vrnic::fabric {
 namespace {
 
 constexpr size_t kControlLine = 64 << 10;
-constexpr size_t kControlOut = 16 << 20;
-constexpr int kMaxConns = 4096;
+// Memory a local client can pin: 32 control connections, each with at
+// most a 64 KiB line in and 4 MiB of replies out; host ports have one
+// live connection each (the listen backlog holds the rest).
+constexpr size_t kControlOut = 4 << 20;
+constexpr size_t kMaxControl = 32;
+constexpr size_t kMaxConns = 4096;
 
 uint64_t mono_ns()
 {
@@ -214,7 +218,13 @@ void Server::accept_on(Conn *l)
 			continue;
 		}
 		if (l->kind == Kind::ControlListen) {
-			add(Kind::Control, fd, 0);
+			const auto live = std::count_if(conns_.begin(), conns_.end(), [](const auto &k) {
+				return k->kind == Kind::Control && k->fd >= 0;
+			});
+			if (static_cast<size_t>(live) >= kMaxControl)
+				(void)::close(fd);
+			else
+				add(Kind::Control, fd, 0);
 			continue;
 		}
 		const int one = 1;

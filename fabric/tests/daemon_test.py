@@ -154,6 +154,19 @@ def main():
             check(bool(r) and b"line too long" in bad.recv(4096),
                   "overlong control line refused")
             bad.close()
+            # At most 32 control connections: the rest are closed at once.
+            many = [connect(os.path.join(d, "control.sock")) for _ in range(40)]
+            time.sleep(0.2)
+            closed = 0
+            for s in many:
+                r, _, _ = select.select([s], [], [], 0)
+                closed += bool(r) and s.recv(1) == b""
+            check(closed >= 8, "control connections capped (%d refused)" % closed)
+            for s in many:
+                s.close()
+            time.sleep(0.1)
+            check(Control(os.path.join(d, "control.sock"))(cmd="ping")["ok"],
+                  "control works after the cap")
 
             # Hostile bytes: a zero length, an oversized one (skipped in
             # step), then a good frame that must still arrive.
