@@ -718,6 +718,9 @@ static void vrnic_reset_hold(Object *obj, ResetType type)
     timer_del(s->timer);
     qemu_bh_cancel(s->timer_bh);
     qemu_bh_cancel(s->bh);
+    /* A pending x-fault-internal does not outlive the reset; a link
+     * change still applies (the link did change). */
+    s->internal_fault = false;
     vrnic_fault_clear(s);
     qemu_purge_queued_packets(qemu_get_queue(s->nic));
     vrnic_engine_reset(s->engine);

@@ -187,8 +187,8 @@ void Rdma::mcast_fanout(unsigned int &budget)
 			budget--;
 			mcast_any_ = false;
 		}
-		// Attachments only change in admin commands, between polls: a
-		// detach may let one of a frame's copies be skipped, no more.
+		// Attachments only change in admin commands, between polls;
+		// erasing one below mcast_pos_ moves it back (erase_mcast()).
 		while (mcast_pos_ < mcast_.size() && budget > 0) {
 			const McastAttach m = mcast_[mcast_pos_++];
 			if (m.gid != p.path.dgid)

@@ -71,6 +71,13 @@ bool EventQueue::hold(const Platform &plat, DeviceCounters &cnt,
 	return true;
 }
 
+void EventQueue::forget(uint64_t types, uint32_t id)
+{
+	std::erase_if(held_, [types, id](const Held &h) {
+		return h.id == id && h.type < 64 && (types >> h.type & 1);
+	});
+}
+
 bool EventQueue::post(const Platform &plat, DeviceCounters &cnt, uint8_t type,
 		      uint32_t id, uint64_t data)
 {

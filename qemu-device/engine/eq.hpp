@@ -49,6 +49,10 @@ public:
 	// of posted events.
 	bool doorbell(const Platform &plat, DeviceCounters &cnt, uint16_t ci,
 		      bool arm);
+	// Drop the held events of one of the types in `types` (a bit per
+	// enum vrnic_eqe_type) about object `id`: its handle is being given
+	// to a new object.
+	void forget(uint64_t types, uint32_t id);
 
 private:
 	struct Held {

@@ -22,7 +22,8 @@ template <typename T> constexpr uint32_t gen_mask()
 	// so the fuzzer reaches retired slots and their renewal at reset.
 	return VRNIC_FUZZ_GEN_MASK;
 #else
-	return std::is_same_v<T, Pd> ? VRNIC_PD_GEN_MASK : VRNIC_OBJ_GEN_MASK;
+	return std::is_same_v<T, Pd> || std::is_same_v<T, Xrcd> ?
+		       VRNIC_PD_GEN_MASK : VRNIC_OBJ_GEN_MASK;
 #endif
 }
 
@@ -55,14 +56,12 @@ Rdma::Rdma(const Platform &plat, HostBudget &budget, DeviceCounters &dcnt,
 
 void Rdma::reset()
 {
-	// Generations survive a reset so that pre-reset handles stay stale;
-	// a slot whose generation was spent starts again (nothing in the
-	// device holds a handle across a reset, and no context survives it).
+	// Generations survive a reset so that pre-reset handles stay stale.
 	// Only the slots used since the last reset can differ from new ones.
 	auto renew = [](auto &tab, uint32_t n) {
 		using T = std::remove_reference_t<decltype(tab[0])>;
 		for (auto &o : used(tab, n)) {
-			const auto gen = o.gen >= gen_mask<T>() ? 0 : o.gen;
+			const auto gen = o.gen;
 			o = T();
 			o.gen = gen;
 		}
@@ -123,30 +122,52 @@ T *Rdma::lookup(std::vector<T> &tab, uint32_t h)
 
 // A free slot for a new object, with its next generation.  Slots are
 // handed out round robin from `next`, so a freed slot waits until every
-// other free slot was used before its handle changes again; a slot whose
-// generation is spent is not used again until the device is reset, so
-// no handle ever comes back (spec "Handles").
+// other free slot was used before its handle changes again.  A slot whose
+// generation is spent is passed over while any other slot is free; when
+// none is, it starts its generations again (spec "Handles").  Nothing in
+// the device still names its old handles then (destroy purges what named
+// them), but an event about one may be held back in an EQ: it is dropped,
+// as it would name the new object.
 template <typename T>
 T *Rdma::alloc(std::vector<T> &tab, uint32_t first, uint32_t &used_mark,
 	       uint32_t &next, uint32_t &index)
 {
 	const auto n = uint32_t(tab.size()) - first;
 
-	for (uint32_t k = 0; k < n; k++) {
-		const uint32_t i = first + (std::max(next, first) - first + k) % n;
-		T &o = tab[i];
-		if (o.valid || o.gen >= gen_mask<T>())
-			continue;
-		mark(used_mark, i);
-		next = i + 1;
-		index = i;
-		const uint32_t gen = o.gen + 1;
-		o = T();
-		o.valid = true;
-		o.gen = decltype(o.gen)(gen);
-		return &o;
+	for (const bool renew : {false, true}) {
+		for (uint32_t k = 0; k < n; k++) {
+			const uint32_t i = first + (std::max(next, first) - first + k) % n;
+			T &o = tab[i];
+			if (o.valid || (o.gen >= gen_mask<T>()) != renew)
+				continue;
+			mark(used_mark, i);
+			next = i + 1;
+			index = i;
+			const uint32_t gen = renew ? 1 : o.gen + 1;
+			o = T();
+			o.valid = true;
+			o.gen = decltype(o.gen)(gen);
+			if (renew)
+				forget_events<T>(handle<T>(i, gen));
+			return &o;
+		}
 	}
 	return nullptr;
+}
+
+template <typename T> void Rdma::forget_events(uint32_t h)
+{
+	uint64_t types = 0;
+
+	if constexpr (std::is_same_v<T, Qp>)
+		types = 1ull << VRNIC_EQE_QP_FATAL | 1ull << VRNIC_EQE_QP_LAST_WQE;
+	else if constexpr (std::is_same_v<T, Cq>)
+		types = 1ull << VRNIC_EQE_CQ | 1ull << VRNIC_EQE_CQ_ERROR;
+	else if constexpr (std::is_same_v<T, Srq>)
+		types = 1ull << VRNIC_EQE_SRQ_LIMIT;
+	if (types)
+		for (auto &eq : eqs_)
+			eq.forget(types, h);
 }
 
 Qp *Rdma::find_qp(uint32_t qpn) { return lookup(qps_, qpn); }
@@ -483,7 +504,7 @@ uint8_t Rdma::destroy_qp(uint32_t qpn)
 			srq->refs--;
 	}
 	// A destroyed QP leaves its multicast groups.
-	std::erase_if(mcast_, [qpn](const McastAttach &m) { return m.qpn == qpn; });
+	erase_mcast([qpn](const McastAttach &m) { return m.qpn == qpn; });
 	const uint16_t gen = qp->gen;
 	*qp = Qp();
 	qp->gen = gen;
@@ -507,7 +528,9 @@ uint8_t Rdma::mcast(const vrnic_admin_mcast &c, bool attach)
 	if (!attach) {
 		if (it == mcast_.end())
 			return VRNIC_ADMIN_ST_NOT_FOUND;
-		mcast_.erase(it);
+		erase_mcast([&m](const McastAttach &a) {
+			return a.qpn == m.qpn && a.gid == m.gid;
+		});
 		return VRNIC_ADMIN_ST_OK;
 	}
 	if (it != mcast_.end())

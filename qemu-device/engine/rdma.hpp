@@ -90,7 +90,7 @@ struct Pd {
 // An XRC domain: kernel-owned, shared by the processes that open it.
 struct Xrcd {
 	bool valid = false;
-	uint16_t gen = 0;
+	uint32_t gen = 0;		// 20 bits, as a PD's
 };
 
 struct Cq {
@@ -214,32 +214,33 @@ struct Qp {
 	unsigned int rnr_left = 0;
 	uint32_t srqn = 0;		// responder: 0, or receives from this SRQ
 	uint32_t xrcdn = 0;		// XRC_TGT: its domain
-	bool last_wqe_posted = false;	// SRQ QP in ERR: event sent
 	uint64_t ack_deadline = 0;	// 0: not armed
 	uint64_t rnr_deadline = 0;	// 0: not waiting
+	// An RNR NAK acted on: the request it named (rnr_psn) has not gone
+	// out again yet, so further RNR NAKs are ignored.  rnr_backoff: RNR
+	// NAKs for rnr_psn in a row, each doubling the wait; progress clears.
+	uint32_t rnr_psn = ~0u;
+	bool rnr_waiting = false;
+	uint8_t rnr_backoff = 0;
+	bool last_wqe_posted = false;	// SRQ QP in ERR: event sent
 	bool sq_kick = false;
 	// A sequence NAK started a go-back-N that has made no progress yet:
 	// further sequence NAKs are ignored until una_psn moves or the ack
 	// timer fires (rxe's started_retry).
 	bool nak_retrying = false;
-	// The same for RNR NAKs: one acted on, the next one for the request
-	// waits for progress or the ack timer (which then counts an RNR
-	// retry, not a transport one).
-	bool rnr_retrying = false;
 
 	// responder
+	bool nak_sent = false;
+	bool recv_active = false;
 	uint32_t epsn = 0;
 	uint32_t msn = 0;
-	bool nak_sent = false;
 	uint32_t rq_head = 0;
-	bool recv_active = false;
 	RecvWqe recv;
 	uint32_t recv_off = 0;
 	uint8_t resp_state = 0;		// 0 idle, 1 in SEND, 2 in WRITE, 3 UC drop
 	uint64_t write_va = 0;
 	uint32_t write_left = 0;
 	uint32_t write_total = 0;
-	const Mr *write_mr = nullptr;
 	uint32_t write_rkey = 0;
 	std::deque<RdResource> resources;
 	bool ack_pending = false;
@@ -282,7 +283,8 @@ bool scatter_sges(const Platform &plat, const MrTable &mrs, uint32_t pdn,
 //   and marks the QP for flushing; it never frees, clears or reorders a
 //   per-QP container (inflight, resources, recv and their SGE lists).
 // - Those containers shrink only at the top level: flush() from poll(),
-//   MODIFY_QP to RESET and DESTROY_QP (admin, nothing held), and
+//   MODIFY_QP to RESET and DESTROY_QP (admin, nothing held), DESTROY_SRQ
+//   and DESTROY_PD purging an XRC target's copies (admin), and
 //   retire()/take_resource(), whose callers hold no reference into the
 //   container they pop afterwards.
 // - A loop re-checks the QP's state after every call that can fail and
@@ -345,6 +347,7 @@ private:
 	template <typename T>
 	T *alloc(std::vector<T> &tab, uint32_t first, uint32_t &used_mark,
 		 uint32_t &next, uint32_t &index);
+	template <typename T> void forget_events(uint32_t handle);
 	Qp *find_qp(uint32_t qpn);
 	Cq *find_cq(uint32_t cqn);
 	Srq *find_srq(uint32_t srqn);
@@ -406,6 +409,21 @@ private:
 	bool ud_transmit(Qp &qp, const SendWqe &w, uint8_t &status);
 	void ud_receive(Qp &qp, const roce::Packet &p);
 	void mcast_fanout(unsigned int &budget);
+	// Remove attachments; the frame being fanned out keeps its place.
+	template <typename Pred> void erase_mcast(Pred pred)
+	{
+		size_t keep = 0;
+		const size_t pos = mcast_pos_;
+		for (size_t i = 0; i < mcast_.size(); i++) {
+			if (pred(mcast_[i])) {
+				if (i < pos)
+					mcast_pos_--;
+				continue;
+			}
+			mcast_[keep++] = mcast_[i];
+		}
+		mcast_.resize(keep);
+	}
 
 	// responder
 	void handle_request(Qp &qp, const roce::Packet &p);

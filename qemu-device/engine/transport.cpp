@@ -598,10 +598,9 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 		send_request_packet(qp, w);
 		if (qp.attr.state != VRNIC_QPS_RTS)
 			return;		// a local error moved the QP to ERR
-		// Without an ack timer nothing else would end an RNR retry:
-		// the next RNR NAK may act once the request went out again.
-		if (qp.attr.timeout == 0)
-			qp.rnr_retrying = false;
+		// The request an RNR NAK named went out again (a rewind
+		// starts at it): the next RNR NAK answers it and may act.
+		qp.rnr_waiting = false;
 		budget--;
 		if (rd || qp.send_off >= std::max<uint32_t>(w.length, 1)) {
 			qp.send_idx++;
@@ -645,7 +644,8 @@ void Rdma::arm_timer()
 void Rdma::progress(Qp &qp)
 {
 	qp.nak_retrying = false;
-	qp.rnr_retrying = false;
+	qp.rnr_waiting = false;
+	qp.rnr_backoff = 0;
 	qp.retry_left = qp.attr.retry_cnt;
 	qp.rnr_left = qp.attr.rnr_retry;
 	qp.ack_deadline = 0;
@@ -718,7 +718,7 @@ void Rdma::rewind(Qp &qp, uint32_t psn)
 }
 
 // One RNR retry (rnr_retry 7: without end); false when none is left and
-// the oldest WQE failed with RNR_RETRY_EXC_ERR.
+// the oldest WQE failed with RNR_RETRY_EXC_ERR.  Only an RNR NAK takes one.
 bool Rdma::take_rnr_retry(Qp &qp)
 {
 	if (qp.attr.rnr_retry == 7)
@@ -799,18 +799,28 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 			cnt_.rcvd_rnr_err++;
 			ack_upto(qp, h.psn);
 			retire(qp);
-			// One RNR NAK acts per PSN, as sequence NAKs do: until
-			// una_psn moves or the ack timer fires, further ones
-			// (replays, or the peer still not ready) are ignored,
-			// so a replayed NAK cannot make the window resend.
-			if (qp.inflight.empty() || qp.rnr_retrying ||
+			// One RNR NAK acts per transmission of the request it
+			// names: while the QP waits, and until the request went
+			// out again, further ones (replays, duplicates) are
+			// ignored.  Each further one for the same PSN doubles
+			// the wait (to the longest RNR timer), so replaying a
+			// NAK after every resend, with a timer the replayer
+			// chose, resends the window less and less often.
+			if (qp.inflight.empty() || qp.rnr_waiting ||
 			    !take_rnr_retry(qp))
 				return;
+			if (h.psn == qp.rnr_psn)
+				qp.rnr_backoff = uint8_t(std::min(qp.rnr_backoff + 1, 16));
+			else
+				qp.rnr_backoff = 0;
+			qp.rnr_psn = h.psn;
 			rewind(qp, h.psn);
-			qp.rnr_retrying = true;
+			qp.rnr_waiting = true;
 			qp.ack_deadline = 0;
 			qp.rnr_deadline = plat_.now_ns() +
-					  uint64_t(kRnrTimerUs[syn & 0x1f]) * 1000;
+					  std::min<uint64_t>(uint64_t(kRnrTimerUs[syn & 0x1f])
+							     << qp.rnr_backoff,
+							     kRnrTimerUs[0]) * 1000;
 			arm_timer();
 			return;
 		}
@@ -948,14 +958,6 @@ void Rdma::timer()
 		qp.ack_deadline = 0;
 		if (qp.inflight.empty() || qp.attr.state != VRNIC_QPS_RTS)
 			continue;
-		if (qp.rnr_retrying) {
-			// The request resent after an RNR NAK was refused again
-			// (that NAK was ignored, above): another RNR retry.
-			qp.rnr_retrying = false;
-			if (take_rnr_retry(qp))
-				rewind(qp, resume_psn(qp));
-			continue;
-		}
 		cnt_.retry_timeouts++;
 		if (qp.retry_left == 0) {
 			requester_error(qp, qp.inflight.front(),
@@ -1650,7 +1652,12 @@ bool Rdma::poll()
 		loopback_.pop();
 		budget--;
 	}
-	mcast_fanout(budget);
+	// Multicast copies get at most half the round, so that a stream of
+	// multicast frames cannot hold up the QPs.
+	unsigned int mcast_budget = std::min(budget, kPktBudget / 2);
+	const unsigned int before = mcast_budget;
+	mcast_fanout(mcast_budget);
+	budget -= before - mcast_budget;
 	// Round robin: a poll starts at the QP after the one that used up
 	// the previous poll's budget, so that one QP with an endless supply
 	// of work (READ responses to a requester that keeps 16 READs

@@ -1274,3 +1274,28 @@ TEST_F(Pair, AFastMrWithABoundWindowCannotBeInvalidated)
 	ASSERT_EQ(c.size(), 1u);
 	EXPECT_EQ(c[0].status, VRNIC_WC_ST_MW_BIND_ERR);
 }
+
+// Review F2 (the cold review: BIND_MW was not covered under loss): a
+// type 2 window bound between two SENDs whose first packet is lost is
+// bound once; before, the go-back-N bound it again, which a bound type 2
+// window refuses (MW_BIND_ERR, the QP in ERR).
+TEST_F(Windows, ABindBehindALostPacketIsNotRepeated)
+{
+	const uint32_t mw = alloc_mw(b, VRNIC_MW_TYPE_2);
+	a.post_recv(1, {a.sge(0x10000, 4096)});
+	a.post_recv(2, {a.sge(0x20000, 4096)});
+	b.post_send(wqe(VRNIC_WR_SEND, 1), {b.sge(0, 2000)});
+	const uint32_t key = post_bind(b, 2, VRNIC_MW_TYPE_2, mw, region, 0x30000000,
+				       4096, VRNIC_ACCESS_REMOTE_WRITE);
+	b.post_send(wqe(VRNIC_WR_SEND, 3), {b.sge(0x1000, 2000)});
+	run_alone(b);
+	ASSERT_EQ(b.p.frames.size(), 4u);
+	b.p.frames.erase(b.p.frames.begin());
+	const auto sc = wait(b, 3);
+	ASSERT_EQ(sc.size(), 3u);
+	for (const auto &c : sc)
+		EXPECT_EQ(c.status, VRNIC_WC_ST_SUCCESS) << "wr " << c.wr_id;
+	EXPECT_EQ(b.counters().mw_binds, 1u);
+	ASSERT_EQ(wait(a, 2).size(), 2u);
+	EXPECT_EQ(write_via(key, 0x30000000, 64), VRNIC_WC_ST_SUCCESS);
+}

@@ -659,3 +659,41 @@ TEST(Handles, ADestroyedHandleIsNotHandedOutAgain)
 	c.create_srq.wqe_shift = 8;
 	cycle("SRQ", c, VRNIC_ADMIN_DESTROY_SRQ);
 }
+
+// A slot whose generation is spent is passed over while another slot is
+// free, and starts again when none is: a process that cycles one CQ
+// while the table is otherwise full cannot leave the device without CQs
+// (the cold review of F1: retiring spent slots until reset was a denial
+// of service for every context).
+TEST(Handles, ASpentSlotIsRenewedWhenNothingElseIsFree)
+{
+	Node n{1};
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_CQ;
+	c.create_cq.base = Node::kData + 0xf00000;	// rings may share memory
+	c.create_cq.dbrec = Node::kData + 0xf10000;
+	c.create_cq.log_depth = 1;
+	c.create_cq.eqn = 1;
+	std::vector<uint32_t> held;
+	for (;;) {
+		const auto r = n.p.admin(c);
+		if (r.status != VRNIC_ADMIN_ST_OK)
+			break;
+		held.push_back(r.result);
+	}
+	ASSERT_GT(held.size(), 1000u);
+	vrnic_admin_cmd d{};
+	d.opcode = VRNIC_ADMIN_DESTROY_CQ;
+	d.destroy.id = held.back();
+	held.pop_back();
+	ASSERT_EQ(n.p.admin(d).status, VRNIC_ADMIN_ST_OK);
+	// One free slot, cycled past its 4096 generations.
+	const std::set<uint32_t> live(held.begin(), held.end());
+	for (int i = 0; i < 4200; i++) {
+		const auto r = n.p.admin(c);
+		ASSERT_EQ(r.status, VRNIC_ADMIN_ST_OK) << "after " << i << " cycles";
+		ASSERT_FALSE(live.count(r.result));
+		d.destroy.id = r.result;
+		ASSERT_EQ(n.p.admin(d).status, VRNIC_ADMIN_ST_OK);
+	}
+}
