@@ -135,8 +135,10 @@ struct vrnic_cq {
 	u32 log_depth;
 	u8 eqn;
 	u8 arm_sn;
-	spinlock_t lock;	/* kernel CQs: ci and polling */
+	spinlock_t lock;	/* kernel CQs: ci, polling, the QP lists */
 	u32 ci;
+	/* kernel QPs on this CQ, flushed by a dead device's poll_cq */
+	struct list_head send_qps, recv_qps;
 	/* kernel CQs */
 	struct vrnic_cqe *ring;
 	dma_addr_t ring_dma;
@@ -183,6 +185,7 @@ struct vrnic_qp {
 	dma_addr_t rq_dma;
 	struct vrnic_qp_dbrec *dbrec;
 	dma_addr_t dbrec_dma;
+	struct list_head send_cq_node, recv_cq_node;	/* on the CQs' lists */
 	spinlock_t sq_lock;	/* sq_head, sq_tail */
 	spinlock_t rq_lock;	/* rq_head, rq_tail */
 	u32 sq_head, sq_tail, rq_head, rq_tail;

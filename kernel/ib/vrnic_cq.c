@@ -121,6 +121,8 @@ int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	cq->log_depth = order_base_2(max(attr->cqe, 2));
 	cq->eqn = 1 + attr->comp_vector % max(vdev->num_ceqs, 1U);
 	spin_lock_init(&cq->lock);
+	INIT_LIST_HEAD(&cq->send_qps);
+	INIT_LIST_HEAD(&cq->recv_qps);
 
 	cmd.create_cq.uctx = cpu_to_le32(vrnic_uctx_of(udata));
 	cmd.create_cq.eqn = cq->eqn;
@@ -342,23 +344,23 @@ static enum ib_wc_status vrnic_wc_status(u8 status)
 
 /*
  * The device is dead: complete the outstanding WQEs of every kernel QP
- * that has this CQ as its send or receive CQ (vrnic_qp_flush()).  Under
- * cq->lock, which vrnic_qp_clean_cqs() takes after a QP left the table.
+ * on this CQ's lists (vrnic_qp_flush()).  Under cq->lock, which a QP's
+ * destroy takes to leave the lists before it is freed.
  */
-static int vrnic_cq_flush(struct vrnic_dev *vdev, struct vrnic_cq *cq,
-			  struct ib_wc *wc, int max)
+static int vrnic_cq_flush(struct vrnic_cq *cq, struct ib_wc *wc, int max)
 {
 	struct vrnic_qp *qp;
-	unsigned long qpn;
 	int n = 0;
 
-	xa_for_each(&vdev->qp_xa, qpn, qp) {
-		if (qp->ibqp.send_cq == &cq->ibcq)
-			n += vrnic_qp_flush(qp, true, wc + n, max - n);
-		if (qp->ibqp.recv_cq == &cq->ibcq)
-			n += vrnic_qp_flush(qp, false, wc + n, max - n);
+	list_for_each_entry(qp, &cq->send_qps, send_cq_node) {
 		if (n == max)
-			break;
+			return n;
+		n += vrnic_qp_flush(qp, true, wc + n, max - n);
+	}
+	list_for_each_entry(qp, &cq->recv_qps, recv_cq_node) {
+		if (n == max)
+			return n;
+		n += vrnic_qp_flush(qp, false, wc + n, max - n);
 	}
 	return n;
 }
@@ -428,7 +430,7 @@ int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 		cq->dbrec->ci = cpu_to_le32(cq->ci);
 	/* The device wrote its last CQE before it was quiesced. */
 	if (n < num_entries && READ_ONCE(vdev->dead))
-		n += vrnic_cq_flush(vdev, cq, wc + n, num_entries - n);
+		n += vrnic_cq_flush(cq, wc + n, num_entries - n);
 	spin_unlock_irqrestore(&cq->lock, flags);
 	return n;
 }

@@ -99,6 +99,8 @@ static int vrnic_create_xrc_tgt(struct vrnic_dev *vdev, struct vrnic_qp *qp,
 	return ret;
 }
 
+static void vrnic_qp_link_cqs(struct vrnic_qp *qp);
+
 int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata)
 {
@@ -113,6 +115,10 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	u32 qpn;
 	int ret;
 
+	/* Every type, XRC targets included: modify and query take it. */
+	mutex_init(&qp->state_lock);
+	INIT_LIST_HEAD(&qp->send_cq_node);
+	INIT_LIST_HEAD(&qp->recv_cq_node);
 	switch (init->qp_type) {
 	case IB_QPT_RC:
 		qp->type = VRNIC_QPT_RC;
@@ -163,7 +169,6 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 				      cap->max_inline_data);
 	qp->rq_shift = vrnic_rq_shift(cap->max_recv_sge);
 	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
-	mutex_init(&qp->state_lock);
 	spin_lock_init(&qp->sq_lock);
 	spin_lock_init(&qp->rq_lock);
 
@@ -291,6 +296,8 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	ret = xa_insert_irq(&vdev->qp_xa, qpn, qp, GFP_KERNEL);
 	if (ret)
 		goto err_destroy;
+	if (!udata)
+		vrnic_qp_link_cqs(qp);
 	return 0;
 
 err_destroy:
@@ -305,17 +312,49 @@ err_mem:
 }
 
 /*
- * Purge qp's completions from its kernel CQs, one CQ lock at a time.  Lock
- * order: a CQ lock is never held with the QP's sq_lock or rq_lock.
+ * A kernel QP joins its CQs' lists, which a dead device's poll_cq flushes
+ * (vrnic_cq_flush()); each list under its CQ's lock.
+ */
+static void vrnic_qp_link_cqs(struct vrnic_qp *qp)
+{
+	struct ib_cq *scq = qp->ibqp.send_cq, *rcq = qp->ibqp.recv_cq;
+	unsigned long flags;
+
+	if (scq) {
+		spin_lock_irqsave(&to_vcq(scq)->lock, flags);
+		list_add_tail(&qp->send_cq_node, &to_vcq(scq)->send_qps);
+		spin_unlock_irqrestore(&to_vcq(scq)->lock, flags);
+	}
+	if (rcq && !qp->no_rq) {
+		spin_lock_irqsave(&to_vcq(rcq)->lock, flags);
+		list_add_tail(&qp->recv_cq_node, &to_vcq(rcq)->recv_qps);
+		spin_unlock_irqrestore(&to_vcq(rcq)->lock, flags);
+	}
+}
+
+/*
+ * Purge qp's completions from its kernel CQs and leave their lists, one
+ * CQ lock at a time: after this no poller of either CQ reaches qp.  Lock
+ * order: a CQ lock, then a QP's sq_lock or rq_lock (vrnic_qp_flush()).
  */
 static void vrnic_qp_clean_cqs(struct vrnic_qp *qp)
 {
 	struct ib_cq *scq = qp->ibqp.send_cq, *rcq = qp->ibqp.recv_cq;
+	unsigned long flags;
 
-	if (scq)
+	if (scq) {
 		vrnic_cq_clean(to_vcq(scq), qp->qpn);
-	if (rcq && rcq != scq)
-		vrnic_cq_clean(to_vcq(rcq), qp->qpn);
+		spin_lock_irqsave(&to_vcq(scq)->lock, flags);
+		list_del_init(&qp->send_cq_node);
+		spin_unlock_irqrestore(&to_vcq(scq)->lock, flags);
+	}
+	if (rcq) {
+		if (rcq != scq)
+			vrnic_cq_clean(to_vcq(rcq), qp->qpn);
+		spin_lock_irqsave(&to_vcq(rcq)->lock, flags);
+		list_del_init(&qp->recv_cq_node);
+		spin_unlock_irqrestore(&to_vcq(rcq)->lock, flags);
+	}
 }
 
 int vrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)

@@ -746,6 +746,64 @@ static int xrc_recv_post(struct env *e)
 	return 1;
 }
 
+/*
+ * Cold review of S2: modify_qp and query_qp take the QP's state mutex,
+ * which create_qp set up only after the XRC target path had returned.
+ * Two processes modifying and querying one XRC receive QP at once then
+ * contended on an uninitialised mutex (a NULL wait list: an oops).
+ */
+static int xrc_recv_modify_query(struct env *e)
+{
+	struct ibv_xrcd_init_attr xa = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1, .oflags = O_CREAT,
+	};
+	struct ibv_qp_init_attr_ex ia;
+	struct ibv_xrcd *xrcd;
+	struct ibv_qp *tgt;
+	pid_t pids[2];
+	int i, st, ok = 1;
+
+	xrcd = ibv_open_xrcd(e->ctx, &xa);
+	if (!xrcd)
+		FAIL("xrcd: %s\n", strerror(errno));
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_XRC_RECV;
+	ia.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+	ia.xrcd = xrcd;
+	tgt = ibv_create_qp_ex(e->ctx, &ia);
+	if (!tgt || to_rts(e, tgt, tgt->qp_num))
+		FAIL("XRC receive QP to RTS: %s\n", strerror(errno));
+	for (i = 0; i < 2; i++) {
+		pids[i] = fork();
+		if (pids[i] < 0)
+			FAIL("fork: %s\n", strerror(errno));
+		if (!pids[i]) {
+			struct ibv_qp_attr qa = {
+				.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+			};
+			struct ibv_qp_init_attr qia;
+			double end = vt_now() + 3;
+			int ret = 0;
+
+			while (!ret && vt_now() < end)
+				ret = i ? ibv_query_qp(tgt, &qa, IBV_QP_STATE, &qia) :
+					  ibv_modify_qp(tgt, &qa, IBV_QP_ACCESS_FLAGS);
+			_exit(ret ? 1 : 0);
+		}
+	}
+	for (i = 0; i < 2; i++) {
+		if (waitpid(pids[i], &st, 0) != pids[i] || !WIFEXITED(st) ||
+		    WEXITSTATUS(st)) {
+			ksft_print_msg("%s failed\n", i ? "query_qp" : "modify_qp");
+			ok = 0;
+		}
+	}
+	ibv_destroy_qp(tgt);
+	ibv_close_xrcd(xrcd);
+	return ok;
+}
+
 /* ---------------------------------------------------- inline sums --- */
 
 /*
@@ -1561,6 +1619,7 @@ static const struct test tests[] = {
 	{ opcodes, "post_send: bad opcode for the QP type, INLINE, flags: EINVAL" },
 	{ opcodes_ex, "ibv_wr_*: bad operation for the QP type, inline READ refused" },
 	{ xrc_recv_post, "xrc: posts on an XRC receive QP or its open_qp handle: EINVAL" },
+	{ xrc_recv_modify_query, "xrc: modify and query of an XRC receive QP from two processes at once" },
 	{ inline_wrap, "inline: a length sum that wraps 32 or 64 bits is EINVAL, no overrun" },
 	{ cq_ex_flags, "create_cq_ex: SINGLE_THREADED taken; errno on every refusal" },
 	{ uapi_checks, "uapi: comp_mask, reserved and trailing bytes are checked" },
