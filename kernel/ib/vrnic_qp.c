@@ -333,24 +333,35 @@ static void vrnic_qp_link_cqs(struct vrnic_qp *qp)
 }
 
 /*
- * Purge qp's completions from its kernel CQs and leave their lists, one
- * CQ lock at a time: after this no poller of either CQ reaches qp.  Lock
+ * Purge qp's completions from its kernel CQs, one CQ lock at a time.  Lock
  * order: a CQ lock, then a QP's sq_lock or rq_lock (vrnic_qp_flush()).
  */
 static void vrnic_qp_clean_cqs(struct vrnic_qp *qp)
 {
 	struct ib_cq *scq = qp->ibqp.send_cq, *rcq = qp->ibqp.recv_cq;
+
+	if (scq)
+		vrnic_cq_clean(to_vcq(scq), qp->qpn);
+	if (rcq && rcq != scq)
+		vrnic_cq_clean(to_vcq(rcq), qp->qpn);
+}
+
+/*
+ * Destroy: leave the CQs' lists, each under its CQ's lock, so that no
+ * poller of either CQ reaches qp once it is freed.  A QP taken through
+ * RESET stays on them (vrnic_qp_restart() only purges).
+ */
+static void vrnic_qp_unlink_cqs(struct vrnic_qp *qp)
+{
+	struct ib_cq *scq = qp->ibqp.send_cq, *rcq = qp->ibqp.recv_cq;
 	unsigned long flags;
 
 	if (scq) {
-		vrnic_cq_clean(to_vcq(scq), qp->qpn);
 		spin_lock_irqsave(&to_vcq(scq)->lock, flags);
 		list_del_init(&qp->send_cq_node);
 		spin_unlock_irqrestore(&to_vcq(scq)->lock, flags);
 	}
 	if (rcq) {
-		if (rcq != scq)
-			vrnic_cq_clean(to_vcq(rcq), qp->qpn);
 		spin_lock_irqsave(&to_vcq(rcq)->lock, flags);
 		list_del_init(&qp->recv_cq_node);
 		spin_unlock_irqrestore(&to_vcq(rcq)->lock, flags);
@@ -371,8 +382,9 @@ int vrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_QP, qp->qpn, "QP");
 	xa_erase_irq(&vdev->qp_xa, qp->qpn);
 	vrnic_pf_sync_events(vdev->pf, 0);	/* QP events: async EQ */
-	/* Out of the table: after this no poller holds qp. */
+	/* Out of the table and the CQs' lists: no poller holds qp. */
 	vrnic_qp_clean_cqs(qp);
+	vrnic_qp_unlink_cqs(qp);
 	vrnic_qp_free_mem(vdev, qp);
 	return 0;
 }

@@ -3,7 +3,9 @@
  * DEVICE_FATAL with a kernel ULP's work outstanding (second review, M4),
  * as NVMe-oF, iSER or NFS/RDMA see it: two RC QPs of one PD on vrnic0,
  * connected through the port's own GID, one IB_POLL_WORKQUEUE CQ, and
- * NRECV receives posted on b that no send will match.  The module then
+ * NRECV receives posted on b that no send will match; b is taken through
+ * RESET and back to RTS first, as a ULP reusing a QP does (a QP once
+ * reset fell off its CQ's flush list: the cold review of M4).  It then
  * logs "# waiting for DEVICE_FATAL" and waits up to wait_s seconds for
  * it; the harness makes the device fatal (QEMU's x-fault-internal).  Then
  * the module tears down as a ULP does:
@@ -142,6 +144,13 @@ static int run(struct ftest *t)
 	if (IS_ERR(t->b))
 		return PTR_ERR(t->b);
 	ret = to_rts(t, t->a, t->b->qp_num);
+	if (!ret)
+		ret = to_rts(t, t->b, t->a->qp_num);
+	if (!ret) {
+		struct ib_qp_attr r = { .qp_state = IB_QPS_RESET };
+
+		ret = ib_modify_qp(t->b, &r, IB_QP_STATE);
+	}
 	if (!ret)
 		ret = to_rts(t, t->b, t->a->qp_num);
 	for (i = 0; !ret && i < NRECV; i++)
