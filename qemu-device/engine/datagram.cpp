@@ -181,10 +181,12 @@ void Rdma::mcast_fanout(unsigned int &budget)
 		if (parse(mcast_q_.front(), p) != ParseResult::Ok) {
 			mcast_q_.pop();		// checked when queued
 			mcast_pos_ = 0;
+			mcast_started_ = false;
 			continue;
 		}
-		if (mcast_pos_ == 0) {
+		if (!mcast_started_) {
 			budget--;
+			mcast_started_ = true;
 			mcast_any_ = false;
 		}
 		// Attachments only change in admin commands, between polls;
@@ -206,6 +208,7 @@ void Rdma::mcast_fanout(unsigned int &budget)
 			cnt_.bad_qp++;
 		mcast_q_.pop();
 		mcast_pos_ = 0;
+		mcast_started_ = false;
 	}
 }
 

@@ -19,7 +19,7 @@ template <typename T> constexpr uint32_t gen_mask()
 {
 #ifdef VRNIC_FUZZ_GEN_MASK
 	// Fuzz builds: slots spend their generations within a few inputs,
-	// so the fuzzer reaches retired slots and their renewal at reset.
+	// so the fuzzer reaches spent slots and their renewal.
 	return VRNIC_FUZZ_GEN_MASK;
 #else
 	return std::is_same_v<T, Pd> || std::is_same_v<T, Xrcd> ?
@@ -80,6 +80,7 @@ void Rdma::reset()
 	loopback_.clear();
 	mcast_q_.clear();
 	mcast_pos_ = 0;
+	mcast_started_ = false;
 	cnt_ = RdmaCounters();
 }
 

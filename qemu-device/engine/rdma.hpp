@@ -492,9 +492,11 @@ private:
 	FrameQueue loopback_{kLoopbackBytes};
 	// Multicast frames waiting for their fan-out, and how far the one
 	// at the front got (mcast_pos_ attachments looked at; mcast_any_: a
-	// QP took a copy).
+	// QP took a copy); mcast_pos_ can go back to 0 mid-frame when the
+	// attachments before it are erased.
 	FrameQueue mcast_q_{kMcastBytes};
 	size_t mcast_pos_ = 0;
+	bool mcast_started_ = false;	// the front frame's unit is paid
 	bool mcast_any_ = false;
 };
 

@@ -646,6 +646,7 @@ void Rdma::progress(Qp &qp)
 	qp.nak_retrying = false;
 	qp.rnr_waiting = false;
 	qp.rnr_backoff = 0;
+	qp.rnr_psn = ~0u;
 	qp.retry_left = qp.attr.retry_cnt;
 	qp.rnr_left = qp.attr.rnr_retry;
 	qp.ack_deadline = 0;
