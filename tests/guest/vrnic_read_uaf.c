@@ -15,7 +15,7 @@
  *
  * If the big READ completes before the MR goes away (the device can be
  * faster than the guest's system call), the race was lost and nothing was
- * tested: the next round doubles the READ, up to 16 MiB.
+ * tested: the next round doubles the READ, up to 64 MiB.
  *
  * Output is TAP (kselftest).
  */
@@ -32,7 +32,7 @@
 #include "kselftest.h"
 
 #define BIG_MIN		(1u << 20)
-#define BIG_MAX		(16u << 20)
+#define BIG_MAX		(64u << 20)
 #define SMALL		64
 #define NSMALL		9
 #define WAIT_S		20

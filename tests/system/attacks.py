@@ -593,7 +593,7 @@ def wire_check(stage, a, b):
 
 def uaf_check(stage, a):
     prefix = "attack read-uaf"
-    cmd = "%svrnic_read_uaf %d 4" % (T, GID_INDEX)
+    cmd = "%svrnic_read_uaf %d 6" % (T, GID_INDEX)
     print("---- [a] %s" % cmd, flush=True)
     try:
         rc, out = a.run("timeout 150 %s 2>&1" % cmd, timeout=165)
