@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Host unit tests: build tests/unit (the engine) and fabric/ (vrnic-fabric)
-with CMake and run them with ctest.  Each GoogleTest case is one result in
+with CMake and run them with ctest, then the Python tests in tests/host.
+Each GoogleTest case and Python test is one result in
 build/results/unit.jsonl."""
 
+import json
 import os
 import subprocess
 import sys
@@ -23,7 +25,34 @@ def main(stage_name="unit", host=None, cmake_extra=(), run_env=None,
     for src, bdir, tag in (("tests/unit", host, stage_name),
                            ("fabric", fabric, stage_name + "-fabric")):
         suite(stage, src, bdir, tag, cmake_extra, run_env, jobs)
+    if stage_name == "unit":     # not again in fuzz.py's sanitizer stage
+        python_tests(stage)
     return 1 if stage.failed else 0
+
+
+def python_tests(stage):
+    """tests/host/test_*.py (plain unittest, scripts/fabric_report.py):
+    tests/host/run.py prints one "RESULT {json}" line per test."""
+    try:
+        p = subprocess.run([sys.executable, "tests/host/run.py"], cwd=TOP,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=600)
+        out, err, rc = p.stdout, p.stderr, p.returncode
+    except subprocess.TimeoutExpired as e:
+        out, err, rc = e.stdout or "", e.stderr or "", "timeout"
+        out = out.decode() if isinstance(out, bytes) else out
+        err = err.decode() if isinstance(err, bytes) else err
+    failed = stage.failed
+    seen = 0
+    for line in out.splitlines():
+        if line.startswith("RESULT "):
+            r = json.loads(line[7:])
+            stage.record(r["name"], r["status"], r["detail"])
+            seen += 1
+    if rc != 0 or not seen:
+        print(err)
+    if (rc != 0 and stage.failed == failed) or not seen:
+        stage.record("python tests/host", "fail", "exited %s" % rc)
 
 
 def suite(stage, src, host, tag, cmake_extra, run_env, jobs):
