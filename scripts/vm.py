@@ -14,9 +14,15 @@ Each VM gets:
 Every QEMU process started here is killed by PID when the harness exits,
 and every wait is bounded.
 
+Or attached to vrnic-fabric (boot_fabric, scripts/fabric.py): each NIC on
+a host port of the switch, several NICs (hosts) per VM.
+
 Command line:
   vm.py run             boot two VMs, show rdma link / ibv_devinfo / ping
   vm.py shell [NAME]    boot two VMs and attach to NAME's console (a)
+  vm.py run --topo T    vrnic-fabric on topology T (pair, incast,
+                        leaf-spine), its VMs, a demo with live counters
+  vm.py shell [NAME] --topo T   the same VMs, attached to NAME's console
 """
 
 import atexit
@@ -78,6 +84,10 @@ class VM:
         self.smp = smp      # vCPUs (tests/system/load.py: 2)
         # make bench: a second NIC, virtio-net, on a wire of its own.
         self.virtio2 = False
+        # Attached to vrnic-fabric instead (boot_fabric): one Nic per
+        # host port, each NIC on its own socket; nics[host] finds one.
+        self.fabric_nics = []
+        self.nics = {}
         self.proc = None
         self.agent = None
         self._buf = b""
@@ -134,6 +144,17 @@ class VM:
             "-device", "virtserialport,chardev=agent,name=vrnic.agent",
             "-qmp", "unix:%s,server=on,wait=off" % self.path("qmp.sock"),
         ]
+        if self.fabric_nics:
+            for i, nic in enumerate(self.fabric_nics):
+                cmd += ["-netdev", "stream,id=f%d,server=off,addr.type=unix,"
+                        "addr.path=%s,reconnect-ms=100" % (i, nic.sock)]
+                if nic.kind == "virtio":
+                    cmd += ["-device", "virtio-net-pci,netdev=f%d,mac=%s,"
+                            "romfile=" % (i, nic.mac)]
+                else:
+                    cmd += ["-device", "vrnic,netdev=f%d,mac=%s"
+                            % (i, nic.mac)]
+            return cmd
         if self.peers:
             cmd += ["-netdev", self.wire("wire", "wire.sock")]
         else:
@@ -304,7 +325,310 @@ def boot_bench():
     return _boot(a, b)
 
 
+class Nic:
+    """One NIC of a VM on a vrnic-fabric host port: kind is "vrnic" or
+    "virtio" (for rdma_rxe), ips its IPv4 addresses (/24).  After
+    boot_fabric, netdev is its interface in the guest and rdma its RDMA
+    device (vrnic NICs; a virtio NIC gets one from rxe-up)."""
+
+    def __init__(self, host, kind, ips, sock, mac):
+        self.host = host
+        self.kind = kind
+        self.ips = list(ips)
+        self.sock = sock
+        self.mac = mac
+        self.netdev = None
+        self.rdma = None
+        self.vm = None
+
+    @property
+    def ip(self):
+        return self.ips[0]
+
+
+# In the guest: a VM with several NICs answers ARP only on the NIC that
+# holds the address (else every NIC claims every address: ARP flux), and
+# each vrnic netdev is found by its MAC, addressed, and its RDMA device
+# named (rdma link: "link vrnic1/1 ... netdev eth1").
+_NIC_SETUP = """
+sysctl -qw net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2
+byaddr() { for n in /sys/class/net/*; do
+    [ "$(cat $n/address)" = "$1" ] && { basename $n; return 0; }; done
+    return 1; }
+rdmaof() { rdma link show | awk -v d="$1" \
+    '$4 == "ACTIVE" && $NF == d { split($2, a, "/"); print a[1] }'; }
+"""
+
+
+def _setup_nics(vm, timeout=60):
+    """Address every vrnic NIC of vm and wait for its port to be ACTIVE;
+    fills in each Nic's netdev and rdma."""
+    script = _NIC_SETUP
+    for nic in vm.fabric_nics:
+        if nic.kind != "vrnic":
+            continue
+        script += ("for i in $(seq 100); do d=$(byaddr %s) && break; "
+                   "sleep 0.1; done; [ -n \"$d\" ] || exit 1\n"
+                   "ip -4 addr flush dev $d; ip link set dev $d up\n"
+                   % nic.mac)
+        for ip in nic.ips:
+            script += "ip addr add %s/24 dev $d\n" % ip
+        script += ("for i in $(seq 200); do r=$(rdmaof $d); "
+                   "[ -n \"$r\" ] && break; sleep 0.1; done\n"
+                   "echo \"NIC %s $d $r\"\n" % nic.host)
+    out = vm.check(script, timeout=timeout)
+    for line in out.splitlines():
+        words = line.split()
+        if len(words) >= 3 and words[0] == "NIC":
+            nic = vm.nics[words[1]]
+            nic.netdev = words[2]
+            nic.rdma = words[3] if len(words) > 3 else None
+            if not nic.rdma:
+                raise VMError("%s: %s (%s) has no ACTIVE RDMA port:\n%s" % (
+                    vm.name, nic.host, nic.netdev, vm.run("rdma link")[1]))
+
+
+def wait_fabric_ports(vms, timeout=60):
+    """After the fabric restarted: until every vrnic port of vms is
+    ACTIVE again (bounded)."""
+    for vm in vms:
+        devs = " ".join(n.rdma for n in vm.fabric_nics if n.rdma)
+        if devs:
+            vm.check("for i in $(seq %d); do ok=1; for r in %s; do grep -q "
+                     "ACTIVE /sys/class/infiniband/$r/ports/1/state || ok=; "
+                     "done; [ -n \"$ok\" ] && exit 0; sleep 0.1; done; "
+                     "rdma link; exit 1" % (timeout * 10, devs),
+                     timeout=timeout + 10)
+
+
+def boot_fabric(fab, layout, mem_mb=1536):
+    """Boot VMs attached to the running fabric fab (scripts/fabric.py).
+    layout: [(vm name, [(host, "vrnic"|"virtio", [ip, ...]), ...]), ...]:
+    each NIC connects to fab's host port <host> (DIR/<host>.sock).  The
+    first vrnic NIC's first address comes from the kernel command line,
+    the others are set through the agent.  Returns the VMs, once every
+    agent answers and every vrnic port is ACTIVE; vm.nics[host] is the
+    Nic."""
+    vms = []
+    for index, (name, nics) in enumerate(layout):
+        vm = VM(name, index, mem_mb=mem_mb)
+        for j, (host, kind, ips) in enumerate(nics):
+            nic = Nic(host, kind, ips, fab.sock(host),
+                      "52:54:00:76:%02x:%02x" % (0x80 + index, j + 1))
+            nic.vm = vm
+            vm.fabric_nics.append(nic)
+            vm.nics[host] = nic
+        first = [n for n in vm.fabric_nics if n.kind == "vrnic"]
+        if first:
+            vm.ip = first[0].ip
+            vm.mac = first[0].mac
+        vms.append(vm)
+    for vm in vms:
+        vm.start()
+    for vm in vms:
+        vm.wait_ready()
+    for vm in vms:
+        _setup_nics(vm)
+    return vms
+
+
+# The GID index of an IPv4 address on an RDMA device (its RoCE v2 entry),
+# as a shell function for the guest: gidx DEV IP.
+GIDX_SH = r"""gidx() { h=$(printf '%02x%02x:%02x%02x' $(echo $2 | tr . ' '))
+for g in /sys/class/infiniband/$1/ports/1/gids/*; do
+    [ "$(cat $g)" = "0000:0000:0000:0000:0000:ffff:$h" ] || continue
+    i=${g##*/}
+    case "$(cat /sys/class/infiniband/$1/ports/1/gid_attrs/types/$i)" in
+    *v2*) echo $i; return 0 ;; esac
+done; echo "gidx: no RoCE v2 GID for $2 on $1" >&2; return 1; }
+"""
+
+
+def gid_index(vm, dev, ip):
+    """The GID index of ip on RDMA device dev, looked up in the guest."""
+    return int(vm.check(GIDX_SH + "gidx %s %s" % (dev, ip)).strip())
+
+
+# make run/shell TOPO=...: which VM carries which host of a shipped
+# topology, and the demo's flows (sender, receiver).  Two VMs at most on
+# two cores; each NIC of a VM in its own /24 (RoCE picks the NIC by GID
+# and route), the receiver with an address in each sender's subnet.
+TOPO_LAYOUTS = {
+    "pair": [("a", [("a", "vrnic", ["10.10.0.1"])]),
+             ("b", [("b", "vrnic", ["10.10.0.2"])])],
+    "incast": [("a", [("s1", "vrnic", ["10.10.1.1"]),
+                      ("s2", "vrnic", ["10.10.2.1"])]),
+               ("b", [("r", "vrnic", ["10.10.1.2", "10.10.2.2"])])],
+    # Every flow crosses the spines: a (leaf0) -> d (leaf1), c -> b.
+    "leaf-spine": [("a", [("a", "vrnic", ["10.10.1.1"]),
+                          ("c", "vrnic", ["10.10.2.1"])]),
+                   ("b", [("b", "vrnic", ["10.10.2.2"]),
+                          ("d", "vrnic", ["10.10.1.2"])])],
+}
+TOPO_FLOWS = {"pair": [("a", "b")], "incast": [("s1", "r"), ("s2", "r")],
+              "leaf-spine": [("a", "d"), ("c", "b")]}
+DEMO_SECONDS = int(os.environ.get("DEMO_SECONDS", "8"))
+
+
+def _same_subnet(nic, ip):
+    return [x for x in nic.ips if x.rsplit(".", 1)[0] == ip.rsplit(".", 1)[0]]
+
+
+def boot_topology(topo):
+    """Start vrnic-fabric on a shipped topology, then its VMs; returns
+    (fabric, VMs, {host: Nic})."""
+    import fabric as fablib
+    if topo not in TOPO_LAYOUTS:
+        raise VMError("TOPO is one of %s" % ", ".join(sorted(TOPO_LAYOUTS)))
+    fdir = os.environ.get("VRNIC_FABRIC_DIR", os.path.join(VM_DIR, "fabric"))
+    fab = fablib.Fabric(topo, fdir)
+    try:
+        fab.start()
+    except fablib.FabricError as e:
+        raise VMError(str(e))
+    print("== vrnic-fabric on %s: %s (control %s, log %s)" % (
+        topo, fab.topology, fab.control_path, fab.log))
+    vms = boot_fabric(fab, TOPO_LAYOUTS[topo])
+    nics = {}
+    for vm in vms:
+        nics.update(vm.nics)
+    return fab, vms, nics
+
+
+def _live_view(fab, until, procs):
+    """Once a second, queue depths and counters from the control socket,
+    until every proc (vm, tag) finished or `until`."""
+    import fabric as fablib
+    t0 = time.time()
+    while time.time() < until:
+        time.sleep(1)
+        try:
+            q = fab.sample()["q"]
+            lines = fablib.port_summary(fab.counters())
+        except fablib.FabricError as e:
+            print("   (control: %s)" % e)
+            continue
+        print("-- t=%4.1f s  queues: %s" % (
+            time.time() - t0, ", ".join("%s:%d prio %d %.0f KiB" % (
+                sw, p, pr, b / 1024.0) for sw, p, pr, b in q) or "empty"))
+        for line in lines:
+            print("   " + line)
+        if all(vm.run("[ -e /tmp/%s.rc ]" % tag)[0] == 0
+               for vm, tag in procs):
+            break
+
+
+def _plot(fab, out_dir):
+    import fabric as fablib
+    samples = fablib.read_telemetry(fab.telemetry)
+    peaks = {}
+    for _, depth in samples:
+        for key, b in depth.items():
+            peaks[key] = max(peaks.get(key, 0), b)
+    if not peaks:
+        print("\n== no queue held bytes in any telemetry sample")
+        return
+    ports = {}
+    try:
+        for sw in fab.counters()["switches"]:
+            for i, p in enumerate(sw["ports"]):
+                ports[(sw["name"], i)] = p["peer"]
+    except fablib.FabricError:
+        pass
+    named = {}
+    t0 = t1 = 0
+    for key in sorted(peaks, key=lambda k: -peaks[k])[:3]:
+        cols, t0, t1 = fablib.series(samples, key, 60)
+        label = "%s port %d (to %s)" % (key[0], key[1],
+                                        ports.get(key, "?"))
+        named[label] = cols
+        print()
+        print("\n".join(fablib.text_plot(
+            cols, "== queue depth over %.1f s, %s, max %.0f KiB" % (
+                t1 - t0, label, peaks[key] / 1024.0))))
+    svg = os.path.join(out_dir, "queues.svg")
+    fablib.svg_plot(svg, named, t0, t1, "vrnic-fabric queue depth")
+    print("\n== plot written to %s (telemetry %s)" % (svg, fab.telemetry))
+
+
+def cmd_run_topo(topo):
+    t0 = time.time()
+    fab, vms, nics = boot_topology(topo)
+    print("   booted in %.1f s" % (time.time() - t0))
+    for vm in vms:
+        print("\n== [%s] hosts %s; rdma link" % (vm.name, ", ".join(
+            "%s=%s %s (%s)" % (n.host, n.rdma, n.netdev, "/".join(n.ips))
+            for n in vm.fabric_nics)))
+        print(vm.check("rdma link").rstrip())
+    flows = []
+    for i, (src, dst) in enumerate(TOPO_FLOWS[topo]):
+        s, d = nics[src], nics[dst]
+        dip = _same_subnet(d, s.ip)[0]
+        flows.append((s, d, dip, 18700 + i))
+    for s, d, dip, _ in flows[:1]:
+        print("\n== [%s] ping -c 3 %s (host %s -> %s)" % (s.vm.name, dip,
+                                                        s.host, d.host))
+        print(s.vm.check("ping -c 3 -i 0.2 -W 2 %s | tail -2" % dip,
+                         timeout=30).rstrip())
+    bw = "ib_write_bw -s 65536 -D %d" % DEMO_SECONDS
+    print("\n== %s, %s at the same time" % (bw, ", ".join(
+        "%s->%s" % (s.host, d.host) for s, d, _, _ in flows)))
+    for s, d, dip, port in flows:
+        d.vm.check("rm -f /tmp/d%d.rc; (timeout 120 %s -d %s -x %d -p %d "
+                   "> /tmp/d%d.out 2>&1; echo $? > /tmp/d%d.rc) "
+                   ">/dev/null 2>&1 &" % (port, bw, d.rdma, gid_index(
+                       d.vm, d.rdma, dip), port, port, port))
+    for s, d, dip, port in flows:
+        d.vm.run("for i in $(seq 200); do ss -Hltn | grep -q ':%d ' && "
+                 "exit 0; sleep 0.1; done; exit 1" % port, timeout=40)
+    for s, d, dip, port in flows:
+        s.vm.check("rm -f /tmp/c%d.rc; (timeout 120 %s -d %s -x %d -p %d %s "
+                   "> /tmp/c%d.out 2>&1; echo $? > /tmp/c%d.rc) "
+                   ">/dev/null 2>&1 &" % (port, bw, s.rdma, gid_index(
+                       s.vm, s.rdma, s.ip), port, dip, port, port))
+    _live_view(fab, time.time() + DEMO_SECONDS + 60,
+               [(s.vm, "c%d" % port) for s, _, _, port in flows])
+    for s, d, dip, port in flows:
+        s.vm.run("for i in $(seq 120); do [ -e /tmp/c%d.rc ] && exit 0; "
+                 "sleep 0.5; done; exit 1" % port, timeout=90)
+        out = s.vm.run("cat /tmp/c%d.out" % port)[1]
+        lines = out.splitlines()
+        head = [i for i, ln in enumerate(lines) if "#bytes" in ln]
+        print("\n== %s -> %s (%s):" % (s.host, d.host, dip))
+        print("\n".join(lines[head[0]:head[0] + 2]) if head else
+              "\n".join(lines[-10:]))
+    _plot(fab, fab.dir)
+    for vm in vms:
+        vm.kill()
+    fab.stop()
+    print("\nvrnic run TOPO=%s: done in %.0f s (VMs and fabric stopped)"
+          % (topo, time.time() - t0))
+    return 0
+
+
+def cmd_shell_topo(topo, name):
+    fab, vms, nics = boot_topology(topo)
+    by_name = {vm.name: vm for vm in vms}
+    vm = by_name.get(name)
+    if vm is None:
+        print("unknown VM %s (%s)" % (name, " or ".join(sorted(by_name))))
+        return 2
+    for v in vms:
+        print("VM %s: %s" % (v.name, ", ".join(
+            "host %s = %s %s %s" % (n.host, n.rdma, n.netdev, "/".join(n.ips))
+            for n in v.fabric_nics)))
+    print("Fabric control socket: %s (scripts/fabric.py %s counters)"
+          % (fab.control_path, fab.dir))
+    print("Attached to the console of VM %s. Ctrl-] leaves and stops the "
+          "VMs and the fabric." % vm.name)
+    subprocess.call(["socat", "-,raw,echo=0,escape=0x1d",
+                     "UNIX-CONNECT:%s" % vm.path("console.sock")])
+    return 0
+
+
 def cmd_run(args):
+    if args[:1] == ["--topo"]:
+        return cmd_run_topo(args[1])
     capture = os.path.join(BUILD, "vm", "vrnic.pcap") \
         if os.environ.get("CAPTURE") == "1" else None
     t0 = time.time()
@@ -346,7 +670,14 @@ def cmd_run(args):
 
 
 def cmd_shell(args):
+    topo = None
+    if "--topo" in args:
+        i = args.index("--topo")
+        topo = args[i + 1]
+        args = args[:i] + args[i + 2:]
     name = args[0] if args else "a"
+    if topo:
+        return cmd_shell_topo(topo, name)
     a, b = boot_pair()
     vm = {"a": a, "b": b}.get(name)
     if vm is None:
@@ -366,8 +697,9 @@ def main(argv):
         return 2
     try:
         return {"run": cmd_run, "shell": cmd_shell}[argv[0]](argv[1:])
-    except VMError as e:
-        print("vm.py: %s" % e, file=sys.stderr)
+    except (VMError, IndexError) as e:
+        print("vm.py: %s" % (e or "--topo needs a topology"),
+              file=sys.stderr)
         return 1
 
 
