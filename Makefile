@@ -4,6 +4,7 @@
 #   make            install host packages, fetch sources, build everything
 #   make run        boot two VMs, load vrnic, show rdma link / ibv_devinfo / ping
 #   make shell      boot two VMs and attach to VM a's console (VM=b for b)
+#   make run TOPO=incast   the VMs through vrnic-fabric (also make shell)
 #   make check      lint + host unit tests + guest/system tests, with summary
 #   make lint       checkpatch, sparse, W=1, -Werror, clang-tidy
 #   make unit       host unit tests only
@@ -51,11 +52,13 @@ image: qemu module rdma-core guest-tests
 	@echo "== guest image"
 	@scripts/build-image.sh
 
-run: all
-	@$(PY) scripts/vm.py run
+# TOPO=pair|incast|leaf-spine: the VMs attach to vrnic-fabric on that
+# topology (fabric/topologies) instead of one wire.
+run: all $(if $(TOPO),fabric)
+	@$(PY) scripts/vm.py run $(if $(TOPO),--topo $(TOPO))
 
-shell: all
-	@$(PY) scripts/vm.py shell $(VM)
+shell: all $(if $(TOPO),fabric)
+	@$(PY) scripts/vm.py shell $(VM) $(if $(TOPO),--topo $(TOPO))
 
 check: deps
 	@scripts/check.sh

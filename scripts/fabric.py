@@ -293,11 +293,11 @@ def text_plot(cols, title, height=10, unit=1024.0, unit_name="KiB"):
         return lines + ["  (the queue was empty in every sample)"]
     for row in range(height, 0, -1):
         level = top * row / height
-        label = "%7.0f %s |" % (level / unit, unit_name) \
-            if row in (height, height // 2, 1) else " " * 12 + "|"
+        label = "%7.0f %-4s |" % (level / unit, unit_name) \
+            if row in (height, height // 2, 1) else " " * 13 + "|"
         lines.append(label + "".join("#" if c >= level - top / height / 2
                                      and c > 0 else " " for c in cols))
-    lines.append(" " * 12 + "+" + "-" * len(cols))
+    lines.append(" " * 13 + "+" + "-" * len(cols))
     return lines
 
 

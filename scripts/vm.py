@@ -495,32 +495,54 @@ def boot_topology(topo):
     return fab, vms, nics
 
 
-def _live_view(fab, until, procs):
+def _live_view(fab, until, procs, senders):
     """Once a second, queue depths and counters from the control socket,
-    until every proc (vm, tag) finished or `until`."""
+    until every proc (vm, tag) finished or `until`.  Returns, per sender
+    host, [(t, MB/s it sent in the last interval)]."""
     import fabric as fablib
     t0 = time.time()
+    rates = {h: [] for h in senders}
+    last = {}
     while time.time() < until:
         time.sleep(1)
         try:
             q = fab.sample()["q"]
-            lines = fablib.port_summary(fab.counters())
+            c = fab.counters()
         except fablib.FabricError as e:
             print("   (control: %s)" % e)
             continue
+        now = time.time() - t0
         print("-- t=%4.1f s  queues: %s" % (
-            time.time() - t0, ", ".join("%s:%d prio %d %.0f KiB" % (
+            now, ", ".join("%s:%d prio %d %.0f KiB" % (
                 sw, p, pr, b / 1024.0) for sw, p, pr, b in q) or "empty"))
-        for line in lines:
+        for line in fablib.port_summary(c):
             print("   " + line)
-        if all(vm.run("[ -e /tmp/%s.rc ]" % tag)[0] == 0
-               for vm, tag in procs):
+        for h in senders:
+            got = sum(x["rx_bytes"] for x in fablib.port(c, h))
+            if h in last:
+                rates[h].append((now, (got - last[h][1]) / 1e6 /
+                                 max(now - last[h][0], 1e-3)))
+            last[h] = (now, got)
+        if now > DEMO_SECONDS and all(
+                vm.run("[ -e /tmp/%s.rc ]" % tag)[0] == 0
+                for vm, tag in procs):
             break
+    return rates
 
 
-def _plot(fab, out_dir):
+def _plot(fab, out_dir, since, rates):
+    """Text plots of the busiest queues' depth (telemetry, fabric time
+    since `since` ns) and of each sender's throughput; an SVG too."""
     import fabric as fablib
-    samples = fablib.read_telemetry(fab.telemetry)
+    for h, pts in sorted(rates.items()):
+        if pts:
+            print()
+            print("\n".join(fablib.text_plot(
+                [int(v) for _, v in pts], "== %s sent, MB/s each second "
+                "(%.1f s)" % (h, pts[-1][0]), height=6, unit=1.0,
+                unit_name="MB/s")))
+    samples = [x for x in fablib.read_telemetry(fab.telemetry)
+               if x[0] * 1e9 >= since]
     peaks = {}
     for _, depth in samples:
         for key, b in depth.items():
@@ -571,6 +593,9 @@ def cmd_run_topo(topo):
         print(s.vm.check("ping -c 3 -i 0.2 -W 2 %s | tail -2" % dip,
                          timeout=30).rstrip())
     bw = "ib_write_bw -s 65536 -D %d" % DEMO_SECONDS
+    if os.environ.get("TCLASS"):
+        bw += " --tclass=%d" % int(os.environ["TCLASS"])
+    since = fab.ping()["t_ns"]
     print("\n== %s, %s at the same time" % (bw, ", ".join(
         "%s->%s" % (s.host, d.host) for s, d, _, _ in flows)))
     for s, d, dip, port in flows:
@@ -586,8 +611,9 @@ def cmd_run_topo(topo):
                    "> /tmp/c%d.out 2>&1; echo $? > /tmp/c%d.rc) "
                    ">/dev/null 2>&1 &" % (port, bw, s.rdma, gid_index(
                        s.vm, s.rdma, s.ip), port, dip, port, port))
-    _live_view(fab, time.time() + DEMO_SECONDS + 60,
-               [(s.vm, "c%d" % port) for s, _, _, port in flows])
+    rates = _live_view(fab, time.time() + DEMO_SECONDS + 60,
+                       [(s.vm, "c%d" % port) for s, _, _, port in flows],
+                       [s.host for s, _, _, _ in flows])
     for s, d, dip, port in flows:
         s.vm.run("for i in $(seq 120); do [ -e /tmp/c%d.rc ] && exit 0; "
                  "sleep 0.5; done; exit 1" % port, timeout=90)
@@ -597,7 +623,7 @@ def cmd_run_topo(topo):
         print("\n== %s -> %s (%s):" % (s.host, d.host, dip))
         print("\n".join(lines[head[0]:head[0] + 2]) if head else
               "\n".join(lines[-10:]))
-    _plot(fab, fab.dir)
+    _plot(fab, fab.dir, since, rates)
     for vm in vms:
         vm.kill()
     fab.stop()
