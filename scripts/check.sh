@@ -52,6 +52,10 @@ if [ -n "$build_ok" ]; then
 	$py tests/system/guest_tests.py
 	# Two-vCPU guests under load (issue 14): its own pair of VMs.
 	$py tests/system/load.py
+	# VMs through vrnic-fabric (issue 28): two VMs booted once, four
+	# topologies (tests/system/topologies).  The lint stage built it.
+	make --no-print-directory fabric >/dev/null
+	$py tests/system/fabric_tests.py
 else
 	echo '{"name": "all guest tests", "status": "skip", "detail": "the build failed, no image to boot"}' > build/results/guest.jsonl
 fi
