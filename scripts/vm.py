@@ -559,7 +559,8 @@ def _plot(fab, out_dir, since, rates):
         pass
     named = {}
     t0 = t1 = 0
-    for key in sorted(peaks, key=lambda k: -peaks[k])[:3]:
+    busy = [k for k in peaks if peaks[k] >= 4096] or list(peaks)
+    for key in sorted(busy, key=lambda k: -peaks[k])[:3]:
         cols, t0, t1 = fablib.series(samples, key, 60)
         label = "%s port %d (to %s)" % (key[0], key[1],
                                         ports.get(key, "?"))
@@ -596,8 +597,9 @@ def cmd_run_topo(topo):
     if os.environ.get("TCLASS"):
         bw += " --tclass=%d" % int(os.environ["TCLASS"])
     since = fab.ping()["t_ns"]
-    print("\n== %s, %s at the same time" % (bw, ", ".join(
-        "%s->%s" % (s.host, d.host) for s, d, _, _ in flows)))
+    print("\n== %s, %s%s" % (bw, ", ".join(
+        "%s->%s" % (s.host, d.host) for s, d, _, _ in flows),
+        " at the same time" if len(flows) > 1 else ""))
     for s, d, dip, port in flows:
         d.vm.check("rm -f /tmp/d%d.rc; (timeout 120 %s -d %s -x %d -p %d "
                    "> /tmp/d%d.out 2>&1; echo $? > /tmp/d%d.rc) "
