@@ -176,6 +176,7 @@ enum vrnic_admin_opcode {
 	VRNIC_ADMIN_CREATE_UCTX		= 0x08,
 	VRNIC_ADMIN_DESTROY_UCTX	= 0x09,
 	VRNIC_ADMIN_QUERY_STATS		= 0x0a,
+	VRNIC_ADMIN_QUERY_PORT_STATS	= 0x0b,	/* PFC, per priority */
 	VRNIC_ADMIN_CREATE_PD		= 0x10,
 	VRNIC_ADMIN_DESTROY_PD		= 0x11,
 	VRNIC_ADMIN_CREATE_MR		= 0x12,
@@ -937,6 +938,22 @@ struct vrnic_stats {
 	__le64 mw_binds;		/* BIND_MW executed (spec 0.5) */
 	__le64 bad_sgid;		/* UD WQEs naming no usable GID (0.6) */
 	__le64 vlan_drops;		/* RoCE frames on a wrong VLAN (0.7) */
+	/* Congestion control, mlx5's names */
+	__le64 np_ecn_marked_roce_packets;	/* RoCE packets received CE */
+};
+
+#define VRNIC_NUM_PRIOS			8
+/*
+ * Result of QUERY_PORT_STATS: the port's MAC control, per priority
+ * (802.1Qbb PFC; an 802.3x PAUSE counts for every priority).
+ */
+struct vrnic_port_stats {
+	__le64 rx_pause[VRNIC_NUM_PRIOS];	/* PFC/PAUSE frames naming it */
+	__le64 rx_pause_duration_us[VRNIC_NUM_PRIOS];	/* time paused */
+	__le64 rx_pause_transition[VRNIC_NUM_PRIOS];	/* resumed -> paused */
+	__le64 tx_pause[VRNIC_NUM_PRIOS];	/* PFC frames sent (none yet) */
+	__le64 mac_control_unknown;	/* other opcodes, dropped */
+	__le64 mac_control_malformed;	/* too short, dropped */
 };
 
 /* ----------------------------------------------------- event queues --- */
@@ -1004,7 +1021,8 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_eqe) == 16, "eqe is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_eth_desc) == 16, "eth desc is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_device_attr) == 96, "device attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_port_attr) == 16, "port attr");
-VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 296, "stats");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 304, "stats");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_port_stats) == 272, "port stats");
 VRNIC_HW_ASSERT(VRNIC_DB_BAR_SIZE == 1024 * 1024, "doorbell BAR is 1 MiB");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_mr) == 56, "create_mr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_cq) == 24, "create_cq");

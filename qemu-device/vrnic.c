@@ -49,6 +49,7 @@ struct VrnicState {
     QEMUTimer *timer;
     struct vrnic_engine *engine;
     uint64_t host_mem_budget;   /* property host-mem-budget, bytes */
+    uint32_t speed_mbps;        /* property speed-mbps */
     /* Test-only fault injection (spec: "Fault injection"). */
     uint32_t fault_admin;       /* x-fault-admin: 0, delay in ms, or NEVER */
     bool aq_db_held;            /* an AQ doorbell write is held back */
@@ -260,6 +261,9 @@ static void vrnic_plat_trace(void *opaque, enum vrnic_trace_id id,
         break;
     case VRNIC_TRACE_FATAL:
         trace_vrnic_fatal(a);
+        break;
+    case VRNIC_TRACE_MAC_CONTROL:
+        trace_vrnic_mac_control(a, b);
         break;
     case VRNIC_TRACE_NUM:
         break;
@@ -633,6 +637,12 @@ static void vrnic_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     cfg.host_mem_budget = s->host_mem_budget;
+    if (s->speed_mbps < 1 || s->speed_mbps > VRNIC_SPEED_MBPS_MAX) {
+        error_setg(errp, "vrnic: speed-mbps must be between 1 and %u",
+                   VRNIC_SPEED_MBPS_MAX);
+        return;
+    }
+    cfg.speed_mbps = s->speed_mbps;
     pci_config_set_interrupt_pin(pdev->config, 1);
 
     memory_region_init_io(&s->regs, OBJECT(s), &vrnic_regs_ops, s,
@@ -747,6 +757,9 @@ static const Property vrnic_properties[] = {
      * limits). */
     DEFINE_PROP_SIZE("host-mem-budget", VrnicState, host_mem_budget,
                      VRNIC_HOST_MEM_BUDGET_DEFAULT),
+    /* The port speed: QUERY_PORT, ethtool, and PFC pause timing. */
+    DEFINE_PROP_UINT32("speed-mbps", VrnicState, speed_mbps,
+                       VRNIC_SPEED_MBPS_DEFAULT),
 };
 
 static void vrnic_class_init(ObjectClass *klass, void *data)

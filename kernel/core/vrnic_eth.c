@@ -724,24 +724,44 @@ static void vrnic_get_drvinfo(struct net_device *ndev,
 		 ver >> 16, ver & 0xffff);
 }
 
+/*
+ * Then the port's per-priority PFC counters (QUERY_PORT_STATS), by mlx5's
+ * names: rx_prio<p>_pause, rx_prio<p>_pause_duration (us),
+ * rx_prio<p>_pause_transition and tx_prio<p>_pause, priority by priority.
+ */
+#define VRNIC_PRIO_STATS	4
+#define VRNIC_NUM_ETH_STATS	(ARRAY_SIZE(vrnic_stat_names) + \
+				 VRNIC_PRIO_STATS * VRNIC_NUM_PRIOS)
+
 static int vrnic_get_sset_count(struct net_device *ndev, int sset)
 {
-	return sset == ETH_SS_STATS ? ARRAY_SIZE(vrnic_stat_names) : -EOPNOTSUPP;
+	return sset == ETH_SS_STATS ? VRNIC_NUM_ETH_STATS : -EOPNOTSUPP;
 }
 
 static void vrnic_get_strings(struct net_device *ndev, u32 sset, u8 *data)
 {
-	if (sset == ETH_SS_STATS)
-		memcpy(data, vrnic_stat_names, sizeof(vrnic_stat_names));
+	unsigned int i, p;
+
+	if (sset != ETH_SS_STATS)
+		return;
+	for (i = 0; i < ARRAY_SIZE(vrnic_stat_names); i++)
+		ethtool_puts(&data, vrnic_stat_names[i]);
+	for (p = 0; p < VRNIC_NUM_PRIOS; p++) {
+		ethtool_sprintf(&data, "rx_prio%u_pause", p);
+		ethtool_sprintf(&data, "rx_prio%u_pause_duration", p);
+		ethtool_sprintf(&data, "rx_prio%u_pause_transition", p);
+		ethtool_sprintf(&data, "tx_prio%u_pause", p);
+	}
 }
 
 static void vrnic_get_ethtool_stats(struct net_device *ndev,
 				    struct ethtool_stats *stats, u64 *data)
 {
 	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+	struct vrnic_port_stats ps;
 	struct vrnic_stats st;
 	const __le64 *v = (const __le64 *)&st;
-	unsigned int i;
+	unsigned int i, p;
 
 	/* The device-wide counters; the RoCE ones are rdma statistic's. */
 	BUILD_BUG_ON(offsetof(struct vrnic_stats, sent_pkts) !=
@@ -750,7 +770,16 @@ static void vrnic_get_ethtool_stats(struct net_device *ndev,
 				 sizeof(st)))
 		memset(&st, 0, sizeof(st));
 	for (i = 0; i < ARRAY_SIZE(vrnic_stat_names); i++)
-		data[i] = le64_to_cpu(v[i]);
+		*data++ = le64_to_cpu(v[i]);
+	if (vrnic_pf_admin_query(priv->pf, VRNIC_ADMIN_QUERY_PORT_STATS, &ps,
+				 sizeof(ps)))
+		memset(&ps, 0, sizeof(ps));
+	for (p = 0; p < VRNIC_NUM_PRIOS; p++) {
+		*data++ = le64_to_cpu(ps.rx_pause[p]);
+		*data++ = le64_to_cpu(ps.rx_pause_duration_us[p]);
+		*data++ = le64_to_cpu(ps.rx_pause_transition[p]);
+		*data++ = le64_to_cpu(ps.tx_pause[p]);
+	}
 }
 
 /*

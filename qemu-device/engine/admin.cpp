@@ -76,11 +76,15 @@ uint8_t Device::exec_admin(const vrnic_admin_cmd &cmd, uint32_t &result)
 		attr.link = le(link_up_ ? VRNIC_LINK_UP : 0u);
 		attr.mtu = le(mtu_);
 		attr.max_mtu = le(uint32_t(VRNIC_ETH_MAX_MTU));
-		attr.speed_mbps = le(100000u);
+		attr.speed_mbps = le(cfg_.speed_mbps);
 		return admin_query(cmd.query, &attr, sizeof(attr), result);
 	}
 	case VRNIC_ADMIN_QUERY_STATS: {
 		const vrnic_stats st = stats();
+		return admin_query(cmd.query, &st, sizeof(st), result);
+	}
+	case VRNIC_ADMIN_QUERY_PORT_STATS: {
+		const vrnic_port_stats st = port_stats();
 		return admin_query(cmd.query, &st, sizeof(st), result);
 	}
 	case VRNIC_ADMIN_SET_PORT:
@@ -337,6 +341,22 @@ vrnic_stats Device::stats() const
 	s.mw_binds = le(r.mw_binds);
 	s.bad_sgid = le(r.bad_sgid);
 	s.vlan_drops = le(r.vlan_drops);
+	s.np_ecn_marked_roce_packets = le(r.np_ecn_marked_roce_packets);
+	return s;
+}
+
+vrnic_port_stats Device::port_stats() const
+{
+	const PfcCounters c = pfc_counters();
+	vrnic_port_stats s{};
+
+	for (unsigned int p = 0; p < VRNIC_NUM_PRIOS; p++) {
+		s.rx_pause[p] = le(c.rx_pause[p]);
+		s.rx_pause_duration_us[p] = le(c.rx_pause_duration_ns[p] / 1000);
+		s.rx_pause_transition[p] = le(c.rx_pause_transition[p]);
+	}
+	s.mac_control_unknown = le(c.mac_control_unknown);
+	s.mac_control_malformed = le(c.mac_control_malformed);
 	return s;
 }
 

@@ -101,8 +101,14 @@ void Rdma::ud_send(Qp &qp, unsigned int &budget)
 	while (qp.sq_head != pi && budget > 0) {
 		SendWqe w;
 		uint8_t status = VRNIC_WC_ST_SUCCESS;
-		const bool ok = read_send_wqe(qp, qp.sq_head, w, status) &&
-				ud_transmit(qp, w, status);
+		const bool read = read_send_wqe(qp, qp.sq_head, w, status);
+		if (read && prio_paused(w.av.traffic_class)) {
+			// PFC: this datagram's priority may not send; it and
+			// those behind it wait (in order) for the pause to end.
+			qp.sq_kick = true;
+			return;
+		}
+		const bool ok = read && ud_transmit(qp, w, status);
 		qp.sq_head++;
 		budget--;
 		if (!ok) {

@@ -35,8 +35,10 @@ Device::Device(const vrnic_engine_config &cfg, const vrnic_platform_ops *ops,
 	  tx_buf_(VRNIC_ETH_MAX_FRAME),
 	  mac_{cfg.mac[0], cfg.mac[1], cfg.mac[2], cfg.mac[3], cfg.mac[4], cfg.mac[5]},
 	  budget_(cfg.host_mem_budget),
-	  rdma_(plat_, budget_, cnt_, eqs_, uctx_used_, mac_, mtu_)
+	  rdma_(plat_, budget_, cnt_, eqs_, uctx_used_, mac_, mtu_, pfc_)
 {
+	if (!cfg_.speed_mbps)
+		cfg_.speed_mbps = VRNIC_SPEED_MBPS_DEFAULT;
 	cfg_.num_msix = std::min<uint32_t>(cfg_.num_msix, VRNIC_NUM_MSIX);
 	// Memory came back after a refusal: WQEs waiting for it are fetched.
 	budget_.on_release([this] { plat_.schedule(); });
@@ -86,6 +88,8 @@ void Device::reset()
 	uctx_used_.fill(false);
 	uctx_used_[0] = true;	// the kernel's page
 	cnt_ = DeviceCounters();
+	pfc_.reset();		// a reset MAC forgets pauses
+	tx_held_ = false;
 	rdma_.reset();
 }
 
@@ -573,8 +577,20 @@ void Device::poll()
 
 void Device::timer()
 {
-	if (ready())
-		rdma_.timer();
+	if (!ready())
+		return;
+	// A pause of the priority the TX ring's head frame is on may have
+	// ended: process_tx() looks again (and holds again if not).
+	if (tx_held_ && pfc_.next_expiry() <= plat_.now_ns())
+		release_tx();
+	rdma_.timer();
+}
+
+void Device::release_tx()
+{
+	tx_held_ = false;
+	tx_pending_ = true;
+	plat_.schedule();
 }
 
 void Device::set_link(bool up)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "eq.hpp"
+#include "pfc.hpp"
 #include "platform.hpp"
 #include "rdma.hpp"
 #include "vrnic_engine.h"
@@ -128,6 +129,10 @@ public:
 
 	[[nodiscard]] const DeviceCounters &counters() const { return cnt_; }
 	[[nodiscard]] const Rdma &rdma() const { return rdma_; }
+	[[nodiscard]] PfcCounters pfc_counters() const
+	{
+		return pfc_.counters(plat_.now_ns());
+	}
 	[[nodiscard]] const HostBudget &budget() const { return budget_; }
 	[[nodiscard]] bool ready() const { return status_ & VRNIC_STATUS_READY; }
 	[[nodiscard]] const Outbox &outbox() const { return out_; }
@@ -160,6 +165,7 @@ private:
 	uint8_t admin_destroy_uctx(uint32_t id);
 	vrnic_device_attr device_attr() const;
 	vrnic_stats stats() const;
+	vrnic_port_stats port_stats() const;
 
 	// Test registers
 	void run_test_dma();
@@ -172,6 +178,7 @@ private:
 	void ring_event(EthRing &ring, bool rx, unsigned int qid);
 	static bool is_roce(std::span<const uint8_t> frame);
 	void rx_drop(RxDrop why, size_t len);
+	void release_tx();
 	void post_async(uint8_t type, uint32_t id, uint64_t data = 0);
 
 	Outbox out_;
@@ -214,6 +221,9 @@ private:
 	std::array<EthRing, VRNIC_MAX_ETH_QUEUES> tx_{};
 	std::array<EthRing, VRNIC_MAX_ETH_QUEUES> rx_{};
 	bool tx_pending_ = false;
+	// The TX ring's head frame is on a priority PFC pauses: the ring
+	// waits (head-of-line, as one TX queue does) for the pause to end.
+	bool tx_held_ = false;
 	std::array<bool, VRNIC_NUM_DB_PAGES> uctx_used_{};
 
 	// One frame's worth of TX staging, allocated once.
@@ -224,6 +234,8 @@ private:
 	uint32_t rx_flags_ = VRNIC_RX_FILTER_ALLMULTI;
 	unsigned int rx_mc_count_ = 0;
 	std::array<std::array<uint8_t, 6>, VRNIC_RX_FILTER_MAX_MC> rx_mc_{};
+	// The port's MAC control receiver (PFC, PAUSE); rdma_ asks it.
+	PortPause pfc_;
 	// Before rdma_: everything rdma_ holds is charged to it.
 	HostBudget budget_;
 	Rdma rdma_;

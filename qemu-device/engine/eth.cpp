@@ -164,6 +164,14 @@ void Device::process_tx(EthRing &r, unsigned int qid, unsigned int &budget)
 			guest_error("TX frame shorter than an Ethernet header");
 			bad = true;
 		}
+		if (!bad && pfc_.any() &&
+		    pfc_.paused(frame_prio({tx_buf_.data(), len}),
+				plat_.now_ns())) {
+			// PFC: the frame stays at the head of its ring (read
+			// again once the pause ends); the timer comes back.
+			tx_held_ = true;
+			break;
+		}
 		if (!bad) {
 			plat_.send_frame({tx_buf_.data(), len});
 			cnt_.eth_tx_frames++;
@@ -232,6 +240,17 @@ size_t Device::receive(std::span<const uint8_t> f)
 	// the netdev.  Multicast RoCE frames go to the engine whatever the
 	// filter (it delivers to attached QPs only); other multicast and
 	// broadcast by the receive filter.
+	// MAC control (PFC, PAUSE) ends at the MAC, whatever its address.
+	if (PortPause::is_control(f)) {
+		const auto rx = pfc_.receive(f, plat_.now_ns(), cfg_.speed_mbps);
+		plat_.trace(VRNIC_TRACE_MAC_CONTROL, uint64_t(rx), len);
+		if (rx == PortPause::Rx::Pfc || rx == PortPause::Rx::Pause) {
+			if (tx_held_)
+				release_tx();
+			rdma_.pause_changed();
+		}
+		return len;
+	}
 	const bool own = !(f[0] & 1) && std::memcmp(f.data(), mac_.data(), 6) == 0;
 	const bool roce = is_roce(f);
 	if (roce && (own || (f[0] & 1))) {

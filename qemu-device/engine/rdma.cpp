@@ -46,9 +46,10 @@ constexpr uint64_t kQpReserve =
 Rdma::Rdma(const Platform &plat, HostBudget &budget, DeviceCounters &dcnt,
 	   std::array<EventQueue, VRNIC_MAX_EQS> &eqs,
 	   const std::array<bool, VRNIC_NUM_DB_PAGES> &uctx_used,
-	   const std::array<uint8_t, 6> &mac, const uint32_t &port_mtu)
+	   const std::array<uint8_t, 6> &mac, const uint32_t &port_mtu,
+	   PortPause &pfc)
 	: plat_(plat), budget_(budget), dcnt_(dcnt), eqs_(eqs), uctx_used_(uctx_used), mac_(mac),
-	  port_mtu_(port_mtu), pds_(VRNIC_MAX_PD), cqs_(VRNIC_MAX_CQ), qps_(VRNIC_MAX_QP),
+	  port_mtu_(port_mtu), pfc_(pfc), pds_(VRNIC_MAX_PD), cqs_(VRNIC_MAX_CQ), qps_(VRNIC_MAX_QP),
 	  srqs_(VRNIC_MAX_SRQ), xrcds_(VRNIC_MAX_XRCD), mrs_(budget),
 	  frame_(VRNIC_ETH_MAX_FRAME), scratch_(VRNIC_ETH_MAX_FRAME)
 {

@@ -18,6 +18,7 @@
 #include "frame_queue.hpp"
 #include "gid.hpp"
 #include "mr.hpp"
+#include "pfc.hpp"
 #include "platform.hpp"
 #include "roce.hpp"
 #include "vrnic_hw.h"
@@ -61,6 +62,9 @@ struct RdmaCounters {
 	uint64_t bad_sgid = 0;		// UD WQEs naming no usable GID entry
 	uint64_t vlan_drops = 0;	// RoCE frames on a VLAN not their GID's
 	uint64_t mcast_drops = 0;	// multicast frames the fan-out queue had no room for
+	// Congestion control, by mlx5's names: RoCE packets received with
+	// ECN CE (the notification point's input).
+	uint64_t np_ecn_marked_roce_packets = 0;
 };
 
 // Queue memory as the device sees it: contiguous, or a copied page list.
@@ -296,7 +300,8 @@ public:
 	Rdma(const Platform &plat, HostBudget &budget, DeviceCounters &dcnt,
 	     std::array<EventQueue, VRNIC_MAX_EQS> &eqs,
 	     const std::array<bool, VRNIC_NUM_DB_PAGES> &uctx_used,
-	     const std::array<uint8_t, 6> &mac, const uint32_t &port_mtu);
+	     const std::array<uint8_t, 6> &mac, const uint32_t &port_mtu,
+	     PortPause &pfc);
 
 	void reset();
 	// Admin commands 0x10..0x1f; false if the opcode is not ours.
@@ -309,6 +314,9 @@ public:
 	// true when work remains (budget exhausted).
 	bool poll();
 	void timer();
+	// A PFC or PAUSE frame changed what may be sent: resume what waited
+	// and arm the timer for the next pause to end.
+	void pause_changed();
 	// A user context went away: its objects must be gone already.
 	[[nodiscard]] bool uctx_in_use(uint32_t uctx) const;
 
@@ -451,6 +459,12 @@ private:
 		  std::span<const uint8_t> payload);
 	void xmit_frame(size_t len);
 	void arm_timer();
+	// PFC: may this QP's priority (its traffic class >> 5, as the PCP
+	// and DSCP >> 3 it sends with) not send now?
+	[[nodiscard]] bool prio_paused(uint8_t traffic_class)
+	{
+		return pfc_.any() && pfc_.paused(traffic_class >> 5, plat_.now_ns());
+	}
 
 	const Platform &plat_;
 	HostBudget &budget_;
@@ -461,6 +475,7 @@ private:
 	// RoCE sends to it loop back.
 	const std::array<uint8_t, 6> &mac_;
 	const uint32_t &port_mtu_;	// L3 MTU of the port
+	PortPause &pfc_;		// Device's: the port's MAC control
 	std::vector<Pd> pds_;
 	std::vector<Cq> cqs_;
 	std::vector<Qp> qps_;

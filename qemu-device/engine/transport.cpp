@@ -130,6 +130,17 @@ void Rdma::xmit(const Qp &qp, const Headers &h, std::span<const uint8_t> payload
 void Rdma::send_ack(Qp &qp, uint8_t syndrome, uint32_t psn)
 {
 	Headers h;
+
+	if (prio_paused(qp.path.traffic_class) &&
+	    qp.attr.state != VRNIC_QPS_ERR) {
+		// PFC holds the priority: the acknowledgement waits as a
+		// pending one (a later one supersedes it, as coalescing
+		// would) and leaves from poll() once the pause ends.
+		qp.ack_pending = true;
+		qp.ack_syndrome = syndrome;
+		qp.ack_psn = psn;
+		return;
+	}
 	h.transport = qp.wire_transport();
 	h.opcode = ACK;
 	h.dqpn = le(qp.attr.dest_qpn);
@@ -142,11 +153,13 @@ void Rdma::send_ack(Qp &qp, uint8_t syndrome, uint32_t psn)
 void Rdma::nak(Qp &qp, uint8_t syndrome, bool fatal,
 	       std::optional<uint32_t> psn)
 {
+	// A fatal NAK goes out at once even under PFC: the QP it ends
+	// keeps nothing pending (one small frame, as a NIC's error path).
+	if (fatal)
+		qp_error(qp);
 	send_ack(qp, syndrome, psn.value_or(qp.epsn));
 	if (syndrome == kAethNakRemAccess)
 		cnt_.remote_access_err++;
-	if (fatal)
-		qp_error(qp);
 }
 
 // ------------------------------------------------------------ requester
@@ -626,7 +639,7 @@ void Rdma::arm_ack_timer(Qp &qp)
 
 void Rdma::arm_timer()
 {
-	uint64_t next = 0;
+	uint64_t next = pfc_.next_expiry();
 
 	for (const auto &q : used(qps_, used_.qp)) {
 		if (!q.valid)
@@ -943,9 +956,18 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 	retire(qp);
 }
 
+void Rdma::pause_changed()
+{
+	plat_.schedule();
+	arm_timer();
+}
+
 void Rdma::timer()
 {
 	const uint64_t now = plat_.now_ns();
+
+	if (const uint64_t p = pfc_.next_expiry(); p && now >= p)
+		plat_.schedule();	// a pause ended: what waited goes
 
 	for (auto &qp : used(qps_, used_.qp)) {
 		if (!qp.valid)
@@ -1563,6 +1585,8 @@ void Rdma::receive(std::span<const uint8_t> frame)
 	}
 	cnt_.rcvd_pkts++;
 	cnt_.rcvd_bytes += frame.size();
+	if ((p.path.traffic_class & 3) == 3)
+		cnt_.np_ecn_marked_roce_packets++;	// ECN CE
 	// A tagged frame must be for a GID of its VLAN, an untagged one not
 	// for a VLAN's GID: VLANs stay apart as on the netdevs.
 	if (!gids_.on_vlan(p.path.dgid, p.path.vlan)) {
@@ -1633,6 +1657,11 @@ void Rdma::poll_qp(Qp &qp, unsigned int &budget)
 		}
 		return;
 	}
+	// PFC pauses the QP's priority: nothing of it leaves (responses,
+	// ACKs, requests); its work waits, flagged, for the pause to end
+	// (Rdma::timer() or the XON schedules a poll).
+	if (prio_paused(qp.path.traffic_class))
+		return;
 	respond(qp, budget);
 	if (qp.type == VRNIC_QPT_XRC_TGT)
 		return;	// a responder only

@@ -41,6 +41,7 @@ enum vrnic_trace_id {
 	VRNIC_TRACE_RESET,
 	VRNIC_TRACE_LINK,		/* a = up */
 	VRNIC_TRACE_FATAL,		/* a = VRNIC_ERR_* */
+	VRNIC_TRACE_MAC_CONTROL,	/* a = PortPause::Rx, b = length */
 	VRNIC_TRACE_NUM
 };
 
@@ -77,6 +78,11 @@ struct vrnic_platform_ops {
 #define VRNIC_HOST_MEM_BUDGET_MIN	(16ULL << 20)
 #define VRNIC_HOST_MEM_BUDGET_MAX	(1ULL << 40)
 
+/* speed_mbps: the port speed QUERY_PORT reports and PFC pause quanta are
+ * timed by (a quantum is 512 bit times); 0 = the default. */
+#define VRNIC_SPEED_MBPS_DEFAULT	100000u
+#define VRNIC_SPEED_MBPS_MAX		400000u
+
 struct vrnic_engine_config {
 	uint8_t mac[6];
 	uint32_t num_msix;		/* vectors the glue provides */
@@ -85,6 +91,7 @@ struct vrnic_engine_config {
 	 * copied WQEs, ...), in bytes; 0 = VRNIC_HOST_MEM_BUDGET_DEFAULT.
 	 * Clamped to [VRNIC_HOST_MEM_BUDGET_MIN, VRNIC_HOST_MEM_BUDGET_MAX]. */
 	uint64_t host_mem_budget;
+	uint32_t speed_mbps;		/* 0 = VRNIC_SPEED_MBPS_DEFAULT */
 };
 
 struct vrnic_engine;

@@ -63,6 +63,7 @@ FakePlatform::FakePlatform(uint8_t mac_last, uint64_t mem_size,
 		.num_msix = VRNIC_NUM_MSIX,
 		.link_up = true,
 		.host_mem_budget = host_mem_budget,
+		.speed_mbps = 0,
 	};
 	eng = vrnic_engine_new(&cfg, &kOps, this);
 	if (!eng)

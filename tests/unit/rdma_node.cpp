@@ -184,7 +184,7 @@ vrnic_ud_av Node::av(uint32_t qkey) const
 
 void Node::connect(const Node &peer, uint32_t path_mtu, uint32_t sq_psn,
 		   uint32_t rq_psn, uint8_t retry, uint8_t rnr_retry,
-		   uint8_t timeout)
+		   uint8_t timeout, uint8_t traffic_class)
 {
 	vrnic_qp_attr a{};
 	a.state = VRNIC_QPS_INIT;
@@ -201,6 +201,7 @@ void Node::connect(const Node &peer, uint32_t path_mtu, uint32_t sq_psn,
 	const auto dg = peer.gid();
 	std::memcpy(a.dgid, dg.data(), 16);
 	a.sgid_index = kGid4;
+	a.traffic_class = traffic_class;
 	const uint8_t dmac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, peer.id};
 	std::memcpy(a.dmac, dmac, 6);
 	if (modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_AV | VRNIC_QP_ATTR_PATH_MTU |

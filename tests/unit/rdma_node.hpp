@@ -43,7 +43,7 @@ struct Node {
 			   uint32_t access);
 	void connect(const Node &peer, uint32_t path_mtu, uint32_t sq_psn,
 		     uint32_t rq_psn, uint8_t retry = 7, uint8_t rnr_retry = 7,
-		     uint8_t timeout = 14);
+		     uint8_t timeout = 14, uint8_t traffic_class = 0);
 	uint8_t modify(uint32_t mask, const vrnic_qp_attr &a);
 	// UD and GSI: RESET -> INIT (qkey) -> RTR -> RTS.
 	void ud_ready(uint32_t qkey, uint32_t sq_psn = 0);
