@@ -9,8 +9,9 @@ here is killed by PID when the harness exits, and every wait is bounded.
 
 The control socket takes one JSON line and answers one (see
 Documentation/fabric.rst): control(), and ping/hosts/counters/sample/
-set_link/inject on top of it; port(), drops() and the text and SVG plots
-read what counters() and the telemetry file return.
+set_link/inject on top of it; port(), drops(), total() and
+port_summary() read what counters() returns (scripts/fabric_report.py
+analyses and plots the telemetry file).
 
 Command line (a quick look at a running fabric):
   fabric.py DIR counters|hosts|sample|ping
@@ -247,91 +248,6 @@ def port_summary(counters):
     return lines
 
 
-# Plots of the telemetry file (queue depth over time).
-
-def read_telemetry(path):
-    """[(t_s, {(switch, port): bytes})] from the telemetry file's queue
-    samples (priorities summed)."""
-    out = []
-    try:
-        f = open(path)
-    except OSError:
-        return out
-    with f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if "q" not in rec:
-                continue
-            depth = {}
-            for sw, p, _, b in rec["q"]:
-                depth[(sw, p)] = depth.get((sw, p), 0) + b
-            out.append((rec["t_ns"] / 1e9, depth))
-    return out
-
-
-def series(samples, key, width):
-    """Max of key's depth in each of width equal time buckets."""
-    if not samples:
-        return [], 0, 0
-    t0, t1 = samples[0][0], samples[-1][0]
-    span = max(t1 - t0, 1e-6)
-    cols = [0] * width
-    for t, depth in samples:
-        i = min(width - 1, int((t - t0) / span * width))
-        cols[i] = max(cols[i], depth.get(key, 0))
-    return cols, t0, t1
-
-
-def text_plot(cols, title, height=10, unit=1024.0, unit_name="KiB"):
-    """A bar plot in plain text, one column per bucket."""
-    top = max(cols) if cols else 0
-    lines = [title]
-    if not top:
-        return lines + ["  (the queue was empty in every sample)"]
-    for row in range(height, 0, -1):
-        level = top * row / height
-        label = "%7.0f %-4s |" % (level / unit, unit_name) \
-            if row in (height, height // 2, 1) else " " * 13 + "|"
-        lines.append(label + "".join("#" if c >= level - top / height / 2
-                                     and c > 0 else " " for c in cols))
-    lines.append(" " * 13 + "+" + "-" * len(cols))
-    return lines
-
-
-def svg_plot(path, named_cols, t0, t1, title):
-    """A line plot of several series (name -> columns) as an SVG file."""
-    w, h, m = 720, 300, 50
-    top = max([max(c) for c in named_cols.values() if c] + [1])
-    colors = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd"]
-    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" '
-             'height="%d" font-family="sans-serif" font-size="12">' % (w, h),
-             '<rect width="100%" height="100%" fill="white"/>',
-             '<text x="%d" y="20">%s</text>' % (m, title),
-             '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>'
-             % (m, h - m, w - 10, h - m),
-             '<line x1="%d" y1="30" x2="%d" y2="%d" stroke="black"/>'
-             % (m, m, h - m),
-             '<text x="5" y="40">%.0f KiB</text>' % (top / 1024.0),
-             '<text x="%d" y="%d">%.1f s</text>' % (w - 60, h - m + 20,
-                                                    t1 - t0)]
-    for i, (name, cols) in enumerate(sorted(named_cols.items())):
-        n = max(len(cols) - 1, 1)
-        pts = " ".join("%.1f,%.1f" % (m + (w - m - 10) * j / n,
-                                      h - m - (h - m - 30) * v / top)
-                       for j, v in enumerate(cols))
-        color = colors[i % len(colors)]
-        parts.append('<polyline fill="none" stroke="%s" points="%s"/>'
-                     % (color, pts))
-        parts.append('<text x="%d" y="%d" fill="%s">%s</text>'
-                     % (w - 200, 40 + 15 * i, color, name))
-    parts.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(parts) + "\n")
-
-
 def main(argv):
     if len(argv) != 2 or argv[1] not in ("counters", "hosts", "sample",
                                          "ping"):
@@ -344,7 +260,7 @@ def main(argv):
         print("fabric.py: %s" % e, file=sys.stderr)
         return 1
     if argv[1] == "counters":
-        print("\n".join(port_summary(reply)))
+        print("\n".join(port_summary(reply)) or "no port counted a packet")
     else:
         print(json.dumps(reply, indent=1))
     return 0

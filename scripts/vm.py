@@ -530,48 +530,29 @@ def _live_view(fab, until, procs, senders):
     return rates
 
 
-def _plot(fab, out_dir, since, rates):
-    """Text plots of the busiest queues' depth (telemetry, fabric time
-    since `since` ns) and of each sender's throughput; an SVG too."""
-    import fabric as fablib
+def _plot(fab, since, rates):
+    """The end of make run TOPO: each sender's throughput as seen once a
+    second, then scripts/fabric_report.py's report of the telemetry from
+    `since` (fabric ns) on (queue statistics, per-port deltas, goodput
+    and fairness, queue and throughput plots) and its SVG."""
+    import fabric_report as report
     for h, pts in sorted(rates.items()):
         if pts:
-            print()
-            print("\n".join(fablib.text_plot(
-                [int(v) for _, v in pts], "== %s sent, MB/s each second "
-                "(%.1f s)" % (h, pts[-1][0]), height=6, unit=1.0,
-                unit_name="MB/s")))
-    samples = [x for x in fablib.read_telemetry(fab.telemetry)
-               if x[0] * 1e9 >= since]
-    peaks = {}
-    for _, depth in samples:
-        for key, b in depth.items():
-            peaks[key] = max(peaks.get(key, 0), b)
-    if not peaks:
-        print("\n== no queue held bytes in any telemetry sample")
-        return
-    ports = {}
+            print("\n== %s sent (MB/s, once a second): %s" % (
+                h, " ".join("%.0f" % v for _, v in pts)))
     try:
-        for sw in fab.counters()["switches"]:
-            for i, p in enumerate(sw["ports"]):
-                ports[(sw["name"], i)] = p["peer"]
-    except fablib.FabricError:
-        pass
-    named = {}
-    t0 = t1 = 0
-    busy = [k for k in peaks if peaks[k] >= 4096] or list(peaks)
-    for key in sorted(busy, key=lambda k: -peaks[k])[:3]:
-        cols, t0, t1 = fablib.series(samples, key, 60)
-        label = "%s port %d (to %s)" % (key[0], key[1],
-                                        ports.get(key, "?"))
-        named[label] = cols
-        print()
-        print("\n".join(fablib.text_plot(
-            cols, "== queue depth over %.1f s, %s, max %.0f KiB" % (
-                t1 - t0, label, peaks[key] / 1024.0))))
-    svg = os.path.join(out_dir, "queues.svg")
-    fablib.svg_plot(svg, named, t0, t1, "vrnic-fabric queue depth")
-    print("\n== plot written to %s (telemetry %s)" % (svg, fab.telemetry))
+        tel = report.load(fab.telemetry)
+    except OSError as e:
+        print("\n== no telemetry: %s" % e)
+        return
+    tel = report.Telemetry([x for x in tel.samples if x[0] >= since],
+                           [x for x in tel.counters if x[0] >= since])
+    print("\n== the run from the fabric's telemetry (%s)\n" % fab.telemetry)
+    print(report.text_report(tel))
+    svg = os.path.join(fab.dir, "report.svg")
+    with open(svg, "w") as f:
+        f.write(report.svg_report(tel))
+    print("\n== plots written to %s" % svg)
 
 
 def cmd_run_topo(topo):
@@ -625,10 +606,10 @@ def cmd_run_topo(topo):
         print("\n== %s -> %s (%s):" % (s.host, d.host, dip))
         print("\n".join(lines[head[0]:head[0] + 2]) if head else
               "\n".join(lines[-10:]))
-    _plot(fab, fab.dir, since, rates)
     for vm in vms:
         vm.kill()
-    fab.stop()
+    fab.stop()      # its last counters go to the telemetry file
+    _plot(fab, since, rates)
     print("\nvrnic run TOPO=%s: done in %.0f s (VMs and fabric stopped)"
           % (topo, time.time() - t0))
     return 0
