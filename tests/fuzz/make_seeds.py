@@ -115,7 +115,32 @@ def wire_seeds(rng):
     frame(s, 0, 0x04, fl2=0x03)          # damaged, ICRC fixed
     s.op("RAW_FRAME", u8(6), u8(20), s.rnd(94))
     out.append(s.b)
+    # PFC (802.1Qbb) pausing every priority, traffic held, then XON; and
+    # an 802.3x PAUSE: the port's MAC control receiver and the paused
+    # transmit paths.
+    for xoff, xon in ((pfc(0xff, 0xffff), pfc(0xff, 0)),
+                      (pause(0x1000), pause(0))):
+        s = Seq("wire", rng)
+        s.op("RAW_FRAME", u8(1), u8((len(xoff) - 14) // 4), xoff)
+        frame(s, 0, 0x04)
+        frame(s, 7, 0x0c, key=1, length=8, plen=0)
+        s.op("POLL").op("TIME", u8(20))
+        s.op("RAW_FRAME", u8(1), u8((len(xon) - 14) // 4), xon)
+        s.op("POLL").op("TIME", u8(30)).op("CQ")
+        out.append(s.b)
     return out
+
+
+def pfc(enable, quanta):
+    """A PFC frame, 62 bytes (the fuzzer's raw frames are 14 + 4n)."""
+    return (bytes.fromhex("0180c2000001020000000099" "8808" "0101") +
+            struct.pack(">H", enable) + struct.pack(">H", quanta) * 8 +
+            bytes(62 - 34))
+
+
+def pause(quanta):
+    return (bytes.fromhex("0180c2000001020000000099" "8808" "0001") +
+            struct.pack(">H", quanta) + bytes(62 - 18))
 
 
 def admin_cmd(s, opcode, raw=None, mask=0x0fff, picks=b"\0" * 12, attr=None):
