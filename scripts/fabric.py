@@ -58,6 +58,31 @@ def topology_hosts(topology):
         return [h["name"] for h in json.load(f)["hosts"]]
 
 
+def _rate_mbps(params):
+    if "rate_mbps" in params:
+        return params["rate_mbps"]
+    if "rate_gbps" in params:
+        return params["rate_gbps"] * 1000
+    return None
+
+
+def link_mbps(topology, host):
+    """The rate (Mb/s) of the switch's port towards host in a topology
+    (b_to_a, else the host's link, else the defaults), or None when it
+    has none (the fabric then times PFC quanta at 100 Gb/s).  A NIC on
+    that port should time the pause quanta it receives at the same
+    speed (vrnic's speed-mbps)."""
+    with open(topology_path(topology)) as f:
+        topo = json.load(f)
+    for h in topo["hosts"]:
+        if h["name"] == host:
+            for params in (h.get("b_to_a", {}), h, topo.get("defaults", {})):
+                rate = _rate_mbps(params)
+                if rate is not None:
+                    return int(rate) or None
+    return None
+
+
 class Fabric:
     """One vrnic-fabric process.  Its host sockets (DIR/<host>.sock) keep
     their names across restart() with another topology that names the

@@ -152,8 +152,9 @@ class VM:
                     cmd += ["-device", "virtio-net-pci,netdev=f%d,mac=%s,"
                             "romfile=" % (i, nic.mac)]
                 else:
-                    cmd += ["-device", "vrnic,netdev=f%d,mac=%s"
-                            % (i, nic.mac)]
+                    cmd += ["-device", "vrnic,netdev=f%d,mac=%s%s" % (
+                        i, nic.mac, ",speed-mbps=%d" % nic.speed_mbps
+                        if nic.speed_mbps else "")]
             return cmd
         if self.peers:
             cmd += ["-netdev", self.wire("wire", "wire.sock")]
@@ -340,6 +341,9 @@ class Nic:
         self.netdev = None
         self.rdma = None
         self.vm = None
+        # The port speed the NIC reports and times PFC quanta at: the
+        # switch port's rate, so that both ends agree on a pause's length.
+        self.speed_mbps = None
 
     @property
     def ip(self):
@@ -401,14 +405,16 @@ def wait_fabric_ports(vms, timeout=60):
                      timeout=timeout + 10)
 
 
-def boot_fabric(fab, layout, mem_mb=1536):
+def boot_fabric(fab, layout, mem_mb=1536, speeds=None):
     """Boot VMs attached to the running fabric fab (scripts/fabric.py).
     layout: [(vm name, [(host, "vrnic"|"virtio", [ip, ...]), ...]), ...]:
     each NIC connects to fab's host port <host> (DIR/<host>.sock).  The
     first vrnic NIC's first address comes from the kernel command line,
     the others are set through the agent.  Returns the VMs, once every
     agent answers and every vrnic port is ACTIVE; vm.nics[host] is the
-    Nic."""
+    Nic.  Each vrnic's speed-mbps is speeds[host], or else the rate of
+    the switch port towards it in fab's topology (if it has one)."""
+    import fabric as fablib
     vms = []
     for index, (name, nics) in enumerate(layout):
         vm = VM(name, index, mem_mb=mem_mb)
@@ -416,6 +422,9 @@ def boot_fabric(fab, layout, mem_mb=1536):
             nic = Nic(host, kind, ips, fab.sock(host),
                       "52:54:00:76:%02x:%02x" % (0x80 + index, j + 1))
             nic.vm = vm
+            if kind == "vrnic":
+                nic.speed_mbps = (speeds or {}).get(
+                    host, fablib.link_mbps(fab.topology, host))
             vm.fabric_nics.append(nic)
             vm.nics[host] = nic
         first = [n for n in vm.fabric_nics if n.kind == "vrnic"]

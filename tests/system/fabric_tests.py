@@ -331,7 +331,11 @@ def incast_pfc_test(stage, fab, s1, s2, r):
     """f: the same incast on lossless priority 3 with XOFF 32 KiB."""
     name = "incast PFC"
     before = {n.host: pause_count(n) for n in (s1, s2)}
-    flows(stage, name, incast_specs(s1, s2, r, "--tclass=%d" % ECN_TCLASS))
+    # Four QPs per sender: together they keep more in flight than the
+    # XOFF threshold and the headroom hold (one QP alone stays within
+    # them), so a sender that ignores the pauses overflows the headroom.
+    flows(stage, name, incast_specs(s1, s2, r, "-q 4 --tclass=%d"
+                                    % ECN_TCLASS))
     c = counters(stage, fab, name)
     if c is None:
         return
@@ -363,7 +367,11 @@ def main():
     fab = fabric.Fabric(os.path.join(TOPOS, "pair.json"), FABRIC_DIR)
     try:
         fab.start()
-        vms = vmlib.boot_fabric(fab, LAYOUT)
+        # Each vrnic times PFC pauses at the speed the PFC topology's
+        # switch port towards it runs (10 Gb/s), as the switch does.
+        pfc_topo = os.path.join(TOPOS, "incast-pfc.json")
+        vms = vmlib.boot_fabric(fab, LAYOUT, speeds={
+            h: fabric.link_mbps(pfc_topo, h) for h in VRNIC_HOSTS})
         fab.wait_hosts_up(["s1", "s2", "r"], timeout=30)
     except (fabric.FabricError, vmlib.VMError) as e:
         stage.record("boot the fabric and VMs snd and rcv", "fail", str(e))
