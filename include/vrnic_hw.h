@@ -940,6 +940,9 @@ struct vrnic_stats {
 	__le64 vlan_drops;		/* RoCE frames on a wrong VLAN (0.7) */
 	/* Congestion control, mlx5's names */
 	__le64 np_ecn_marked_roce_packets;	/* RoCE packets received CE */
+	__le64 np_cnp_sent;		/* CNPs sent for them */
+	__le64 rp_cnp_handled;		/* CNPs a QP's algorithm acted on */
+	__le64 rp_cnp_ignored;		/* CNPs for no QP, CC off, or too soon */
 };
 
 #define VRNIC_NUM_PRIOS			8
@@ -1021,7 +1024,7 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_eqe) == 16, "eqe is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_eth_desc) == 16, "eth desc is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_device_attr) == 96, "device attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_port_attr) == 16, "port attr");
-VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 304, "stats");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 328, "stats");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_port_stats) == 272, "port stats");
 VRNIC_HW_ASSERT(VRNIC_DB_BAR_SIZE == 1024 * 1024, "doorbell BAR is 1 MiB");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_mr) == 56, "create_mr");

@@ -471,7 +471,8 @@ static const struct rdma_stat_desc vrnic_hw_stat_descs[] = {
 	{ .name = "local_inv" }, { .name = "remote_inv" },
 	{ .name = "mw_binds" }, { .name = "bad_sgid" },
 	{ .name = "vlan_drops" },
-	{ .name = "np_ecn_marked_roce_packets" },
+	{ .name = "np_ecn_marked_roce_packets" }, { .name = "np_cnp_sent" },
+	{ .name = "rp_cnp_handled" }, { .name = "rp_cnp_ignored" },
 };
 
 static struct rdma_hw_stats *vrnic_alloc_hw_port_stats(struct ib_device *ibdev,

@@ -342,6 +342,9 @@ vrnic_stats Device::stats() const
 	s.bad_sgid = le(r.bad_sgid);
 	s.vlan_drops = le(r.vlan_drops);
 	s.np_ecn_marked_roce_packets = le(r.np_ecn_marked_roce_packets);
+	s.np_cnp_sent = le(r.np_cnp_sent);
+	s.rp_cnp_handled = le(r.rp_cnp_handled);
+	s.rp_cnp_ignored = le(r.rp_cnp_ignored);
 	return s;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "budget.hpp"
+#include "cc.hpp"
 #include "eq.hpp"
 #include "frame_queue.hpp"
 #include "gid.hpp"
@@ -63,8 +64,24 @@ struct RdmaCounters {
 	uint64_t vlan_drops = 0;	// RoCE frames on a VLAN not their GID's
 	uint64_t mcast_drops = 0;	// multicast frames the fan-out queue had no room for
 	// Congestion control, by mlx5's names: RoCE packets received with
-	// ECN CE (the notification point's input).
+	// ECN CE (the notification point's input), CNPs sent for them, and
+	// CNPs received that a QP's reaction point took or ignored.
 	uint64_t np_ecn_marked_roce_packets = 0;
+	uint64_t np_cnp_sent = 0;
+	uint64_t rp_cnp_handled = 0;
+	uint64_t rp_cnp_ignored = 0;
+};
+
+// Congestion control, device-wide (SET_CC / QUERY_CC): the algorithm and
+// its knobs, and per priority whether CE marks are answered with CNPs
+// (np_enable, bit p: priority p) and whether QPs run the algorithm and
+// send ECT(0) (rp_enable).  gen changes with every change, so that QPs
+// take the new settings at their next event.
+struct CcSettings {
+	cc::Config cfg;
+	uint8_t np_enable = 0xff;
+	uint8_t rp_enable = 0xff;
+	uint32_t gen = 0;
 };
 
 // Queue memory as the device sees it: contiguous, or a copied page list.
@@ -321,6 +338,9 @@ public:
 	[[nodiscard]] bool uctx_in_use(uint32_t uctx) const;
 
 	[[nodiscard]] const RdmaCounters &counters() const { return cnt_; }
+	// Congestion control settings; a caller that changes them bumps gen.
+	[[nodiscard]] CcSettings &cc_settings() { return cc_; }
+	[[nodiscard]] const CcSettings &cc_settings() const { return cc_; }
 	[[nodiscard]] const Qp *qp(uint32_t qpn) const;
 	[[nodiscard]] const FrameQueue &loopback() const { return loopback_; }
 
@@ -501,6 +521,7 @@ private:
 	MrTable mrs_;
 	GidTable gids_;
 	RdmaCounters cnt_;
+	CcSettings cc_;
 	std::vector<uint8_t> frame_;	// one outgoing frame, allocated once
 	uint32_t rr_next_ = 0;		// poll(): the QP slot to start at
 	std::vector<uint8_t> scratch_;	// payload staging

@@ -54,6 +54,7 @@ CHECK_OFF(vrnic_stats, remote_inv, 264);
 CHECK_OFF(vrnic_stats, bad_sgid, 280);
 CHECK_OFF(vrnic_stats, vlan_drops, 288);
 CHECK_OFF(vrnic_stats, np_ecn_marked_roce_packets, 296);
+CHECK_OFF(vrnic_stats, rp_cnp_ignored, 320);
 CHECK_OFF(vrnic_port_stats, rx_pause_duration_us, 64);
 CHECK_OFF(vrnic_port_stats, tx_pause, 192);
 CHECK_OFF(vrnic_port_stats, mac_control_malformed, 264);
@@ -106,7 +107,7 @@ TEST(Layout, SizesMatchSpec)
 	EXPECT_EQ(sizeof(vrnic_eth_desc), 16u);
 	EXPECT_EQ(sizeof(vrnic_device_attr), 96u);
 	EXPECT_EQ(sizeof(vrnic_port_attr), 16u);
-	EXPECT_EQ(sizeof(vrnic_stats), 304u);
+	EXPECT_EQ(sizeof(vrnic_stats), 328u);
 	EXPECT_EQ(sizeof(vrnic_port_stats), 272u);
 }
 
