@@ -223,6 +223,9 @@ struct Qp {
 	vrnic_qp_attr attr{};
 	roce::Path path;
 	uint32_t mtu = 256;
+	// Congestion control, notification point: one CNP per
+	// np_min_time_between_cnps to the peer QP.
+	cc::CnpLimiter cnp_limiter;
 
 	// requester
 	uint32_t sq_head = 0;		// next SQ index to fetch
@@ -436,6 +439,10 @@ private:
 	void ud_send(Qp &qp, unsigned int &budget);
 	bool ud_transmit(Qp &qp, const SendWqe &w, uint8_t &status);
 	void ud_receive(Qp &qp, const roce::Packet &p);
+	// Congestion control (congestion.cpp): a CE-marked packet for a
+	// connected QP, and a CNP from the wire.
+	void notify_congestion(Qp &qp, const roce::Packet &p);
+	void cnp_received(const roce::Packet &p);
 	void mcast_fanout(unsigned int &budget);
 	// Remove attachments; the frame being fanned out keeps its place.
 	template <typename Pred> void erase_mcast(Pred pred)

@@ -48,6 +48,7 @@ size_t ext_len(uint16_t f)
 	if (f & H_DETH) n += kDethLen;
 	if (f & H_FETH) n += kFethLen;
 	if (f & H_XRCETH) n += kXrcethLen;
+	if (f & H_CNP) n += kCnpRsvdLen;
 	return n;
 }
 
@@ -123,6 +124,8 @@ uint16_t opcode_headers(uint8_t full)
 			return 0;
 		return op >= READ_RESP_FIRST && op <= ATOMIC_ACK ?
 		       rc_headers(op) : uint16_t(rc_headers(op) | H_XRCETH);
+	case CNP_GROUP:
+		return op == kCnpOp ? uint16_t(H_VALID | H_CNP) : 0;
 	default:
 		return 0;
 	}
@@ -195,8 +198,9 @@ size_t build_headers(uint8_t *b, const Path &p, const Headers &h)
 	if (p.tagged()) {
 		// 802.1Q: PCP from the traffic class's top 3 bits, DEI 0.
 		put16(q, kEthTypeVlan);
-		put16(q + 2, uint16_t((p.traffic_class >> 5) << 13 |
-				      (p.vlan & 0xfff)));
+		const unsigned int pcp = p.tx_pcp < 8 ? p.tx_pcp :
+					 p.traffic_class >> 5;
+		put16(q + 2, uint16_t(pcp << 13 | (p.vlan & 0xfff)));
 		q += kVlanLen;
 	}
 	put16(q, p.ipv6 ? kEthTypeIpv6 : kEthTypeIpv4);
@@ -228,7 +232,7 @@ size_t build_headers(uint8_t *b, const Path &p, const Headers &h)
 	q[0] = uint8_t(h.transport | h.opcode);
 	q[1] = uint8_t((h.solicited ? 0x80 : 0) | (h.pad & 3) << 4);
 	put16(q + 2, 0xffff);		// default P_Key
-	q[4] = 0;
+	q[4] = h.becn ? 0x40 : 0;	// F (FECN) 0, B (BECN)
 	put24(q + 5, h.dqpn);
 	q[8] = h.ackreq ? 0x80 : 0;
 	put24(q + 9, h.psn & kPsnMask);
@@ -278,6 +282,10 @@ size_t build_headers(uint8_t *b, const Path &p, const Headers &h)
 	if (f & H_IETH) {
 		put32(q, h.ieth);
 		q += kIethLen;
+	}
+	if (f & H_CNP) {
+		std::memset(q, 0, kCnpRsvdLen);
+		q += kCnpRsvdLen;
 	}
 	return size_t(q - b);
 }
@@ -382,6 +390,7 @@ ParseResult parse(std::span<const uint8_t> f, Packet &out)
 	h.solicited = b[bth + 1] & 0x80;
 	h.pad = (b[bth + 1] >> 4) & 3;
 	h.dqpn = get24(b + bth + 5);
+	h.becn = b[bth + 4] & 0x40;
 	h.ackreq = b[bth + 8] & 0x80;
 	h.psn = get24(b + bth + 9);
 
@@ -432,6 +441,8 @@ ParseResult parse(std::span<const uint8_t> f, Packet &out)
 		h.ieth = get32(b + q);
 		q += kIethLen;
 	}
+	if (flags & H_CNP)
+		q += kCnpRsvdLen;	// reserved: ignored on receipt
 	const size_t payload_len = end - q - h.pad - kIcrcLen;
 	if (!(flags & H_PAYLOAD) && payload_len != 0)
 		return ParseResult::Malformed;

@@ -11,7 +11,13 @@
 namespace vrnic::roce {
 
 // Transport bases (the opcode's top three bits).
-enum Transport : uint8_t { RC = 0x00, UC = 0x20, UD = 0x60, XRC = 0xa0 };
+enum Transport : uint8_t {
+	RC = 0x00, UC = 0x20, UD = 0x60, CNP_GROUP = 0x80, XRC = 0xa0
+};
+// The congestion notification packet (IBA annex A17): opcode 0x81, BECN
+// set, PSN 0, 16 reserved bytes, no payload.
+constexpr uint8_t kCnpOp = 0x01;
+constexpr uint8_t kCnpOpcode = CNP_GROUP | kCnpOp;
 constexpr uint8_t kTransportMask = 0xe0;
 
 // Operations, as the RC opcodes (transport base 0x00); UC uses the SEND
@@ -33,7 +39,7 @@ enum HdrFlags : uint16_t {
 	H_RETH = 1 << 0, H_AETH = 1 << 1, H_ATOMIC = 1 << 2,
 	H_ATOMIC_ACK = 1 << 3, H_IMM = 1 << 4, H_IETH = 1 << 5,
 	H_PAYLOAD = 1 << 6, H_DETH = 1 << 7, H_FETH = 1 << 8,
-	H_XRCETH = 1 << 9, H_VALID = 1 << 15,
+	H_XRCETH = 1 << 9, H_CNP = 1 << 10, H_VALID = 1 << 15,
 };
 // For a full opcode byte (transport | operation); 0 if invalid.
 uint16_t opcode_headers(uint8_t opcode);
@@ -42,6 +48,7 @@ constexpr size_t kEthLen = 14, kIp4Len = 20, kIp6Len = 40, kUdpLen = 8;
 constexpr size_t kBthLen = 12, kRethLen = 16, kAethLen = 4, kAtomicLen = 28;
 constexpr size_t kAtomicAckLen = 8, kImmLen = 4, kIethLen = 4, kIcrcLen = 4;
 constexpr size_t kDethLen = 8, kFethLen = 4, kXrcethLen = 4;
+constexpr size_t kCnpRsvdLen = 16;
 // An 802.1Q tag (TPID 0x8100, then PCP/DEI/VID), after the source MAC.
 constexpr size_t kVlanLen = 4;
 constexpr uint16_t kNoVlan = 0xffff;	// VRNIC_VLAN_NONE: untagged
@@ -76,6 +83,10 @@ struct Path {
 	// (VID 0) reads as untagged.
 	uint16_t vlan = kNoVlan;
 	uint8_t pcp = 0;		// received frames only
+	// Sent tagged with this PCP instead of traffic class >> 5 (CNPs:
+	// np_cnp_prio); kNoPcp: the traffic class's.
+	static constexpr uint8_t kNoPcp = 0xff;
+	uint8_t tx_pcp = kNoPcp;
 	[[nodiscard]] bool tagged() const { return vlan != kNoVlan; }
 	[[nodiscard]] size_t l2_len() const
 	{
@@ -88,6 +99,7 @@ struct Headers {
 	uint8_t opcode = 0;	// operation, without the transport bits
 	bool solicited = false;
 	bool ackreq = false;
+	bool becn = false;	// BTH B bit (CNPs)
 	uint8_t pad = 0;
 	uint32_t dqpn = 0;
 	uint32_t psn = 0;

@@ -1585,8 +1585,13 @@ void Rdma::receive(std::span<const uint8_t> frame)
 	}
 	cnt_.rcvd_pkts++;
 	cnt_.rcvd_bytes += frame.size();
-	if ((p.path.traffic_class & 3) == 3)
-		cnt_.np_ecn_marked_roce_packets++;	// ECN CE
+	const bool ce = (p.path.traffic_class & 3) == 3;
+	if (ce)
+		cnt_.np_ecn_marked_roce_packets++;
+	if (p.h.transport == CNP_GROUP) {
+		cnp_received(p);
+		return;
+	}
 	// A tagged frame must be for a GID of its VLAN, an untagged one not
 	// for a VLAN's GID: VLANs stay apart as on the netdevs.
 	if (!gids_.on_vlan(p.path.dgid, p.path.vlan)) {
@@ -1627,6 +1632,8 @@ void Rdma::receive(std::span<const uint8_t> frame)
 		cnt_.vlan_drops++;
 		return;
 	}
+	if (ce)
+		notify_congestion(*qp, p);
 	// Requesters take responses, responders requests; XRC splits them.
 	const bool response = is_response(p.h.opcode);
 	if (response ? qp->type == VRNIC_QPT_UC || qp->type == VRNIC_QPT_XRC_TGT :

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Congestion control on the wire: CE-marked packets, the CNPs the
+// notification point sends for them (IBA annex A17), and CNPs received.
+#include <gtest/gtest.h>
+
+#include "engine_internal.hpp"
+#include "rdma_node.hpp"
+#include "roce.hpp"
+
+namespace {
+
+using namespace vrnic::roce;
+
+struct Congestion : ::testing::Test {
+	Node a{1}, b{2};
+	Wire wire;
+
+	void connect(uint8_t tclass = 2)	// ECT(0)
+	{
+		a.connect(b, 5, 100, 5000, 7, 7, 14, tclass);
+		b.connect(a, 5, 5000, 100, 7, 7, 14, tclass);
+	}
+	// One WRITE packet of a, taken off the wire.
+	std::vector<uint8_t> write_packet(uint64_t wr_id)
+	{
+		auto w = send_wqe(wr_id, VRNIC_WR_RDMA_WRITE,
+				  Node::kIova + 0x200000, b.mr);
+		a.post_send(w, {a.sge(0, 64)});
+		run_alone(a);
+		EXPECT_EQ(a.p.frames.size(), 1u);
+		auto f = a.p.frames.back();
+		a.p.frames.clear();
+		return f;
+	}
+	// What a switch does: CE in the IPv4 ECN bits, the header checksum
+	// updated (the ICRC masks the ECN bits).
+	static void mark_ce(std::vector<uint8_t> &f)
+	{
+		f[15] |= 3;
+		f[24] = f[25] = 0;
+		uint32_t sum = 0;
+		for (size_t i = 14; i < 34; i += 2)
+			sum += uint32_t(f[i] << 8 | f[i + 1]);
+		while (sum >> 16)
+			sum = (sum & 0xffff) + (sum >> 16);
+		f[24] = uint8_t(~sum >> 8);
+		f[25] = uint8_t(~sum);
+	}
+	void deliver(Node &n, const std::vector<uint8_t> &f)
+	{
+		vrnic_engine_receive(n.p.eng, f.data(), f.size());
+		run_alone(n);
+	}
+	static std::vector<std::vector<uint8_t>> cnps(Node &n)
+	{
+		std::vector<std::vector<uint8_t>> out;
+		for (const auto &f : n.p.frames) {
+			Packet p;
+			if (parse(f, p) == ParseResult::Ok &&
+			    p.h.transport == CNP_GROUP)
+				out.push_back(f);
+		}
+		return out;
+	}
+};
+
+TEST_F(Congestion, ACeMarkedPacketGetsACnpInAnnexA17Format)
+{
+	connect();
+	auto f = write_packet(1);
+	mark_ce(f);
+	deliver(b, f);
+	const auto c = cnps(b);
+	ASSERT_EQ(c.size(), 1u);
+	const auto &x = c[0];
+	// Ethernet 14, IPv4 20, UDP 8, BTH 12, 16 reserved, ICRC 4.
+	ASSERT_EQ(x.size(), 14u + 20 + 8 + 12 + 16 + 4);
+	EXPECT_EQ(std::memcmp(x.data(), a.mac().data(), 6), 0);	// to a
+	EXPECT_EQ(x[15], 48 << 2) << "DSCP np_cnp_dscp, Not-ECT";
+	EXPECT_EQ(x[36], 0x12);
+	EXPECT_EQ(x[37], 0xb7);			// UDP 4791
+	const uint8_t *bth = x.data() + 42;
+	EXPECT_EQ(bth[0], 0x81);
+	EXPECT_EQ(bth[1], 0x00);			// SE, M, pad, TVer 0
+	EXPECT_EQ(bth[2], 0xff);
+	EXPECT_EQ(bth[3], 0xff);			// P_Key 0xFFFF
+	EXPECT_EQ(bth[4], 0x40);			// BECN
+	EXPECT_EQ(uint32_t(bth[5] << 16 | bth[6] << 8 | bth[7]), a.qp);
+	for (int i = 8; i < 12 + 16; i++)
+		EXPECT_EQ(bth[i], 0) << i;		// A 0, PSN 0, reserved
+	Packet p;
+	ASSERT_EQ(parse(x, p), ParseResult::Ok);	// the ICRC holds
+	EXPECT_TRUE(p.h.becn);
+	const auto &cnt = b.counters();
+	EXPECT_EQ(cnt.np_ecn_marked_roce_packets, 1u);
+	EXPECT_EQ(cnt.np_cnp_sent, 1u);
+	// The write itself was taken as usual.
+	EXPECT_EQ(b.counters().rcvd_pkts, 1u);
+}
+
+TEST_F(Congestion, AtMostOneCnpPerQpPerMinTimeBetweenCnps)
+{
+	connect();
+	b.p.now = 1000000;
+	for (int i = 0; i < 3; i++) {
+		auto f = write_packet(uint64_t(i));
+		mark_ce(f);
+		deliver(b, f);
+		b.p.now += 1000;	// 1 µs apart: within 4 µs
+	}
+	EXPECT_EQ(cnps(b).size(), 1u);
+	b.p.now += 4000;
+	auto f = write_packet(9);
+	mark_ce(f);
+	deliver(b, f);
+	EXPECT_EQ(cnps(b).size(), 2u);
+	EXPECT_EQ(b.counters().np_ecn_marked_roce_packets, 4u);
+	EXPECT_EQ(b.counters().np_cnp_sent, 2u);
+}
+
+TEST_F(Congestion, UnmarkedPacketsAndDisabledPrioritiesGetNoCnp)
+{
+	connect();
+	deliver(b, write_packet(1));		// ECT(0), not CE
+	EXPECT_TRUE(cnps(b).empty());
+	// Priority 0's notification point off (the packets' priority).
+	auto &cc = const_cast<vrnic::CcSettings &>(
+		b.p.eng->dev.rdma().cc_settings());
+	cc.np_enable = 0xfe;
+	auto f = write_packet(2);
+	mark_ce(f);
+	deliver(b, f);
+	EXPECT_TRUE(cnps(b).empty());
+	EXPECT_EQ(b.counters().np_ecn_marked_roce_packets, 1u);
+	EXPECT_EQ(b.counters().np_cnp_sent, 0u);
+}
+
+TEST_F(Congestion, ACnpIsTakenOnlyFromTheQpsPeer)
+{
+	connect();
+	auto f = write_packet(1);
+	mark_ce(f);
+	deliver(b, f);
+	auto c = cnps(b);
+	ASSERT_EQ(c.size(), 1u);
+	deliver(a, c[0]);
+	EXPECT_EQ(a.counters().rp_cnp_handled + a.counters().rp_cnp_ignored, 1u);
+	EXPECT_EQ(a.counters().bad_qp, 0u);
+	// From another source address: not the peer's, ignored.
+	auto forged = c[0];
+	forged[29] ^= 1;			// IPv4 source
+	mark_ce(forged);			// (fixes the header checksum)
+	const uint32_t crc = icrc(forged, false);
+	std::memcpy(forged.data() + forged.size() - 4, &crc, 4);
+	deliver(a, forged);
+	EXPECT_EQ(a.counters().rp_cnp_ignored + a.counters().rp_cnp_handled, 2u);
+	EXPECT_EQ(a.counters().np_cnp_sent, 0u);
+}
+
+} // namespace
