@@ -181,6 +181,12 @@ def pair_tests(stage, fab, s1, r):
                      % (to_r, lost))
 
 
+# rxe in a TCG guest drops what arrives faster than its tasklets run; on a
+# busy host a window of 128 x 64 KiB ended in retry exhaustion (status 12)
+# with nothing lost in the switch, so the rxe flows keep 16 in flight.
+RXE_BW = "ib_write_bw -s 65536 -n 200 -t 16"
+
+
 def rxe_tests(stage, s2, rxe):
     """b: vrnic (s2) and Linux soft-RoCE (rxe) through the switch."""
     if not step(stage, rxe.vm, "rxe: rdma_rxe up on the virtio-net port",
@@ -188,13 +194,13 @@ def rxe_tests(stage, s2, rxe):
         return
     rxe.rdma = "rxe0"
     vip = "10.10.3.1"
-    pair(stage, "rxe: %s vrnic(s2)->rxe" % BW, rxe.vm, s2.vm,
-         "%s %s" % (BW, perf(rxe, rxe.ip)),
-         "%s %s %s" % (BW, perf(s2, vip), rxe.ip), "#bytes",
+    pair(stage, "rxe: %s vrnic(s2)->rxe" % RXE_BW, rxe.vm, s2.vm,
+         "%s %s" % (RXE_BW, perf(rxe, rxe.ip)),
+         "%s %s %s" % (RXE_BW, perf(s2, vip), rxe.ip), "#bytes",
          timeout=FLOW_TIMEOUT)
-    pair(stage, "rxe: %s rxe->vrnic(s2)" % BW, s2.vm, rxe.vm,
-         "%s %s" % (BW, perf(s2, vip)),
-         "%s %s %s" % (BW, perf(rxe, rxe.ip), vip), "#bytes",
+    pair(stage, "rxe: %s rxe->vrnic(s2)" % RXE_BW, s2.vm, rxe.vm,
+         "%s %s" % (RXE_BW, perf(s2, vip)),
+         "%s %s %s" % (RXE_BW, perf(rxe, rxe.ip), vip), "#bytes",
          timeout=FLOW_TIMEOUT)
 
 
@@ -382,16 +388,21 @@ def main():
     snd, rcv = vms
     s1, s2, r, rxe = (snd.nics["s1"], snd.nics["s2"], rcv.nics["r"],
                       rcv.nics["rxe"])
+    sections = [
+        (None, "pair", lambda: pair_tests(stage, fab, s1, r)),
+        (None, "rxe", lambda: rxe_tests(stage, s2, rxe)),
+        (None, "inject", lambda: inject_test(stage, fab, s1, r)),
+        ("ecn.json", "ecn", lambda: ecn_test(stage, fab, s1, r)),
+        ("incast-drop.json", "incast lossy",
+         lambda: incast_drop_test(stage, fab, s1, s2, r)),
+        ("incast-pfc.json", "incast PFC",
+         lambda: incast_pfc_test(stage, fab, s1, s2, r))]
     try:
-        pair_tests(stage, fab, s1, r)
-        rxe_tests(stage, s2, rxe)
-        inject_test(stage, fab, s1, r)
-        if restart(stage, fab, vms, "ecn.json"):
-            ecn_test(stage, fab, s1, r)
-        if restart(stage, fab, vms, "incast-drop.json"):
-            incast_drop_test(stage, fab, s1, s2, r)
-        if restart(stage, fab, vms, "incast-pfc.json"):
-            incast_pfc_test(stage, fab, s1, s2, r)
+        for topology, what, run in sections:
+            t = time.time()
+            if topology is None or restart(stage, fab, vms, topology):
+                run()
+            print("== %s: %.0f s" % (what, time.time() - t), flush=True)
     except (fabric.FabricError, vmlib.VMError) as e:
         stage.record("harness", "fail", str(e))
     finally:
