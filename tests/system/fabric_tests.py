@@ -142,7 +142,9 @@ def flows(stage, name, specs):
             show(cout, 20)
             print("  | -- server --")
             show(sout, 10)
-        stage.record("%s: %s %s->%s" % (name, BW, snic.host, rnic.host),
+        stage.record("%s: %s %s->%s" % (name, " ".join((BW + " " + extra)
+                                                      .split()),
+                                          snic.host, rnic.host),
                      "pass" if good else "fail",
                      line if good else "client exit %s, server exit %s"
                      % (crc, src))
