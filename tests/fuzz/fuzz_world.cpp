@@ -868,6 +868,8 @@ void op_frame(Ctx &x)
 	}
 	if (fl2 & 0x08)	// an IP version the QP does not use
 		path.ipv6 = !path.ipv6;
+	if ((misc >> 30) == 3)	// ECN CE, as a marking switch: CNPs go back
+		path.traffic_class |= 3;
 	int32_t delta = psnd;
 	if (fl & 0x80)
 		delta *= 4096;

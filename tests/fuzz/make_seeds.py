@@ -128,6 +128,15 @@ def wire_seeds(rng):
         s.op("RAW_FRAME", u8(1), u8((len(xon) - 14) // 4), xon)
         s.op("POLL").op("TIME", u8(30)).op("CQ")
         out.append(s.b)
+    # CNPs (opcode 0x81, transport bits taken from the opcode) for the
+    # QPs and strangers, and traffic the fuzzer marks CE (misc's top two
+    # bits) so the notification point answers.
+    s = Seq("wire", rng)
+    for qp in (0, 7, 9, 10):
+        frame(s, qp, 0x81, fl=0x04, plen=0)
+        frame(s, qp, 0x81, fl=0x14, plen=0)
+    s.op("POLL").op("TIME", u8(12))
+    out.append(s.b)
     return out
 
 
