@@ -128,6 +128,9 @@ public:
 
 	[[nodiscard]] const DeviceCounters &counters() const { return cnt_; }
 	[[nodiscard]] const Rdma &rdma() const { return rdma_; }
+	// Tests only, between engine calls (never inside one): the hooks
+	// that have no guest interface yet, such as Rdma::set_qp_rate().
+	[[nodiscard]] Rdma &rdma_for_test() { return rdma_; }
 	[[nodiscard]] const HostBudget &budget() const { return budget_; }
 	[[nodiscard]] bool ready() const { return status_ & VRNIC_STATUS_READY; }
 	[[nodiscard]] const Outbox &outbox() const { return out_; }

@@ -412,6 +412,12 @@ private:
 	// requester
 	bool sq_producer(Qp &qp, uint32_t &pi);
 	void fetch_sq(Qp &qp, unsigned int &budget);
+	// Send WQE copies the QP may hold: the ring, at most the window and
+	// the lookahead.
+	[[nodiscard]] static size_t fetch_cap(const Qp &qp)
+	{
+		return std::min<size_t>(size_t(1) << qp.sq_log, kWindow + kLookahead);
+	}
 	bool read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status);
 	void transmit(Qp &qp, unsigned int &budget);
 	void send_request_packet(Qp &qp, SendWqe &w);

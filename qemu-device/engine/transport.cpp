@@ -319,8 +319,7 @@ void Rdma::fail_fetched(Qp &qp, SendWqe &&w, uint8_t status)
 // yet, and the QP waits (no error) until memory comes back.
 void Rdma::fetch_sq(Qp &qp, unsigned int &budget)
 {
-	const size_t cap = std::min<size_t>(size_t(1) << qp.sq_log,
-					    kWindow + kLookahead);
+	const size_t cap = fetch_cap(qp);
 	uint32_t pi = 0;
 
 	if (qp.attr.state != VRNIC_QPS_RTS || !sq_producer(qp, pi))
@@ -1769,8 +1768,12 @@ bool Rdma::has_work(const Qp &qp)
 		return qp.flush_pending || qp.sq_kick;
 	if (qp.datagram())
 		return qp.sq_kick;
-	return qp.ack_pending || responses_due(qp.resources) ||
-	       (qp.sq_kick && qp.type != VRNIC_QPT_XRC_TGT);
+	// Posted WQEs beyond the copies a QP may hold wait for a completion,
+	// which retire() announces; fewer copies than that mean fetch_sq()
+	// stopped on the budget or on host memory, and tries again.
+	const bool fetch = qp.sq_kick && qp.type != VRNIC_QPT_XRC_TGT &&
+			   qp.inflight.size() < fetch_cap(qp);
+	return fetch || qp.ack_pending || responses_due(qp.resources);
 }
 
 void Rdma::sched_forget(uint32_t slot)
