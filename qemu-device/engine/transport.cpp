@@ -58,8 +58,6 @@ bool responses_due(const std::deque<RdResource> &resources)
 			   [](const RdResource &r) { return r.pending; });
 }
 
-// A FLUSH's extended transport header: one placement type or both, at
-// one of the two levels, nothing else.
 // The bytes a request packet's frame will take, for the pacer's "may it
 // leave": its payload and the most its headers take (Ethernet, VLAN,
 // IPv6, UDP, BTH, RETH, ICRC).  The pacer is charged the frame as built,
@@ -74,6 +72,8 @@ uint32_t pace_estimate(const SendWqe &w, uint32_t send_off, uint32_t mtu)
 	return kPaceHdrBytes + std::min(left, mtu);
 }
 
+// A FLUSH's extended transport header: one placement type or both, at
+// one of the two levels, nothing else.
 bool valid_feth(uint64_t feth)
 {
 	const uint64_t type = feth & VRNIC_FLUSH_TYPE_MASK;
