@@ -309,6 +309,9 @@ struct SchedCounters {
 //   stops once the QP left the state it started in.
 // - The engine is never re-entered (Device::enter), so nothing changes
 //   behind a caller's back during a platform callback either.
+// - The scheduler's active list and timer heap name QPs by handle and
+//   look each up when its turn or deadline comes; DESTROY_QP drops the
+//   slot's entries, and a handle of a reused slot finds nothing.
 class Rdma {
 public:
 	Rdma(const Platform &plat, HostBudget &budget, DeviceCounters &dcnt,
