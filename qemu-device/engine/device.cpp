@@ -581,7 +581,7 @@ void Device::timer()
 		return;
 	// A pause of the priority the TX ring's head frame is on may have
 	// ended: process_tx() looks again (and holds again if not).
-	if (tx_held_ && pfc_.next_expiry() <= plat_.now_ns())
+	if (tx_held_ && !pfc_.paused(tx_held_prio_, plat_.now_ns()))
 		release_tx();
 	rdma_.timer();
 }

@@ -133,6 +133,9 @@ public:
 	{
 		return pfc_.counters(plat_.now_ns());
 	}
+	// Tests only, between engine calls (never inside one): the hooks
+	// that have no guest interface yet, such as Rdma::set_qp_rate().
+	[[nodiscard]] Rdma &rdma_for_test() { return rdma_; }
 	[[nodiscard]] const HostBudget &budget() const { return budget_; }
 	[[nodiscard]] bool ready() const { return status_ & VRNIC_STATUS_READY; }
 	[[nodiscard]] const Outbox &outbox() const { return out_; }
@@ -224,6 +227,7 @@ private:
 	// The TX ring's head frame is on a priority PFC pauses: the ring
 	// waits (head-of-line, as one TX queue does) for the pause to end.
 	bool tx_held_ = false;
+	uint8_t tx_held_prio_ = 0;
 	std::array<bool, VRNIC_NUM_DB_PAGES> uctx_used_{};
 
 	// One frame's worth of TX staging, allocated once.

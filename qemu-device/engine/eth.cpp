@@ -164,12 +164,12 @@ void Device::process_tx(EthRing &r, unsigned int qid, unsigned int &budget)
 			guest_error("TX frame shorter than an Ethernet header");
 			bad = true;
 		}
-		if (!bad && pfc_.any() &&
-		    pfc_.paused(frame_prio({tx_buf_.data(), len}),
-				plat_.now_ns())) {
+		const unsigned int prio = bad ? 0 : frame_prio({tx_buf_.data(), len});
+		if (!bad && pfc_.any() && pfc_.paused(prio, plat_.now_ns())) {
 			// PFC: the frame stays at the head of its ring (read
 			// again once the pause ends); the timer comes back.
 			tx_held_ = true;
+			tx_held_prio_ = uint8_t(prio);
 			break;
 		}
 		if (!bad) {

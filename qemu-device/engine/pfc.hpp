@@ -106,6 +106,19 @@ public:
 		return false;
 	}
 
+	// End the pauses whose time ran out by now; true if any did.
+	bool expire(uint64_t now)
+	{
+		bool ended = false;
+
+		for (unsigned int p = 0; p < kPrios; p++)
+			if (until_[p] && until_[p] <= now) {
+				end(p, until_[p]);
+				ended = true;
+			}
+		return ended;
+	}
+
 	// The earliest time a pause ends, 0 if none is on.
 	[[nodiscard]] uint64_t next_expiry() const
 	{

@@ -74,7 +74,11 @@ void Rdma::reset()
 	renew(xrcds_, used_.xrcd);
 	used_ = Used();
 	next_ = Used();
-	rr_next_ = 0;
+	active_.clear();
+	timers_.clear();
+	sched_cnt_ = SchedCounters();
+	turn_ = 0;
+	turn_again_ = in_pass_ = activated_ = false;
 	mrs_.reset();
 	gids_.reset();
 	mcast_.clear();
@@ -507,6 +511,7 @@ uint8_t Rdma::destroy_qp(uint32_t qpn)
 	}
 	// A destroyed QP leaves its multicast groups.
 	erase_mcast([qpn](const McastAttach &m) { return m.qpn == qpn; });
+	sched_forget(handle_slot(qpn));
 	const uint16_t gen = qp->gen;
 	*qp = Qp();
 	qp->gen = gen;
@@ -836,6 +841,7 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 		qp_error(qp, false);
 	if (next == VRNIC_QPS_RTS)
 		qp.sq_kick = true;
+	activate(qp);
 	plat_.schedule();
 	return VRNIC_ADMIN_ST_OK;
 }
@@ -882,6 +888,7 @@ bool Rdma::doorbell(uint32_t page, uint32_t off, uint32_t v)
 			qp->sq_kick = true;
 		else if (qp->attr.state == VRNIC_QPS_ERR)
 			qp->flush_pending = true;
+		activate(*qp);
 		plat_.schedule();
 		return true;
 	}
@@ -993,6 +1000,7 @@ void Rdma::qp_error(Qp &qp, bool event)
 	qp.flush_pending = true;
 	if (event)
 		eqs_[0].post(plat_, dcnt_, VRNIC_EQE_QP_FATAL, qp.qpn);
+	activate(qp);
 	plat_.schedule();
 }
 

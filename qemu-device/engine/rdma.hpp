@@ -22,6 +22,7 @@
 #include "pfc.hpp"
 #include "platform.hpp"
 #include "roce.hpp"
+#include "sched.hpp"
 #include "vrnic_hw.h"
 
 namespace vrnic {
@@ -273,6 +274,12 @@ struct Qp {
 
 	bool flush_pending = false;
 
+	// Rate limiter of its request packets (transmit()): rate 0, the
+	// default, is unlimited and costs one test per packet.  pace_at: the
+	// time it waits for (0: not waiting), in the timer heap meanwhile.
+	cc::Pacer pacer;
+	uint64_t pace_at = 0;
+
 	[[nodiscard]] bool datagram() const
 	{
 		return vrnic_qpt_is_datagram(type) != 0;
@@ -300,6 +307,16 @@ bool scatter_sges(const Platform &plat, const MrTable &mrs, uint32_t pdn,
 		  const std::vector<vrnic_sge> &sges, uint32_t off,
 		  const uint8_t *src, uint32_t len);
 
+// What the scheduler did, for tests: its cost counted in visits and
+// timer entries, never in time.
+struct SchedCounters {
+	uint64_t polls = 0;		// poll() calls that ran the QP pass
+	uint64_t visits = 0;		// active-list entries taken (stale ones too)
+	uint64_t timer_calls = 0;	// timer() calls
+	uint64_t timer_pops = 0;	// timer heap entries popped
+	uint64_t paced = 0;		// packets held back by a pacer
+};
+
 // Lifetimes: no reference or iterator into device state survives a call
 // that can change a QP's state.  The rule that makes this hold:
 // - A call that moves a QP to ERR (qp_error(), nak(fatal), resp_fail(),
@@ -315,6 +332,9 @@ bool scatter_sges(const Platform &plat, const MrTable &mrs, uint32_t pdn,
 //   stops once the QP left the state it started in.
 // - The engine is never re-entered (Device::enter), so nothing changes
 //   behind a caller's back during a platform callback either.
+// - The scheduler's active list and timer heap name QPs by handle and
+//   look each up when its turn or deadline comes; DESTROY_QP drops the
+//   slot's entries, and a handle of a reused slot finds nothing.
 class Rdma {
 public:
 	Rdma(const Platform &plat, HostBudget &budget, DeviceCounters &dcnt,
@@ -346,6 +366,13 @@ public:
 	[[nodiscard]] const CcSettings &cc_settings() const { return cc_; }
 	[[nodiscard]] const Qp *qp(uint32_t qpn) const;
 	[[nodiscard]] const FrameQueue &loopback() const { return loopback_; }
+	[[nodiscard]] const SchedCounters &sched_counters() const { return sched_cnt_; }
+	[[nodiscard]] size_t active_qps() const { return active_.size(); }
+	[[nodiscard]] size_t timer_entries() const { return timers_.size(); }
+	// Pace a QP's request packets at rate_Bps (0: unlimited), bursts of
+	// burst_bytes (0: Pacer::default_burst).  The engine's own hook for
+	// congestion control and tests; false if there is no such QP.
+	bool set_qp_rate(uint32_t qpn, uint64_t rate_Bps, uint64_t burst_bytes = 0);
 
 	static constexpr unsigned int kPktBudget = 256;
 	// Unacknowledged packets a QP may have in flight.
@@ -418,6 +445,12 @@ private:
 	// requester
 	bool sq_producer(Qp &qp, uint32_t &pi);
 	void fetch_sq(Qp &qp, unsigned int &budget);
+	// Send WQE copies the QP may hold: the ring, at most the window and
+	// the lookahead.
+	[[nodiscard]] static size_t fetch_cap(const Qp &qp)
+	{
+		return std::min<size_t>(size_t(1) << qp.sq_log, kWindow + kLookahead);
+	}
 	bool read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status);
 	void transmit(Qp &qp, unsigned int &budget);
 	void send_request_packet(Qp &qp, SendWqe &w);
@@ -485,6 +518,22 @@ private:
 	void xmit(const Qp &qp, const roce::Headers &h,
 		  std::span<const uint8_t> payload);
 	void xmit_frame(size_t len);
+
+	// scheduler
+	// The QP may have work: it gets a turn in the next poll() pass.
+	void activate(const Qp &qp);
+	// What the QP's next turn would act on without any new event.
+	[[nodiscard]] static bool has_work(const Qp &qp);
+	// The QP's deadline of this kind is at: into the timer heap, and the
+	// platform timer re-armed if it became the earliest.
+	void set_deadline(const Qp &qp, TimerKind kind, uint64_t at);
+	// A request packet of about `bytes` may leave now; if not, the QP
+	// waits in the timer heap for its pacer.
+	bool pace_ok(Qp &qp, uint32_t bytes);
+	// One expired heap entry.
+	void expire(const TimerHeap::Entry &e, uint64_t now);
+	// A QP slot's object is gone: its scheduler entries go too.
+	void sched_forget(uint32_t slot);
 	void arm_timer();
 	// PFC: may this QP's priority (its traffic class >> 5, as the PCP
 	// and DSCP >> 3 it sends with) not send now?
@@ -530,7 +579,17 @@ private:
 	RdmaCounters cnt_;
 	CcSettings cc_;
 	std::vector<uint8_t> frame_;	// one outgoing frame, allocated once
-	uint32_t rr_next_ = 0;		// poll(): the QP slot to start at
+	// The active-QP scheduler (sched.hpp).  turn_: the QP whose turn
+	// poll() is running (its own activation only asks for another turn:
+	// turn_again_); in_pass_ and activated_: a QP became active during
+	// the pass, so poll() asks to run again.
+	ActiveList active_{VRNIC_MAX_QP};
+	TimerHeap timers_{VRNIC_MAX_QP};
+	SchedCounters sched_cnt_;
+	uint32_t turn_ = 0;
+	bool turn_again_ = false;
+	bool in_pass_ = false;
+	bool activated_ = false;
 	std::vector<uint8_t> scratch_;	// payload staging
 	FrameQueue loopback_{kLoopbackBytes};
 	// Multicast frames waiting for their fan-out, and how far the one

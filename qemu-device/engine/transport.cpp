@@ -58,6 +58,20 @@ bool responses_due(const std::deque<RdResource> &resources)
 			   [](const RdResource &r) { return r.pending; });
 }
 
+// The bytes a request packet's frame will take, for the pacer's "may it
+// leave": its payload and the most its headers take (Ethernet, VLAN,
+// IPv6, UDP, BTH, RETH, ICRC).  The pacer is charged the frame as built,
+// so the estimate decides only when a packet may start, not the rate.
+constexpr uint32_t kPaceHdrBytes = 14 + 4 + 40 + 8 + 12 + 16 + 4;
+
+uint32_t pace_estimate(const SendWqe &w, uint32_t send_off, uint32_t mtu)
+{
+	if (is_rd_atomic(w.opcode))
+		return kPaceHdrBytes + 28;	// AtomicETH, the largest
+	const uint32_t left = w.length > send_off ? w.length - send_off : 0;
+	return kPaceHdrBytes + std::min(left, mtu);
+}
+
 // A FLUSH's extended transport header: one placement type or both, at
 // one of the two levels, nothing else.
 bool valid_feth(uint64_t feth)
@@ -318,8 +332,7 @@ void Rdma::fail_fetched(Qp &qp, SendWqe &&w, uint8_t status)
 // yet, and the QP waits (no error) until memory comes back.
 void Rdma::fetch_sq(Qp &qp, unsigned int &budget)
 {
-	const size_t cap = std::min<size_t>(size_t(1) << qp.sq_log,
-					    kWindow + kLookahead);
+	const size_t cap = fetch_cap(qp);
 	uint32_t pi = 0;
 
 	if (qp.attr.state != VRNIC_QPS_RTS || !sq_producer(qp, pi))
@@ -588,6 +601,11 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 			retire(qp);
 			continue;
 		}
+		// A paced QP waits in the timer heap for its tokens, and the
+		// pass goes on to the other QPs.
+		if (qp.pacer.rate() &&
+		    !pace_ok(qp, pace_estimate(w, qp.send_off, qp.mtu)))
+			break;
 		if (!w.psn_assigned) {
 			const uint32_t n = is_atomic(w.opcode) ?
 					   1 : npkts(w.length, qp.mtu);
@@ -608,7 +626,11 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 			w.resp_psn = w.psn_first;
 			qp.next_psn = psn_add(w.psn_last, 1);
 		}
+		const uint64_t sent = cnt_.sent_bytes;
 		send_request_packet(qp, w);
+		if (qp.pacer.rate())	// the frame as it left
+			qp.pacer.consume(plat_.now_ns(),
+					 uint32_t(cnt_.sent_bytes - sent));
 		if (qp.attr.state != VRNIC_QPS_RTS)
 			return;		// a local error moved the QP to ERR
 		// The request an RNR NAK named went out again (a rewind
@@ -634,22 +656,26 @@ void Rdma::arm_ack_timer(Qp &qp)
 	if (qp.attr.timeout == 0 || qp.ack_deadline)
 		return;
 	qp.ack_deadline = plat_.now_ns() + (4096ull << qp.attr.timeout);
-	arm_timer();
+	set_deadline(qp, kTimerAck, qp.ack_deadline);
 }
 
+// The platform timer, for the earliest entry: no QP is looked at.
 void Rdma::arm_timer()
 {
-	uint64_t next = pfc_.next_expiry();
+	uint64_t next = pfc_.next_expiry();	// a PFC pause ends
 
-	for (const auto &q : used(qps_, used_.qp)) {
-		if (!q.valid)
-			continue;
-		for (uint64_t d : {q.ack_deadline, q.rnr_deadline})
-			if (d && (!next || d < next))
-				next = d;
-	}
+	if (!timers_.empty() && (!next || timers_.top().at < next))
+		next = timers_.top().at;
 	if (next)
 		plat_.timer_arm(next);
+}
+
+void Rdma::set_deadline(const Qp &qp, TimerKind kind, uint64_t at)
+{
+	const uint64_t before = timers_.empty() ? 0 : timers_.top().at;
+	timers_.arm(qp.qpn, kind, at);
+	if (timers_.top().at != before)
+		arm_timer();
 }
 
 // The peer answered something new: the retry budget is full again and the
@@ -691,8 +717,10 @@ void Rdma::retire(Qp &qp)
 		qp.send_idx--;
 		progress = true;
 	}
-	if (progress)
+	if (progress) {
+		activate(qp);
 		plat_.schedule();	// slots freed, READ/atomic limit lower
+	}
 }
 
 // Where go-back-N restarts: the first response a READ still misses, an
@@ -726,6 +754,7 @@ void Rdma::rewind(Qp &qp, uint32_t psn)
 		// A READ resumes at its first missing response (resp_psn).
 		if (!is_rd_atomic(w.opcode))
 			qp.send_off = ((psn - w.psn_first) & kPsnMask) * qp.mtu;
+		activate(qp);
 		plat_.schedule();
 		return;
 	}
@@ -835,7 +864,7 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 					  std::min<uint64_t>(uint64_t(kRnrTimerUs[syn & 0x1f])
 							     << qp.rnr_backoff,
 							     kRnrTimerUs[0]) * 1000;
-			arm_timer();
+			set_deadline(qp, kTimerRnr, qp.rnr_deadline);
 			return;
 		}
 		case kAethNakSeq & 0xe0: {
@@ -962,36 +991,59 @@ void Rdma::pause_changed()
 	arm_timer();
 }
 
+// The entries that are due, and nothing else: a deadline that was
+// cleared or pushed later since its entry was made is found so here, and
+// put back at its new time.
 void Rdma::timer()
 {
 	const uint64_t now = plat_.now_ns();
 
-	if (const uint64_t p = pfc_.next_expiry(); p && now >= p)
-		plat_.schedule();	// a pause ended: what waited goes
-
-	for (auto &qp : used(qps_, used_.qp)) {
-		if (!qp.valid)
-			continue;
-		if (qp.rnr_deadline && now >= qp.rnr_deadline) {
-			qp.rnr_deadline = 0;
-			plat_.schedule();
-		}
-		if (!qp.ack_deadline || now < qp.ack_deadline)
-			continue;
-		qp.ack_deadline = 0;
-		if (qp.inflight.empty() || qp.attr.state != VRNIC_QPS_RTS)
-			continue;
-		cnt_.retry_timeouts++;
-		if (qp.retry_left == 0) {
-			requester_error(qp, qp.inflight.front(),
-					VRNIC_WC_ST_RETRY_EXC_ERR);
-			continue;
-		}
-		qp.retry_left--;
-		qp.nak_retrying = false;
-		rewind(qp, resume_psn(qp));
+	// A PFC pause ended: the QPs it held are still on the active list
+	// (poll_qp() keeps them there), and poll() visits them.
+	if (pfc_.expire(now))
+		plat_.schedule();
+	sched_cnt_.timer_calls++;
+	while (!timers_.empty() && timers_.top().at <= now) {
+		const TimerHeap::Entry e = timers_.pop();
+		sched_cnt_.timer_pops++;
+		expire(e, now);
 	}
 	arm_timer();
+}
+
+void Rdma::expire(const TimerHeap::Entry &e, uint64_t now)
+{
+	Qp *q = find_qp(e.handle);
+	if (!q)
+		return;		// destroyed (the slot's entries went with it)
+	Qp &qp = *q;
+	const auto kind = TimerKind(e.kind);
+	uint64_t &deadline = kind == kTimerAck ? qp.ack_deadline :
+			     kind == kTimerRnr ? qp.rnr_deadline : qp.pace_at;
+	if (!deadline)
+		return;		// cleared meanwhile
+	if (now < deadline) {
+		timers_.arm(qp.qpn, kind, deadline);	// moved later
+		return;
+	}
+	deadline = 0;
+	if (kind != kTimerAck) {
+		// RNR wait over, or the pacer has tokens: transmit() goes on.
+		activate(qp);
+		plat_.schedule();
+		return;
+	}
+	if (qp.inflight.empty() || qp.attr.state != VRNIC_QPS_RTS)
+		return;
+	cnt_.retry_timeouts++;
+	if (qp.retry_left == 0) {
+		requester_error(qp, qp.inflight.front(),
+				VRNIC_WC_ST_RETRY_EXC_ERR);
+		return;
+	}
+	qp.retry_left--;
+	qp.nak_retrying = false;
+	rewind(qp, resume_psn(qp));
 }
 
 // ------------------------------------------------------------ responder
@@ -1641,6 +1693,9 @@ void Rdma::receive(std::span<const uint8_t> frame)
 		cnt_.bad_qp++;
 		return;
 	}
+	// Whatever the packet does (opens the window, asks for an ACK or
+	// a READ response, fails the QP), the QP's next turn sees it.
+	activate(*qp);
 	if (response)
 		handle_response(*qp, p);
 	else
@@ -1665,10 +1720,13 @@ void Rdma::poll_qp(Qp &qp, unsigned int &budget)
 		return;
 	}
 	// PFC pauses the QP's priority: nothing of it leaves (responses,
-	// ACKs, requests); its work waits, flagged, for the pause to end
-	// (Rdma::timer() or the XON schedules a poll).
-	if (prio_paused(qp.path.traffic_class))
+	// ACKs, requests); it stays on the active list (its own activation
+	// in its turn only requeues it) until the pause ends, and the timer
+	// or the XON schedules the poll that finds it there.
+	if (prio_paused(qp.path.traffic_class)) {
+		activate(qp);
 		return;
+	}
 	respond(qp, budget);
 	if (qp.type == VRNIC_QPT_XRC_TGT)
 		return;	// a responder only
@@ -1695,22 +1753,108 @@ bool Rdma::poll()
 	const unsigned int before = mcast_budget;
 	mcast_fanout(mcast_budget);
 	budget -= before - mcast_budget;
-	// Round robin: a poll starts at the QP after the one that used up
-	// the previous poll's budget, so that one QP with an endless supply
-	// of work (READ responses to a requester that keeps 16 READs
-	// outstanding) cannot keep the QPs after it from sending until their
-	// peers' ack timers expire.
-	const auto qps = used(qps_, used_.qp);
-	const size_t nqps = qps.size();
-	const size_t first = nqps ? rr_next_ % nqps : 0;
-	for (size_t k = 0; k < nqps && budget > 0; k++) {
-		const size_t i = (first + k) % nqps;
-		if (qps[i].valid)
-			poll_qp(qps[i], budget);
-		if (budget == 0)
-			rr_next_ = uint32_t(i + 1);
+	// The active QPs, each once, in the order they became active: a QP
+	// that did something goes to the back, so the one that used up this
+	// poll's budget comes after the others next time, and one QP with an
+	// endless supply of work (READ responses to a requester that keeps
+	// 16 READs outstanding) cannot keep the others from sending until
+	// their peers' ack timers expire.  A QP that did nothing and has
+	// nothing pending leaves the list; the next event for it (doorbell,
+	// packet, timer, MODIFY_QP, error) brings it back.  Idle QPs cost
+	// nothing here.
+	sched_cnt_.polls++;
+	in_pass_ = true;
+	activated_ = false;
+	for (size_t k = active_.size(); k > 0 && budget > 0; k--) {
+		const uint32_t h = active_.pop();
+		sched_cnt_.visits++;
+		if (!active_.live(h))
+			continue;	// its QP was destroyed
+		Qp *qp = find_qp(h);
+		if (!qp) {
+			active_.leave(h);
+			continue;
+		}
+		const unsigned int had = budget;
+		turn_ = h;
+		turn_again_ = false;
+		poll_qp(*qp, budget);
+		turn_ = 0;
+		// poll_qp() destroys no QP: qp still stands for handle h.
+		if (budget != had || turn_again_ || has_work(*qp))
+			active_.requeue(h);
+		else
+			active_.leave(h);
 	}
-	return budget == 0 || !loopback_.empty() || !mcast_q_.empty();
+	in_pass_ = false;
+	return budget == 0 || activated_ || !loopback_.empty() ||
+	       !mcast_q_.empty();
+}
+
+// ------------------------------------------------------------ scheduler
+
+void Rdma::activate(const Qp &qp)
+{
+	if (qp.qpn == turn_) {
+		turn_again_ = true;
+		return;
+	}
+	if (active_.push(qp.qpn) && in_pass_)
+		activated_ = true;
+}
+
+// Only what poll_qp() acts on without a new event: the rest (a window
+// that opens, an RNR or pacing wait that ends, a READ/atomic limit that
+// drops) comes with a packet or a timer, which activate the QP.
+bool Rdma::has_work(const Qp &qp)
+{
+	if (qp.attr.state == VRNIC_QPS_ERR)
+		return qp.flush_pending || qp.sq_kick;
+	if (qp.datagram())
+		return qp.sq_kick;
+	// Posted WQEs beyond the copies a QP may hold wait for a completion,
+	// which retire() announces; fewer copies than that mean fetch_sq()
+	// stopped on the budget or on host memory, and tries again.
+	const bool fetch = qp.sq_kick && qp.type != VRNIC_QPT_XRC_TGT &&
+			   qp.inflight.size() < fetch_cap(qp);
+	return fetch || qp.ack_pending || responses_due(qp.resources);
+}
+
+void Rdma::sched_forget(uint32_t slot)
+{
+	active_.forget(slot);
+	timers_.forget(slot);
+}
+
+bool Rdma::pace_ok(Qp &qp, uint32_t bytes)
+{
+	const uint64_t now = plat_.now_ns();
+	const uint64_t at = qp.pacer.next_eligible_ns(now, bytes);
+
+	if (at <= now) {
+		qp.pace_at = 0;
+		return true;
+	}
+	sched_cnt_.paced++;
+	qp.pace_at = at;
+	set_deadline(qp, kTimerPace, at);
+	return false;
+}
+
+bool Rdma::set_qp_rate(uint32_t qpn, uint64_t rate_Bps, uint64_t burst_bytes)
+{
+	Qp *qp = find_qp(qpn);
+
+	if (!qp)
+		return false;
+	qp->pacer.set_rate(plat_.now_ns(), rate_Bps,
+			   burst_bytes ? burst_bytes : cc::Pacer::default_burst(rate_Bps));
+	// A QP waiting for the old rate may go sooner (or at once, unpaced):
+	// its next turn asks the pacer again.
+	qp->pace_at = 0;
+	activate(*qp);
+	plat_.schedule();
+	return true;
 }
 
 } // namespace vrnic

@@ -341,3 +341,21 @@ TEST(PfcEth, TxRingHoldsAtAPausedFrameAndResumes)
 	EXPECT_EQ(p.frames[0][15], 104);	// in ring order
 	EXPECT_EQ(p.frames[1][15], 0);
 }
+
+// A pause of a priority nothing is sent on ends at its time: the timer
+// is not armed again for the past (which would fire without end).
+TEST_F(PfcPair, AnUnusedPrioritysPauseEndsQuietly)
+{
+	connect(0);
+	receive(a.p, pfc_frame(1u << 5, 1000));	// 5.12 us
+	EXPECT_EQ(a.p.deadline, 5120u);
+	a.p.now = 6000;
+	a.p.deadline = 0;
+	vrnic_engine_timer(a.p.eng);
+	run_alone(a);
+	EXPECT_EQ(a.p.deadline, 0u) << "timer re-armed for an ended pause";
+	EXPECT_EQ(port_stats(a.p).rx_pause_duration_us[5], 5u);
+	write(1, 4096);
+	run_alone(a);
+	EXPECT_EQ(roce_frames(a.p), 1u);
+}
