@@ -3,6 +3,9 @@
 // CE-marked packets with CNPs (IBA annex A17), and CNPs from the wire
 // reach the reaction point of the QP they name.  The algorithms and the
 // pacer are cc.hpp's.
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 
 #include "rdma.hpp"
@@ -10,6 +13,20 @@
 namespace vrnic {
 
 using namespace roce;
+
+namespace {
+
+// The n oldest RTT probes go.
+void drop_probes(Qp &qp, unsigned int n)
+{
+	std::copy(qp.probe_psn.begin() + n, qp.probe_psn.begin() + qp.nprobes,
+		  qp.probe_psn.begin());
+	std::copy(qp.probe_ns.begin() + n, qp.probe_ns.begin() + qp.nprobes,
+		  qp.probe_ns.begin());
+	qp.nprobes = uint8_t(qp.nprobes - n);
+}
+
+} // namespace
 
 // A packet for a connected QP, from its peer, arrived with ECN CE: the
 // peer's QP (the one that sent it) gets a CNP, at most one per
@@ -61,9 +78,106 @@ void Rdma::cnp_received(const Packet &p)
 		cnt_.rp_cnp_ignored++;
 		return;
 	}
-	// No reaction point yet: the algorithms are cc.hpp's and are not
-	// wired to the transport; every CNP is ignored.
-	cnt_.rp_cnp_ignored++;
+	cc_sync(*qp);
+	if (!qp->cc_on) {
+		cnt_.rp_cnp_ignored++;	// no algorithm runs for it
+		return;
+	}
+	const uint64_t now = plat_.now_ns();
+	if (qp->rp->on_cnp(now))
+		cnt_.rp_cnp_handled++;
+	else
+		cnt_.rp_cnp_ignored++;
+	cc_apply(*qp, now);
+}
+
+void Rdma::cc_sync(Qp &qp)
+{
+	if (qp.cc_gen == cc_.gen)
+		return;
+	qp.cc_gen = cc_.gen;
+	const unsigned int prio = qp.attr.traffic_class >> 5;
+	const bool want = cc_.cfg.algo != cc::Algo::None &&
+			  (cc_.rp_enable & (1u << prio)) && !qp.datagram() &&
+			  qp.type != VRNIC_QPT_XRC_TGT;
+	// New settings start the algorithm over (at the line rate).
+	if (want)
+		qp.cc_on = qp.rp.init(cc_.cfg);
+	else
+		qp.rp.init_none();
+	qp.cc_on = want && qp.cc_on;
+	// ECT(0) on every packet while the algorithm runs; otherwise the
+	// ECN bits the traffic class has (0 for the default class).
+	qp.path.traffic_class = uint8_t((qp.attr.traffic_class & ~3u) |
+					(qp.cc_on ? 2u : qp.attr.traffic_class & 3u));
+	qp.nprobes = 0;
+	cc_apply(qp, plat_.now_ns());
+}
+
+void Rdma::cc_apply(Qp &qp, uint64_t now)
+{
+	const cc::Output out = qp.cc_on ? qp.rp->output() : cc::Output{};
+
+	if (out.rate_Bps != qp.pacer.rate()) {
+		const bool faster = !out.rate_Bps || out.rate_Bps > qp.pacer.rate();
+		qp.pacer.set_rate(now, out.rate_Bps,
+				  out.rate_Bps ? cc::Pacer::default_burst(out.rate_Bps) : 0);
+		qp.cc_rate_mbps = uint32_t(std::min<uint64_t>(
+			(out.rate_Bps + cc::kBytesPerSecPerMbps - 1) /
+				cc::kBytesPerSecPerMbps, UINT32_MAX));
+		if (faster && qp.pace_at) {
+			// Waiting at the old rate: ask the pacer again now.
+			qp.pace_at = 0;
+			activate(qp);
+			plat_.schedule();
+		}
+	}
+	if (out.window_bytes > qp.cc_window && qp.cc_window) {
+		activate(qp);		// a wider window may let more go
+		plat_.schedule();
+	}
+	qp.cc_window = out.window_bytes;
+	const uint64_t t = qp.cc_on ? qp.rp->next_timer_ns() : cc::kNever;
+	if (t == cc::kNever) {
+		qp.cc_at = 0;		// its heap entry, if any, finds 0
+	} else if (t != qp.cc_at) {
+		qp.cc_at = std::max<uint64_t>(t, 1);
+		set_deadline(qp, kTimerCc, qp.cc_at);
+	}
+}
+
+void Rdma::cc_sent(Qp &qp, uint32_t psn, bool ackreq, uint32_t bytes)
+{
+	const uint64_t now = plat_.now_ns();
+
+	qp.rp->on_bytes_sent(now, bytes);
+	// A probe per packet that asks for an ACK, newer than the newest
+	// one kept and not a retransmission; the oldest give way.
+	if (ackreq && psn_diff(psn, qp.probe_floor) >= 0 &&
+	    (!qp.nprobes || psn_diff(psn, qp.probe_psn[qp.nprobes - 1U]) > 0)) {
+		if (qp.nprobes == Qp::kProbes)
+			drop_probes(qp, 1);
+		qp.probe_psn[qp.nprobes] = psn;
+		qp.probe_ns[qp.nprobes] = now;
+		qp.nprobes++;
+	}
+	cc_apply(qp, now);
+}
+
+void Rdma::cc_acked(Qp &qp, uint32_t psn_after, uint32_t acked)
+{
+	const uint64_t now = plat_.now_ns();
+	unsigned int n = 0;
+
+	// The newest probe the ACK covers gives the round trip.
+	while (n < qp.nprobes && psn_diff(psn_after, qp.probe_psn[n]) > 0)
+		n++;
+	if (n) {
+		const uint64_t rtt = now - qp.probe_ns[n - 1];
+		drop_probes(qp, n);
+		qp.rp->on_ack(now, rtt, acked * qp.mtu);
+	}
+	cc_apply(qp, now);
 }
 
 } // namespace vrnic

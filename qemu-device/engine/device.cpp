@@ -91,6 +91,9 @@ void Device::reset()
 	pfc_.reset();		// a reset MAC forgets pauses
 	tx_held_ = false;
 	rdma_.reset();
+	// Congestion control back to its defaults, at the port's speed.
+	rdma_.cc_settings() = CcSettings{};
+	rdma_.cc_settings().cfg.line_rate_Bps = cc::mbps_to_Bps(cfg_.speed_mbps);
 }
 
 void Device::guest_error(const std::string &msg)

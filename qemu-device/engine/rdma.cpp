@@ -771,6 +771,7 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 		p.flow_label = le(a.flow_label) & 0xfffff;
 		p.udp_sport = le(a.udp_sport) ? le(a.udp_sport) : 0xc000;
 		qp.path = p;
+		qp.cc_gen = ~0u;	// ECT and the algorithm follow the class
 		std::memcpy(qp.attr.dgid, a.dgid, 16);
 		qp.attr.sgid_index = a.sgid_index;
 		std::memcpy(qp.attr.dmac, a.dmac, 6);

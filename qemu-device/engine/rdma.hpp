@@ -224,9 +224,28 @@ struct Qp {
 	vrnic_qp_attr attr{};
 	roce::Path path;
 	uint32_t mtu = 256;
-	// Congestion control, notification point: one CNP per
-	// np_min_time_between_cnps to the peer QP.
+	// Congestion control (congestion.cpp).  Notification point: one
+	// CNP per np_min_time_between_cnps to the peer QP.  Reaction point:
+	// the device's algorithm for this QP when it runs one (cc_on), taken
+	// from CcSettings at generation cc_gen; cc_at its timer in the heap
+	// (0: none); cc_window the bytes in flight it allows (0: any);
+	// cc_rate_mbps the pacer's rate as QUERY_QP reports it (0: not
+	// limited).  probes: the send times of the newest packets that ask
+	// for an ACK, for an algorithm that measures the round trip; never a
+	// retransmission's (a rewind drops them and none is taken below
+	// probe_floor, as Karn's rule says).
+	static constexpr unsigned int kProbes = 8;
+	uint32_t cc_gen = ~0u;
+	uint32_t cc_rate_mbps = 0;
+	cc::CcSlot rp;
 	cc::CnpLimiter cnp_limiter;
+	uint64_t cc_at = 0;
+	uint64_t cc_window = 0;
+	std::array<uint64_t, kProbes> probe_ns{};
+	std::array<uint32_t, kProbes> probe_psn{};
+	uint32_t probe_floor = 0;
+	bool cc_on = false;
+	uint8_t nprobes = 0;
 
 	// requester
 	uint32_t sq_head = 0;		// next SQ index to fetch
@@ -476,6 +495,17 @@ private:
 	// connected QP, and a CNP from the wire.
 	void notify_congestion(Qp &qp, const roce::Packet &p);
 	void cnp_received(const roce::Packet &p);
+	// Take the device's current settings if they changed (or the QP's
+	// address did): the algorithm, and ECT(0) on its packets.
+	void cc_sync(Qp &qp);
+	// The algorithm's output to the pacer, and its timer to the heap.
+	void cc_apply(Qp &qp, uint64_t now);
+	// A request packet of `bytes` left (psn, asking for an ACK or not).
+	void cc_sent(Qp &qp, uint32_t psn, bool ackreq, uint32_t bytes);
+	// The peer acknowledged everything before psn_after, of which
+	// `acked` PSNs are new.
+	void cc_acked(Qp &qp, uint32_t psn_after, uint32_t acked);
+
 	void mcast_fanout(unsigned int &budget);
 	// Remove attachments; the frame being fanned out keeps its place.
 	template <typename Pred> void erase_mcast(Pred pred)

@@ -77,7 +77,9 @@ private:
 	std::vector<uint32_t> queued_;	// per slot: the handle queued, 0 none
 };
 
-enum TimerKind : uint8_t { kTimerAck, kTimerRnr, kTimerPace, kTimerKinds };
+// kTimerCc: the QP's congestion-control algorithm asked to be woken
+// (DCQCN's rate-increase timer, for one).
+enum TimerKind : uint8_t { kTimerAck, kTimerRnr, kTimerPace, kTimerCc, kTimerKinds };
 
 class TimerHeap {
 public:

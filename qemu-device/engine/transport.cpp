@@ -554,6 +554,7 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 {
 	if (qp.attr.state != VRNIC_QPS_RTS || qp.rnr_deadline)
 		return;
+	cc_sync(qp);
 	while (budget > 0 && qp.send_idx < qp.inflight.size()) {
 		SendWqe &w = qp.inflight[qp.send_idx];
 		const bool rd = is_rd_atomic(w.opcode);
@@ -584,6 +585,11 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 				     rd ? w.psn_first :
 				     psn_add(w.psn_first, qp.send_off / qp.mtu);
 		if (psn_diff(psn, qp.una_psn) >= int32_t(kWindow))
+			break;
+		// A window-based algorithm's limit on bytes in flight (at
+		// least one packet always may go).
+		if (qp.cc_window && psn_diff(psn, qp.una_psn) > 0 &&
+		    uint64_t(psn_diff(psn, qp.una_psn)) * qp.mtu >= qp.cc_window)
 			break;
 		if (local) {
 			// Executed in SQ order, once: packets of later requests
@@ -627,12 +633,20 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 			qp.next_psn = psn_add(w.psn_last, 1);
 		}
 		const uint64_t sent = cnt_.sent_bytes;
+		const uint32_t pkt_psn =
+			w.opcode == VRNIC_WR_RDMA_READ ? w.resp_psn :
+			rd ? w.psn_first : psn_add(w.psn_first, qp.send_off / qp.mtu);
+		const bool ask = rd || qp.send_off + qp.mtu >= w.length ||
+				 (qp.send_off / qp.mtu) % 32 == 31;
 		send_request_packet(qp, w);
 		if (qp.pacer.rate())	// the frame as it left
 			qp.pacer.consume(plat_.now_ns(),
 					 uint32_t(cnt_.sent_bytes - sent));
 		if (qp.attr.state != VRNIC_QPS_RTS)
 			return;		// a local error moved the QP to ERR
+		if (qp.cc_on)
+			cc_sent(qp, pkt_psn, ask && qp.reliable(),
+				uint32_t(cnt_.sent_bytes - sent));
 		// The request an RNR NAK named went out again (a rewind
 		// starts at it): the next RNR NAK answers it and may act.
 		qp.rnr_waiting = false;
@@ -751,6 +765,9 @@ void Rdma::rewind(Qp &qp, uint32_t psn)
 			continue;
 		qp.send_idx = i;
 		qp.send_off = 0;
+		// What is sent again gives no round-trip sample (Karn).
+		qp.nprobes = 0;
+		qp.probe_floor = qp.next_psn;
 		// A READ resumes at its first missing response (resp_psn).
 		if (!is_rd_atomic(w.opcode))
 			qp.send_off = ((psn - w.psn_first) & kPsnMask) * qp.mtu;
@@ -788,9 +805,13 @@ void Rdma::requester_error(Qp &qp, SendWqe &w, uint8_t status)
 // Everything before psn_after is acknowledged.
 void Rdma::ack_upto(Qp &qp, uint32_t psn_after)
 {
-	if (psn_diff(psn_after, qp.una_psn) > 0) {
+	const int32_t acked = psn_diff(psn_after, qp.una_psn);
+
+	if (acked > 0) {
 		qp.una_psn = psn_after;
 		progress(qp);
+		if (qp.cc_on)
+			cc_acked(qp, psn_after, uint32_t(acked));
 	}
 }
 
@@ -1019,7 +1040,8 @@ void Rdma::expire(const TimerHeap::Entry &e, uint64_t now)
 	Qp &qp = *q;
 	const auto kind = TimerKind(e.kind);
 	uint64_t &deadline = kind == kTimerAck ? qp.ack_deadline :
-			     kind == kTimerRnr ? qp.rnr_deadline : qp.pace_at;
+			     kind == kTimerRnr ? qp.rnr_deadline :
+			     kind == kTimerCc ? qp.cc_at : qp.pace_at;
 	if (!deadline)
 		return;		// cleared meanwhile
 	if (now < deadline) {
@@ -1027,6 +1049,13 @@ void Rdma::expire(const TimerHeap::Entry &e, uint64_t now)
 		return;
 	}
 	deadline = 0;
+	if (kind == kTimerCc) {
+		if (qp.cc_on) {
+			qp.rp->on_timer(now);
+			cc_apply(qp, now);
+		}
+		return;
+	}
 	if (kind != kTimerAck) {
 		// RNR wait over, or the pacer has tokens: transmit() goes on.
 		activate(qp);

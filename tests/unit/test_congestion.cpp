@@ -158,3 +158,103 @@ TEST_F(Congestion, ACnpIsTakenOnlyFromTheQpsPeer)
 }
 
 } // namespace
+
+namespace {
+
+using vrnic::cc::Algo;
+
+// The reaction point: a CNP cuts the QP's rate (DCQCN with mlx5's
+// defaults), its packets carry ECT(0), and the rate climbs back to
+// unlimited when no CNP comes.
+struct ReactionPoint : Congestion {
+	void algo(Node &n, Algo a)
+	{
+		auto &cc = n.p.eng->dev.rdma_for_test().cc_settings();
+		cc.cfg.algo = a;
+		cc.gen++;
+	}
+	const vrnic::Qp &qp(Node &n) { return *n.p.eng->dev.rdma().qp(n.qp); }
+};
+
+TEST_F(ReactionPoint, ACnpCutsTheRateAndTheRateRecovers)
+{
+	algo(a, Algo::Dcqcn);
+	connect(0);		// traffic class 0: ECT(0) comes from DCQCN
+	auto f = write_packet(1);
+	EXPECT_EQ(f[15] & 3, 2) << "DCQCN's packets are ECT(0)";
+	EXPECT_EQ(qp(a).pacer.rate(), 0u) << "limited before any CNP";
+	mark_ce(f);
+	deliver(b, f);
+	auto c = cnps(b);
+	ASSERT_EQ(c.size(), 1u);
+	deliver(a, c[0]);
+	EXPECT_EQ(a.counters().rp_cnp_handled, 1u);
+	EXPECT_EQ(a.counters().rp_cnp_ignored, 0u);
+	// The first CNP: α = 1023/1024, Rc = line - line·α/2 (rp_gd 11).
+	const uint64_t line = vrnic::cc::mbps_to_Bps(100000);
+	const uint64_t r = qp(a).pacer.rate();
+	EXPECT_GT(r, line / 2 - line / 1000);
+	EXPECT_LT(r, line / 2 + line / 1000);
+	EXPECT_EQ(qp(a).cc_rate_mbps, (r + 124999) / 125000);
+	EXPECT_NE(qp(a).cc_at, 0u) << "no rate-increase timer";
+	// No more CNPs: the timer brings the rate back up to the line rate,
+	// where the QP is unlimited again.
+	for (int i = 0; i < 2000 && qp(a).pacer.rate(); i++) {
+		a.p.now = std::max(a.p.now, a.p.deadline);
+		a.p.deadline = 0;
+		vrnic_engine_timer(a.p.eng);
+		run_alone(a);
+	}
+	EXPECT_EQ(qp(a).pacer.rate(), 0u);
+	EXPECT_LT(a.p.now, 100000000u) << "took over 100 ms";
+	// The write still completes.
+	wire.deliver(b, a);
+	const auto sc = wire.completions(a, b, a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+}
+
+TEST_F(ReactionPoint, WithCcOffCnpsAreIgnoredAndPacketsKeepTheirClass)
+{
+	connect(0);
+	auto f = write_packet(1);
+	EXPECT_EQ(f[15], 0) << "Not-ECT without congestion control";
+	mark_ce(f);	// (a switch would not mark Not-ECT; the NP answers CE)
+	deliver(b, f);
+	auto c = cnps(b);
+	ASSERT_EQ(c.size(), 1u);
+	deliver(a, c[0]);
+	EXPECT_EQ(a.counters().rp_cnp_ignored, 1u);
+	EXPECT_EQ(qp(a).pacer.rate(), 0u);
+}
+
+TEST_F(ReactionPoint, TheRpEnableMaskSelectsPriorities)
+{
+	algo(a, Algo::Dcqcn);
+	auto &cc = a.p.eng->dev.rdma_for_test().cc_settings();
+	cc.rp_enable = uint8_t(~(1u << 3));
+	cc.gen++;
+	connect(106);	// priority 3: off
+	auto f = write_packet(1);
+	EXPECT_EQ(f[15], 106) << "the class's own ECN bits";
+	EXPECT_FALSE(qp(a).cc_on);
+}
+
+TEST_F(ReactionPoint, SwiftTakesRoundTripsFromAcks)
+{
+	algo(a, Algo::Swift);
+	connect(0);
+	for (uint64_t i = 0; i < 4; i++) {
+		auto w = send_wqe(i, VRNIC_WR_RDMA_WRITE, Node::kIova + 0x200000,
+				  b.mr);
+		a.post_send(w, {a.sge(0, 16384)});
+	}
+	wire.ns_per_frame = 2000;	// 2 µs a frame each way
+	const auto sc = wire.completions(a, b, a, 4);
+	ASSERT_EQ(sc.size(), 4u);
+	EXPECT_TRUE(qp(a).cc_on);
+	EXPECT_GT(qp(a).cc_window, 0u) << "Swift gave no window";
+	EXPECT_EQ(qp(a).pacer.rate(), 0u) << "a window, not a rate, at this cwnd";
+}
+
+} // namespace
