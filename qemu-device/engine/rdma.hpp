@@ -270,6 +270,11 @@ struct Qp {
 
 	bool flush_pending = false;
 
+	// Congestion control: the rate the QP's pacer holds it to, in Mb/s
+	// (0: not limited), kept up to date by the data path and reported
+	// by QUERY_QP (restrack's cc_rate_mbps).
+	uint32_t cc_rate_mbps = 0;
+
 	[[nodiscard]] bool datagram() const
 	{
 		return vrnic_qpt_is_datagram(type) != 0;
