@@ -316,3 +316,25 @@ TEST(CcAdmin, QueryQpReportsTheRate)
 	ASSERT_EQ(n.p.admin(qq).status, VRNIC_ADMIN_ST_OK);
 	EXPECT_EQ(n.p.load<vrnic_qp_attr>(out).cc_rate_mbps, 12345u);
 }
+
+TEST(CcAdmin, AQpStateSeesAChangeAtItsNextEvent)
+{
+	FakePlatform p;
+	p.enable();
+	ASSERT_EQ(set(p, VRNIC_CC_OP_SET_ALGO, 0, VRNIC_CC_ALGO_DCQCN), VRNIC_ADMIN_ST_OK);
+	// A QP's reaction point made from the device's settings, as the
+	// data path makes it.
+	const auto &s = p.eng->dev.rdma().cc_settings();
+	cc::CcSlot slot;
+	ASSERT_TRUE(slot.init(s.cfg));
+	ASSERT_EQ(slot->algo(), cc::Algo::Dcqcn);
+	const auto &d = static_cast<const cc::Dcqcn &>(*slot);
+	EXPECT_EQ(d.max_rate(), s.cfg.line_rate_Bps);
+	ASSERT_EQ(set(p, VRNIC_CC_OP_SET_DCQCN, VRNIC_CC_RP_MAX_RATE, 25000),
+		  VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(d.max_rate(), cc::mbps_to_Bps(25000));
+	// The first CNP cuts from the new maximum.
+	EXPECT_TRUE(slot->on_cnp(1000));
+	EXPECT_LE(d.current_rate(), cc::mbps_to_Bps(25000));
+	EXPECT_GE(d.current_rate(), cc::mbps_to_Bps(12500));
+}
