@@ -177,6 +177,7 @@ enum vrnic_admin_opcode {
 	VRNIC_ADMIN_DESTROY_UCTX	= 0x09,
 	VRNIC_ADMIN_QUERY_STATS		= 0x0a,
 	VRNIC_ADMIN_QUERY_PORT_STATS	= 0x0b,	/* PFC, per priority */
+	VRNIC_ADMIN_QUERY_CC		= 0x0c,	/* congestion control */
 	VRNIC_ADMIN_CREATE_PD		= 0x10,
 	VRNIC_ADMIN_DESTROY_PD		= 0x11,
 	VRNIC_ADMIN_CREATE_MR		= 0x12,
@@ -199,6 +200,7 @@ enum vrnic_admin_opcode {
 	VRNIC_ADMIN_SET_GID		= 0x23,	/* spec 0.6 */
 	VRNIC_ADMIN_SET_MAC		= 0x24,	/* spec 0.7 */
 	VRNIC_ADMIN_SET_RX_FILTER	= 0x25,	/* spec 0.7 */
+	VRNIC_ADMIN_SET_CC		= 0x26,	/* congestion control */
 	VRNIC_ADMIN_NUM_OPCODES
 };
 
@@ -511,6 +513,80 @@ struct vrnic_admin_set_rx_filter {
 };
 
 /*
+ * Congestion control (spec "Congestion control"): SET_CC changes one
+ * device-wide setting per command, QUERY_CC reads them all (struct
+ * vrnic_cc_params).  The algorithm, the per-priority enables (bit p:
+ * priority p), and the knobs by index: DCQCN's in mlx5's debugfs order
+ * (its cc_params file names, in its units), Swift's in the order below.
+ */
+enum vrnic_cc_algo {
+	VRNIC_CC_ALGO_NONE		= 0,
+	VRNIC_CC_ALGO_DCQCN		= 1,
+	VRNIC_CC_ALGO_SWIFT		= 2,
+};
+
+enum vrnic_cc_op {
+	VRNIC_CC_OP_SET_ALGO		= 1,	/* value: enum vrnic_cc_algo */
+	VRNIC_CC_OP_SET_NP_ENABLE	= 2,	/* value: priority mask */
+	VRNIC_CC_OP_SET_RP_ENABLE	= 3,	/* value: priority mask */
+	VRNIC_CC_OP_SET_DCQCN		= 4,	/* index: vrnic_cc_dcqcn_param */
+	VRNIC_CC_OP_SET_SWIFT		= 5,	/* index: vrnic_cc_swift_param */
+};
+
+enum vrnic_cc_dcqcn_param {		/* mlx5_ib_dbg_cc_name[] order */
+	VRNIC_CC_RP_CLAMP_TGT_RATE,
+	VRNIC_CC_RP_CLAMP_TGT_RATE_ATI,
+	VRNIC_CC_RP_TIME_RESET,
+	VRNIC_CC_RP_BYTE_RESET,
+	VRNIC_CC_RP_THRESHOLD,
+	VRNIC_CC_RP_AI_RATE,
+	VRNIC_CC_RP_MAX_RATE,
+	VRNIC_CC_RP_HAI_RATE,
+	VRNIC_CC_RP_MIN_DEC_FAC,
+	VRNIC_CC_RP_MIN_RATE,
+	VRNIC_CC_RP_RATE_TO_SET_ON_FIRST_CNP,
+	VRNIC_CC_RP_DCE_TCP_G,
+	VRNIC_CC_RP_DCE_TCP_RTT,
+	VRNIC_CC_RP_RATE_REDUCE_MONITOR_PERIOD,
+	VRNIC_CC_RP_INITIAL_ALPHA_VALUE,
+	VRNIC_CC_RP_GD,
+	VRNIC_CC_NP_MIN_TIME_BETWEEN_CNPS,
+	VRNIC_CC_NP_CNP_DSCP,
+	VRNIC_CC_NP_CNP_PRIO_MODE,
+	VRNIC_CC_NP_CNP_PRIO,
+	VRNIC_CC_NUM_DCQCN
+};
+
+enum vrnic_cc_swift_param {
+	VRNIC_CC_SWIFT_MTU,		/* bytes per packet of the window */
+	VRNIC_CC_SWIFT_BASE_TARGET_US,	/* target delay */
+	VRNIC_CC_SWIFT_AI_MILLI,	/* additive increase, 1/1000 packet */
+	VRNIC_CC_SWIFT_BETA_MILLI,	/* multiplicative decrease gain */
+	VRNIC_CC_SWIFT_MAX_MDF_MILLI,	/* largest decrease per RTT */
+	VRNIC_CC_SWIFT_MIN_CWND_Q10,	/* 1/1024 packet */
+	VRNIC_CC_SWIFT_MAX_CWND_PKTS,
+	VRNIC_CC_SWIFT_INIT_CWND_PKTS,
+	VRNIC_CC_NUM_SWIFT
+};
+
+struct vrnic_admin_set_cc {
+	__u8 op;			/* enum vrnic_cc_op */
+	__u8 rsvd[3];			/* must be 0 */
+	__le32 index;			/* SET_DCQCN, SET_SWIFT; else 0 */
+	__le32 value;
+};
+
+/* Result of QUERY_CC. */
+struct vrnic_cc_params {
+	__le32 algo;			/* enum vrnic_cc_algo */
+	__le32 np_enable;		/* CNPs answer CE on these priorities */
+	__le32 rp_enable;		/* the algorithm runs on these */
+	__le32 gen;			/* + 1 for every successful SET_CC */
+	__le32 dcqcn[VRNIC_CC_NUM_DCQCN];
+	__le32 swift[VRNIC_CC_NUM_SWIFT];
+};
+
+/*
  * Multicast (UD QPs): attach a QP to a multicast GID (ff00::/8, or an
  * IPv4-mapped 224.0.0.0/4 address).  A UD packet to that GID with
  * destination QPN VRNIC_MCAST_QPN goes to every QP attached to it.
@@ -575,7 +651,9 @@ struct vrnic_qp_attr {
 	__le16 udp_sport;		/* rdma_flow_label_to_udp_sport() */
 	__le32 flow_label;
 	__le32 qkey;			/* UD and GSI */
-	__u8 rsvd[48];
+	/* QUERY_QP only: the QP's congestion-control rate, 0: not limited */
+	__le32 cc_rate_mbps;
+	__u8 rsvd[44];
 };
 
 struct vrnic_admin_modify_qp {
@@ -848,6 +926,7 @@ struct vrnic_admin_cmd {
 		struct vrnic_admin_set_gid set_gid;
 		struct vrnic_admin_set_mac set_mac;
 		struct vrnic_admin_set_rx_filter set_rx_filter;
+		struct vrnic_admin_set_cc set_cc;
 		__u8 raw[56];
 	};
 };
@@ -1036,6 +1115,9 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_mcast) == 24, "mcast");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_set_gid) == 32, "set_gid");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_set_mac) == 8, "set_mac");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_set_rx_filter) == 56, "rx filter");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_set_cc) == 12, "set_cc");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_cc_params) == 128, "cc params");
+VRNIC_HW_ASSERT(VRNIC_CC_NUM_DCQCN == 20, "mlx5's 20 DCQCN knobs");
 VRNIC_HW_ASSERT(VRNIC_GID_TABLE_LEN <= 256, "sgid_index is 8 bits");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_qp_attr) == 128, "qp attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_send_wqe) == 64, "send wqe header");

@@ -155,6 +155,7 @@ static bool vrnic_admin_killable(u8 opcode)
 	case VRNIC_ADMIN_QUERY_QP:
 	case VRNIC_ADMIN_QUERY_PORT:
 	case VRNIC_ADMIN_QUERY_STATS:
+	case VRNIC_ADMIN_QUERY_CC:
 		return true;
 	default:
 		return false;

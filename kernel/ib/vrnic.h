@@ -33,6 +33,21 @@
  */
 #define VRNIC_MR_PGSZ_BITMAP	GENMASK_ULL(30, 12)
 
+/* A cc_params file: what it shows (vrnic_cc.c). */
+struct vrnic_cc_file {
+	struct vrnic_dev *vdev;
+	u8 kind;
+	u8 index;		/* knob, or priority */
+};
+
+struct vrnic_cc_debugfs {
+	struct dentry *dir;	/* <debugfs>/vrnic/<ibdev>, NULL if none */
+	struct mutex lock;	/* read-modify-write of the enable masks */
+	/* cc_algo, the DCQCN and Swift knobs, np_enable/ and rp_enable/ */
+	struct vrnic_cc_file files[1 + VRNIC_CC_NUM_DCQCN + VRNIC_CC_NUM_SWIFT +
+				   2 * VRNIC_NUM_PRIOS];
+};
+
 struct vrnic_dev {
 	struct ib_device ibdev;
 	struct vrnic_pf *pf;	/* the function, for admin commands */
@@ -62,6 +77,7 @@ struct vrnic_dev {
 	struct xarray cq_xa;	/* cqn -> struct vrnic_cq, for events */
 	struct xarray qp_xa;	/* qpn -> struct vrnic_qp, for events */
 	struct xarray srq_xa;	/* srqn -> struct vrnic_srq, for events */
+	struct vrnic_cc_debugfs cc_dbg;
 };
 
 struct vrnic_ucontext {
@@ -346,6 +362,12 @@ void vrnic_qp_event(struct vrnic_dev *vdev, u32 qpn, enum ib_event_type type);
 void vrnic_qp_completed(struct vrnic_qp *qp, bool send, u32 idx);
 int vrnic_qp_flush(struct vrnic_qp *qp, bool send, struct ib_wc *wc, int max);
 void vrnic_qp_kick_flush(struct work_struct *work);
+
+/* vrnic_cc.c */
+void vrnic_cc_debugfs_init(struct vrnic_dev *vdev);
+void vrnic_cc_debugfs_cleanup(struct vrnic_dev *vdev);
+void vrnic_cc_debugfs_register(void);
+void vrnic_cc_debugfs_unregister(void);
 
 /* vrnic_verbs.c */
 int vrnic_ib_register(struct vrnic_dev *vdev);

@@ -202,7 +202,26 @@ static struct auxiliary_driver vrnic_ib_driver = {
 	.remove = vrnic_ib_remove,
 	.id_table = vrnic_ib_id_table,
 };
-module_auxiliary_driver(vrnic_ib_driver);
+
+static int __init vrnic_ib_init(void)
+{
+	int ret;
+
+	vrnic_cc_debugfs_register();
+	ret = auxiliary_driver_register(&vrnic_ib_driver);
+	if (ret)
+		vrnic_cc_debugfs_unregister();
+	return ret;
+}
+
+static void __exit vrnic_ib_exit(void)
+{
+	auxiliary_driver_unregister(&vrnic_ib_driver);
+	vrnic_cc_debugfs_unregister();
+}
+
+module_init(vrnic_ib_init);
+module_exit(vrnic_ib_exit);
 
 MODULE_IMPORT_NS(VRNIC);
 MODULE_AUTHOR("vrnic developers");

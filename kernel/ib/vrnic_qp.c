@@ -755,7 +755,9 @@ int vrnic_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 				   qp->no_rq ? 0 : BIT(qp->rq_shift)) ||
 	    rdma_nl_put_driver_u32(msg, "max_rd_atomic", a->max_rd_atomic) ||
 	    rdma_nl_put_driver_u32(msg, "max_dest_rd_atomic",
-				   a->max_dest_rd_atomic)) {
+				   a->max_dest_rd_atomic) ||
+	    rdma_nl_put_driver_u32(msg, "cc_rate_mbps",
+				   le32_to_cpu(a->cc_rate_mbps))) {
 		if (table)
 			nla_nest_cancel(msg, table);
 		ret = -EMSGSIZE;

@@ -583,10 +583,16 @@ int vrnic_ib_register(struct vrnic_dev *vdev)
 	ret = ib_device_set_netdev(ibdev, vdev->netdev, 1);
 	if (ret)
 		return ret;
-	return ib_register_device(ibdev, "vrnic%d", &vdev->pdev->dev);
+	ret = ib_register_device(ibdev, "vrnic%d", &vdev->pdev->dev);
+	if (ret)
+		return ret;
+	vrnic_cc_debugfs_init(vdev);
+	return 0;
 }
 
 void vrnic_ib_unregister(struct vrnic_dev *vdev)
 {
+	/* No cc_params handler runs once this returns. */
+	vrnic_cc_debugfs_cleanup(vdev);
 	ib_unregister_device(&vdev->ibdev);
 }

@@ -87,6 +87,12 @@ uint8_t Device::exec_admin(const vrnic_admin_cmd &cmd, uint32_t &result)
 		const vrnic_port_stats st = port_stats();
 		return admin_query(cmd.query, &st, sizeof(st), result);
 	}
+	case VRNIC_ADMIN_QUERY_CC: {
+		const vrnic_cc_params p = cc_params();
+		return admin_query(cmd.query, &p, sizeof(p), result);
+	}
+	case VRNIC_ADMIN_SET_CC:
+		return admin_set_cc(cmd);
 	case VRNIC_ADMIN_SET_PORT:
 		return admin_set_port(cmd.set_port);
 	case VRNIC_ADMIN_SET_MAC:
@@ -177,6 +183,71 @@ uint8_t Device::admin_set_rx_filter(const vrnic_admin_set_rx_filter &c)
 	for (unsigned int i = 0; i < n; i++)
 		std::memcpy(rx_mc_[i].data(), c.mc[i], 6);
 	return VRNIC_ADMIN_ST_OK;
+}
+
+static_assert(cc::kDcqcnParamTable.size() == VRNIC_CC_NUM_DCQCN);
+static_assert(cc::kSwiftParamTable.size() == VRNIC_CC_NUM_SWIFT);
+
+// One setting per command; anything refused changes nothing.  The
+// payload past struct vrnic_admin_set_cc, its rsvd bytes and an index
+// the op does not use must be 0.
+uint8_t Device::admin_set_cc(const vrnic_admin_cmd &cmd)
+{
+	const vrnic_admin_set_cc &c = cmd.set_cc;
+	const uint32_t index = le(c.index);
+	const uint32_t value = le(c.value);
+	const bool indexed = c.op == VRNIC_CC_OP_SET_DCQCN ||
+			     c.op == VRNIC_CC_OP_SET_SWIFT;
+
+	if (!all_zero(c.rsvd) ||
+	    std::any_of(std::begin(cmd.raw) + sizeof(c), std::end(cmd.raw),
+			[](uint8_t b) { return b != 0; }) ||
+	    (!indexed && index != 0))
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+
+	CcSettings &cc = rdma_.cc_settings();
+	switch (c.op) {
+	case VRNIC_CC_OP_SET_ALGO:
+		if (value > VRNIC_CC_ALGO_SWIFT)
+			return VRNIC_ADMIN_ST_BAD_PARAM;
+		cc.cfg.algo = cc::Algo(value);
+		break;
+	case VRNIC_CC_OP_SET_NP_ENABLE:
+	case VRNIC_CC_OP_SET_RP_ENABLE:
+		if (value > 0xff)
+			return VRNIC_ADMIN_ST_BAD_PARAM;
+		(c.op == VRNIC_CC_OP_SET_NP_ENABLE ? cc.np_enable : cc.rp_enable) =
+			uint8_t(value);
+		break;
+	case VRNIC_CC_OP_SET_DCQCN:
+		if (cc::set_param(cc.cfg.dcqcn, size_t(index), value) != cc::ParamResult::Ok)
+			return VRNIC_ADMIN_ST_BAD_PARAM;
+		break;
+	case VRNIC_CC_OP_SET_SWIFT:
+		if (cc::set_param(cc.cfg.swift, size_t(index), value) != cc::ParamResult::Ok)
+			return VRNIC_ADMIN_ST_BAD_PARAM;
+		break;
+	default:
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	}
+	cc.gen++;
+	return VRNIC_ADMIN_ST_OK;
+}
+
+vrnic_cc_params Device::cc_params() const
+{
+	const CcSettings &cc = rdma_.cc_settings();
+	vrnic_cc_params p{};
+
+	p.algo = le(uint32_t(cc.cfg.algo));
+	p.np_enable = le(uint32_t(cc.np_enable));
+	p.rp_enable = le(uint32_t(cc.rp_enable));
+	p.gen = le(cc.gen);
+	for (size_t i = 0; i < cc::kDcqcnParamTable.size(); i++)
+		p.dcqcn[i] = le(cc.cfg.dcqcn.*(cc::kDcqcnParamTable[i].field));
+	for (size_t i = 0; i < cc::kSwiftParamTable.size(); i++)
+		p.swift[i] = le(cc.cfg.swift.*(cc::kSwiftParamTable[i].field));
+	return p;
 }
 
 uint8_t Device::admin_create_eq(const vrnic_admin_create_eq &c)

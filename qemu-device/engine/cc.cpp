@@ -147,6 +147,85 @@ bool valid(const DcqcnParams &p)
 	       consistent(p);
 }
 
+ParamResult set_param(DcqcnParams &p, size_t index, uint32_t value)
+{
+	if (index >= kDcqcnParamTable.size())
+		return ParamResult::UnknownName;
+	return set_param(p, kDcqcnParamTable[index].name, value);
+}
+
+bool get_param(const DcqcnParams &p, size_t index, uint32_t &value)
+{
+	if (index >= kDcqcnParamTable.size())
+		return false;
+	value = p.*(kDcqcnParamTable[index].field);
+	return true;
+}
+
+// The ranges of valid(const SwiftParams &) knob by knob; the bounds that
+// depend on another knob are checked on the whole set.
+const std::array<SwiftParamInfo, 8> kSwiftParamTable = {
+	SwiftParamInfo{"mtu", &SwiftParams::mtu, 256, 65536},
+	SwiftParamInfo{"base_target_us", &SwiftParams::base_target_us, 1, kMaxTimeUs},
+	SwiftParamInfo{"ai_milli", &SwiftParams::ai_milli, 1, 100000},
+	SwiftParamInfo{"beta_milli", &SwiftParams::beta_milli, 1, 1000},
+	SwiftParamInfo{"max_mdf_milli", &SwiftParams::max_mdf_milli, 1, 999},
+	SwiftParamInfo{"min_cwnd_q10", &SwiftParams::min_cwnd_q10, 1, 1u << 30},
+	SwiftParamInfo{"max_cwnd_pkts", &SwiftParams::max_cwnd_pkts, 1, 1u << 20},
+	SwiftParamInfo{"init_cwnd_pkts", &SwiftParams::init_cwnd_pkts, 1, 1u << 20},
+};
+
+namespace {
+
+const SwiftParamInfo *find_swift_param(std::string_view name)
+{
+	for (const auto &i : kSwiftParamTable)
+		if (i.name == name)
+			return &i;
+	return nullptr;
+}
+
+} // namespace
+
+ParamResult set_param(SwiftParams &p, std::string_view name, uint32_t value)
+{
+	const SwiftParamInfo *i = find_swift_param(name);
+	if (!i)
+		return ParamResult::UnknownName;
+	if (value < i->min || value > i->max)
+		return ParamResult::OutOfRange;
+	SwiftParams n = p;
+	n.*(i->field) = value;
+	if (!valid(n))
+		return ParamResult::Inconsistent;
+	p = n;
+	return ParamResult::Ok;
+}
+
+bool get_param(const SwiftParams &p, std::string_view name, uint32_t &value)
+{
+	const SwiftParamInfo *i = find_swift_param(name);
+	if (!i)
+		return false;
+	value = p.*(i->field);
+	return true;
+}
+
+ParamResult set_param(SwiftParams &p, size_t index, uint32_t value)
+{
+	if (index >= kSwiftParamTable.size())
+		return ParamResult::UnknownName;
+	return set_param(p, kSwiftParamTable[index].name, value);
+}
+
+bool get_param(const SwiftParams &p, size_t index, uint32_t &value)
+{
+	if (index >= kSwiftParamTable.size())
+		return false;
+	value = p.*(kSwiftParamTable[index].field);
+	return true;
+}
+
 bool valid(const SwiftParams &p)
 {
 	return p.mtu >= 256 && p.mtu <= 65536 &&

@@ -118,6 +118,11 @@ ParamResult set_param(DcqcnParams &p, std::string_view name, uint32_t value);
 			     uint32_t &value);
 // Whether every knob is in range and the set is consistent.
 [[nodiscard]] bool valid(const DcqcnParams &p);
+// The same by position in kDcqcnParamTable (SET_CC and QUERY_CC use it);
+// an index past the table is UnknownName.
+ParamResult set_param(DcqcnParams &p, size_t index, uint32_t value);
+[[nodiscard]] bool get_param(const DcqcnParams &p, size_t index,
+			     uint32_t &value);
 
 // Swift (Kumar et al., SIGCOMM 2020), the delay-based algorithm.  The
 // window is in packets of mtu bytes, in 1/1024 packet.
@@ -132,6 +137,25 @@ struct SwiftParams {
 	uint32_t init_cwnd_pkts = 16;
 };
 [[nodiscard]] bool valid(const SwiftParams &p);
+
+// Swift's knobs, as kDcqcnParamTable: the order is SET_CC's index (and
+// the debugfs files swift_<name>).  Beyond each knob's range the set
+// must be consistent: min_cwnd_q10 <= max_cwnd_pkts packets, and
+// min_cwnd_q10 <= init_cwnd_pkts packets <= max_cwnd_pkts.
+struct SwiftParamInfo {
+	std::string_view name;
+	uint32_t SwiftParams::*field;
+	uint32_t min;
+	uint32_t max;
+};
+extern const std::array<SwiftParamInfo, 8> kSwiftParamTable;
+
+ParamResult set_param(SwiftParams &p, std::string_view name, uint32_t value);
+[[nodiscard]] bool get_param(const SwiftParams &p, std::string_view name,
+			     uint32_t &value);
+ParamResult set_param(SwiftParams &p, size_t index, uint32_t value);
+[[nodiscard]] bool get_param(const SwiftParams &p, size_t index,
+			     uint32_t &value);
 
 // ---------------------------------------------------------------------------
 // The reaction point interface.

@@ -162,6 +162,8 @@ private:
 	uint8_t admin_set_port(const vrnic_admin_set_port &c);
 	uint8_t admin_set_mac(const vrnic_admin_set_mac &c);
 	uint8_t admin_set_rx_filter(const vrnic_admin_set_rx_filter &c);
+	uint8_t admin_set_cc(const vrnic_admin_cmd &cmd);
+	[[nodiscard]] vrnic_cc_params cc_params() const;
 	// The receive filter (spec 0.7): is a frame to this destination ours?
 	[[nodiscard]] bool rx_accept(const uint8_t *dst) const;
 	uint8_t admin_create_uctx(uint32_t &result);

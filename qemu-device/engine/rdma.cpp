@@ -870,6 +870,7 @@ uint8_t Rdma::query_qp(const vrnic_admin_query_qp &c)
 	vrnic_qp_attr a = qp->attr;
 	a.sq_psn = le(qp->next_psn);
 	a.rq_psn = le(qp->epsn);
+	a.cc_rate_mbps = le(qp->cc_rate_mbps);
 	if (!plat_.write(le(c.out_addr), a)) {
 		dcnt_.dma_errors++;
 		return VRNIC_ADMIN_ST_DMA_ERROR;

@@ -1019,7 +1019,8 @@ void admin_fixups(Ctx &x, vrnic_admin_cmd &c, uint16_t mask)
 	switch (c.opcode) {
 	case VRNIC_ADMIN_QUERY_DEVICE:
 	case VRNIC_ADMIN_QUERY_PORT:
-	case VRNIC_ADMIN_QUERY_STATS: spec = kQuery; break;
+	case VRNIC_ADMIN_QUERY_STATS:
+	case VRNIC_ADMIN_QUERY_CC: spec = kQuery; break;
 	case VRNIC_ADMIN_CREATE_EQ: spec = kEq; break;
 	case VRNIC_ADMIN_DESTROY_EQ: spec = kDestroyEq; break;
 	case VRNIC_ADMIN_CREATE_ETH_RING: spec = kEth; break;

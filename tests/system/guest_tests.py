@@ -657,6 +657,36 @@ def observability_tests(stage, a, b):
                      "" if ok else "%d vrnic trace lines" % len(lines))
 
 
+def cc_debugfs_tests(stage, a):
+    """The congestion-control knobs in debugfs (issue 24): mlx5's names
+    and defaults, writes that read back, refused values that change
+    nothing, and the per-QP rate in restrack."""
+    d = "/sys/kernel/debug/vrnic/vrnic0/cc_params"
+    cd = ("mountpoint -q /sys/kernel/debug || "
+          "mount -t debugfs none /sys/kernel/debug; cd %s && " % d)
+    step(stage, a, "cc a: debugfs cc_params has mlx5's defaults",
+         cd + "echo got $(cat cc_algo rp_time_reset rp_byte_reset rp_ai_rate "
+         "rp_hai_rate rp_dce_tcp_g rp_gd np_cnp_dscp np_cnp_prio "
+         "np_enable/0 rp_enable/7 swift_base_target_us)",
+         expect="got none 300 32767 5 50 1019 11 48 6 1 1 100")
+    step(stage, a, "cc a: debugfs writes read back",
+         cd + "echo 40 > rp_ai_rate && x=$(cat rp_ai_rate) && "
+         "echo 5 > rp_ai_rate && echo dcqcn > cc_algo && y=$(cat cc_algo) && "
+         "echo none > cc_algo && echo 0 > np_enable/3 && "
+         "z=$(cat np_enable/3) && echo 1 > np_enable/3 && "
+         "echo got $x $y $z $(cat rp_ai_rate cc_algo np_enable/3)",
+         expect="got 40 dcqcn 0 5 none 1")
+    step(stage, a, "cc a: debugfs refuses out-of-range values",
+         cd + "! (echo 64 > np_cnp_dscp) 2>/dev/null && "
+         "! (echo bogus > cc_algo) 2>/dev/null && "
+         "! (echo 0 > rp_min_dec_fac) 2>/dev/null && "
+         "echo got $(cat np_cnp_dscp cc_algo rp_min_dec_fac)",
+         expect="got 48 none 50")
+    step(stage, a, "cc a: rdma res show qp -dd shows cc_rate_mbps",
+         "rdma res show qp link vrnic0/1 -dd | grep -m1 drv_cc_rate_mbps",
+         expect="drv_cc_rate_mbps 0")
+
+
 def filter_count(stage, rx, tx, name, dst, want):
     """tx sends 20 raw frames to dst over the vrnic wire; rx counts what
     its device lets through (tests/system/rx_filter.py)."""
@@ -1085,6 +1115,7 @@ def main():
         vlan_tests.run(stage, a, b)  # RoCE over an 802.1Q VLAN (issue 14)
         cm_tests(stage, a, b)
         observability_tests(stage, a, b)
+        cc_debugfs_tests(stage, a)
         nvmeof_tests(stage, a, b)
         set_mtu(stage, (a, b), 1500)  # vrnic was reloaded on both
         port_events(stage, a)

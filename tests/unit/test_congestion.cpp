@@ -124,9 +124,9 @@ TEST_F(Congestion, UnmarkedPacketsAndDisabledPrioritiesGetNoCnp)
 	deliver(b, write_packet(1));		// ECT(0), not CE
 	EXPECT_TRUE(cnps(b).empty());
 	// Priority 0's notification point off (the packets' priority).
-	auto &cc = const_cast<vrnic::CcSettings &>(
-		b.p.eng->dev.rdma().cc_settings());
+	auto &cc = b.p.eng->dev.rdma_for_test().cc_settings();
 	cc.np_enable = 0xfe;
+	cc.gen++;
 	auto f = write_packet(2);
 	mark_ce(f);
 	deliver(b, f);

@@ -70,6 +70,18 @@ CHECK_OFF(vrnic_qp_attr, dgid, 24);
 CHECK_OFF(vrnic_qp_attr, sgid_index, 40);
 CHECK_OFF(vrnic_qp_attr, dmac, 56);
 CHECK_OFF(vrnic_qp_attr, flow_label, 72);
+CHECK_OFF(vrnic_qp_attr, cc_rate_mbps, 80);
+CHECK_OFF(vrnic_qp_attr, rsvd, 84);
+CHECK_OFF(vrnic_admin_set_cc, op, 0);
+CHECK_OFF(vrnic_admin_set_cc, index, 4);
+CHECK_OFF(vrnic_admin_set_cc, value, 8);
+CHECK_OFF(vrnic_admin_cmd, set_cc, 8);
+CHECK_OFF(vrnic_cc_params, algo, 0);
+CHECK_OFF(vrnic_cc_params, np_enable, 4);
+CHECK_OFF(vrnic_cc_params, rp_enable, 8);
+CHECK_OFF(vrnic_cc_params, gen, 12);
+CHECK_OFF(vrnic_cc_params, dcqcn, 16);
+CHECK_OFF(vrnic_cc_params, swift, 96);
 CHECK_OFF(vrnic_ud_av, sgid_index, 24);
 CHECK_OFF(vrnic_ud_av, dmac, 40);
 CHECK_OFF(vrnic_admin_set_gid, smac, 16);
@@ -109,6 +121,9 @@ TEST(Layout, SizesMatchSpec)
 	EXPECT_EQ(sizeof(vrnic_port_attr), 16u);
 	EXPECT_EQ(sizeof(vrnic_stats), 328u);
 	EXPECT_EQ(sizeof(vrnic_port_stats), 272u);
+	EXPECT_EQ(sizeof(vrnic_admin_set_cc), 12u);
+	EXPECT_EQ(sizeof(vrnic_cc_params), 128u);
+	EXPECT_EQ(sizeof(vrnic_qp_attr), 128u);
 }
 
 TEST(Layout, RegisterMapIsAlignedAndInsideBar0)
