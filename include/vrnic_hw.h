@@ -1036,6 +1036,7 @@ struct vrnic_port_stats {
 	__le64 tx_pause[VRNIC_NUM_PRIOS];	/* PFC frames sent (none yet) */
 	__le64 mac_control_unknown;	/* other opcodes, dropped */
 	__le64 mac_control_malformed;	/* too short, dropped */
+	__le64 tx_pause_storm_error_events;	/* 8 s held: pauses ignored */
 };
 
 /* ----------------------------------------------------- event queues --- */
@@ -1104,7 +1105,7 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_eth_desc) == 16, "eth desc is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_device_attr) == 96, "device attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_port_attr) == 16, "port attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 328, "stats");
-VRNIC_HW_ASSERT(sizeof(struct vrnic_port_stats) == 272, "port stats");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_port_stats) == 280, "port stats");
 VRNIC_HW_ASSERT(VRNIC_DB_BAR_SIZE == 1024 * 1024, "doorbell BAR is 1 MiB");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_mr) == 56, "create_mr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_cq) == 24, "create_cq");

@@ -727,11 +727,12 @@ static void vrnic_get_drvinfo(struct net_device *ndev,
 /*
  * Then the port's per-priority PFC counters (QUERY_PORT_STATS), by mlx5's
  * names: rx_prio<p>_pause, rx_prio<p>_pause_duration (us),
- * rx_prio<p>_pause_transition and tx_prio<p>_pause, priority by priority.
+ * rx_prio<p>_pause_transition and tx_prio<p>_pause, priority by priority,
+ * then tx_pause_storm_error_events.
  */
 #define VRNIC_PRIO_STATS	4
 #define VRNIC_NUM_ETH_STATS	(ARRAY_SIZE(vrnic_stat_names) + \
-				 VRNIC_PRIO_STATS * VRNIC_NUM_PRIOS)
+				 VRNIC_PRIO_STATS * VRNIC_NUM_PRIOS + 1)
 
 static int vrnic_get_sset_count(struct net_device *ndev, int sset)
 {
@@ -752,6 +753,7 @@ static void vrnic_get_strings(struct net_device *ndev, u32 sset, u8 *data)
 		ethtool_sprintf(&data, "rx_prio%u_pause_transition", p);
 		ethtool_sprintf(&data, "tx_prio%u_pause", p);
 	}
+	ethtool_puts(&data, "tx_pause_storm_error_events");
 }
 
 static void vrnic_get_ethtool_stats(struct net_device *ndev,
@@ -780,6 +782,7 @@ static void vrnic_get_ethtool_stats(struct net_device *ndev,
 		*data++ = le64_to_cpu(ps.rx_pause_transition[p]);
 		*data++ = le64_to_cpu(ps.tx_pause[p]);
 	}
+	*data = le64_to_cpu(ps.tx_pause_storm_error_events);
 }
 
 /*

@@ -431,6 +431,7 @@ vrnic_port_stats Device::port_stats() const
 	}
 	s.mac_control_unknown = le(c.mac_control_unknown);
 	s.mac_control_malformed = le(c.mac_control_malformed);
+	s.tx_pause_storm_error_events = le(c.tx_pause_storm_error_events);
 	return s;
 }
 

@@ -27,6 +27,9 @@ struct PfcCounters {
 	std::array<uint64_t, 8> rx_pause_duration_ns{};	// ended pauses
 	uint64_t mac_control_unknown = 0;	// other opcodes, dropped
 	uint64_t mac_control_malformed = 0;	// too short, dropped
+	// A priority held without a break for kStallNs: its pauses are
+	// ignored for the next kStallNs (mlx5's pause storm prevention).
+	uint64_t tx_pause_storm_error_events = 0;
 };
 
 class PortPause {
@@ -38,6 +41,12 @@ public:
 	// Destination, EtherType, opcode, vector, 8 times.
 	static constexpr size_t kPfcLen = 14 + 2 + 2 + 16;
 	static constexpr size_t kPauseLen = 14 + 2 + 2;
+	// Pause storm prevention, as mlx5's pfc-prevention-tout (default
+	// 8 s): a peer that holds a priority without a break this long is
+	// stuck or hostile, and the port stops honouring it for as long.
+	// Pauses less than kStallGapNs apart count as one.
+	static constexpr uint64_t kStallNs = 8000000000ull;
+	static constexpr uint64_t kStallGapNs = 100000;
 
 	enum class Rx : uint8_t { NotControl, Pfc, Pause, Unknown, Malformed };
 
@@ -146,6 +155,9 @@ public:
 	{
 		until_ = {};
 		since_ = {};
+		last_end_ = {};
+		storm_since_ = {};
+		ignore_until_ = {};
 		cnt_ = {};
 	}
 
@@ -172,11 +184,23 @@ private:
 		if (!quanta) {
 			if (until_[p])
 				end(p, now);
+			storm_since_[p] = 0;	// a real XON: not a storm
 			return;
 		}
+		if (now < ignore_until_[p])
+			return;		// storm: not honoured for now
 		if (!until_[p]) {
 			since_[p] = now;
 			cnt_.rx_pause_transition[p]++;
+			if (!storm_since_[p] || now - last_end_[p] > kStallGapNs)
+				storm_since_[p] = now;
+		}
+		if (now - storm_since_[p] >= kStallNs) {
+			end(p, now);
+			storm_since_[p] = 0;
+			ignore_until_[p] = now + kStallNs;
+			cnt_.tx_pause_storm_error_events++;
+			return;
 		}
 		// A refresh replaces the time left (802.1Qbb 36.1.3.3).
 		until_[p] = now + quanta_ns(quanta, speed_mbps);
@@ -187,10 +211,14 @@ private:
 		cnt_.rx_pause_duration_ns[p] += at - since_[p];
 		until_[p] = 0;
 		since_[p] = 0;
+		last_end_[p] = at;
 	}
 
 	std::array<uint64_t, kPrios> until_{};	// 0: not paused
 	std::array<uint64_t, kPrios> since_{};
+	std::array<uint64_t, kPrios> last_end_{};
+	std::array<uint64_t, kPrios> storm_since_{};	// 0: none
+	std::array<uint64_t, kPrios> ignore_until_{};
 	PfcCounters cnt_;
 };
 

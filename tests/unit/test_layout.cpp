@@ -120,7 +120,7 @@ TEST(Layout, SizesMatchSpec)
 	EXPECT_EQ(sizeof(vrnic_device_attr), 96u);
 	EXPECT_EQ(sizeof(vrnic_port_attr), 16u);
 	EXPECT_EQ(sizeof(vrnic_stats), 328u);
-	EXPECT_EQ(sizeof(vrnic_port_stats), 272u);
+	EXPECT_EQ(sizeof(vrnic_port_stats), 280u);
 	EXPECT_EQ(sizeof(vrnic_admin_set_cc), 12u);
 	EXPECT_EQ(sizeof(vrnic_cc_params), 128u);
 	EXPECT_EQ(sizeof(vrnic_qp_attr), 128u);

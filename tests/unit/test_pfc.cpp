@@ -359,3 +359,34 @@ TEST_F(PfcPair, AnUnusedPrioritysPauseEndsQuietly)
 	run_alone(a);
 	EXPECT_EQ(roce_frames(a.p), 1u);
 }
+
+// A peer that never lets go: after 8 s of pauses without a break the
+// port stops honouring that priority for 8 s (mlx5's pause storm
+// prevention), so a stuck or hostile switch cannot hold it forever.
+TEST(PortPause, AStormIsCutOffAfterEightSeconds)
+{
+	PortPause pp;
+	// At 10 Gb/s 65535 quanta hold 3.36 ms; a refresh every 1 ms.
+	const uint64_t step = 1000000;
+	uint64_t now = 1;
+	for (; now < 8000000000ull; now += step) {
+		pp.receive(pfc_frame(1u << 3, 65535), now, 10000);
+		ASSERT_TRUE(pp.paused(3, now));
+	}
+	pp.receive(pfc_frame(1u << 3, 65535), now, 10000);
+	EXPECT_FALSE(pp.paused(3, now)) << "still honoured after 8 s";
+	EXPECT_EQ(pp.counters(now).tx_pause_storm_error_events, 1u);
+	// Ignored for the next 8 s, honoured again after.
+	pp.receive(pfc_frame(1u << 3, 65535), now + 4000000000ull, 10000);
+	EXPECT_FALSE(pp.paused(3, now + 4000000000ull));
+	pp.receive(pfc_frame(1u << 3, 65535), now + 8000000001ull, 10000);
+	EXPECT_TRUE(pp.paused(3, now + 8000000001ull));
+	// Other priorities were never affected; pauses with breaks longer
+	// than the gap are no storm.
+	PortPause q;
+	for (uint64_t t = 1; t < 20000000000ull; t += 10000000) {
+		q.receive(pfc_frame(1u << 3, 10000), t, 100000);	// 51 us
+		EXPECT_TRUE(q.paused(3, t));
+	}
+	EXPECT_EQ(q.counters(0).tx_pause_storm_error_events, 0u);
+}
