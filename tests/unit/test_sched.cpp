@@ -279,6 +279,25 @@ TEST(Sched, StaleEntriesNeverActOnAReusedSlot)
 	EXPECT_EQ(a.p.frames.size(), 1u);
 }
 
+// A QP whose send window is full did nothing in its turn and leaves the
+// list; the ACKs that open the window bring it back.
+TEST(Sched, WindowBlockedQpLeavesAndAckBringsItBack)
+{
+	Node a{1}, b{2};
+	a.connect(b, 5, 100, 5000);
+	b.connect(a, 5, 5000, 100);
+	constexpr unsigned kMsgs = 64;	// 1024 packets, twice the window
+	write_wqes(a, b, kMsgs, 64 << 10);
+	Clocked::settle(a);
+	vrnic_engine_poll(a.p.eng);
+	EXPECT_EQ(a.p.frames.size(), size_t(Rdma::kWindow));
+	EXPECT_EQ(rdma(a).active_qps(), 0u);
+	Clocked w{a, b};
+	Cqes got;
+	ASSERT_TRUE(w.run([&] { got.drain(a); return got.total == kMsgs; }, false));
+	EXPECT_EQ(a.counters().sent_pkts, kMsgs * 16u);
+}
+
 // 2 MiB of WRITEs through a QP paced at 100 MB/s: the time the transfer
 // takes on the simulated clock gives the rate to within 2% (the bucket
 // starts full, so 16 KiB of it leave at once), and to within 0.5% once
@@ -382,6 +401,11 @@ TEST(Sched, PacedQpDoesNotStallOthers)
 	EXPECT_EQ(a.p.now, 0u);
 	EXPECT_LT(got.per_qp[a1], 1u);
 	ASSERT_NE(a.p.deadline, 0u);
+	// Waiting for its tokens, the paced QP is off the active list: only
+	// its pacing deadline (and ack timer) stand for it.
+	vrnic_engine_poll(a.p.eng);
+	EXPECT_EQ(rdma(a).active_qps(), 0u);
+	EXPECT_GE(rdma(a).timer_entries(), 1u);
 	ASSERT_TRUE(w.run([&] { got.drain(a); return got.per_qp[a1] == kMsgs; }));
 	// 512 KiB at 10 MB/s, less the first burst: about 51 ms.
 	EXPECT_GT(a.p.now, 45'000'000u);
