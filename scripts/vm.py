@@ -146,8 +146,13 @@ class VM:
         ]
         if self.fabric_nics:
             for i, nic in enumerate(self.fabric_nics):
-                cmd += ["-netdev", "stream,id=f%d,server=off,addr.type=unix,"
-                        "addr.path=%s,reconnect-ms=100" % (i, nic.sock)]
+                if nic.listen:
+                    cmd += ["-netdev", "stream,id=f%d,server=on,addr.type="
+                            "unix,addr.path=%s" % (i, nic.sock)]
+                else:
+                    cmd += ["-netdev", "stream,id=f%d,server=off,addr.type="
+                            "unix,addr.path=%s,reconnect-ms=100"
+                            % (i, nic.sock)]
                 if nic.kind == "virtio":
                     cmd += ["-device", "virtio-net-pci,netdev=f%d,mac=%s,"
                             "romfile=" % (i, nic.mac)]
@@ -330,14 +335,19 @@ class Nic:
     """One NIC of a VM on a vrnic-fabric host port: kind is "vrnic" or
     "virtio" (for rdma_rxe), ips its IPv4 addresses (/24).  After
     boot_fabric, netdev is its interface in the guest and rdma its RDMA
-    device (vrnic NICs; a virtio NIC gets one from rxe-up)."""
+    device (vrnic NICs; a virtio NIC gets one from rxe-up).  listen: the
+    NIC's netdev listens on sock (server=on) instead of connecting to a
+    fabric port: a VM that stands in for the switch (the Linux RED
+    switch VM of tests/system/fabric_tests.py), which the other VMs'
+    NICs reach by reconnecting to the fabric's socket paths."""
 
-    def __init__(self, host, kind, ips, sock, mac):
+    def __init__(self, host, kind, ips, sock, mac, listen=False):
         self.host = host
         self.kind = kind
         self.ips = list(ips)
         self.sock = sock
         self.mac = mac
+        self.listen = listen
         self.netdev = None
         self.rdma = None
         self.vm = None
