@@ -36,6 +36,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "tests", "system"))
 import vm as vmlib  # noqa: E402
 import middleware  # noqa: E402
+import bench_fabric  # noqa: E402
 
 TOP = vmlib.TOP
 OUT = os.path.join(TOP, "build", "bench")
@@ -423,15 +424,23 @@ def main():
             mw.stop()
         a.kill()
         b.kill()
+    # The fabric section (scripts/bench_fabric.py): its own VMs through
+    # vrnic-fabric, against this run's direct-wire ib_write_bw 64 KiB.
+    fab = None
+    if bench_fabric.enabled():
+        fab_md, fab = bench_fabric.section(
+            bench.median("ib_write_bw 64 KiB", "vrnic"))
     text, met, total = report(bench, host, time.time() - t0)
+    if fab is not None:
+        text += fab_md
     with open(os.path.join(OUT, "results.md"), "w") as f:
         f.write(text)
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump({"host": host, "samples": {
             "%s|%s" % k: v for k, v in bench.samples.items()},
             "cpu_s_per_gib": {"%s|%s" % k: v for k, v in bench.cpu.items()},
-            "cpu_util": {"%s|%s" % k: v for k, v in bench.util.items()}},
-            f, indent=1)
+            "cpu_util": {"%s|%s" % k: v for k, v in bench.util.items()},
+            "fabric": fab}, f, indent=1)
     plot(bench)
     print("\n" + text)
     log("bench: %d of %d targets met; build/bench/results.md, "
