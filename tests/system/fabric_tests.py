@@ -596,7 +596,7 @@ def incast_dcqcn_test(stage, fab, s1, s2, r):
     label = "%s: a sender's QP paced below line rate mid-run (rdma res " \
         "show qp -dd cc_rate_mbps)" % name
     if not seen:
-        # Seen in two runs of three: the listing ended after the GSI QPs
+        # Seen in two runs of four: the listing ended after the GSI QPs
         # while the transfer ran (the RC QPs' entries missing), so there
         # is nothing to check.
         stage.record(label, "skip", "rdma res show qp -dd listed no RC QP "
