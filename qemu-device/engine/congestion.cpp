@@ -93,9 +93,10 @@ void Rdma::cnp_received(const Packet &p)
 
 void Rdma::cc_sync(Qp &qp)
 {
-	if (qp.cc_gen == cc_.gen)
+	if (qp.cc_gen == cc_.gen && !qp.cc_dirty)
 		return;
 	qp.cc_gen = cc_.gen;
+	qp.cc_dirty = false;
 	const unsigned int prio = qp.attr.traffic_class >> 5;
 	const bool want = cc_.cfg.algo != cc::Algo::None &&
 			  (cc_.rp_enable & (1u << prio)) && !qp.datagram() &&
@@ -107,9 +108,10 @@ void Rdma::cc_sync(Qp &qp)
 		qp.rp.init_none();
 	qp.cc_on = want && qp.cc_on;
 	// ECT(0) on every packet while the algorithm runs; otherwise the
-	// ECN bits the traffic class has (0 for the default class).
-	qp.path.traffic_class = uint8_t((qp.attr.traffic_class & ~3u) |
-					(qp.cc_on ? 2u : qp.attr.traffic_class & 3u));
+	// class's own ECN bits, except CE: only a switch marks congestion.
+	qp.path.traffic_class = qp.cc_on ?
+		uint8_t((qp.attr.traffic_class & ~3u) | 2u) :
+		no_ce(qp.attr.traffic_class);
 	qp.nprobes = 0;
 	cc_apply(qp, plat_.now_ns());
 }
@@ -140,8 +142,10 @@ void Rdma::cc_apply(Qp &qp, uint64_t now)
 	const uint64_t t = qp.cc_on ? qp.rp->next_timer_ns() : cc::kNever;
 	if (t == cc::kNever) {
 		qp.cc_at = 0;		// its heap entry, if any, finds 0
-	} else if (t != qp.cc_at) {
-		qp.cc_at = std::max<uint64_t>(t, 1);
+	} else if (std::max(t, now + 1) != qp.cc_at) {
+		// Never at or before now: timer() would pop it again in the
+		// same call, past the algorithm's own catch-up bound.
+		qp.cc_at = std::max(t, now + 1);
 		set_deadline(qp, kTimerCc, qp.cc_at);
 	}
 }
@@ -153,7 +157,7 @@ void Rdma::cc_sent(Qp &qp, uint32_t psn, bool ackreq, uint32_t bytes)
 	qp.rp->on_bytes_sent(now, bytes);
 	// A probe per packet that asks for an ACK, newer than the newest
 	// one kept and not a retransmission; the oldest give way.
-	if (ackreq && psn_diff(psn, qp.probe_floor) >= 0 &&
+	if (ackreq && (!qp.probe_floor_on || psn_diff(psn, qp.probe_floor) >= 0) &&
 	    (!qp.nprobes || psn_diff(psn, qp.probe_psn[qp.nprobes - 1U]) > 0)) {
 		if (qp.nprobes == Qp::kProbes)
 			drop_probes(qp, 1);
@@ -169,6 +173,10 @@ void Rdma::cc_acked(Qp &qp, uint32_t psn_after, uint32_t acked)
 	const uint64_t now = plat_.now_ns();
 	unsigned int n = 0;
 
+	// Everything sent before the last rewind is acknowledged: its floor
+	// is past (and must not flip sign 2^23 PSNs later).
+	if (qp.probe_floor_on && psn_diff(psn_after, qp.probe_floor) >= 0)
+		qp.probe_floor_on = false;
 	// The newest probe the ACK covers gives the round trip.
 	while (n < qp.nprobes && psn_diff(psn_after, qp.probe_psn[n]) > 0)
 		n++;

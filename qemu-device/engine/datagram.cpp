@@ -54,7 +54,7 @@ bool Rdma::ud_transmit(Qp &qp, const SendWqe &w, uint8_t &status)
 		return false;
 	}
 	std::memcpy(path.dmac.data(), av.dmac, 6);
-	path.traffic_class = av.traffic_class;
+	path.traffic_class = no_ce(av.traffic_class);
 	path.hop_limit = av.hop_limit ? av.hop_limit : 64;
 	path.flow_label = le(av.flow_label) & 0xfffff;
 	path.udp_sport = le(av.udp_sport) ? le(av.udp_sport) :
@@ -102,7 +102,7 @@ void Rdma::ud_send(Qp &qp, unsigned int &budget)
 		SendWqe w;
 		uint8_t status = VRNIC_WC_ST_SUCCESS;
 		const bool read = read_send_wqe(qp, qp.sq_head, w, status);
-		if (read && prio_paused(w.av.traffic_class)) {
+		if (read && prio_paused(w.av.traffic_class, w.av.dmac)) {
 			// PFC: this datagram's priority may not send; it and
 			// those behind it wait (in order) for the pause to end.
 			qp.sq_kick = true;

@@ -245,7 +245,7 @@ size_t Device::receive(std::span<const uint8_t> f)
 		const auto rx = pfc_.receive(f, plat_.now_ns(), cfg_.speed_mbps);
 		plat_.trace(VRNIC_TRACE_MAC_CONTROL, uint64_t(rx), len);
 		if (rx == PortPause::Rx::Pfc || rx == PortPause::Rx::Pause) {
-			if (tx_held_)
+			if (tx_held_ && !pfc_.paused(tx_held_prio_, plat_.now_ns()))
 				release_tx();
 			rdma_.pause_changed();
 		}

@@ -184,7 +184,6 @@ private:
 		if (!quanta) {
 			if (until_[p])
 				end(p, now);
-			storm_since_[p] = 0;	// a real XON: not a storm
 			return;
 		}
 		if (now < ignore_until_[p])

@@ -497,10 +497,12 @@ uint8_t Rdma::destroy_qp(uint32_t qpn)
 
 	if (!qp)
 		return VRNIC_ADMIN_ST_NOT_FOUND;
-	// An acknowledgement still owed to the peer leaves first.
+	// An acknowledgement still owed to the peer leaves first, PFC or
+	// not: the peer saw its completion's CQE already and would retry
+	// into a QP that is gone.
 	if (qp->ack_pending && qp->attr.state >= VRNIC_QPS_RTR &&
 	    qp->attr.state != VRNIC_QPS_ERR)
-		send_ack(*qp, qp->ack_syndrome, qp->ack_psn);
+		send_ack(*qp, qp->ack_syndrome, qp->ack_psn, true);
 	if (qp->type != VRNIC_QPT_XRC_TGT) {
 		if (Cq *cq = find_cq(qp->send_cqn))
 			cq->refs--;
@@ -766,12 +768,12 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 		if (!gids_.source(a.sgid_index, p) || !all_zero(a.rsvd_av) || !all_zero(a.rsvd_smac))
 			return VRNIC_ADMIN_ST_BAD_PARAM;
 		std::memcpy(p.dmac.data(), a.dmac, 6);
-		p.traffic_class = a.traffic_class;
+		p.traffic_class = roce::no_ce(a.traffic_class);
 		p.hop_limit = a.hop_limit ? a.hop_limit : 64;
 		p.flow_label = le(a.flow_label) & 0xfffff;
 		p.udp_sport = le(a.udp_sport) ? le(a.udp_sport) : 0xc000;
 		qp.path = p;
-		qp.cc_gen = ~0u;	// ECT and the algorithm follow the class
+		qp.cc_dirty = true;	// ECT and the algorithm follow the class
 		std::memcpy(qp.attr.dgid, a.dgid, 16);
 		qp.attr.sgid_index = a.sgid_index;
 		std::memcpy(qp.attr.dmac, a.dmac, 6);

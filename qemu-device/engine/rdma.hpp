@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstring>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -244,7 +245,9 @@ struct Qp {
 	std::array<uint64_t, kProbes> probe_ns{};
 	std::array<uint32_t, kProbes> probe_psn{};
 	uint32_t probe_floor = 0;
+	bool probe_floor_on = false;	// a rewind's floor not yet acked past
 	bool cc_on = false;
+	bool cc_dirty = true;		// the address changed: sync again
 	uint8_t nprobes = 0;
 
 	// requester
@@ -542,7 +545,8 @@ private:
 		 std::optional<uint32_t> psn = std::nullopt);
 	void respond(Qp &qp, unsigned int &budget);
 	void poll_qp(Qp &qp, unsigned int &budget);
-	void send_ack(Qp &qp, uint8_t syndrome, uint32_t psn);
+	// force: even on a paused priority (the QP is going away).
+	void send_ack(Qp &qp, uint8_t syndrome, uint32_t psn, bool force = false);
 	void send_read_response(Qp &qp, RdResource &r, unsigned int &budget);
 
 	void xmit(const Qp &qp, const roce::Headers &h,
@@ -567,9 +571,12 @@ private:
 	void arm_timer();
 	// PFC: may this QP's priority (its traffic class >> 5, as the PCP
 	// and DSCP >> 3 it sends with) not send now?
-	[[nodiscard]] bool prio_paused(uint8_t traffic_class)
+	// Frames to this device's own MAC never reach the wire (they loop
+	// back): a pause does not hold them.
+	[[nodiscard]] bool prio_paused(uint8_t traffic_class, const uint8_t *dmac)
 	{
-		return pfc_.any() && pfc_.paused(traffic_class >> 5, plat_.now_ns());
+		return pfc_.any() && std::memcmp(dmac, mac_.data(), 6) != 0 &&
+		       pfc_.paused(traffic_class >> 5, plat_.now_ns());
 	}
 
 	const Platform &plat_;

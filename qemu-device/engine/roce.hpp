@@ -165,6 +165,13 @@ constexpr uint32_t psn_add(uint32_t a, uint32_t n)
 	return (a + n) & kPsnMask;
 }
 
+// A traffic class as sent: ECN CE (both bits) becomes ECT(0), since
+// only a switch marks congestion.
+constexpr uint8_t no_ce(uint8_t traffic_class)
+{
+	return (traffic_class & 3) == 3 ? uint8_t(traffic_class & ~1u) : traffic_class;
+}
+
 bool is_ipv4_mapped(const std::array<uint8_t, 16> &gid);
 // ff00::/8, or IPv4-mapped 224.0.0.0/4.
 bool is_multicast(const std::array<uint8_t, 16> &gid);

@@ -141,11 +141,11 @@ void Rdma::xmit(const Qp &qp, const Headers &h, std::span<const uint8_t> payload
 	xmit_frame(finish(frame_.data(), qp.path, hl, payload.size()));
 }
 
-void Rdma::send_ack(Qp &qp, uint8_t syndrome, uint32_t psn)
+void Rdma::send_ack(Qp &qp, uint8_t syndrome, uint32_t psn, bool force)
 {
 	Headers h;
 
-	if (prio_paused(qp.path.traffic_class) &&
+	if (!force && prio_paused(qp.path.traffic_class, qp.path.dmac.data()) &&
 	    qp.attr.state != VRNIC_QPS_ERR) {
 		// PFC holds the priority: the acknowledgement waits as a
 		// pending one (a later one supersedes it, as coalescing
@@ -768,6 +768,7 @@ void Rdma::rewind(Qp &qp, uint32_t psn)
 		// What is sent again gives no round-trip sample (Karn).
 		qp.nprobes = 0;
 		qp.probe_floor = qp.next_psn;
+		qp.probe_floor_on = true;
 		// A READ resumes at its first missing response (resp_psn).
 		if (!is_rd_atomic(w.opcode))
 			qp.send_off = ((psn - w.psn_first) & kPsnMask) * qp.mtu;
@@ -1752,7 +1753,7 @@ void Rdma::poll_qp(Qp &qp, unsigned int &budget)
 	// ACKs, requests); it stays on the active list (its own activation
 	// in its turn only requeues it) until the pause ends, and the timer
 	// or the XON schedules the poll that finds it there.
-	if (prio_paused(qp.path.traffic_class)) {
+	if (prio_paused(qp.path.traffic_class, qp.path.dmac.data())) {
 		activate(qp);
 		return;
 	}

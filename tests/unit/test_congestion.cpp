@@ -15,10 +15,10 @@ struct Congestion : ::testing::Test {
 	Node a{1}, b{2};
 	Wire wire;
 
-	void connect(uint8_t tclass = 2)	// ECT(0)
+	void connect(uint8_t tclass = 2, uint32_t psn_a = 100)	// ECT(0)
 	{
-		a.connect(b, 5, 100, 5000, 7, 7, 14, tclass);
-		b.connect(a, 5, 5000, 100, 7, 7, 14, tclass);
+		a.connect(b, 5, psn_a, 5000, 7, 7, 14, tclass);
+		b.connect(a, 5, 5000, psn_a, 7, 7, 14, tclass);
 	}
 	// One WRITE packet of a, taken off the wire.
 	std::vector<uint8_t> write_packet(uint64_t wr_id)
@@ -240,10 +240,14 @@ TEST_F(ReactionPoint, TheRpEnableMaskSelectsPriorities)
 	EXPECT_FALSE(qp(a).cc_on);
 }
 
-TEST_F(ReactionPoint, SwiftTakesRoundTripsFromAcks)
+// Round trips from the device's own send and ACK times, whatever the
+// initial PSN (one at or above 2^23 once had every probe refused).
+struct SwiftRtt : ReactionPoint, ::testing::WithParamInterface<uint32_t> {};
+
+TEST_P(SwiftRtt, SwiftTakesRoundTripsFromAcks)
 {
 	algo(a, Algo::Swift);
-	connect(0);
+	connect(0, GetParam());
 	for (uint64_t i = 0; i < 4; i++) {
 		auto w = send_wqe(i, VRNIC_WR_RDMA_WRITE, Node::kIova + 0x200000,
 				  b.mr);
@@ -253,8 +257,20 @@ TEST_F(ReactionPoint, SwiftTakesRoundTripsFromAcks)
 	const auto sc = wire.completions(a, b, a, 4);
 	ASSERT_EQ(sc.size(), 4u);
 	EXPECT_TRUE(qp(a).cc_on);
+	const auto &swift = static_cast<const vrnic::cc::Swift &>(*qp(a).rp);
+	EXPECT_GT(swift.srtt_ns(), 0u) << "no round-trip sample";
 	EXPECT_GT(qp(a).cc_window, 0u) << "Swift gave no window";
 	EXPECT_EQ(qp(a).pacer.rate(), 0u) << "a window, not a rate, at this cwnd";
+}
+
+INSTANTIATE_TEST_SUITE_P(Psn, SwiftRtt,
+			 ::testing::Values(100u, 0x7fffffu, 0x900000u, 0xfffff0u));
+
+TEST_F(ReactionPoint, AnApplicationCannotSendCe)
+{
+	connect(107);	// DSCP 26 with CE
+	auto f = write_packet(1);
+	EXPECT_EQ(f[15], 106) << "CE from the application went out";
 }
 
 } // namespace

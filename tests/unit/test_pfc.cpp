@@ -389,4 +389,12 @@ TEST(PortPause, AStormIsCutOffAfterEightSeconds)
 		EXPECT_TRUE(q.paused(3, t));
 	}
 	EXPECT_EQ(q.counters(0).tx_pause_storm_error_events, 0u);
+	// An XON right before each refresh is no break: still a storm.
+	PortPause x;
+	uint64_t t = 1;
+	for (; t < 8100000000ull; t += 1000000) {
+		x.receive(pfc_frame(1u << 3, 0), t, 10000);
+		x.receive(pfc_frame(1u << 3, 65535), t, 10000);
+	}
+	EXPECT_EQ(x.counters(t).tx_pause_storm_error_events, 1u);
 }
