@@ -595,9 +595,9 @@ def incast_dcqcn_test(stage, fab, s1, s2, r):
     # took from each sender in the intervals where both were sending.
     both = [0, 0]
     for a, b in zip(snaps, snaps[1:]):
-        d = [y - x for x, y in zip(a, b)]
-        if min(d) > 65536:
-            both = [x + y for x, y in zip(both, d)]
+        step_bytes = [y - x for x, y in zip(a, b)]
+        if min(step_bytes) > 65536:
+            both = [x + y for x, y in zip(both, step_bytes)]
     j = jain(both)
     stage.record("%s: fair share (Jain >= 0.8 over the bytes each sender "
                  "sent while both were sending)" % name,
