@@ -72,9 +72,7 @@ void Rdma::cnp_received(const Packet &p)
 
 	// Only the peer a connected QP sends to may slow it down.
 	if (!qp || qp->datagram() || qp->attr.state < VRNIC_QPS_RTR ||
-	    std::memcmp(p.path.sgid.data(), qp->path.dgid.data(), 16) != 0 ||
-	    std::memcmp(p.path.dgid.data(), qp->path.sgid.data(), 16) != 0 ||
-	    p.path.vlan != qp->path.vlan) {
+	    !from_peer(*qp, p.path) || p.path.vlan != qp->path.vlan) {
 		cnt_.rp_cnp_ignored++;
 		return;
 	}

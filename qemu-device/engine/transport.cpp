@@ -1705,8 +1705,7 @@ void Rdma::receive(std::span<const uint8_t> frame)
 		return;
 	}
 	// Connected: only the peer named in the QP's address vector.
-	if (std::memcmp(p.path.sgid.data(), qp->path.dgid.data(), 16) != 0 ||
-	    std::memcmp(p.path.dgid.data(), qp->path.sgid.data(), 16) != 0) {
+	if (!from_peer(*qp, p.path)) {
 		cnt_.bad_qp++;
 		return;
 	}

@@ -398,3 +398,42 @@ TEST(PortPause, AStormIsCutOffAfterEightSeconds)
 	}
 	EXPECT_EQ(x.counters(t).tx_pause_storm_error_events, 1u);
 }
+
+// Review #4: a QP connected to a QP of the same device sends to its own
+// MAC; those frames loop back and never reach the wire, so a pause of
+// the wire does not hold them.
+TEST(PfcLoopback, FramesToTheDevicesOwnMacAreNotHeld)
+{
+	Node a{1};
+	Wire wire;
+	a.connect(a, 5, 100, 100);	// to itself: its own MAC and GID
+	receive(a.p, pfc_frame(0xff, 65535));
+	std::memset(a.data(0), 0x3c, 4096);
+	a.post_send(send_wqe(1, VRNIC_WR_RDMA_WRITE, Node::kIova + 0x200000, a.mr),
+		    {a.sge(0, 4096)});
+	run_alone(a);
+	vrnic_cqe cqe;
+	ASSERT_TRUE(a.poll_cq(cqe)) << "a loopback WRITE waited for the wire's pause";
+	EXPECT_EQ(cqe.status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(std::memcmp(a.data(0x200000), a.data(0), 4096), 0);
+	EXPECT_EQ(roce_frames(a.p), 0u);
+}
+
+// Review #5: the responder completed the message (its CQE is visible)
+// while PFC held its ACK; when the QP is destroyed the ACK still leaves,
+// or the requester would retry into a QP that is gone.
+TEST_F(PfcPair, AnAckOwedAtDestroyLeavesDespiteThePause)
+{
+	connect(106);
+	write(1, 4096);
+	run_alone(a);
+	receive(b.p, pfc_frame(1u << 3, 65535));
+	wire.deliver(a, b);
+	run_alone(b);
+	ASSERT_EQ(roce_frames(b.p), 0u);
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_DESTROY_QP;
+	c.destroy.id = b.qp;
+	ASSERT_EQ(b.p.admin(c).status, VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(roce_frames(b.p), 1u) << "the owed ACK was dropped";
+}
