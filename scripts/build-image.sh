@@ -53,7 +53,7 @@ if [ ! -e "$ksrc/lib/modules/$kver/modules.dep" ]; then
 fi
 mods=(ib_uverbs rdma_ucm ib_umad rdma_cm ib_cm iw_cm rdma_rxe virtio_net
       nvme_rdma nvmet_rdma nvme_fabrics nvmet null_blk configfs
-      crc32_generic sch_netem 8021q)
+      crc32_generic sch_netem 8021q bridge sch_tbf sch_red)
 mkdir -p "$ov/lib/modules/$kver/extra"
 for m in "${mods[@]}"; do
 	modprobe -d "$ksrc" -S "$kver" --show-depends "$m" 2>/dev/null |
