@@ -70,8 +70,11 @@ void Rdma::cnp_received(const Packet &p)
 {
 	Qp *qp = find_qp(p.h.dqpn);
 
-	// Only the peer a connected QP sends to may slow it down.
-	if (!qp || qp->datagram() || qp->attr.state < VRNIC_QPS_RTR ||
+	// Only the peer a connected QP sends to may slow it down, and only
+	// while the QP sends (RTS, or SQD draining what is in flight).
+	if (!qp || qp->datagram() ||
+	    (qp->attr.state != VRNIC_QPS_RTS &&
+	     qp->attr.state != VRNIC_QPS_SQD) ||
 	    !from_peer(*qp, p.path) || p.path.vlan != qp->path.vlan) {
 		cnt_.rp_cnp_ignored++;
 		return;

@@ -228,6 +228,27 @@ TEST_F(ReactionPoint, WithCcOffCnpsAreIgnoredAndPacketsKeepTheirClass)
 	EXPECT_EQ(qp(a).pacer.rate(), 0u);
 }
 
+// Review: a CNP for a QP that no longer sends (SQE, ERR) or does not
+// send yet (RTR) cuts nothing; only RTS and SQD (which drains what is
+// in flight) take one.
+TEST_F(ReactionPoint, ACnpForAQpThatCannotSendIsIgnored)
+{
+	algo(a, Algo::Dcqcn);
+	connect(0);
+	auto f = write_packet(1);
+	mark_ce(f);
+	deliver(b, f);
+	auto c = cnps(b);
+	ASSERT_EQ(c.size(), 1u);
+	vrnic_qp_attr at{};
+	at.state = VRNIC_QPS_ERR;
+	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK);
+	deliver(a, c[0]);
+	EXPECT_EQ(a.counters().rp_cnp_handled, 0u);
+	EXPECT_EQ(a.counters().rp_cnp_ignored, 1u);
+	EXPECT_EQ(qp(a).pacer.rate(), 0u);
+}
+
 TEST_F(ReactionPoint, TheRpEnableMaskSelectsPriorities)
 {
 	algo(a, Algo::Dcqcn);
