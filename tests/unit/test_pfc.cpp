@@ -471,3 +471,41 @@ TEST_F(PfcPair, FramesQueuedBeforeAPauseWaitForItsEnd)
 	ASSERT_EQ(sc.size(), 1u);
 	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
 }
+
+// The port sends no faster than its speed: at 1 Gb/s (125 bytes/us) and
+// a frozen clock, a 1 MiB WRITE leaves only the burst (200 us of line
+// rate, 25,000 bytes: six 4 KiB frames), the timer comes back when a
+// quarter of it has accrued, and the rest follows as time passes.
+TEST(PortRate, FramesLeaveAtThePortSpeed)
+{
+	Node a{1, false, Node::kCqLog, VRNIC_QPT_RC, 0, 1000};
+	Node b{2};
+	Wire wire;
+	a.connect(b, 5, 100, 5000, 7, 7, 14, 0);
+	b.connect(a, 5, 5000, 100, 7, 7, 14, 0);
+	a.p.now = 1000000;
+	std::memset(a.data(0), 0x5a, 1 << 20);
+	a.post_send(send_wqe(1, VRNIC_WR_RDMA_WRITE, Node::kIova + 0x200000, b.mr),
+		    {a.sge(0, 1 << 20)});
+	run_alone(a);
+	const size_t burst = roce_frames(a.p);
+	EXPECT_GE(burst, 5u);
+	EXPECT_LE(burst, 7u) << "more than the port's burst left at once";
+	ASSERT_GT(a.p.deadline, a.p.now) << "no timer for the port's credit";
+	EXPECT_LE(a.p.deadline - a.p.now, 60000u);
+	// 1 MiB at 125 bytes/us is about 8.5 ms with headers: step the clock
+	// to each deadline until everything has left.
+	for (int i = 0; i < 1000 && roce_frames(a.p) < 256; i++) {
+		a.p.now = std::max(a.p.now + 1, a.p.deadline);
+		a.p.deadline = 0;
+		vrnic_engine_timer(a.p.eng);
+		run_alone(a);
+	}
+	EXPECT_EQ(roce_frames(a.p), 256u);
+	const uint64_t took = a.p.now - 1000000;
+	EXPECT_GT(took, 8000000u) << "faster than 1 Gb/s";
+	EXPECT_LT(took, 9500000u) << "much slower than 1 Gb/s";
+	const auto sc = wire.completions(a, b, a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+}
