@@ -82,8 +82,6 @@ void Device::reset()
 		tx_blocked_ = false;
 	}
 	out_held_ = false;
-	port_credit_ = 0;
-	port_t_ = 0;
 	for (auto &eq : eqs_)
 		eq.disable();
 	tx_.fill(EthRing());
@@ -223,10 +221,6 @@ void Device::drain()
 					plat_.now_ns());
 		if (out_held_)
 			return;
-		if (!port_take(out_.frames.front().size())) {
-			out_held_ = true;	// the timer comes back with credit
-			return;
-		}
 		if (sent++ == kDrainFrames) {
 			plat_.schedule();	// the next poll() hands over more
 			return;
@@ -240,44 +234,6 @@ void Device::drain()
 			out_.frames.pop();
 		drop_after_send_ = 0;
 	}
-}
-
-// The port's token bucket: true (and the credit taken) if a frame of len
-// bytes may leave now.  Credit accrues at the port speed up to
-// kPortBurstNs of it (at least two largest frames); refilled only when
-// short, so a fast port costs one clock read per burst, not per frame.
-bool Device::port_take(size_t len)
-{
-	if (port_credit_ >= len) {
-		port_credit_ -= len;
-		return true;
-	}
-	const uint64_t Bps = std::max<uint64_t>(cfg_.speed_mbps, 1) * 125000;
-	const uint64_t cap = std::max<uint64_t>(
-		Bps / 1000 * kPortBurstNs / 1000000,
-		2 * (uint64_t(VRNIC_ETH_MAX_FRAME) + 8));
-	const uint64_t now = plat_.now_ns();
-	if (port_t_ == 0 || now < port_t_) {
-		port_credit_ = cap;	// first frame, or the clock went back
-	} else {
-		// Past kPortBurstNs the bucket is full anyway; this bound
-		// keeps the product in range at any speed-mbps.
-		const uint64_t dt = std::min<uint64_t>(now - port_t_,
-						       2 * kPortBurstNs);
-		port_credit_ = std::min(cap, port_credit_ +
-						     Bps / 1000 * dt / 1000000);
-	}
-	port_t_ = now;
-	if (port_credit_ >= len) {
-		port_credit_ -= len;
-		rdma_.port_wait(0);
-		return true;
-	}
-	// Come back when a quarter of the burst has accrued (at least this
-	// frame): one timer per batch of frames, not one per frame.
-	const uint64_t want = std::max<uint64_t>(len, cap / 4) - port_credit_;
-	rdma_.port_wait(now + (want * 1000000000 + Bps - 1) / Bps);
-	return false;
 }
 
 void Device::internal_error() noexcept

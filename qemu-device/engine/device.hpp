@@ -198,15 +198,6 @@ private:
 	// frames behind it wait (the port's TX FIFO), and the transport
 	// makes no more, until the pause ends (timer) or an XON arrives.
 	bool out_held_ = false;
-	// The port's transmitter: frames leave at no more than speed-mbps,
-	// with a burst of kPortBurstNs of line rate (a token bucket, bytes).
-	// Without it a poll round (up to 256 frames, a MiB) reached the wire
-	// at memory speed, far above the port's rate, before any PFC frame
-	// or CNP could be read.
-	static constexpr uint64_t kPortBurstNs = 200000;
-	uint64_t port_credit_ = 0;
-	uint64_t port_t_ = 0;
-	bool port_take(size_t len);
 	bool reset_pending_ = false;
 	bool timer_pending_ = false;
 	std::optional<bool> link_pending_;

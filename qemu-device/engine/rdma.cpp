@@ -86,7 +86,6 @@ void Rdma::reset()
 	mcast_q_.clear();
 	mcast_pos_ = 0;
 	mcast_started_ = false;
-	port_wake_ = 0;
 	cnt_ = RdmaCounters();
 }
 

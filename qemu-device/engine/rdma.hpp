@@ -379,9 +379,6 @@ public:
 	// A PFC or PAUSE frame changed what may be sent: resume what waited
 	// and arm the timer for the next pause to end.
 	void pause_changed();
-	// The port's transmitter has no credit until `at` (ns): the timer
-	// comes back then, and the exit path sends again.  0: no wait.
-	void port_wait(uint64_t at);
 	// A user context went away: its objects must be gone already.
 	[[nodiscard]] bool uctx_in_use(uint32_t uctx) const;
 
@@ -599,7 +596,6 @@ private:
 	const std::array<uint8_t, 6> &mac_;
 	const uint32_t &port_mtu_;	// L3 MTU of the port
 	PortPause &pfc_;		// Device's: the port's MAC control
-	uint64_t port_wake_ = 0;	// see port_wait()
 	std::vector<Pd> pds_;
 	std::vector<Cq> cqs_;
 	std::vector<Qp> qps_;

@@ -678,8 +678,6 @@ void Rdma::arm_timer()
 {
 	uint64_t next = pfc_.next_expiry();	// a PFC pause ends
 
-	if (port_wake_ && (!next || port_wake_ < next))
-		next = port_wake_;		// the port has credit again
 	if (!timers_.empty() && (!next || timers_.top().at < next))
 		next = timers_.top().at;
 	if (next)
@@ -1015,14 +1013,6 @@ void Rdma::pause_changed()
 	arm_timer();
 }
 
-void Rdma::port_wait(uint64_t at)
-{
-	if (port_wake_ == at)
-		return;
-	port_wake_ = at;
-	arm_timer();
-}
-
 // The entries that are due, and nothing else: a deadline that was
 // cleared or pushed later since its entry was made is found so here, and
 // put back at its new time.
@@ -1034,11 +1024,6 @@ void Rdma::timer()
 	// (poll_qp() keeps them there), and poll() visits them.
 	if (pfc_.expire(now))
 		plat_.schedule();
-	// The port has credit again: poll() (and the exit path) send on.
-	if (port_wake_ && now >= port_wake_) {
-		port_wake_ = 0;
-		plat_.schedule();
-	}
 	sched_cnt_.timer_calls++;
 	while (!timers_.empty() && timers_.top().at <= now) {
 		const TimerHeap::Entry e = timers_.pop();

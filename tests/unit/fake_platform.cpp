@@ -55,7 +55,7 @@ const vrnic_platform_ops kOps = {
 } // namespace
 
 FakePlatform::FakePlatform(uint8_t mac_last, uint64_t mem_size,
-			   uint64_t host_mem_budget, uint32_t speed_mbps)
+			   uint64_t host_mem_budget)
 	: mem(mem_size)
 {
 	const vrnic_engine_config cfg = {
@@ -63,7 +63,7 @@ FakePlatform::FakePlatform(uint8_t mac_last, uint64_t mem_size,
 		.num_msix = VRNIC_NUM_MSIX,
 		.link_up = true,
 		.host_mem_budget = host_mem_budget,
-		.speed_mbps = speed_mbps,
+		.speed_mbps = 0,
 	};
 	eng = vrnic_engine_new(&cfg, &kOps, this);
 	if (!eng)

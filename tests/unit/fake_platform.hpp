@@ -17,10 +17,8 @@ struct FakePlatform {
 	static constexpr uint64_t kMemSize = 4 << 20;	// default window
 
 	// host_mem_budget: the engine's, 0 for its default.
-	// speed_mbps: the port's (QEMU's speed-mbps), 0 for its default.
 	explicit FakePlatform(uint8_t mac_last = 0x56, uint64_t mem_size = kMemSize,
-			      uint64_t host_mem_budget = 0,
-			      uint32_t speed_mbps = 0);
+			      uint64_t host_mem_budget = 0);
 	~FakePlatform();
 	FakePlatform(const FakePlatform &) = delete;
 	FakePlatform &operator=(const FakePlatform &) = delete;

@@ -7,8 +7,8 @@
 #include <string>
 
 Node::Node(uint8_t node_id, bool paged_rings, unsigned cq_log_depth,
-	   uint8_t type, uint64_t host_mem_budget, uint32_t speed_mbps)
-	: p(node_id, 40 << 20, host_mem_budget, speed_mbps), id(node_id), paged(paged_rings),
+	   uint8_t type, uint64_t host_mem_budget)
+	: p(node_id, 40 << 20, host_mem_budget), id(node_id), paged(paged_rings),
 	  cq_log(cq_log_depth), qp_type(type)
 {
 	p.enable();

@@ -33,8 +33,7 @@ struct Node {
 	static constexpr unsigned kSqShift = 9, kRqShift = 8;
 
 	explicit Node(uint8_t id, bool paged = false, unsigned cq_log = kCqLog,
-		      uint8_t qp_type = VRNIC_QPT_RC, uint64_t host_mem_budget = 0,
-		      uint32_t speed_mbps = 0);
+		      uint8_t qp_type = VRNIC_QPT_RC, uint64_t host_mem_budget = 0);
 	// Where offset off of a ring lives (paged rings use reversed pages).
 	uint64_t ring_addr(uint64_t base, uint64_t off, uint64_t bytes) const;
 
