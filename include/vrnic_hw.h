@@ -28,8 +28,13 @@
 
 /* ---------------------------------------------------------------- PCI --- */
 
-#define VRNIC_PCI_VENDOR_ID		0x1234	/* QEMU's test/emulation vendor */
-#define VRNIC_PCI_DEVICE_ID		0x5652	/* "VR" */
+/*
+ * 1af4:10f0, from the range QEMU's docs/specs/pci-ids.rst leaves for
+ * experimental devices (1af4:10f0-10ff, no registration).  Not a permanent
+ * ID: see "PCI configuration" in Documentation/vrnic-spec.rst.
+ */
+#define VRNIC_PCI_VENDOR_ID		0x1af4	/* Red Hat (Qumranet) */
+#define VRNIC_PCI_DEVICE_ID		0x10f0
 #define VRNIC_PCI_REVISION		0x01
 #define VRNIC_PCI_CLASS			0x0200	/* Ethernet controller */
 

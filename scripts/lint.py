@@ -63,9 +63,120 @@ def kbuild(stage, name, flags):
                  "%d findings" % len(bad) if bad else "")
 
 
+# Where each Kconfig file goes in the kernel tree decides what holds around
+# it: drivers/net/ethernet/Kconfig sources its drivers inside "if ETHERNET"
+# (which depends on NET, under NETDEVICES), drivers/infiniband/Kconfig its
+# hardware drivers inside "if INFINIBAND".
+KCONFIG_CONTEXT = {
+    "kernel/core/Kconfig": "NET && NETDEVICES && ETHERNET",
+    "kernel/ib/Kconfig": "INFINIBAND",
+}
+
+
+def kconfig_expr(expr, val):
+    """Value (0 n, 1 m, 2 y) of a Kconfig dependency expression: symbols,
+    !, &&, ||, parentheses, SYM=y|m|n and SYM!=..."""
+    toks = re.findall(r"\|\||&&|!=|[!()=]|[A-Za-z0-9_]+", expr)
+    pos = [0]
+
+    def peek():
+        return toks[pos[0]] if pos[0] < len(toks) else None
+
+    def take():
+        pos[0] += 1
+        return toks[pos[0] - 1]
+
+    def atom():
+        t = take()
+        if t == "!":
+            return 2 - atom()
+        if t == "(":
+            v = disj()
+            take()
+            return v
+        v = {"y": 2, "m": 1, "n": 0}.get(t, val(t))
+        if peek() in ("=", "!="):
+            op, rhs = take(), take()
+            r = {"y": 2, "m": 1, "n": 0}.get(rhs, val(rhs))
+            return 2 if (v == r) == (op == "=") else 0
+        return v
+
+    def conj():
+        v = atom()
+        while peek() == "&&":
+            take()
+            v = min(v, atom())
+        return v
+
+    def disj():
+        v = conj()
+        while peek() == "||":
+            take()
+            v = max(v, conj())
+        return v
+
+    return disj()
+
+
+def kconfig(stage):
+    """The Kconfig files say what an in-tree build of the modules needs;
+    the out-of-tree build (Kbuild) enforces none of it.  Check that each
+    symbol's dependencies hold, and what it selects is set, in the config
+    of the kernel the modules are built for: a misspelt symbol, or a
+    kernel the Kconfig would refuse, shows up here.  (A dependency the
+    Kconfig lacks does not; an in-tree build is what finds that.)"""
+    conf = {}
+    with open(os.path.join(KDIR, ".config")) as f:
+        for line in f:
+            m = re.match(r"CONFIG_([A-Za-z0-9_]+)=(.*)", line)
+            if m:
+                conf[m.group(1)] = {"y": 2, "m": 1}.get(m.group(2), 2)
+    ours = {}
+    for path in KCONFIG_CONTEXT:
+        with open(os.path.join(TOP, path)) as f:
+            for m in re.finditer(r"^config\s+(\w+)", f.read(), re.M):
+                ours[m.group(1)] = path
+
+    def val(sym):
+        return 1 if sym in ours else conf.get(sym, 0)
+
+    bad = []
+    for path, context in KCONFIG_CONTEXT.items():
+        sym = None
+        with open(os.path.join(TOP, path)) as f:
+            lines = f.read().splitlines()
+        deps = {}
+        for line in lines:
+            m = re.match(r"config\s+(\w+)", line)
+            if m:
+                sym = m.group(1)
+                deps[sym] = [context]
+                continue
+            m = re.match(r"\s+depends on\s+(.*)", line)
+            if m and sym:
+                deps[sym].append(m.group(1))
+            m = re.match(r"\s+select\s+(\w+)", line)
+            if m and sym and not conf.get(m.group(1)):
+                bad.append("%s: %s selects %s, not set in %s/.config"
+                           % (path, sym, m.group(1), KDIR))
+        for sym, exprs in deps.items():
+            for e in exprs:
+                if not kconfig_expr(e, val):
+                    bad.append("%s: %s: \"%s\" does not hold for %s"
+                               % (path, sym, e, KVER))
+    if not deps:
+        bad.append("no config symbols found")
+    if bad:
+        show("\n".join(bad))
+    stage.record("Kconfig dependencies hold for the build kernel",
+                 "fail" if bad else "pass",
+                 "%d findings" % len(bad) if bad else "")
+
+
 def main():
     stage = Stage("lint")
     kfiles = sorted(glob.glob(os.path.join(TOP, "kernel/*/*.[ch]")))
+    kfiles += sorted(glob.glob(os.path.join(TOP, "kernel/*/Kconfig")))
     ufiles = sorted(glob.glob(os.path.join(TOP, "userspace/*.[ch]")))
     checkpatch(stage, "checkpatch --strict kernel/", kfiles)
     # rdma-core conventions differ from the kernel's in two checked ways:
@@ -73,6 +184,7 @@ def main():
     # positive errno values (ibv_post_send(3)).
     checkpatch(stage, "checkpatch --strict userspace/", ufiles,
                ["--ignore", "PREFER_KERNEL_TYPES,USE_NEGATIVE_ERRNO"])
+    kconfig(stage)
     kbuild(stage, "kernel module W=1", ["W=1"])
     kbuild(stage, "kernel module sparse C=2", ["C=2"])
 

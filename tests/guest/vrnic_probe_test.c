@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 
+#include "vrnic_hw.h"
 #include "vrnic_test_util.h"
 
 static void test_self_test_in_dmesg(void)
@@ -18,6 +19,35 @@ static void test_self_test_in_dmesg(void)
 	ksft_test_result(log && strstr(log, "self-test passed: scratch"),
 			 "pci self-test passed (dmesg)\n");
 	free(log);
+}
+
+/*
+ * The function with the PCI ID of include/vrnic_hw.h (what lspci -n -d
+ * shows) is there once, with the spec's class and revision, and vrnic
+ * holds it (virtio_pci, which matches every 1af4 device, let it go).
+ */
+static void test_pci_identity(void)
+{
+	unsigned int class = 0, rev = 0;
+	char *out = NULL, drv[64] = "";
+	int rc, n = 0;
+
+	rc = vt_run(&out, 1,
+		    "for d in /sys/bus/pci/devices/*; do "
+		    "[ \"$(cat $d/vendor) $(cat $d/device)\" = "
+		    "\"0x%04x 0x%04x\" ] || continue; "
+		    "echo $(cat $d/class) $(cat $d/revision) "
+		    "$(basename \"$(readlink $d/driver)\"); done",
+		    VRNIC_PCI_VENDOR_ID, VRNIC_PCI_DEVICE_ID);
+	/* Exactly one such function: one line of output. */
+	if (rc == 0 && *out && strchr(out, '\n') == out + strlen(out) - 1)
+		n = sscanf(out, "%x %x %63s", &class, &rev, drv);
+	ksft_test_result(n == 3 && class == VRNIC_PCI_CLASS << 8 &&
+			 rev == VRNIC_PCI_REVISION && !strcmp(drv, "vrnic"),
+			 "PCI function %04x:%04x, class %06x, revision %02x, driver vrnic\n",
+			 VRNIC_PCI_VENDOR_ID, VRNIC_PCI_DEVICE_ID,
+			 VRNIC_PCI_CLASS << 8, VRNIC_PCI_REVISION);
+	free(out);
 }
 
 static void test_rdma_link(void)
@@ -84,11 +114,12 @@ static void test_ibv_devinfo(void)
 static void test_verbs_context(void)
 {
 	struct ibv_device **list, *dev = NULL;
+	struct ibv_device_attr dattr;
 	struct ibv_port_attr pattr;
 	struct ibv_context *ctx;
+	int i, n, ok, id_ok = 0;
 	char *maps;
 	struct ibv_pd *pd;
-	int i, n, ok;
 
 	list = ibv_get_device_list(&n);
 	for (i = 0; list && i < n; i++)
@@ -97,6 +128,7 @@ static void test_verbs_context(void)
 	if (!dev) {
 		ksft_test_result_fail("libibverbs lists vrnic0\n");
 		ksft_test_result_skip("user context maps its doorbell page: no device\n");
+		ksft_test_result_skip("ibv_query_device: vendor and part ID: no device\n");
 		if (list)
 			ibv_free_device_list(list);
 		return;
@@ -117,9 +149,15 @@ static void test_verbs_context(void)
 		free(maps);
 		if (pd)
 			ibv_dealloc_pd(pd);
+		/* The PCI ID, as the driver reports it through ib_core. */
+		id_ok = !ibv_query_device(ctx, &dattr) &&
+			dattr.vendor_id == VRNIC_PCI_VENDOR_ID &&
+			dattr.vendor_part_id == VRNIC_PCI_DEVICE_ID;
 		ibv_close_device(ctx);
 	}
 	ksft_test_result(ok, "user context maps its doorbell page, PD, port ACTIVE\n");
+	ksft_test_result(id_ok, "ibv_query_device: vendor_id 0x%x, vendor_part_id 0x%x\n",
+			 VRNIC_PCI_VENDOR_ID, VRNIC_PCI_DEVICE_ID);
 	ibv_free_device_list(list);
 }
 
@@ -139,8 +177,9 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		ksft_exit_fail_msg("usage: %s <vrnic ipv4 address>\n", argv[0]);
 	ksft_print_header();
-	ksft_set_plan(7);
+	ksft_set_plan(9);
 	test_self_test_in_dmesg();
+	test_pci_identity();
 	test_rdma_link();
 	test_gid_table(argv[1]);
 	test_ibv_devinfo();

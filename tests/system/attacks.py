@@ -606,11 +606,25 @@ def uaf_check(stage, a):
     record_alive(stage, prefix, a)
 
 
+def hw_header():
+    top = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    with open(os.path.join(top, "include", "vrnic_hw.h")) as f:
+        return f.read()
+
+
+def pci_id(name):
+    """VRNIC_PCI_<name> from include/vrnic_hw.h, as sysfs prints it."""
+    m = re.search(r"^#define\s+VRNIC_PCI_%s\s+(0x[0-9a-fA-F]+)" % name,
+                  hw_header(), re.M)
+    return "0x%04x" % int(m.group(1), 16)
+
+
 def pci_bdf(vm):
     return vm.check("for d in /sys/bus/pci/devices/*; do "
-                    "[ \"$(cat $d/vendor)\" = 0x1234 ] && "
-                    "[ \"$(cat $d/device)\" = 0x5652 ] && basename $d; "
-                    "done; true").strip().splitlines()[0]
+                    "[ \"$(cat $d/vendor)\" = %s ] && "
+                    "[ \"$(cat $d/device)\" = %s ] && basename $d; "
+                    "done; true" % (pci_id("VENDOR_ID"), pci_id("DEVICE_ID"))
+                    ).strip().splitlines()[0]
 
 
 def mr_pages_check(stage, a):
@@ -669,9 +683,7 @@ def mr_pages_check(stage, a):
 
 def sgid_landed():
     """True once include/vrnic_hw.h has the sgid-index address vector."""
-    top = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-    with open(os.path.join(top, "include", "vrnic_hw.h")) as f:
-        return "sgid_index" in f.read()
+    return "sgid_index" in hw_header()
 
 
 def sgid_check(stage, a, b):

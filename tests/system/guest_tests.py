@@ -292,7 +292,7 @@ def capture_test(stage, a, b):
     """A known workload captured on a's wire by QEMU's filter-dump (added
     and removed over QMP around it), then judged from outside the project:
     tshark decodes it and pcap_check.py recomputes every ICRC."""
-    path = os.path.join(vmlib.BUILD, "vm", "capture.pcap")
+    path = os.path.join(vmlib.VM_DIR, "capture.pcap")
     if os.path.exists(path):
         os.unlink(path)
     try:
