@@ -81,7 +81,6 @@ void Device::reset()
 		// vrnic_frame_sent() to send again.
 		tx_blocked_ = false;
 	}
-	out_held_ = false;
 	for (auto &eq : eqs_)
 		eq.disable();
 	tx_.fill(EthRing());
@@ -211,16 +210,6 @@ void Device::drain()
 		}
 		if (out_.frames.empty() || tx_blocked_)
 			return;	// tx_resume() drains again
-		// PFC reaches the frames already queued: a paused priority's
-		// frame is not handed to the network.  Without this, what the
-		// transport queued before the pause arrived (up to a round, a
-		// MiB) still left, past the switch's headroom.  The pause's
-		// end (timer) or an XON enters the engine, whose exit drains.
-		out_held_ = pfc_.any() &&
-			    pfc_.paused(frame_prio(out_.frames.front()),
-					plat_.now_ns());
-		if (out_held_)
-			return;
 		if (sent++ == kDrainFrames) {
 			plat_.schedule();	// the next poll() hands over more
 			return;
@@ -580,13 +569,12 @@ void Device::poll()
 	// makes no more: a deeper local queue would only add delay (and
 	// retry timeouts behind it), not throughput.
 	const bool full = out_.frames.room() < kRdmaRoom ||
-			  ((tx_blocked_ || out_held_) && !out_.frames.empty());
+			  (tx_blocked_ && !out_.frames.empty());
 	const bool rdma_more = full || rdma_.poll();
 	// Bounded work: come back later.  With the network full and the
 	// outbox waiting, only tx_resume() can make room: it schedules then.
 	if (admin_pending_ ||
-	    ((tx_pending_ || rdma_more) &&
-	     !((tx_blocked_ || out_held_) && full)))
+	    ((tx_pending_ || rdma_more) && !(tx_blocked_ && full)))
 		plat_.schedule();
 }
 

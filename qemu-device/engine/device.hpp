@@ -194,10 +194,6 @@ private:
 	// The network said it is full: frames wait in the outbox until
 	// vrnic_engine_tx_resume() (never dropped for want of room).
 	bool tx_blocked_ = false;
-	// PFC pauses the priority of the outbox's oldest frame: it and the
-	// frames behind it wait (the port's TX FIFO), and the transport
-	// makes no more, until the pause ends (timer) or an XON arrives.
-	bool out_held_ = false;
 	bool reset_pending_ = false;
 	bool timer_pending_ = false;
 	std::optional<bool> link_pending_;
