@@ -86,6 +86,9 @@ def kconfig_expr(expr, val):
         pos[0] += 1
         return toks[pos[0] - 1]
 
+    def tristate(t):
+        return {"y": 2, "m": 1, "n": 0}.get(t, val(t)) if t else 0
+
     def atom():
         t = take()
         if t == "!":
@@ -94,10 +97,10 @@ def kconfig_expr(expr, val):
             v = disj()
             take()
             return v
-        v = {"y": 2, "m": 1, "n": 0}.get(t, val(t))
+        v = tristate(t)
         if peek() in ("=", "!="):
             op, rhs = take(), take()
-            r = {"y": 2, "m": 1, "n": 0}.get(rhs, val(rhs))
+            r = tristate(rhs)
             return 2 if (v == r) == (op == "=") else 0
         return v
 

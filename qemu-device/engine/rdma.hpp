@@ -494,8 +494,6 @@ private:
 	void ud_send(Qp &qp, unsigned int &budget);
 	bool ud_transmit(Qp &qp, const SendWqe &w, uint8_t &status);
 	void ud_receive(Qp &qp, const roce::Packet &p);
-	// Congestion control (congestion.cpp): a CE-marked packet for a
-	// connected QP, and a CNP from the wire.
 	// Did a packet come from the peer a connected QP's address vector
 	// names (its GIDs swapped)?  The VLAN is the caller's to check.
 	[[nodiscard]] static bool from_peer(const Qp &qp, const roce::Path &p)
@@ -503,6 +501,8 @@ private:
 		return std::memcmp(p.sgid.data(), qp.path.dgid.data(), 16) == 0 &&
 		       std::memcmp(p.dgid.data(), qp.path.sgid.data(), 16) == 0;
 	}
+	// Congestion control (congestion.cpp): a CE-marked packet for a
+	// connected QP, and a CNP from the wire.
 	void notify_congestion(Qp &qp, const roce::Packet &p);
 	void cnp_received(const roce::Packet &p);
 	// Take the device's current settings if they changed (or the QP's
