@@ -6,6 +6,8 @@
 #include "fake_platform.hpp"
 #include "pfc.hpp"
 #include "rdma_node.hpp"
+#include "rdma.hpp"
+#include "engine_internal.hpp"
 
 using vrnic::PortPause;
 
@@ -420,9 +422,11 @@ TEST(PfcLoopback, FramesToTheDevicesOwnMacAreNotHeld)
 }
 
 // Review #5: the responder completed the message (its CQE is visible)
-// while PFC held its ACK; when the QP is destroyed the ACK still leaves,
-// or the requester would retry into a QP that is gone.
-TEST_F(PfcPair, AnAckOwedAtDestroyLeavesDespiteThePause)
+// while PFC held its ACK; when the QP is destroyed the ACK is still
+// made (the QP that held it is gone) and queued, or the requester would
+// retry into a QP that is gone.  Like every frame in the port's FIFO it
+// waits for the pause to end, and then leaves.
+TEST_F(PfcPair, AnAckOwedAtDestroyLeavesOnceThePauseEnds)
 {
 	connect(106);
 	write(1, 4096);
@@ -435,5 +439,337 @@ TEST_F(PfcPair, AnAckOwedAtDestroyLeavesDespiteThePause)
 	c.opcode = VRNIC_ADMIN_DESTROY_QP;
 	c.destroy.id = b.qp;
 	ASSERT_EQ(b.p.admin(c).status, VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(roce_frames(b.p), 0u) << "the owed ACK left during the pause";
+	receive(b.p, pfc_frame(1u << 3, 0));	// XON
+	run_alone(b);
 	EXPECT_EQ(roce_frames(b.p), 1u) << "the owed ACK was dropped";
+}
+
+// Frames the transport queued while the network was full, before a
+// pause came, are held by it too: the port's FIFO obeys PFC, or up to a
+// round of frames (a MiB) would leave past the switch's XOFF headroom.
+TEST_F(PfcPair, FramesQueuedBeforeAPauseWaitForItsEnd)
+{
+	connect(106);
+	a.p.net_full = true;	// the network takes one frame, then is full
+	write(1, 4 * 4096);
+	run_alone(a);
+	const size_t before = roce_frames(a.p);
+	ASSERT_LT(before, 4u);
+	receive(a.p, pfc_frame(1u << 3, 65535));
+	const uint64_t until = a.p.now + PortPause::quanta_ns(65535, 100000);
+	a.p.net_full = false;
+	vrnic_engine_tx_resume(a.p.eng);
+	run_alone(a);
+	EXPECT_EQ(roce_frames(a.p), before)
+		<< "frames queued before the pause left during it";
+	EXPECT_EQ(a.p.deadline, until) << "no timer for the pause's end";
+	a.p.now = until;
+	a.p.deadline = 0;
+	vrnic_engine_timer(a.p.eng);
+	run_alone(a);
+	EXPECT_EQ(roce_frames(a.p), 4u);
+	const auto sc = wire.completions(a, b, a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+}
+
+// ---- the outbox under a pause: wakeups, parking, order, resets ------
+
+namespace {
+// The platform's BH: poll only when the engine asked for it (run_alone()
+// polls once unconditionally, which hides a lost wakeup).
+void run_scheduled(Node &n, unsigned since)
+{
+	for (int i = 0; i < 1000 && n.p.schedules != since; i++) {
+		since = n.p.schedules;
+		vrnic_engine_poll(n.p.eng);
+	}
+}
+} // namespace
+
+// A pause that drain() finds ended (any entry's exit, here a register
+// read between the pause's end and the timer) must still wake the
+// transport it stopped: Rdma::timer() then finds nothing to expire.
+TEST_F(PfcPair, APauseEndedByAnotherEntryStillWakesTheTransport)
+{
+	connect(106);
+	a.p.net_full = true;
+	write(1, 2 * 4096);
+	run_alone(a);
+	ASSERT_EQ(roce_frames(a.p), 1u);
+	receive(a.p, pfc_frame(1u << 3, 65535));
+	const uint64_t until = a.p.now + PortPause::quanta_ns(65535, 100000);
+	a.p.net_full = false;
+	vrnic_engine_tx_resume(a.p.eng);
+	run_alone(a);
+	ASSERT_EQ(roce_frames(a.p), 1u);
+	write(2, 4096);			// posted while held
+	run_alone(a);
+	ASSERT_EQ(roce_frames(a.p), 1u);
+	a.p.now = until + 1;
+	const unsigned s = a.p.schedules;	// nothing pending from here
+	(void)vrnic_engine_reg_read(a.p.eng, VRNIC_REG_STATUS, 4);
+	EXPECT_EQ(roce_frames(a.p), 2u);	// the held frame left
+	a.p.deadline = 0;
+	vrnic_engine_timer(a.p.eng);
+	run_scheduled(a, s);
+	EXPECT_EQ(roce_frames(a.p), 3u) << "the transport was never woken";
+}
+
+// A wire peer provokes a fatal NAK on a paused priority (a WRITE with a
+// bad rkey).  The NAK waits in its priority's queue; it must not hold the
+// guest's priority-0 Ethernet traffic behind it for the whole pause.
+TEST_F(PfcPair, AProvokedNakOnAPausedPriorityDoesNotHoldOtherPriorities)
+{
+	connect(106);
+	FakePlatform &p = b.p;
+	constexpr uint64_t kEq2 = Node::B + 0x1800000;
+	constexpr uint64_t kTx = Node::B + 0x1810000;
+	constexpr uint64_t kBuf = Node::B + 0x1820000;
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_EQ;
+	c.create_eq.base = kEq2;
+	c.create_eq.log_depth = 6;
+	c.create_eq.eqn = 2;
+	c.create_eq.vector = 2;
+	ASSERT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
+	c = {};
+	c.opcode = VRNIC_ADMIN_CREATE_ETH_RING;
+	c.create_eth_ring.base = kTx;
+	c.create_eth_ring.type = VRNIC_ETH_RING_TX;
+	c.create_eth_ring.log_depth = 6;
+	c.create_eth_ring.eqn = 2;
+	ASSERT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
+
+	receive(b.p, pfc_frame(1u << 3, 65535));	// b's priority 3
+	std::memset(a.data(0), 0x5a, 64);
+	a.post_send(send_wqe(1, VRNIC_WR_RDMA_WRITE, Node::kIova + 0x200000,
+			     b.mr ^ 0x100), {a.sge(0, 64)});
+	run_alone(a);
+	wire.deliver(a, b);
+	run_alone(b);
+	EXPECT_EQ(roce_frames(b.p), 0u);	// the NAK waits for the pause
+
+	// The guest's TCP/IP traffic, priority 0 (DSCP 0).
+	std::vector<uint8_t> f(100, 0);
+	f[12] = 0x08;
+	f[14] = 0x45;
+	std::memcpy(p.ptr(kBuf), f.data(), f.size());
+	vrnic_eth_desc d{};
+	d.addr = kBuf;
+	d.len = uint16_t(f.size());
+	d.flags = VRNIC_ETH_DESC_EOP;
+	p.store(kTx, d);
+	const size_t before = p.frames.size();
+	p.db(0, VRNIC_DB_ETH_TX, 1);
+	run_alone(b);
+	EXPECT_EQ(p.frames.size(), before + 1)
+		<< "a priority-0 frame waited for a priority-3 pause";
+}
+
+// Parked frames keep their order within the priority: the PSNs on the
+// wire ascend across the pause.
+TEST_F(PfcPair, ParkedFramesLeaveInOrder)
+{
+	connect(106);
+	a.p.net_full = true;
+	write(1, 4 * 4096);
+	run_alone(a);
+	receive(a.p, pfc_frame(1u << 3, 65535));
+	const uint64_t until = a.p.now + PortPause::quanta_ns(65535, 100000);
+	a.p.net_full = false;
+	vrnic_engine_tx_resume(a.p.eng);
+	run_alone(a);
+	write(2, 2 * 4096);
+	run_alone(a);
+	a.p.now = until;
+	vrnic_engine_timer(a.p.eng);
+	run_alone(a);
+	ASSERT_EQ(roce_frames(a.p), 6u);
+	uint32_t last = 0;
+	for (const auto &f : a.p.frames) {
+		const uint32_t psn = uint32_t(f[51]) << 16 | f[52] << 8 | f[53];
+		EXPECT_EQ(psn, last ? last + 1 : psn);
+		last = psn;
+	}
+	const auto sc = wire.completions(a, b, a, 2);
+	ASSERT_EQ(sc.size(), 2u);
+	EXPECT_EQ(a.counters().retry_timeouts, 0u);
+}
+
+// The same when poll() runs before any exit after the pause ends: the
+// frames made then must not overtake the parked ones.
+TEST_F(PfcPair, ParkedFramesLeaveInOrderWhenAPollComesFirst)
+{
+	connect(106);
+	a.p.net_full = true;
+	write(1, 4 * 4096);
+	run_alone(a);
+	receive(a.p, pfc_frame(1u << 3, 65535));
+	const uint64_t until = a.p.now + PortPause::quanta_ns(65535, 100000);
+	a.p.net_full = false;
+	vrnic_engine_tx_resume(a.p.eng);
+	run_alone(a);
+	write(2, 2 * 4096);
+	run_alone(a);
+	a.p.now = until;
+	// poll() runs before any exit: the transport makes write 2's
+	// frames while write 1's are still parked.
+	run_alone(a);
+	ASSERT_EQ(roce_frames(a.p), 6u);
+	uint32_t last = 0;
+	for (const auto &f : a.p.frames) {
+		const uint32_t psn = uint32_t(f[51]) << 16 | f[52] << 8 | f[53];
+		EXPECT_EQ(psn, last ? last + 1 : psn);
+		last = psn;
+	}
+	const auto sc = wire.completions(a, b, a, 2);
+	ASSERT_EQ(sc.size(), 2u);
+	EXPECT_EQ(a.counters().retry_timeouts, 0u);
+}
+
+// A reset from the send callback while a parked frame is handed over:
+// that frame goes, nothing queued before the reset follows it.
+TEST_F(PfcPair, AResetWhileAParkedFrameIsSentDropsTheRest)
+{
+	connect(106);
+	a.p.net_full = true;
+	write(1, 4 * 4096);
+	run_alone(a);
+	receive(a.p, pfc_frame(1u << 3, 65535));
+	const uint64_t until = a.p.now + PortPause::quanta_ns(65535, 100000);
+	a.p.net_full = false;
+	vrnic_engine_tx_resume(a.p.eng);
+	run_alone(a);
+	ASSERT_EQ(roce_frames(a.p), 1u);
+	unsigned sent = 0;
+	a.p.on_send = [&](const uint8_t *, size_t) {
+		if (sent++ == 0)
+			vrnic_engine_reset(a.p.eng);
+	};
+	a.p.now = until;
+	vrnic_engine_timer(a.p.eng);
+	a.p.run();
+	a.p.on_send = nullptr;
+	EXPECT_EQ(sent, 1u);
+	EXPECT_EQ(roce_frames(a.p), 2u);
+	EXPECT_TRUE(a.p.eng->dev.outbox().frames.empty());
+}
+
+// The same lost wakeup with nothing to rescue it: the held frame is the
+// guest's Ethernet frame (no ACK comes back) and the WRITE was posted
+// during the pause (no ack timer).  The platform polls only when asked
+// and fires the timer only when armed, as QEMU does.
+TEST_F(PfcPair, AWritePostedDuringAHoldIsNotStrandedForever)
+{
+	connect(106);
+	FakePlatform &p = a.p;
+	constexpr uint64_t kEq2 = Node::B + 0x1800000;
+	constexpr uint64_t kTx = Node::B + 0x1810000;
+	constexpr uint64_t kBuf = Node::B + 0x1820000;
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_EQ;
+	c.create_eq.base = kEq2;
+	c.create_eq.log_depth = 6;
+	c.create_eq.eqn = 2;
+	c.create_eq.vector = 2;
+	ASSERT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
+	c = {};
+	c.opcode = VRNIC_ADMIN_CREATE_ETH_RING;
+	c.create_eth_ring.base = kTx;
+	c.create_eth_ring.type = VRNIC_ETH_RING_TX;
+	c.create_eth_ring.log_depth = 6;
+	c.create_eth_ring.eqn = 2;
+	ASSERT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
+	for (uint16_t i = 0; i < 2; i++) {	// two IPv4 frames, DSCP 26
+		std::vector<uint8_t> f(100, 0);
+		f[12] = 0x08;
+		f[14] = 0x45;
+		f[15] = 104;
+		std::memcpy(p.ptr(kBuf + i * 0x1000), f.data(), f.size());
+		vrnic_eth_desc d{};
+		d.addr = kBuf + i * 0x1000;
+		d.len = uint16_t(f.size());
+		d.flags = VRNIC_ETH_DESC_EOP;
+		p.store(kTx + i * sizeof(d), d);
+	}
+	p.net_full = true;
+	p.db(0, VRNIC_DB_ETH_TX, 2);
+	p.run();
+	ASSERT_EQ(p.frames.size(), 1u);		// the second waits
+	receive(p, pfc_frame(1u << 3, 65535));
+	const uint64_t until = p.now + PortPause::quanta_ns(65535, 100000);
+	p.net_full = false;
+	vrnic_engine_tx_resume(p.eng);
+	run_alone(a);
+	ASSERT_EQ(p.frames.size(), 1u);		// held by the pause
+	write(1, 4096);
+	run_alone(a);
+	p.now = until + 1;
+	unsigned s = p.schedules;
+	(void)vrnic_engine_reg_read(p.eng, VRNIC_REG_STATUS, 4);
+	EXPECT_EQ(p.frames.size(), 2u);
+	for (int i = 0; i < 100; i++) {
+		run_scheduled(a, s);
+		s = p.schedules;
+		if (!p.deadline)
+			break;
+		p.now = std::max(p.now, p.deadline);
+		p.deadline = 0;
+		vrnic_engine_timer(p.eng);
+	}
+	EXPECT_GE(roce_frames(p), 1u) << "the WRITE never left";
+}
+
+// The spec: loopback between the device's own QPs is never held.  A
+// held outbox must not stop it either.
+TEST(PfcLoopback, LoopbackGoesOnWhileTheOutboxHeadIsPaused)
+{
+	Node a{1};
+	a.connect(a, 5, 100, 100);	// priority 0, to itself
+	FakePlatform &p = a.p;
+	constexpr uint64_t kEq2 = Node::B + 0x1800000;
+	constexpr uint64_t kTx = Node::B + 0x1810000;
+	constexpr uint64_t kBuf = Node::B + 0x1820000;
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_EQ;
+	c.create_eq.base = kEq2;
+	c.create_eq.log_depth = 6;
+	c.create_eq.eqn = 2;
+	c.create_eq.vector = 2;
+	ASSERT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
+	c = {};
+	c.opcode = VRNIC_ADMIN_CREATE_ETH_RING;
+	c.create_eth_ring.base = kTx;
+	c.create_eth_ring.type = VRNIC_ETH_RING_TX;
+	c.create_eth_ring.log_depth = 6;
+	c.create_eth_ring.eqn = 2;
+	ASSERT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
+	for (uint16_t i = 0; i < 2; i++) {	// two IPv4 frames, DSCP 26
+		std::vector<uint8_t> f(100, 0);
+		f[12] = 0x08;
+		f[14] = 0x45;
+		f[15] = 104;
+		std::memcpy(p.ptr(kBuf + i * 0x1000), f.data(), f.size());
+		vrnic_eth_desc d{};
+		d.addr = kBuf + i * 0x1000;
+		d.len = uint16_t(f.size());
+		d.flags = VRNIC_ETH_DESC_EOP;
+		p.store(kTx + i * sizeof(d), d);
+	}
+	p.net_full = true;
+	p.db(0, VRNIC_DB_ETH_TX, 2);
+	p.run();
+	receive(p, pfc_frame(1u << 3, 65535));
+	p.net_full = false;
+	vrnic_engine_tx_resume(p.eng);
+	run_alone(a);
+	ASSERT_EQ(p.frames.size(), 1u);		// the second is held
+	std::memset(a.data(0), 0x3c, 4096);
+	a.post_send(send_wqe(1, VRNIC_WR_RDMA_WRITE, Node::kIova + 0x200000, a.mr),
+		    {a.sge(0, 4096)});
+	run_alone(a);
+	vrnic_cqe cqe;
+	EXPECT_TRUE(a.poll_cq(cqe)) << "a loopback WRITE waited for the port's pause";
 }
