@@ -4,14 +4,16 @@ vrnic-fabric, in the same run as the direct-wire sections.
 
 Two VMs, booted once through the fabric: VM snd carries two vrnic NICs,
 hosts s1 (10.10.1.1) and s2 (10.10.2.1); VM rcv one vrnic, host r
-(10.10.1.2 and 10.10.2.2).  Every vrnic NIC at MTU 9000 (RDMA path MTU
+(10.10.1.2 and 10.10.2.2).  Each VM carries one more vrnic, d1 and d2
+(10.10.3.1 and .2), on a direct QEMU-to-QEMU wire that bypasses the
+switch.  Every vrnic NIC at MTU 9000 (RDMA path MTU
 4096), as on the direct wire.  The fabric restarts on each topology (the
 same host names: QEMU's reconnect-ms brings every NIC back):
 
   tests/bench/topologies/fabric-pair.json  the shipped pair's switch with
       these host names: ib_write_bw 64 KiB s1 -> r with the main bench's
-      arguments, against the direct wire's number from the same run (the
-      85% target of issue 28);
+      arguments, alternating with d1 -> d2 on the direct wire between the
+      same guests (the 85% target of issue 28);
   fabric/topologies/incast.json  s1 and s2 at 10 Gb/s into r's 1 Gb/s
       port (ECN 32/128 KiB, pmax 0.2; priority 3 lossless, XOFF 96 KiB,
       1.5 MiB headroom): ib_write_bw -D FABRIC_BENCH_SECONDS on both
@@ -33,15 +35,15 @@ issue 24 next to them.  Plots: build/bench/fabric-incast-<config>.svg
 The switch's own per-frame cost: fabric/bench (Google Benchmark,
 Release, build/fabric-release), as bench.py runs its host limits.
 
-Stand-alone (a direct-wire reference run first, on VMs a and b):
+Stand-alone:
   VRNIC_VM_DIR=/tmp/vm-x python3 scripts/bench_fabric.py
 writes build/bench/fabric.md and fabric.json.  FABRIC_BENCH_SECONDS
 (default 20) is each incast run's duration, FABRIC_BENCH_CONFIGS (for
 example dcqcn,pfc) the configurations run, FABRIC_BENCH_DCQCN
 (knob=value,..) DCQCN knobs other than mlx5's defaults; BENCH_SECONDS and
 BENCH_REPEAT are the pair runs' (as in bench.py); FABRIC_BENCH=0 makes
-make bench skip the section; FABRIC_BENCH_DIRECT=0 skips the stand-alone
-reference run.
+make bench skip the section; FABRIC_BENCH_DIRECT=1 adds a stand-alone
+run on the main bench's VMs a and b first, for context.
 """
 
 import json
@@ -68,9 +70,17 @@ FABRIC_DIR = os.environ.get("VRNIC_FABRIC_DIR",
 PAIR_TOPO = os.path.join(TOP, "tests", "bench", "topologies",
                          "fabric-pair.json")
 INCAST_TOPO = fablib.topology_path("incast")
+# d1 and d2: a third vrnic pair on a direct wire between the same two VMs
+# (QEMU to QEMU, no switch), so that the pair comparison runs on the same
+# guests, alternating with the runs through the switch.
+DIRECT_SOCK = os.path.join(vmlib.VM_DIR, "fabric-bench-direct.sock")
 LAYOUT = [("snd", [("s1", "vrnic", ["10.10.1.1"]),
-                   ("s2", "vrnic", ["10.10.2.1"])]),
-          ("rcv", [("r", "vrnic", ["10.10.1.2", "10.10.2.2"])])]
+                   ("s2", "vrnic", ["10.10.2.1"]),
+                   ("d1", "vrnic", ["10.10.3.1"],
+                    {"sock": DIRECT_SOCK, "listen": True})]),
+          ("rcv", [("r", "vrnic", ["10.10.1.2", "10.10.2.2"]),
+                   ("d2", "vrnic", ["10.10.3.2"],
+                    {"sock": DIRECT_SOCK, "listen": False})])]
 HOSTS = ["s1", "s2", "r"]
 MTU = 9000
 TCLASS = 106        # DSCP 26 (priority 3) with ECT(0)
@@ -265,28 +275,37 @@ class Section:
         self.fab.wait_hosts_up(HOSTS, timeout=30)
         vmlib.wait_fabric_ports(self.vms, timeout=60)
 
+    def ib_write_bw(self, tag, snd, rcv, rip):
+        """One ib_write_bw 64 KiB run snd -> rcv (Nics); MiB/s or None."""
+        srv = "%s -d %s -x %d" % (PAIR_ARGS, rcv.rdma, self.gidx(rcv, rip))
+        cli = "%s -d %s -x %d %s" % (PAIR_ARGS, snd.rdma,
+                                     self.gidx(snd, snd.ip), rip)
+        start(rcv.vm, "psrv", srv, PAIR_SECS * 6 + 60)
+        listening(rcv.vm, 18515)
+        rc, out = snd.vm.run("timeout %d %s 2>&1" % (PAIR_SECS * 6 + 60, cli),
+                             timeout=PAIR_SECS * 6 + 75)
+        collect(rcv.vm, "psrv", 30)
+        v = perftest_mibs(out) if rc == 0 else None
+        log("  %s ib_write_bw 64 KiB %s->%s: %s MiB/s" % (
+            tag, snd.host, rcv.host,
+            v if v else "failed: " + out.strip()[-300:]))
+        return v
+
     def pair(self):
-        """ib_write_bw 64 KiB s1 -> r through the pair switch, REPEAT
-        runs; MiB/s each."""
-        s1, r = self.nics["s1"], self.nics["r"]
-        rip = "10.10.1.2"
-        vals = []
+        """ib_write_bw 64 KiB on the same two VMs, side by side: d1 -> d2
+        on the direct wire and s1 -> r through the pair switch, REPEAT
+        rounds, alternating which goes first.  Returns (direct, switch)
+        lists of MiB/s, None for a failed run."""
+        direct, switch = [], []
+        runs = (("direct", "d1", "d2", "10.10.3.2", direct),
+                ("switch", "s1", "r", "10.10.1.2", switch))
         for i in range(REPEAT):
-            srv = "%s -d %s -x %d" % (PAIR_ARGS, r.rdma, self.gidx(r, rip))
-            cli = "%s -d %s -x %d %s" % (PAIR_ARGS, s1.rdma,
-                                         self.gidx(s1, s1.ip), rip)
-            start(r.vm, "psrv", srv, PAIR_SECS * 6 + 60)
-            listening(r.vm, 18515)
-            rc, out = s1.vm.run("timeout %d %s 2>&1" % (PAIR_SECS * 6 + 60,
-                                                         cli),
-                                timeout=PAIR_SECS * 6 + 75)
-            collect(r.vm, "psrv", 30)
-            v = perftest_mibs(out) if rc == 0 else None
-            log("  pair ib_write_bw 64 KiB s1->r run %d: %s MiB/s"
-                % (i + 1, v if v else "failed: " + out.strip()[-300:]))
-            if v:
-                vals.append(v)
-        return vals
+            for tag, snd, rcv, rip, vals in (runs if i % 2 == 0
+                                              else runs[::-1]):
+                vals.append(self.ib_write_bw(
+                    "%s run %d" % (tag, i + 1), self.nics[snd],
+                    self.nics[rcv], rip))
+        return direct, switch
 
     def incast(self, name, algo, pfc):
         """One incast configuration; returns its result dict."""
@@ -464,21 +483,39 @@ def fr(v, d=1):
     return "—" if v is None else "%.*f" % (d, v)
 
 
-def report(direct, pair_vals, cost, results, wall):
+def pair_ratios(direct, switch):
+    """Median MiB/s of each, the ratio of the medians, and the ratios of
+    the rounds in which both runs succeeded (min, max)."""
+    d = statistics.median([v for v in direct if v]) if any(direct) else None
+    s = statistics.median([v for v in switch if v]) if any(switch) else None
+    rounds = [b / a for a, b in zip(direct, switch) if a and b]
+    return d, s, (s / d if d and s else None), rounds
+
+
+def report(main_direct, pair_direct, pair_vals, cost, results, wall):
     lines = ["", "## Fabric (vrnic-fabric, issues 28 and 24)", "",
              "Two TCG VMs through the switch, booted once: snd carries hosts "
-             "s1 and s2 (two vrnic NICs), rcv host r; MTU 9000.  Both VMs, "
-             "the switch and the other QEMU share this host's 2 cores, so "
-             "the numbers are noisy.  Section wall time %.0f s." % wall, ""]
-    pair = statistics.median(pair_vals) if pair_vals else None
-    ratio = pair / direct if pair and direct else None
+             "s1 and s2 (two vrnic NICs), rcv host r; MTU 9000.  Both VMs "
+             "also carry a third vrnic each (d1, d2) on a direct QEMU-to-QEMU "
+             "wire.  Both VMs, the switch and the other QEMU share this "
+             "host's 2 cores, so the numbers are noisy.  Section wall time "
+             "%.0f s." % wall, ""]
+    direct, pair, ratio, rounds = pair_ratios(pair_direct, pair_vals)
     lines += ["### pair: through the switch vs the direct wire", "",
+              "The same two guests, the same moment: d1 -> d2 on the direct "
+              "wire and s1 -> r through the pair switch, alternating, %d "
+              "rounds of %d s (which goes first alternates too).  The main "
+              "bench's VMs a and b measured %s MiB/s on their wire earlier "
+              "in this run." % (REPEAT, PAIR_SECS, fr(main_direct)), "",
               "| test | direct wire MiB/s | through the switch MiB/s | "
-              "ratio | target ≥ 0.85 |", "|---|---|---|---|---|",
-              "| ib_write_bw 64 KiB (medians of %d × %d s) | %s | %s | %s | "
-              "%s |" % (len(pair_vals), PAIR_SECS, fr(direct), fr(pair),
-                        fr(ratio, 3), "—" if ratio is None else
-                        ("met" if ratio >= 0.85 else "**not met**")), ""]
+              "ratio of medians | per-round ratios | target ≥ 0.85 |",
+              "|---|---|---|---|---|---|",
+              "| ib_write_bw 64 KiB | %s (%s) | %s (%s) | %s | %s | %s |" % (
+                  fr(direct), ", ".join(fr(v, 0) for v in pair_direct),
+                  fr(pair), ", ".join(fr(v, 0) for v in pair_vals),
+                  fr(ratio, 3), ", ".join(fr(r, 2) for r in rounds) or "—",
+                  "—" if ratio is None else
+                  ("met" if ratio >= 0.85 else "**not met**")), ""]
     if cost:
         lines += ["Switch per-frame cost (fabric/bench, Google Benchmark, "
                   "Release, medians of 3; one host core): " + ", ".join(
@@ -554,7 +591,7 @@ def section(direct_mibs=None):
     log("== fabric: vrnic-fabric on %s, VMs snd and rcv" % PAIR_TOPO)
     fab = fablib.Fabric(PAIR_TOPO, FABRIC_DIR)
     vms = []
-    results, pair_vals = [], []
+    results, pair_vals, pair_direct = [], [], []
     try:
         fab.start()
         vms = vmlib.boot_fabric(fab, LAYOUT, speeds={
@@ -563,7 +600,7 @@ def section(direct_mibs=None):
         set_mtu(vms)
         log("   booted in %.0f s" % (time.time() - t0))
         sec = Section(fab, vms)
-        pair_vals = sec.pair()
+        pair_direct, pair_vals = sec.pair()
         log("== fabric: incast (%s), %d s per configuration"
             % (INCAST_TOPO, SECS))
         sec.restart(INCAST_TOPO)
@@ -590,8 +627,9 @@ def section(direct_mibs=None):
                               "priority 3) per configuration",
                               xlabel="time (s)", ylabel="depth (KiB)"))
     wall = time.time() - t0
-    md = report(direct_mibs, pair_vals, cost, results, wall)
-    data = {"direct_mibs": direct_mibs, "pair_mibs": pair_vals,
+    md = report(direct_mibs, pair_direct, pair_vals, cost, results, wall)
+    data = {"direct_mibs": direct_mibs, "pair_direct_mibs": pair_direct,
+            "pair_mibs": pair_vals,
             "frame_cost_ns": cost, "incast": results, "wall_s": wall,
             "incast_seconds": SECS}
     log("== fabric section: %.0f s" % wall)
@@ -602,12 +640,12 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     t0 = time.time()
     direct = None
-    if os.environ.get("FABRIC_BENCH_DIRECT", "1") != "0":
+    if os.environ.get("FABRIC_BENCH_DIRECT", "0") != "0":
         direct = direct_reference()
     md, data = section(direct)
-    md = "# vrnic bench: the fabric section alone\n\nDirect-wire reference " \
-        "from this run's own VMs a and b (%s).\n%s\nTotal %.0f s.\n" % (
-            time.strftime("%Y-%m-%d %H:%M"), md, time.time() - t0)
+    md = "# vrnic bench: the fabric section alone\n\n(%s)\n%s\nTotal " \
+        "%.0f s.\n" % (time.strftime("%Y-%m-%d %H:%M"), md,
+                       time.time() - t0)
     with open(os.path.join(OUT, "fabric.md"), "w") as f:
         f.write(md)
     with open(os.path.join(OUT, "fabric.json"), "w") as f:

@@ -418,7 +418,11 @@ def wait_fabric_ports(vms, timeout=60):
 def boot_fabric(fab, layout, mem_mb=1536, speeds=None):
     """Boot VMs attached to the running fabric fab (scripts/fabric.py).
     layout: [(vm name, [(host, "vrnic"|"virtio", [ip, ...]), ...]), ...]:
-    each NIC connects to fab's host port <host> (DIR/<host>.sock).  The
+    each NIC connects to fab's host port <host> (DIR/<host>.sock).  A NIC
+    tuple may carry a fourth element, {"sock": path, "listen": bool}: a
+    direct wire instead, two NICs on one socket path (one listens, the
+    other connects), bypassing the switch (make bench's side-by-side
+    pair).  The
     first vrnic NIC's first address comes from the kernel command line,
     the others are set through the agent.  Returns the VMs, once every
     agent answers and every vrnic port is ACTIVE; vm.nics[host] is the
@@ -428,11 +432,14 @@ def boot_fabric(fab, layout, mem_mb=1536, speeds=None):
     vms = []
     for index, (name, nics) in enumerate(layout):
         vm = VM(name, index, mem_mb=mem_mb)
-        for j, (host, kind, ips) in enumerate(nics):
-            nic = Nic(host, kind, ips, fab.sock(host),
-                      "52:54:00:76:%02x:%02x" % (0x80 + index, j + 1))
+        for j, (host, kind, ips, *wire) in enumerate(nics):
+            direct = wire[0] if wire else None
+            nic = Nic(host, kind, ips,
+                      direct["sock"] if direct else fab.sock(host),
+                      "52:54:00:76:%02x:%02x" % (0x80 + index, j + 1),
+                      listen=bool(direct and direct["listen"]))
             nic.vm = vm
-            if kind == "vrnic":
+            if kind == "vrnic" and not direct:
                 nic.speed_mbps = (speeds or {}).get(
                     host, fablib.link_mbps(fab.topology, host))
             vm.fabric_nics.append(nic)
