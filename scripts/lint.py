@@ -207,7 +207,33 @@ def main():
     stage.record("engine clang-tidy", "fail" if (rc or bad) else "pass",
                  "%d findings" % len(bad) if bad else "")
     fabric(stage)
+    docs(stage)
     return 1 if stage.failed else 0
+
+
+def docs(stage):
+    """Documentation/*.rst and the README's rst siblings render with
+    docutils (python3-docutils, from host-deps.sh) without a warning:
+    a malformed table or a broken definition list is otherwise shown to
+    readers as raw text with an error box."""
+    import docutils.core
+    import docutils.utils
+    bad = []
+    for path in sorted(glob.glob(os.path.join(TOP, "Documentation/*.rst"))):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        try:
+            docutils.core.publish_doctree(
+                text, source_path=path, settings_overrides={
+                    "halt_level": 2, "report_level": 2,
+                    "warning_stream": False})
+        except docutils.utils.SystemMessage as e:
+            bad.append(str(e))
+    for b in bad:
+        print("   " + b)
+    stage.record("Documentation/*.rst render without a docutils warning",
+                 "fail" if bad else "pass",
+                 "%d files" % len(bad) if bad else "")
 
 
 def fabric(stage):
