@@ -249,6 +249,27 @@ TEST_F(ReactionPoint, ACnpForAQpThatCannotSendIsIgnored)
 	EXPECT_EQ(qp(a).pacer.rate(), 0u);
 }
 
+// The other side of that rule: SQD still drains what is in flight, so a
+// CNP for a draining QP cuts its rate as in RTS.
+TEST_F(ReactionPoint, ACnpForADrainingQpInSqdIsTaken)
+{
+	algo(a, Algo::Dcqcn);
+	connect(0);
+	auto f = write_packet(1);
+	mark_ce(f);
+	deliver(b, f);
+	auto c = cnps(b);
+	ASSERT_EQ(c.size(), 1u);
+	vrnic_qp_attr at{};
+	at.state = VRNIC_QPS_SQD;
+	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK);
+	ASSERT_EQ(qp(a).attr.state, VRNIC_QPS_SQD);
+	deliver(a, c[0]);
+	EXPECT_EQ(a.counters().rp_cnp_handled, 1u);
+	EXPECT_EQ(a.counters().rp_cnp_ignored, 0u);
+	EXPECT_NE(qp(a).pacer.rate(), 0u);
+}
+
 TEST_F(ReactionPoint, TheRpEnableMaskSelectsPriorities)
 {
 	algo(a, Algo::Dcqcn);
