@@ -527,13 +527,9 @@ def cnp_test(stage, fab, s1, s2, r):
 QP_LINE = re.compile(r"^link (\S+)/\d+ .*")
 
 
-def qp_rates(vm, raw=None):
-    """[(rdma device, cc_rate_mbps)] of the RC QPs that rdma res show qp
-    -dd lists with a cc_rate_mbps; raw (a list) gets the output."""
-    out = vm.run("rdma res show qp -dd; echo \"(rdma exit $?; $(rdma res "
-                 "show qp | grep -c ' type RC ') RC QPs without -dd)\"")[1]
-    if raw is not None:
-        raw.append(out)
+def parse_qp_rates(out):
+    """[(rdma device, cc_rate_mbps)] of the RC QP lines in rdma res show
+    qp -dd output."""
     rates = []
     for line in out.splitlines():
         m = QP_LINE.match(line.strip())
@@ -563,8 +559,15 @@ def incast_dcqcn_test(stage, fab, s1, s2, r):
     seen, raw, snaps = [], [], []
 
     def sample():
-        """Every 0.5 s until both clients exited (bounded): the QPs'
-        rates, and the bytes the switch took from each sender."""
+        """Every 0.5 s until both clients exited (bounded): the bytes the
+        switch took from each sender.  The QPs' rates are sampled in the
+        guest meanwhile (qpmon), every 50 ms plus the listing's own time:
+        one agent round trip per sample gave as few as three samples
+        per run on a loaded host, and a run whose three all fell between
+        two CNPs (the rate back at line rate) failed."""
+        start(s1.vm, "qpmon", "sh -c 'for i in $(seq 600); do [ -e "
+              "/tmp/cli0.rc ] && [ -e /tmp/cli1.rc ] && break; rdma res "
+              "show qp -dd; sleep 0.05; done'", DCQCN_SECONDS + 60)
         for _ in range(2 * (DCQCN_SECONDS + 20)):
             time.sleep(0.5)
             try:
@@ -573,7 +576,6 @@ def incast_dcqcn_test(stage, fab, s1, s2, r):
                               for h in ("s1", "s2")])
             except fabric.FabricError:
                 pass
-            seen.extend(qp_rates(s1.vm, raw))
             if s1.vm.run("[ -e /tmp/cli0.rc ] && [ -e /tmp/cli1.rc ]")[0] \
                     == 0:
                 break
@@ -582,10 +584,14 @@ def incast_dcqcn_test(stage, fab, s1, s2, r):
     flows(stage, name, incast_specs(s1, s2, r, "--tclass=%d" % ECN_TCLASS),
           bw=bw, during=sample, lines=lines)
     t1 = fab.ping()["t_ns"]
+    _, mon = collect(s1.vm, "qpmon", DCQCN_SECONDS + 60)
+    seen.extend(parse_qp_rates(mon))
+    raw.append(mon)
     time.sleep(1)
     d = cc_delta(h0, cc_all([s1, s2]))
     print("  | counter deltas %s" % d, flush=True)
-    print("  | cc_rate_mbps samples of snd's QPs: %s" % seen, flush=True)
+    print("  | cc_rate_mbps samples of snd's QPs (%d): %s" % (
+        len(seen), seen[:40]), flush=True)
     bws = [float(x.split()[3]) if len(x.split()) > 3 else 0.0
            for x in lines]
     # perftest's -D figures cover each client's own window, and the two
@@ -618,12 +624,13 @@ def incast_dcqcn_test(stage, fab, s1, s2, r):
         # while the transfer ran (the RC QPs' entries missing), so there
         # is nothing to check.
         stage.record(label, "skip", "rdma res show qp -dd listed no RC QP "
-                     "of s1/s2 in %d samples during the transfer (a driver "
-                     "or device issue, not a rate): %s" % (
-                         len(raw), raw[-1][-300:] if raw else ""))
+                     "of s1/s2 during the transfer (a driver or device "
+                     "issue, not a rate): %s" % (
+                         raw[-1][-300:] if raw else ""))
     else:
         stage.record(label, "pass" if below else "fail",
-                     "line rate %s Mb/s, samples %s" % (line, seen[:12]))
+                     "line rate %s Mb/s, %d samples, %d below it: %s" % (
+                         line, len(seen), len(below), (below or seen)[:12]))
     # Reported, not asserted: the bottleneck queue from the telemetry.
     try:
         import fabric_report as report
