@@ -10,6 +10,7 @@
 #   make unit       host unit tests only
 #   make fuzz       libFuzzer targets (tests/fuzz), FUZZ_SECONDS each, coverage
 #   make fabric     build/fabric/vrnic-fabric, the switch (Documentation/fabric.rst)
+#   make patches    build/patches/linux: the drivers as a series for the kernel tree
 #
 # Builds are incremental: QEMU and rdma-core are rebuilt by ninja only where
 # something changed, the guest userland is cached until its package list
@@ -22,7 +23,7 @@ B := $(CURDIR)/build
 VM ?= a
 
 .PHONY: all deps qemu module rdma-core guest-tests image run shell check \
-	lint unit fuzz bench fabric clean distclean
+	lint unit fuzz bench fabric patches clean distclean
 
 all: image
 
@@ -71,6 +72,9 @@ unit: deps
 
 fuzz: deps
 	@$(PY) scripts/fuzz.py run
+
+patches: deps
+	@$(PY) scripts/patches.py
 
 bench: all
 	@$(PY) scripts/bench.py

@@ -311,6 +311,7 @@ enum vrnic_pbl_mode {
 	VRNIC_PBL_PHYS		= 3,	/* kernel only: iova is the bus address */
 	VRNIC_PBL_FAST		= 4,	/* kernel only: fast-register MR, see below */
 };
+
 /*
  * A fast-register MR (VRNIC_PBL_FAST) is created invalid, with room for
  * npages pages (<= VRNIC_MAX_FAST_REG_PAGES) and nothing else: iova, length,
@@ -969,8 +970,10 @@ struct vrnic_device_attr {
 	__le32 max_mtu;
 	__u8 mac[6];
 	__le16 gid_tbl_len;		/* spec 0.6: VRNIC_GID_TABLE_LEN */
-	/* Host memory the device lets the guest make it hold, in bytes
-	 * (spec "Resource limits"); 0 from a device that predates it. */
+	/*
+	 * Host memory the device lets the guest make it hold, in bytes
+	 * (spec "Resource limits"); 0 from a device that predates it.
+	 */
 	__le64 host_mem_budget;
 };
 

@@ -29,6 +29,11 @@ $py scripts/lint.py
 stage_time lint "$t"
 
 t=$(date +%s)
+echo "== patches (the Linux series on a pristine linux-source-6.12: apply, checkpatch, W=1 C=1)"
+$py scripts/patches.py --check
+stage_time patches "$t"
+
+t=$(date +%s)
 echo "== host unit tests"
 $py scripts/unit.py
 stage_time unit "$t"

@@ -1,0 +1,405 @@
+#!/usr/bin/python3
+"""make patches: the Linux series for upstream review (issue 26).
+
+Writes build/patches/linux/*.patch (git format-patch, a cover letter
+first) that add vrnic to the guest kernel's own source tree,
+linux-source-6.12 (the Debian package checkpatch already comes from):
+
+  1. the uAPI: include/uapi/rdma/vrnic-abi.h and RDMA_DRIVER_VRNIC;
+  2. the PCI function driver, drivers/net/ethernet/vrnic/, with the
+     hardware and auxiliary-device headers both drivers share in
+     include/linux/vrnic/;
+  3. the RDMA driver, drivers/infiniband/hw/vrnic/;
+each adding its files to one MAINTAINERS entry.
+
+The files are this tree's (kernel/, include/), moved to their in-tree
+places; only the #include lines of the shared headers and the Kconfig
+comments that describe the out-of-tree build change on the way.  The
+hardware header is generated from include/vrnic_hw.h, the device's one
+description (kernel_hw_header(): no C++ or user-space branch, BIT()).
+
+--check (make check's patches stage): the series applies to a pristine
+copy of the tree, each patch passes checkpatch --strict (with the tree),
+and the patched tree builds both directories with W=1 C=1 (sparse) from
+the guest kernel's configuration, objects in build/patches-obj.  Each is
+one result in build/results/patches.jsonl.
+"""
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results import Stage, TOP  # noqa: E402
+
+B = os.path.join(TOP, "build")
+DL = os.path.join(B, "dl")
+SRC = os.path.join(B, "patches-src")
+PRISTINE = os.path.join(SRC, "linux-source-6.12")
+CHECK_TREE = os.path.join(SRC, "linux-check")
+WORK = os.path.join(SRC, "linux-series")
+OBJ = os.path.join(B, "patches-obj", "linux")
+OUT = os.path.join(B, "patches", "linux")
+NET_DIR = "drivers/net/ethernet/vrnic"
+IB_DIR = "drivers/infiniband/hw/vrnic"
+SHARED = "include/linux/vrnic"
+UAPI = "include/uapi/rdma/vrnic-abi.h"
+# Files of the pristine tree the series edits.
+EDITED = ("include/uapi/rdma/ib_user_ioctl_verbs.h",
+          "drivers/net/ethernet/Kconfig", "drivers/net/ethernet/Makefile",
+          "drivers/infiniband/Kconfig", "drivers/infiniband/hw/Makefile",
+          "MAINTAINERS")
+
+
+def run(cmd, cwd=TOP, check=True, env=None, timeout=3600):
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, env=env,
+                       timeout=timeout)
+    if check and p.returncode:
+        raise RuntimeError("%s: exit %d\n%s" % (" ".join(cmd), p.returncode,
+                                                p.stdout[-3000:]))
+    return p.returncode, p.stdout
+
+
+def pristine():
+    """The unpacked linux-source-6.12 tree (unpacked once, about 30 s)."""
+    mark = os.path.join(PRISTINE, ".vrnic-unpacked")
+    if os.path.exists(mark):
+        return PRISTINE
+    debs = sorted(glob.glob(os.path.join(DL, "linux-source-6.12_*.deb")))
+    if not debs:
+        raise RuntimeError("no linux-source-6.12 .deb in build/dl "
+                           "(scripts/fetch-sources.sh fetches it)")
+    shutil.rmtree(PRISTINE, ignore_errors=True)
+    os.makedirs(SRC, exist_ok=True)
+    run(["sh", "-c", "dpkg-deb --fsys-tarfile '%s' | tar -xO --wildcards "
+         "'./usr/src/linux-source-6.12.tar.xz' | tar -xJ -C '%s'"
+         % (debs[-1], SRC)])
+    open(mark, "w").close()
+    return PRISTINE
+
+
+# ------------------------------------------------------ transformations
+
+INCLUDES = {"vrnic_hw.h": "<linux/vrnic/vrnic_hw.h>",
+            "vrnic_aux.h": "<linux/vrnic/vrnic_aux.h>",
+            "vrnic-abi.h": "<rdma/vrnic-abi.h>"}
+
+
+def in_tree_c(text):
+    """A driver source or header as the kernel tree carries it."""
+    for local, system in INCLUDES.items():
+        text = text.replace('#include "%s"' % local, "#include %s" % system)
+    # The out-of-tree build's probe for <rdma/iter.h> (Kbuild): the
+    # tree has it.
+    text = re.sub(r"/\*[^\n]*\*/\n#ifdef VRNIC_HAVE_RDMA_ITER_H\n"
+                  r"(#include <rdma/iter.h>\n)#endif\n", r"\1", text)
+    return text
+
+
+def kernel_hw_header(text):
+    """include/vrnic_hw.h, the one description of the device, in the
+    kernel's style: the kernel's static_assert only (no C++ or
+    user-space branch), BIT()/BIT_ULL() for single-bit constants."""
+    text = re.sub(r"#if defined\(__cplusplus\)\n.*?#endif\n",
+                  "#define VRNIC_HW_ASSERT(expr, msg) static_assert(expr, msg)\n",
+                  text, count=1, flags=re.S)
+    text = text.replace("#include <linux/types.h>\n",
+                        "#include <linux/bits.h>\n#include <linux/build_bug.h>\n"
+                        "#include <linux/types.h>\n", 1)
+    text = re.sub(r"\(1[uU] << (\d+)\)", r"BIT(\1)", text)
+    text = re.sub(r"\(1(?:ull|ULL) << (\d+)\)", r"BIT_ULL(\1)", text)
+    return in_tree_c(text)
+
+
+def in_tree_kconfig(text):
+    """kernel/*/Kconfig without its comment about where it lives."""
+    lines = text.splitlines(True)
+    out = [lines[0]]                        # SPDX
+    i = 1
+    while i < len(lines) and lines[i].startswith("#"):
+        i += 1
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    out.append("\n")
+    return "".join(out + lines[i:])
+
+
+def kbuild_objs(var):
+    """The object list of one module in the top-level Kbuild."""
+    text = open(os.path.join(TOP, "Kbuild")).read().replace("\\\n", " ")
+    m = re.search(r"^%s-y\s*:=\s*(.*)$" % re.escape(var), text, re.M)
+    return [os.path.basename(o) for o in m.group(1).split()]
+
+
+def makefile(module, config, objs, trace_main):
+    rows = [" ".join(objs[i:i + 3]) for i in range(0, len(objs), 3)]
+    return ("# SPDX-License-Identifier: GPL-2.0\n"
+            "obj-$(%s) += %s.o\n\n" % (config, module) +
+            "%s-y := %s\n\n" % (module, " \\\n\t".join(rows)) +
+            "# define_trace.h includes the trace header from "
+            "TRACE_INCLUDE_PATH (.)\n"
+            "CFLAGS_%s := -I$(src)\n" % trace_main)
+
+
+def insert_after(text, anchor, new):
+    i = text.index(anchor) + len(anchor)
+    return text[:i] + new + text[i:]
+
+
+# ---------------------------------------------------------------- series
+
+def git(*args, cwd=WORK, **kw):
+    return run(["git", "-c", "user.name=vrnic maintainers", "-c",
+                "user.email=vrnic@invalid", "-c", "core.autocrlf=false",
+                *args], cwd=cwd, **kw)[1]
+
+
+def write(rel, text):
+    path = os.path.join(WORK, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def read(rel):
+    with open(os.path.join(WORK, rel)) as f:
+        return f.read()
+
+
+def src(rel):
+    with open(os.path.join(TOP, rel)) as f:
+        return f.read()
+
+
+def maintainers(files):
+    """MAINTAINERS with the vrnic entry listing files (each patch adds
+    the lines for the files it adds, so checkpatch finds them listed)."""
+    mt = open(os.path.join(PRISTINE, "MAINTAINERS")).read()
+    entry = ("VRNIC EMULATED RDMA NIC DRIVERS\n"
+             "L:\tlinux-rdma@vger.kernel.org\n"
+             "S:\tMaintained\n" +
+             "".join("F:\t%s\n" % f for f in sorted(files)) + "\n")
+    write("MAINTAINERS", mt.replace("\nVRF\n", "\n" + entry + "VRF\n", 1))
+
+
+def commit(subject, body):
+    git("add", "-A")
+    git("commit", "-q", "-s", "-m", subject + "\n\n" + body)
+
+
+def build_series():
+    tree = pristine()
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    git("init", "-q")
+    for rel in EDITED:
+        os.makedirs(os.path.dirname(os.path.join(WORK, rel)) or WORK,
+                    exist_ok=True)
+        shutil.copy(os.path.join(tree, rel), os.path.join(WORK, rel))
+    commit("base", "linux-source-6.12's files that the series edits.")
+
+    # 1. uAPI
+    write(UAPI, src("include/vrnic-abi.h"))
+    maintainers([UAPI])
+    verbs = read(EDITED[0])
+    verbs = insert_after(verbs, "\tRDMA_DRIVER_MANA,\n",
+                         "\tRDMA_DRIVER_VRNIC,\n")
+    write(EDITED[0], verbs)
+    commit("RDMA/vrnic: Add the vrnic user ABI",
+           "The private data that travels with uverbs commands between the\n"
+           "vrnic RDMA driver and its rdma-core provider, and the driver ID\n"
+           "the provider matches first.  Every request and response grows\n"
+           "only at its end; the kernel refuses trailing bytes it does not\n"
+           "know unless they are zero.")
+
+    # 2. the PCI function driver and the shared headers
+    maintainers([UAPI, NET_DIR + "/", SHARED + "/"])
+    write(os.path.join(SHARED, "vrnic_hw.h"), kernel_hw_header(src(
+        "include/vrnic_hw.h")))
+    write(os.path.join(SHARED, "vrnic_aux.h"), in_tree_c(src(
+        "kernel/include/vrnic_aux.h")))
+    for path in sorted(glob.glob(os.path.join(TOP, "kernel/core/*.[ch]"))):
+        write(os.path.join(NET_DIR, os.path.basename(path)),
+              in_tree_c(src(os.path.relpath(path, TOP))))
+    write(os.path.join(NET_DIR, "Kconfig"),
+          in_tree_kconfig(src("kernel/core/Kconfig")))
+    write(os.path.join(NET_DIR, "Makefile"),
+          makefile("vrnic", "CONFIG_VRNIC", kbuild_objs("vrnic"),
+                   "vrnic_main.o"))
+    k = read(EDITED[1])
+    k = insert_after(k, 'source "drivers/net/ethernet/via/Kconfig"\n',
+                     'source "drivers/net/ethernet/vrnic/Kconfig"\n')
+    write(EDITED[1], k)
+    m = read(EDITED[2])
+    m = insert_after(m, "obj-$(CONFIG_NET_VENDOR_VIA) += via/\n",
+                     "obj-$(CONFIG_VRNIC) += vrnic/\n")
+    write(EDITED[2], m)
+    commit("net: ethernet: vrnic: Add the vrnic PCI function driver",
+           "vrnic is the RoCEv2 RDMA NIC that QEMU emulates (-device vrnic).\n"
+           "This driver binds its PCI function: the admin and event queues,\n"
+           "the Ethernet netdev, and the auxiliary device vrnic.rdma.<n> that\n"
+           "the RDMA driver binds to.  The device's programming model is in\n"
+           "include/linux/vrnic/vrnic_hw.h, shared by both drivers.\n\n"
+           "The PCI ID 1af4:10f0 comes from the range QEMU leaves for\n"
+           "experimental devices; see the cover letter.")
+
+    # 3. the RDMA driver
+    maintainers([UAPI, NET_DIR + "/", SHARED + "/", IB_DIR + "/"])
+    for path in sorted(glob.glob(os.path.join(TOP, "kernel/ib/*.[ch]"))):
+        write(os.path.join(IB_DIR, os.path.basename(path)),
+              in_tree_c(src(os.path.relpath(path, TOP))))
+    write(os.path.join(IB_DIR, "Kconfig"),
+          in_tree_kconfig(src("kernel/ib/Kconfig")))
+    write(os.path.join(IB_DIR, "Makefile"),
+          makefile("vrnic_ib", "CONFIG_INFINIBAND_VRNIC",
+                   kbuild_objs("vrnic_ib"), "vrnic_ib_main.o"))
+    k = read(EDITED[3])
+    k = insert_after(k, 'source "drivers/infiniband/hw/usnic/Kconfig"\n',
+                     'source "drivers/infiniband/hw/vrnic/Kconfig"\n')
+    write(EDITED[3], k)
+    m = read(EDITED[4])
+    m = insert_after(m, "obj-$(CONFIG_INFINIBAND_USNIC)\t\t+= usnic/\n",
+                     "obj-$(CONFIG_INFINIBAND_VRNIC)\t\t+= vrnic/\n")
+    write(EDITED[4], m)
+    commit("RDMA/vrnic: Add the vrnic RDMA driver",
+           "The ib_device of a vrnic function, bound to the auxiliary device\n"
+           "the PCI function driver creates: PDs, MRs, CQs, QPs (RC, UC, UD,\n"
+           "XRC), SRQs and MWs on the device's RoCEv2 transport, with the\n"
+           "data path in the rdma-core provider.")
+
+    shutil.rmtree(OUT, ignore_errors=True)
+    os.makedirs(OUT)
+    git("format-patch", "-q", "--no-signature", "-o", OUT, "HEAD~3")
+    cover = os.path.join(OUT, "0000-cover-letter.patch")
+    with open(cover, "w") as f:
+        f.write(COVER)
+    return sorted(glob.glob(os.path.join(OUT, "*.patch")))
+
+
+COVER = """From: vrnic maintainers <vrnic@invalid>
+Subject: [PATCH 0/3] vrnic: an emulated RoCEv2 RDMA NIC
+
+vrnic is an RDMA NIC that QEMU emulates: a PCI function with an
+Ethernet netdev and a RoCEv2 transport of its own, built so that RDMA
+software (perftest, UCX, MPI, NVMe-oF) runs on any machine, through an
+emulated data-centre fabric as well as on a plain wire.  The device's
+specification, its emulation and the rdma-core provider are developed
+together with these drivers.
+
+The series adds the user ABI, the PCI function driver (net: ethernet)
+and the RDMA driver bound to it over the auxiliary bus (RDMA); each
+patch adds its files to one MAINTAINERS entry.
+
+PCI ID: the device uses 1af4:10f0, from the range QEMU's
+docs/specs/pci-ids.rst leaves to experimental devices (1af4:10f0-10ff,
+no registration).  A permanent ID would be requested from QEMU's
+maintainers (1b36:xxxx, Red Hat's range for QEMU devices) once the
+device model is accepted there, and the ID here changes with it.
+"""
+
+
+# ----------------------------------------------------------------- check
+
+def check(stage, patches):
+    tree = pristine()
+    shutil.rmtree(CHECK_TREE, ignore_errors=True)
+    # A hard-linked copy costs seconds; the files the series edits are
+    # copied for real so that the pristine tree stays pristine.
+    run(["cp", "-al", tree, CHECK_TREE])
+    for rel in EDITED:
+        p = os.path.join(CHECK_TREE, rel)
+        shutil.copy(os.path.join(tree, rel), p + ".tmp")
+        os.replace(p + ".tmp", p)
+    series = [p for p in patches if not p.endswith("0000-cover-letter.patch")]
+    for p in series:
+        rc, out = run(["patch", "-p1", "-s", "--no-backup-if-mismatch",
+                       "-i", p], cwd=CHECK_TREE, check=False)
+        stage.record("linux: %s applies to linux-source-6.12"
+                     % os.path.basename(p), "fail" if rc else "pass",
+                     out.strip()[-300:])
+        if rc:
+            return
+    for p in series:
+        rc, out = run(["perl", "scripts/checkpatch.pl", "--strict",
+                       "--terse", "--no-summary", "--show-types", p],
+                      cwd=CHECK_TREE, check=False)
+        bad = [ln for ln in out.splitlines() if ln.strip()]
+        for ln in bad[:20]:
+            print("    " + ln)
+        stage.record("linux: checkpatch --strict %s" % os.path.basename(p),
+                     "fail" if rc or bad else "pass",
+                     "%d findings" % len(bad) if bad else "")
+    build(stage)
+
+
+def build(stage):
+    kver = open(os.path.join(B, "kernel-version")).read().strip()
+    os.makedirs(OBJ, exist_ok=True)
+    cfg = os.path.join(OBJ, ".config")
+    shutil.copy("/usr/src/linux-headers-%s/.config" % kver, cfg)
+    sc = os.path.join(CHECK_TREE, "scripts", "config")
+    # Debian's signing keys and BTF (which needs vmlinux) are not here.
+    run([sc, "--file", cfg, "--module", "VRNIC", "--module",
+         "INFINIBAND_VRNIC", "--set-str", "SYSTEM_TRUSTED_KEYS", "",
+         "--set-str", "SYSTEM_REVOCATION_KEYS", "", "--disable",
+         "DEBUG_INFO_BTF", "--disable", "MODULE_SIG_ALL"])
+    make = ["make", "-s", "-C", CHECK_TREE, "O=" + OBJ, "-j2"]
+    try:
+        run(make + ["olddefconfig"])
+        got = open(cfg).read()
+        for sym in ("CONFIG_VRNIC=m", "CONFIG_INFINIBAND_VRNIC=m"):
+            if sym not in got:
+                raise RuntimeError("olddefconfig dropped %s (its depends "
+                                   "on do not hold)" % sym)
+        run(make + ["prepare"])
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        print("    " + str(e)[-2000:])
+        stage.record("linux: the patched tree builds with W=1 C=1", "fail",
+                     "configure/prepare: " + str(e).splitlines()[0])
+        return
+    for d in (NET_DIR, IB_DIR):
+        shutil.rmtree(os.path.join(OBJ, d), ignore_errors=True)
+    rc, out = run(make + ["W=1", "C=1", NET_DIR + "/", IB_DIR + "/"],
+                  check=False)
+    bad = [ln for ln in out.splitlines()
+           if re.search(r"(warning|error):", ln) and "vrnic" in ln]
+    for ln in (bad or out.splitlines() if rc else bad)[:30]:
+        print("    " + ln)
+    objs = glob.glob(os.path.join(OBJ, NET_DIR, "*.o")) + glob.glob(
+        os.path.join(OBJ, IB_DIR, "*.o"))
+    want = len(kbuild_objs("vrnic")) + len(kbuild_objs("vrnic_ib"))
+    stage.record("linux: the patched tree builds %s/ and %s/ with W=1 C=1"
+                 % (NET_DIR, IB_DIR),
+                 "fail" if rc or bad or len(objs) < want else "pass",
+                 "%d of %d objects%s" % (len(objs), want, ", %d warnings"
+                                         % len(bad) if bad else ""))
+
+
+def main(argv):
+    try:
+        patches = build_series()
+    except (RuntimeError, OSError, ValueError) as e:
+        print("make patches: %s" % e)
+        if "--check" in argv:
+            Stage("patches").record("linux: make patches writes the series",
+                                    "fail", str(e).splitlines()[0])
+        return 1
+    print("make patches: %d files in %s" % (len(patches),
+                                            os.path.relpath(OUT, TOP)))
+    for p in patches:
+        print("  " + os.path.basename(p))
+    if "--check" not in argv:
+        return 0
+    stage = Stage("patches")
+    stage.record("linux: make patches writes the series", "pass",
+                 "%d patches" % (len(patches) - 1))
+    check(stage, patches)
+    return 1 if stage.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
