@@ -28,6 +28,9 @@ pkgs=(
 	python3-docutils
 	# kernel module build and lint
 	libelf-dev bc sparse perl
+	# make patches: the kernel tree's make prepare (certs need OpenSSL),
+	# rdma-core's buildlib/check-build (its ABI comparison)
+	libssl-dev abi-dumper abi-compliance-checker
 	# guest image and harness
 	mmdebstrap socat busybox-static e2fsprogs tshark
 	# make bench's plot

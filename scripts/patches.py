@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""make patches: the Linux series for upstream review (issue 26).
+"""make patches: the Linux and rdma-core series for upstream review
+(issue 26).
 
 Writes build/patches/linux/*.patch (git format-patch, a cover letter
 first) that add vrnic to the guest kernel's own source tree,
@@ -18,11 +19,21 @@ comments that describe the out-of-tree build change on the way.  The
 hardware header is generated from include/vrnic_hw.h, the device's one
 description (kernel_hw_header(): no C++ or user-space branch, BIT()).
 
+It also writes build/patches/rdma-core/*.patch against rdma-core 56.1
+as released: kernel-headers/ as kernel-headers/update would write them
+from the Linux series' uAPI, then providers/vrnic with its CMake,
+libibverbs/verbs.h (the static provider's declaration), MAINTAINERS and
+packaging lines.
+
 --check (make check's patches stage): the series applies to a pristine
 copy of the tree, each patch passes checkpatch --strict (with the tree),
 and the patched tree builds both directories with W=1 C=1 (sparse) from
-the guest kernel's configuration, objects in build/patches-obj.  Each is
-one result in build/results/patches.jsonl.
+the guest kernel's configuration, objects in build/patches-obj.  The
+rdma-core series applies to the released tree and passes rdma-core's own
+CI jobs (buildlib/azure-pipelines.yml): the gcc build with
+-DENABLE_STATIC=1 -DENABLE_WERROR=1, buildlib/check-build on it, and
+sparse through cgcc with no output (on the provider's library and what
+it links).  Each is one result in build/results/patches.jsonl.
 """
 
 import glob
@@ -302,6 +313,180 @@ device model is accepted there, and the ID here changes with it.
 """
 
 
+# ------------------------------------------------------ rdma-core series
+
+RC_PRISTINE = os.path.join(SRC, "rdma-core-56.1")
+RC_CHECK = os.path.join(SRC, "rdma-core-check")
+RC_WORK = os.path.join(SRC, "rdma-core-series")
+RC_OBJ = os.path.join(B, "patches-obj", "rdma-core")
+RC_OUT = os.path.join(B, "patches", "rdma-core")
+RC_EDITED = ("kernel-headers/rdma/ib_user_ioctl_verbs.h",
+             "kernel-headers/CMakeLists.txt", "CMakeLists.txt",
+             "libibverbs/verbs.h", "MAINTAINERS", "debian/control",
+             "redhat/rdma-core.spec")
+
+
+def rc_pristine():
+    """rdma-core 56.1 as released (the .orig.tar.gz in build/dl)."""
+    mark = os.path.join(RC_PRISTINE, ".vrnic-unpacked")
+    if os.path.exists(mark):
+        return RC_PRISTINE
+    tgz = os.path.join(DL, "rdma-core_56.1.orig.tar.gz")
+    if not os.path.exists(tgz):
+        raise RuntimeError("no rdma-core_56.1.orig.tar.gz in build/dl "
+                           "(scripts/fetch-sources.sh fetches it)")
+    shutil.rmtree(RC_PRISTINE, ignore_errors=True)
+    os.makedirs(SRC, exist_ok=True)
+    run(["tar", "-xzf", tgz, "-C", SRC])
+    open(mark, "w").close()
+    return RC_PRISTINE
+
+
+def rc_edit(rel, anchor, new):
+    """Insert new after the line anchor (every occurrence) in RC_WORK."""
+    path = os.path.join(RC_WORK, rel)
+    with open(path) as f:
+        text = f.read()
+    if anchor not in text:
+        raise RuntimeError("%s: no line %r to insert after" % (rel, anchor))
+    with open(path, "w") as f:
+        f.write(text.replace(anchor, anchor + new))
+
+
+def rc_series():
+    tree = rc_pristine()
+    shutil.rmtree(RC_WORK, ignore_errors=True)
+    os.makedirs(RC_WORK)
+    g = lambda *a: git(*a, cwd=RC_WORK)  # noqa: E731
+    g("init", "-q")
+    for rel in RC_EDITED:
+        os.makedirs(os.path.dirname(os.path.join(RC_WORK, rel)) or RC_WORK,
+                    exist_ok=True)
+        shutil.copy(os.path.join(tree, rel), os.path.join(RC_WORK, rel))
+
+    def commit_rc(subject, body):
+        g("add", "-A")
+        g("commit", "-q", "-s", "-m", subject + "\n\n" + body)
+
+    commit_rc("base", "rdma-core 56.1's files that the series edits.")
+
+    # 1. kernel-headers/, as kernel-headers/update writes them from the
+    # kernel series' uAPI.
+    shutil.copy(os.path.join(TOP, "include/vrnic-abi.h"),
+                os.path.join(RC_WORK, "kernel-headers/rdma/vrnic-abi.h"))
+    rc_edit(RC_EDITED[0], "\tRDMA_DRIVER_MANA,\n", "\tRDMA_DRIVER_VRNIC,\n")
+    rc_edit(RC_EDITED[1], "  rdma/vmw_pvrdma-abi.h\n", "  rdma/vrnic-abi.h\n")
+    commit_rc("Update kernel headers",
+              "To the uAPI of the kernel series \"vrnic: an emulated RoCEv2 "
+              "RDMA NIC\"\n(include/uapi/rdma/vrnic-abi.h and "
+              "RDMA_DRIVER_VRNIC).")
+
+    # 2. the provider
+    pdir = os.path.join(RC_WORK, "providers", "vrnic")
+    os.makedirs(pdir)
+    for path in sorted(glob.glob(os.path.join(TOP, "userspace/*.[ch]"))):
+        shutil.copy(path, pdir)
+    shutil.copy(os.path.join(TOP, "include/vrnic_hw.h"), pdir)
+    cm = [ln for ln in src("userspace/CMakeLists.txt").splitlines(True)
+          if not ln.startswith("#")]
+    with open(os.path.join(pdir, "CMakeLists.txt"), "w") as f:
+        f.write("".join(cm))
+    rc_edit("CMakeLists.txt", "add_subdirectory(providers/vmw_pvrdma)\n",
+            "add_subdirectory(providers/vrnic)\n")
+    rc_edit("libibverbs/verbs.h",
+            "extern const struct verbs_device_ops verbs_provider_vmw_pvrdma;\n",
+            "extern const struct verbs_device_ops verbs_provider_vrnic;\n")
+    rc_edit("MAINTAINERS", "F:\tproviders/vmw_pvrdma/\n",
+            "\nVRNIC USERSPACE PROVIDER (for vrnic_ib.ko)\n"
+            "L:\tlinux-rdma@vger.kernel.org\nS:\tSupported\n"
+            "F:\tproviders/vrnic/\n")
+    rc_edit("debian/control",
+            "  - vmw_pvrdma: VMware paravirtual RDMA device\n",
+            "  - vrnic: vrnic, the RoCEv2 NIC QEMU emulates\n")
+    rc_edit("redhat/rdma-core.spec",
+            "- libvmw_pvrdma: VMware paravirtual RDMA device\n",
+            "- libvrnic: vrnic, the RoCEv2 NIC QEMU emulates\n")
+    commit_rc("vrnic: Add the userspace provider for vrnic",
+              "The provider of vrnic_ib.ko, the RDMA driver of the RoCEv2 NIC "
+              "that QEMU\nemulates (-device vrnic): the data path (posting, "
+              "doorbells, polling)\nin user space, objects through uverbs.  "
+              "It matches RDMA_DRIVER_VRNIC\nfirst and the PCI ID after.")
+
+    shutil.rmtree(RC_OUT, ignore_errors=True)
+    os.makedirs(RC_OUT)
+    g("format-patch", "-q", "--no-signature", "-o", RC_OUT, "HEAD~2")
+    return sorted(glob.glob(os.path.join(RC_OUT, "*.patch")))
+
+
+def rc_check(stage, patches):
+    tree = rc_pristine()
+    shutil.rmtree(RC_CHECK, ignore_errors=True)
+    run(["cp", "-al", tree, RC_CHECK])
+    for rel in RC_EDITED:
+        p = os.path.join(RC_CHECK, rel)
+        shutil.copy(os.path.join(tree, rel), p + ".tmp")
+        os.replace(p + ".tmp", p)
+    for p in patches:
+        rc, out = run(["patch", "-p1", "-s", "--no-backup-if-mismatch",
+                       "-i", p], cwd=RC_CHECK, check=False)
+        stage.record("rdma-core: %s applies to rdma-core 56.1"
+                     % os.path.basename(p), "fail" if rc else "pass",
+                     out.strip()[-300:])
+        if rc:
+            return
+    shutil.rmtree(RC_OBJ, ignore_errors=True)
+    gcc = os.path.join(RC_OBJ, "gcc")
+    os.makedirs(gcc)
+    env = dict(os.environ, CC="gcc")
+    # rdma-core's CI (buildlib/azure-pipelines.yml): the gcc compile with
+    # static libraries and -Werror, then check-build on it.
+    rc, out = run(["sh", "-c", "cmake -GNinja %s -DIOCTL_MODE=both "
+                   "-DENABLE_STATIC=1 -DENABLE_WERROR=1 -DNO_PYVERBS=1 "
+                   "-DNO_MAN_PAGES=1 >/dev/null && ninja" % RC_CHECK],
+                  cwd=gcc, check=False, env=env)
+    if rc:
+        print("\n".join("    " + ln for ln in out.splitlines()[-30:]))
+    stage.record("rdma-core: gcc -DENABLE_STATIC=1 -DENABLE_WERROR=1 "
+                 "builds", "fail" if rc else "pass")
+    if rc == 0:
+        rc, out = run(["/usr/bin/python3", os.path.join(
+            RC_CHECK, "buildlib", "check-build"), "--src", RC_CHECK,
+            "--cc", "gcc"], cwd=gcc, check=False, env=env)
+        if rc:
+            print("\n".join("    " + ln for ln in out.splitlines()[-30:]))
+        stage.record("rdma-core: buildlib/check-build", "fail" if rc
+                     else "pass")
+    # sparse through cgcc on the directories rdma-core keeps sparse
+    # clean: its CI drops the "# NO SPARSE" lines; any output fails.
+    cml = os.path.join(RC_CHECK, "CMakeLists.txt")
+    with open(cml) as f:
+        text = f.read()
+    with open(cml + ".tmp", "w") as f:
+        f.write("".join(ln for ln in text.splitlines(True)
+                        if "# NO SPARSE" not in ln))
+    os.replace(cml + ".tmp", cml)
+    # Only the provider's library and what it links (libibverbs, util,
+    # ccan) are built: the rest of the tree is rdma-core's and costs
+    # minutes here.
+    sp = os.path.join(RC_OBJ, "sparse")
+    os.makedirs(sp)
+    env = dict(os.environ, CC="cgcc")
+    rc, out = run(["cmake", "-GNinja", RC_CHECK, "-DIOCTL_MODE=both",
+                   "-DNO_PYVERBS=1", "-DENABLE_WERROR=1", "-DNO_MAN_PAGES=1"],
+                  cwd=sp, check=False, env=env)
+    if rc == 0:
+        targets = run(["ninja", "-t", "targets", "all"], cwd=sp)[1]
+        lib = re.search(r"^(lib/libvrnic-rdmav\d+\.so):", targets, re.M)
+        rc, out = run(["ninja", lib.group(1) if lib else "all"], cwd=sp,
+                      check=False, env=env)
+    msgs = [ln for ln in out.splitlines() if not ln.startswith("[")]
+    for ln in msgs[:30]:
+        print("    " + ln)
+    stage.record("rdma-core: sparse (cgcc) prints nothing",
+                 "fail" if rc or msgs else "pass",
+                 "%d lines" % len(msgs) if msgs else "")
+
+
 # ----------------------------------------------------------------- check
 
 def check(stage, patches):
@@ -392,12 +577,27 @@ def main(argv):
                                             os.path.relpath(OUT, TOP)))
     for p in patches:
         print("  " + os.path.basename(p))
+    try:
+        rc_patches = rc_series()
+    except (RuntimeError, OSError, ValueError) as e:
+        print("make patches: rdma-core: %s" % e)
+        rc_patches = None
+    else:
+        print("make patches: %d files in %s" % (
+            len(rc_patches), os.path.relpath(RC_OUT, TOP)))
+        for p in rc_patches:
+            print("  " + os.path.basename(p))
     if "--check" not in argv:
-        return 0
+        return 0 if rc_patches is not None else 1
     stage = Stage("patches")
     stage.record("linux: make patches writes the series", "pass",
                  "%d patches" % (len(patches) - 1))
     check(stage, patches)
+    stage.record("rdma-core: make patches writes the series",
+                 "pass" if rc_patches else "fail",
+                 "%d patches" % len(rc_patches) if rc_patches else "")
+    if rc_patches:
+        rc_check(stage, rc_patches)
     return 1 if stage.failed else 0
 
 

@@ -596,7 +596,7 @@ static int vrnic_poll_one(struct vrnic_context *ctx, struct vrnic_cq *cq,
 	w->src_qp = le32toh(cqe->src_qp);
 	if (cqe->wc_flags & VRNIC_CQE_WITH_IMM) {
 		w->wc_flags |= IBV_WC_WITH_IMM;
-		w->imm_data = (__be32)cqe->imm_data;
+		w->imm_data = (__force __be32)cqe->imm_data;
 	}
 	if (cqe->wc_flags & VRNIC_CQE_WITH_INV) {
 		w->wc_flags |= IBV_WC_WITH_INV;
@@ -1140,8 +1140,9 @@ int vrnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	pthread_spin_lock(&srq->lock);
 	start = srq->head;
 	for (; wr; wr = wr->next) {
-		uint32_t ci = le32toh(__atomic_load_n(&srq->dbrec->ci,
-						      __ATOMIC_ACQUIRE));
+		uint32_t *cip = (__force uint32_t *)&srq->dbrec->ci;
+		uint32_t ci = le32toh((__force __le32)__atomic_load_n(cip,
+						__ATOMIC_ACQUIRE));
 
 		if (srq->head - ci >= (1u << srq->log)) {
 			ret = ENOMEM;
@@ -1493,7 +1494,7 @@ static void vrnic_wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm)
 						VRNIC_WR_SEND_IMM);
 
 	if (w)
-		w->imm_data = (__le32)imm;
+		w->imm_data = (__force __le32)imm;
 }
 
 static void vrnic_wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
@@ -1538,7 +1539,7 @@ static void vrnic_wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey,
 
 	vrnic_wr_rdma(qpx, VRNIC_WR_RDMA_WRITE_IMM, rkey, raddr);
 	if (qp->wr_cur)
-		qp->wr_cur->imm_data = (__le32)imm;
+		qp->wr_cur->imm_data = (__force __le32)imm;
 }
 
 static void vrnic_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey,
@@ -2108,7 +2109,7 @@ static int vrnic_build_send(struct vrnic_qp *qp, struct ibv_send_wr *wr,
 		w->flags |= VRNIC_WQE_FENCE;
 	if (wr->opcode == IBV_WR_SEND_WITH_IMM ||
 	    wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
-		w->imm_data = (__le32)wr->imm_data;
+		w->imm_data = (__force __le32)wr->imm_data;
 	switch (wr->opcode) {
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
