@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The kernel's ring geometry answer (include/vrnic-abi.h, "Ring geometry
- * and capabilities are the kernel's answer"): the provider (userspace/)
+ * is the kernel's answer"): the provider (userspace/)
  * against the stub kernel (stub.c), whose create CQ/QP/SRQ answers this
  * test rewrites with stub_set_answer().
  *
