@@ -8,26 +8,25 @@
  * How it evolves (Documentation/vrnic-spec.rst, "User ABI"):
  * - A struct only grows at its end, by whole 8-byte words; fields are
  *   never moved, resized or given a new meaning.  A reserved field the
- *   kernel always wrote as zero may be named once (a response's comp_mask:
- *   zero still means "nothing more").
- * - The kernel zero-extends a shorter request (an older provider) and
- *   refuses a longer one whose unknown trailing bytes are not zero
- *   (EOPNOTSUPP).  Reserved fields must be zero (EINVAL).
- * - The kernel writes at most the response length the provider gave; a
- *   provider reads only what the kernel's comp_mask says it wrote, beyond
- *   the fields of VRNIC_UVERBS_ABI_VERSION 1.
+ *   kernel always wrote as zero may be named once (zero keeps meaning
+ *   "nothing more").
+ * - The kernel zero-extends a shorter request and refuses a longer one
+ *   whose unknown trailing bytes are not zero (EOPNOTSUPP); so does every
+ *   verb that takes no request of its own.  Reserved fields must be zero
+ *   (EINVAL).
+ * - The kernel writes at most the response length the provider gave.
+ *   Every field below is part of VRNIC_UVERBS_ABI_VERSION 1 and always
+ *   written; a field added later is covered by a bit of the response's
+ *   comp_mask, and a provider reads it only when that bit is set.
  * - Optional behaviour is asked for with a comp_mask bit of the ucontext
  *   request and granted with the same bit in the response; the kernel
  *   refuses (EOPNOTSUPP) a request bit it does not know.
- * - Ring geometry and capabilities are the kernel's answer.  The provider
- *   proposes a geometry (depths, WQE strides) in the create request and
- *   sizes its rings by it; the kernel checks it and answers, with a
- *   GEOMETRY bit in the response comp_mask, the depths, strides and
- *   SGE/inline limits it programmed into the device.  The provider checks
- *   that the answer fits its rings (else destroys the object and fails)
- *   and from then on indexes, reports caps and checks posts by the
- *   answer only.  Without the bit (an older kernel) it falls back to its
- *   proposal, which such a kernel programmed unchanged.
+ * - Ring geometry is the kernel's answer: the provider proposes depths
+ *   and WQE strides in the create request and sizes its rings by them;
+ *   the kernel checks the proposal and answers what it programmed into
+ *   the device.  The provider checks that the answer fits its rings
+ *   (else destroys the object and fails) and from then on uses only the
+ *   answer.
  * - VRNIC_UVERBS_ABI_VERSION changes only for an incompatible break.
  */
 #ifndef VRNIC_ABI_USER_H
@@ -36,6 +35,19 @@
 #include <linux/types.h>
 
 #define VRNIC_UVERBS_ABI_VERSION 1
+
+/*
+ * The driver ID (ib_device_ops.driver_id, reported over netlink) that the
+ * provider matches before the PCI ID.  The kernel series adds
+ * RDMA_DRIVER_VRNIC to enum rdma_driver_id in <rdma/ib_user_ioctl_verbs.h>
+ * and defines VRNIC_HAVE_RDMA_DRIVER_VRNIC there.  Against headers without
+ * it (Linux 6.12, rdma-core 56.1) this out-of-tree value stands in: one
+ * that no upstream driver uses, so the provider never claims another
+ * driver's device.
+ */
+#ifndef VRNIC_HAVE_RDMA_DRIVER_VRNIC
+#define RDMA_DRIVER_VRNIC 0x100
+#endif
 
 /* ibv_open_device: no optional behaviour is defined yet. */
 enum vrnic_alloc_ucontext_req_mask {
@@ -55,7 +67,7 @@ struct vrnic_alloc_ucontext_resp {
 	__aligned_u64 db_mmap_key;	/* mmap() offset of the doorbell page */
 	__u32 db_page_index;		/* page of BAR2 owned by this context */
 	__u32 db_page_size;
-	__u32 spec_version;		/* device spec: major << 16 | minor */
+	__u32 reserved;			/* 0 */
 	__u32 comp_mask;		/* enum vrnic_alloc_ucontext_resp_mask */
 };
 
@@ -68,14 +80,12 @@ struct vrnic_create_cq_cmd {
 };
 
 enum vrnic_create_cq_resp_mask {
-	/* log_depth and cqe_size are valid */
-	VRNIC_CREATE_CQ_RESP_MASK_GEOMETRY = 1 << 0,
+	VRNIC_CREATE_CQ_RESP_MASK_ALL = 0,
 };
 
 struct vrnic_create_cq_resp {
 	__u32 cqn;
 	__u32 comp_mask;		/* enum vrnic_create_cq_resp_mask */
-	/* VRNIC_CREATE_CQ_RESP_MASK_GEOMETRY: */
 	__u32 log_depth;		/* 1 << log_depth CQEs, all usable */
 	__u32 cqe_size;			/* bytes per CQE (32) */
 };
@@ -92,15 +102,13 @@ struct vrnic_create_qp_cmd {
 };
 
 enum vrnic_create_qp_resp_mask {
-	/* the geometry and limit fields below are valid */
-	VRNIC_CREATE_QP_RESP_MASK_GEOMETRY = 1 << 0,
+	VRNIC_CREATE_QP_RESP_MASK_ALL = 0,
 };
 
 struct vrnic_create_qp_resp {
 	__u32 qpn;
 	__u32 comp_mask;		/* enum vrnic_create_qp_resp_mask */
-	/* VRNIC_CREATE_QP_RESP_MASK_GEOMETRY (RQ fields: 0 without an RQ): */
-	__u32 sq_log_depth;
+	__u32 sq_log_depth;		/* RQ fields: 0 without an RQ */
 	__u32 rq_log_depth;
 	__u32 sq_wqe_shift;		/* SQ stride: 1 << sq_wqe_shift bytes */
 	__u32 rq_wqe_shift;
@@ -119,14 +127,12 @@ struct vrnic_create_srq_cmd {
 };
 
 enum vrnic_create_srq_resp_mask {
-	/* log_depth, wqe_shift and max_sge are valid */
-	VRNIC_CREATE_SRQ_RESP_MASK_GEOMETRY = 1 << 0,
+	VRNIC_CREATE_SRQ_RESP_MASK_ALL = 0,
 };
 
 struct vrnic_create_srq_resp {
 	__u32 srqn;
 	__u32 comp_mask;		/* enum vrnic_create_srq_resp_mask */
-	/* VRNIC_CREATE_SRQ_RESP_MASK_GEOMETRY: */
 	__u32 log_depth;
 	__u32 wqe_shift;		/* stride: 1 << wqe_shift bytes */
 	__u32 max_sge;
@@ -134,14 +140,20 @@ struct vrnic_create_srq_resp {
 };
 
 /*
- * ibv_create_ah: the kernel resolves the destination MAC and returns the
- * whole address vector (struct vrnic_ud_av of the device spec), which the
- * provider copies into each UD WQE.  Since spec 0.6 it names its source
- * only by GID table index: the device takes the source GID, MAC and VLAN
- * from the table the kernel programs, so a process cannot choose them.
+ * ibv_create_ah: the kernel resolves the destination MAC, which user space
+ * cannot; the provider builds the device's address vector (struct
+ * vrnic_ud_av of the device spec) from the AH attributes and this MAC.
+ * The source is named by GID table index only: the device takes the
+ * source GID, MAC and VLAN from the table the kernel programs.
  */
+enum vrnic_create_ah_resp_mask {
+	VRNIC_CREATE_AH_RESP_MASK_ALL = 0,
+};
+
 struct vrnic_create_ah_resp {
-	__u8 av[64];
+	__u32 comp_mask;		/* enum vrnic_create_ah_resp_mask */
+	__u8 dmac[6];
+	__u8 reserved[6];		/* 0 */
 };
 
 #endif /* VRNIC_ABI_USER_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
- * vrnic hardware interface, spec version 0.1.
+ * vrnic hardware interface, spec version 1.0.
  *
  * This header is the single definition of the device's programming model:
  * PCI identity, BAR map, BAR0 registers, doorbells, admin queue commands and
@@ -38,8 +38,8 @@
 #define VRNIC_PCI_REVISION		0x01
 #define VRNIC_PCI_CLASS			0x0200	/* Ethernet controller */
 
-#define VRNIC_SPEC_VERSION_MAJOR	0
-#define VRNIC_SPEC_VERSION_MINOR	7
+#define VRNIC_SPEC_VERSION_MAJOR	1
+#define VRNIC_SPEC_VERSION_MINOR	0
 #define VRNIC_SPEC_VERSION \
 	((VRNIC_SPEC_VERSION_MAJOR << 16) | VRNIC_SPEC_VERSION_MINOR)
 
@@ -202,9 +202,9 @@ enum vrnic_admin_opcode {
 	VRNIC_ADMIN_DEALLOC_MW		= 0x20,
 	VRNIC_ADMIN_ALLOC_XRCD		= 0x21,
 	VRNIC_ADMIN_DEALLOC_XRCD	= 0x22,
-	VRNIC_ADMIN_SET_GID		= 0x23,	/* spec 0.6 */
-	VRNIC_ADMIN_SET_MAC		= 0x24,	/* spec 0.7 */
-	VRNIC_ADMIN_SET_RX_FILTER	= 0x25,	/* spec 0.7 */
+	VRNIC_ADMIN_SET_GID		= 0x23,
+	VRNIC_ADMIN_SET_MAC		= 0x24,
+	VRNIC_ADMIN_SET_RX_FILTER	= 0x25,
 	VRNIC_ADMIN_SET_CC		= 0x26,	/* congestion control */
 	VRNIC_ADMIN_NUM_OPCODES
 };
@@ -258,7 +258,7 @@ struct vrnic_admin_create_eth_ring {
 	__le32 rsvd;
 };
 
-/* ------------------------------------- RDMA objects (spec 0.2 draft) --- */
+/* ------------------------------------- RDMA objects --- */
 /*
  * The RC data path.  Object handles carry a generation so that a stale
  * handle is refused: CQ, SRQ and QP numbers are index | generation << 12
@@ -329,7 +329,7 @@ struct vrnic_admin_create_pd {
 };
 
 /*
- * Memory windows (spec 0.5) share the MR table and key space: ALLOC_MW
+ * Memory windows share the MR table and key space: ALLOC_MW
  * returns index << 8 | key like CREATE_MR.  A window starts unbound; a
  * BIND_MW work request binds it to a range of an MR that has MW_BIND, on
  * a QP of the window's PD.  DEALLOC_MW names it by index (the key byte is
@@ -387,7 +387,7 @@ enum vrnic_qp_type {
 };
 
 /*
- * XRC (spec 0.5).  An XRC domain (ALLOC_XRCD, kernel only: domains are
+ * XRC.  An XRC domain (ALLOC_XRCD, kernel only: domains are
  * shared between processes) groups XRC SRQs and XRC target QPs.  An
  * XRC_INI QP is an RC requester whose every request names an XRC SRQ of
  * the target's domain (XRCETH).  An XRC_TGT QP has no rings, CQs or PD:
@@ -457,7 +457,7 @@ struct vrnic_admin_modify_srq {
 };
 
 /*
- * The port's GID table (spec 0.6).  The device, not the consumer, owns the
+ * The port's GID table.  The device, not the consumer, owns the
  * source address of every packet: address vectors name an entry by
  * sgid_index, and the device takes the source GID (IP address), the source
  * MAC and the VLAN from it.  Only the kernel programs it (SET_GID); reset
@@ -465,7 +465,7 @@ struct vrnic_admin_modify_srq {
  * LOC_QP_OP_ERR (the QP enters ERR) and a MODIFY_QP with BAD_PARAM.
  * Clearing or changing an entry moves every connected QP whose address
  * vector names it (RTR, RTS, SQD, SQE) to ERR with a QP_FATAL event.
- * Spec 0.7: an entry with a VLAN ID (1..4094) has the device send 802.1Q
+ * An entry with a VLAN ID (1..4094) has the device send 802.1Q
  * tagged frames (VID, PCP = traffic class >> 5); a received RoCE frame
  * must carry the VLAN of a GID entry holding its destination (an untagged
  * one: no VLAN), else it is dropped and counted in vlan_drops.
@@ -488,7 +488,7 @@ enum vrnic_gid_type {
 struct vrnic_admin_set_gid {
 	__u8 gid[16];
 	__u8 smac[6];			/* unicast, not zero */
-	__le16 vlan_id;			/* VRNIC_VLAN_NONE or 1..4094 (0.7) */
+	__le16 vlan_id;			/* VRNIC_VLAN_NONE or 1..4094 */
 	__u8 index;			/* < VRNIC_GID_TABLE_LEN */
 	__u8 op;			/* enum vrnic_gid_op */
 	__u8 type;			/* enum vrnic_gid_type */
@@ -496,7 +496,7 @@ struct vrnic_admin_set_gid {
 };
 
 /*
- * Station address and receive filter (spec 0.7).  SET_MAC sets the unicast
+ * Station address and receive filter.  SET_MAC sets the unicast
  * address the device accepts and RoCE loopback compares with (reset: the
  * REG_MAC_* address).  SET_RX_FILTER replaces the filter: broadcast is
  * always accepted; multicast by the list (group addresses), or every
@@ -649,9 +649,9 @@ struct vrnic_qp_attr {
 	/* address vector */
 	__u8 dgid[16];			/* IPv4: ::ffff:a.b.c.d */
 	__u8 sgid_index;		/* GID table entry: source GID, MAC */
-	__u8 rsvd_av[15];		/* 0 (source GID before spec 0.6) */
+	__u8 rsvd_av[15];		/* 0 */
 	__u8 dmac[6];
-	__u8 rsvd_smac[6];		/* 0 (source MAC before spec 0.6) */
+	__u8 rsvd_smac[6];		/* 0 */
 	__u8 traffic_class;
 	__u8 hop_limit;
 	__le16 udp_sport;		/* rdma_flow_label_to_udp_sport() */
@@ -811,7 +811,7 @@ struct vrnic_ud_av {
 	__le32 qkey;			/* VRNIC_QKEY_PRIVILEGED: the QP's */
 	__u8 dgid[16];			/* IPv4: ::ffff:a.b.c.d; or multicast */
 	__u8 sgid_index;		/* < VRNIC_GID_TABLE_LEN, a valid entry */
-	__u8 rsvd_sgid[15];		/* 0 (source GID before 0.6) */
+	__u8 rsvd_sgid[15];		/* 0 */
 	__u8 dmac[6];
 	__u8 traffic_class;
 	__u8 hop_limit;			/* 0: 64 */
@@ -880,7 +880,7 @@ enum vrnic_wc_status {
 #define VRNIC_CQE_GRH			(1u << 2)	/* UD: 40 B network header first */
 #define VRNIC_CQE_NET_IPV4		(1u << 3)	/* ... and it is IPv4 */
 /*
- * Spec 0.7: a datagram received with an 802.1Q tag (VID 1..4094) and no
+ * A datagram received with an 802.1Q tag (VID 1..4094) and no
  * immediate: imm_data holds the VID (le32), so that the kernel can find the
  * VLAN's GID for a reply (ib_init_ah_attr_from_wc).
  */
@@ -969,10 +969,10 @@ struct vrnic_device_attr {
 	__le32 max_eth_queues;
 	__le32 max_mtu;
 	__u8 mac[6];
-	__le16 gid_tbl_len;		/* spec 0.6: VRNIC_GID_TABLE_LEN */
+	__le16 gid_tbl_len;		/* VRNIC_GID_TABLE_LEN */
 	/*
 	 * Host memory the device lets the guest make it hold, in bytes
-	 * (spec "Resource limits"); 0 from a device that predates it.
+	 * (spec "Resource limits").
 	 */
 	__le64 host_mem_budget;
 };
@@ -997,7 +997,7 @@ struct vrnic_stats {
 	__le64 eq_overflows;
 	__le64 dma_errors;
 	__le64 admin_cmds;
-	/* RoCE transport (spec 0.4) */
+	/* RoCE transport */
 	__le64 sent_pkts;
 	__le64 rcvd_pkts;
 	__le64 sent_bytes;		/* RoCE frame bytes */
@@ -1022,9 +1022,9 @@ struct vrnic_stats {
 	__le64 fast_reg;		/* REG_MR executed */
 	__le64 local_inv;		/* LOCAL_INV executed */
 	__le64 remote_inv;		/* keys invalidated by SEND_WITH_INV */
-	__le64 mw_binds;		/* BIND_MW executed (spec 0.5) */
-	__le64 bad_sgid;		/* UD WQEs naming no usable GID (0.6) */
-	__le64 vlan_drops;		/* RoCE frames on a wrong VLAN (0.7) */
+	__le64 mw_binds;		/* BIND_MW executed */
+	__le64 bad_sgid;		/* UD WQEs naming no usable GID */
+	__le64 vlan_drops;		/* RoCE frames on a wrong VLAN */
 	/* Congestion control, mlx5's names */
 	__le64 np_ecn_marked_roce_packets;	/* RoCE packets received CE */
 	__le64 np_cnp_sent;		/* CNPs sent for them */

@@ -224,17 +224,11 @@ static inline void vrnic_set_tail(uint32_t *tail, uint32_t v)
 #define VRNIC_SEND_FLAGS (IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | \
 			  IBV_SEND_FENCE | IBV_SEND_INLINE)
 
-/* The operations of spec versions before ctx's device are left out. */
-static uint32_t vrnic_qp_type_ops(struct ibv_context *ctx, uint8_t type)
+/* The operations a QP type takes. */
+static uint32_t vrnic_qp_type_ops(uint8_t type)
 {
 	uint32_t ops = VRNIC_OPS_RC;
 
-	if (!vrnic_spec_has(ctx, VRNIC_SPEC_MINOR_INV))
-		ops &= ~(VRNIC_OP(VRNIC_WR_SEND_INV) |
-			 VRNIC_OP(VRNIC_WR_LOCAL_INV));
-	if (!vrnic_spec_has(ctx, VRNIC_SPEC_MINOR_XRC_MW))
-		ops &= ~(VRNIC_OP(VRNIC_WR_ATOMIC_WRITE) |
-			 VRNIC_OP(VRNIC_WR_FLUSH) | VRNIC_OP(VRNIC_WR_BIND_MW));
 	switch (type) {
 	case VRNIC_QPT_RC:
 		return ops;
@@ -285,10 +279,6 @@ struct ibv_mw *vrnic_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 	struct ibv_alloc_mw cmd = {};
 	struct ibv_mw *mw;
 
-	if (!vrnic_spec_has(pd->context, VRNIC_SPEC_MINOR_XRC_MW)) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
 	mw = calloc(1, sizeof(*mw));
 	if (!mw)
 		return NULL;
@@ -313,16 +303,17 @@ int vrnic_dealloc_mw(struct ibv_mw *mw)
 /* ------------------------------------------------------------------ AH */
 
 /*
- * The device has no AH objects; the kernel resolves the destination MAC once
- * and hands back the address vector, which post_send copies into every UD
- * WQE.  The vector names its source by GID table index only: the device
- * takes the source GID, MAC and VLAN from the table the kernel programs, so
- * nothing a process writes can choose its source address.
+ * The device has no AH objects; the kernel resolves the destination MAC
+ * once, and the address vector built from it and the attributes goes into
+ * every UD WQE.  The vector names its source by GID table index only: the
+ * device takes the source GID, MAC and VLAN from the table the kernel
+ * programs, so nothing a process writes can choose its source address.
  */
 struct ibv_ah *vrnic_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	struct uvrnic_create_ah_resp resp = {};
 	struct vrnic_ah *ah;
+	uint32_t fl;
 
 	ah = calloc(1, sizeof(*ah));
 	if (!ah)
@@ -332,7 +323,15 @@ struct ibv_ah *vrnic_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 		free(ah);
 		return NULL;
 	}
-	memcpy(&ah->av, resp.av, sizeof(ah->av));
+	memcpy(ah->av.dgid, attr->grh.dgid.raw, sizeof(ah->av.dgid));
+	ah->av.sgid_index = attr->grh.sgid_index;
+	memcpy(ah->av.dmac, resp.dmac, sizeof(ah->av.dmac));
+	ah->av.traffic_class = attr->grh.traffic_class;
+	ah->av.hop_limit = attr->grh.hop_limit;
+	fl = attr->grh.flow_label;
+	ah->av.flow_label = htole32(fl);
+	if (fl)
+		ah->av.udp_sport = htole16(ibv_flow_label_to_udp_sport(fl));
 	return &ah->ibv_ah;
 }
 
@@ -396,15 +395,12 @@ static void vrnic_cq_free(struct vrnic_cq *cq)
 /*
  * The kernel's answer (spec "User ABI"): the geometry it programmed into
  * the device.  It must fit the ring sized from our proposal and hold cqe
- * entries; then it is the CQ's, for indexing and for cq->cqe.  Without
- * the GEOMETRY bit (an older kernel) the proposal was programmed as is.
- * 0 or an errno.
+ * entries; then it is the CQ's, for indexing and for cq->cqe.  0 or an
+ * errno.
  */
 static int vrnic_cq_answer(struct vrnic_cq *cq, int cqe,
 			   const struct vrnic_create_cq_resp *resp)
 {
-	if (!(resp->comp_mask & VRNIC_CREATE_CQ_RESP_MASK_GEOMETRY))
-		return 0;
 	if (resp->cqe_size != sizeof(struct vrnic_cqe))
 		return EOPNOTSUPP;
 	if (resp->log_depth < 1 || resp->log_depth > VRNIC_MAX_CQ_LOG_DEPTH ||
@@ -944,24 +940,18 @@ static struct vrnic_srq *vrnic_srq_alloc(struct vrnic_context *ctx,
 
 /*
  * The kernel's answer (spec "User ABI"): the depth, stride and SGE limit
- * it programmed.  Without the GEOMETRY bit (an older kernel) the proposal
- * was programmed as is, and the limit is the common response's.  Either
- * must fit the ring, the stride must hold max_sge SGEs and the SRQ what
- * was asked (want); then it is the SRQ's and the caller's attr.  0 or an
- * errno.
+ * it programmed.  It must fit the ring, the stride must hold max_sge
+ * SGEs and the SRQ what was asked (want); then it is the SRQ's and the
+ * caller's attr.  0 or an errno.
  */
 static int vrnic_srq_answer(struct vrnic_srq *srq,
 			    const struct ibv_srq_attr *want,
 			    const struct vrnic_create_srq_resp *resp,
 			    struct ibv_srq_attr *attr)
 {
-	uint32_t log = srq->log, shift = srq->shift, max_sge = attr->max_sge;
+	uint32_t log = resp->log_depth, shift = resp->wqe_shift;
+	uint32_t max_sge = resp->max_sge;
 
-	if (resp->comp_mask & VRNIC_CREATE_SRQ_RESP_MASK_GEOMETRY) {
-		log = resp->log_depth;
-		shift = resp->wqe_shift;
-		max_sge = resp->max_sge;
-	}
 	if (log > VRNIC_MAX_WQ_LOG_DEPTH || shift < 5 || shift > 9 ||
 	    (size_t)1 << (log + shift) > srq->ring_size ||
 	    max_sge > VRNIC_MAX_SGE ||
@@ -1046,7 +1036,6 @@ struct ibv_srq *vrnic_create_srq_ex(struct ibv_context *ctx,
 		return s;
 	}
 	if (attr->srq_type != IBV_SRQT_XRC ||
-	    !vrnic_spec_has(ctx, VRNIC_SPEC_MINOR_XRC_MW) ||
 	    (attr->comp_mask & need) != need ||
 	    (attr->comp_mask & ~need)) {
 		errno = EOPNOTSUPP;
@@ -1076,10 +1065,6 @@ struct ibv_xrcd *vrnic_open_xrcd(struct ibv_context *ctx,
 	struct ibv_open_xrcd cmd = {};
 	struct verbs_xrcd *xrcd;
 
-	if (!vrnic_spec_has(ctx, VRNIC_SPEC_MINOR_XRC_MW)) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
 	xrcd = calloc(1, sizeof(*xrcd));
 	if (!xrcd)
 		return NULL;
@@ -1220,7 +1205,6 @@ static struct vrnic_qp *vrnic_qp_alloc(struct ibv_context *ctx,
 				       struct ibv_qp_cap *cap, int sq_sig_all,
 				       struct vrnic_create_qp_cmd *cmd)
 {
-	uint32_t minor = VRNIC_SPEC_MINOR_USER;
 	struct vrnic_qp *qp;
 	uint8_t hw_type;
 	bool no_rq = srq;
@@ -1231,24 +1215,17 @@ static struct vrnic_qp *vrnic_qp_alloc(struct ibv_context *ctx,
 		break;
 	case IBV_QPT_XRC_SEND:	/* an RC requester without a receive side */
 		hw_type = VRNIC_QPT_XRC_INI;
-		minor = VRNIC_SPEC_MINOR_XRC_MW;
 		no_rq = true;
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
 		break;
 	case IBV_QPT_UC:
 		hw_type = VRNIC_QPT_UC;
-		minor = VRNIC_SPEC_MINOR_UC_UD;
 		break;
 	case IBV_QPT_UD:
 		hw_type = VRNIC_QPT_UD;
-		minor = VRNIC_SPEC_MINOR_UC_UD;
 		break;
 	default:
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	if (!vrnic_spec_has(ctx, minor)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -1272,7 +1249,7 @@ static struct vrnic_qp *vrnic_qp_alloc(struct ibv_context *ctx,
 	qp->rq_log = vrnic_log2(cap->max_recv_wr ? cap->max_recv_wr : 1);
 	qp->vctx = to_vctx(ctx);
 	qp->type = hw_type;
-	qp->ops = vrnic_qp_type_ops(ctx, hw_type);
+	qp->ops = vrnic_qp_type_ops(hw_type);
 	qp->data_off = vrnic_send_wqe_data_off(hw_type);
 	qp->sq_shift = vrnic_sq_shift(hw_type, cap->max_send_sge,
 				      cap->max_inline_data);
@@ -1315,10 +1292,8 @@ static bool vrnic_ring_fits(uint32_t log, uint32_t shift, uint32_t max_shift,
 
 /*
  * The kernel's answer (spec "User ABI"): the depths, strides and limits it
- * programmed.  Without the GEOMETRY bit (an older kernel) the proposal was
- * programmed as is, and the limits are the common response's (cap).
- * Either must fit the rings sized from the proposal, each stride must hold
- * its limits, and the QP must hold what was asked (want).  Then it is the
+ * programmed.  It must fit the rings sized from the proposal, each stride
+ * must hold its limits, and the QP must hold what was asked (want).  Then it is the
  * QP's, for indexing and post-time checks, and the caller's cap.  0 or an
  * errno.
  */
@@ -1326,22 +1301,12 @@ static int vrnic_qp_answer(struct vrnic_qp *qp, const struct ibv_qp_cap *want,
 			   const struct vrnic_create_qp_resp *resp,
 			   struct ibv_qp_cap *cap)
 {
-	struct vrnic_create_qp_resp a = {
-		.sq_log_depth = qp->sq_log, .rq_log_depth = qp->rq_log,
-		.sq_wqe_shift = qp->sq_shift, .rq_wqe_shift = qp->rq_shift,
-		.max_send_sge = cap->max_send_sge,
-		.max_recv_sge = cap->max_recv_sge,
-		.max_inline = cap->max_inline_data,
-	};
+	const struct vrnic_create_qp_resp a = *resp;
 	bool rq = qp->rq;
 
-	if (resp->comp_mask & VRNIC_CREATE_QP_RESP_MASK_GEOMETRY) {
-		a = *resp;
-		/* No RQ: its fields are 0, not a ring we lack. */
-		if (!rq && (a.rq_log_depth || a.rq_wqe_shift ||
-			    a.max_recv_sge))
-			return EINVAL;
-	}
+	/* No RQ: its fields are 0, not a ring we lack. */
+	if (!rq && (a.rq_log_depth || a.rq_wqe_shift || a.max_recv_sge))
+		return EINVAL;
 	if (!vrnic_ring_fits(a.sq_log_depth, a.sq_wqe_shift, 10,
 			     qp->sq_size) ||
 	    a.max_send_sge > VRNIC_MAX_SGE || a.max_inline > VRNIC_MAX_INLINE ||

@@ -2,7 +2,7 @@
 /*
  * vrnic rdma-core provider: matches the vrnic PCI function, opens a user
  * context and maps the doorbell page the kernel handed to it, so that the
- * data path (from spec 0.2 on) can ring doorbells without a system call.
+ * data path can ring doorbells without a system call.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -128,7 +128,7 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 	int ret;
 
 	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
-					   RDMA_DRIVER_UNKNOWN);
+					   RDMA_DRIVER_VRNIC);
 	if (!ctx)
 		return NULL;
 
@@ -136,23 +136,15 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 				&resp.ibv_resp, sizeof(resp)))
 		goto err_free;
 
-	/*
-	 * The same major version, and at least the minor one of user
-	 * contexts; later features are checked where they are used
-	 * (vrnic_spec_has()).
-	 */
-	if (resp.db_page_size != VRNIC_DB_PAGE_SIZE ||
-	    resp.spec_version >> 16 != VRNIC_SPEC_VERSION_MAJOR ||
-	    (resp.spec_version & 0xffff) < VRNIC_SPEC_MINOR_USER) {
+	if (resp.db_page_size != VRNIC_DB_PAGE_SIZE) {
 		verbs_err(&ctx->ibv_ctx,
-			  "vrnic: unsupported device (spec 0x%x, page %u)\n",
-			  resp.spec_version, resp.db_page_size);
+			  "vrnic: unsupported doorbell page size %u\n",
+			  resp.db_page_size);
 		errno = EOPNOTSUPP;
 		goto err_free;
 	}
 	ctx->db_page_index = resp.db_page_index;
 	ctx->db_page_size = resp.db_page_size;
-	ctx->spec_version = resp.spec_version;
 	ctx->db_page = mmap(NULL, ctx->db_page_size, PROT_WRITE, MAP_SHARED,
 			    cmd_fd, resp.db_mmap_key);
 	if (ctx->db_page == MAP_FAILED) {
@@ -195,7 +187,9 @@ static void vrnic_device_free(struct verbs_device *vdev)
 	free(container_of(vdev, struct vrnic_device, ibv_dev));
 }
 
+/* The driver ID first, the PCI ID for a kernel that reports none. */
 static const struct verbs_match_ent vrnic_match_table[] = {
+	VERBS_DRIVER_ID(RDMA_DRIVER_VRNIC),
 	VERBS_PCI_MATCH(VRNIC_PCI_VENDOR_ID, VRNIC_PCI_DEVICE_ID, NULL),
 	{},
 };

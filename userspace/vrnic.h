@@ -39,14 +39,6 @@ struct vrnic_dbrec_page;
  * and read by posters: atomics (release/acquire).
  */
 
-/* The spec minor version each feature the provider uses came with. */
-enum {
-	VRNIC_SPEC_MINOR_USER	= 2,	/* user contexts, doorbells, RC */
-	VRNIC_SPEC_MINOR_UC_UD	= 3,	/* UC and UD QPs */
-	VRNIC_SPEC_MINOR_INV	= 4,	/* SEND_INV, LOCAL_INV */
-	VRNIC_SPEC_MINOR_XRC_MW	= 5,	/* XRC, windows, ATOMIC_WRITE, FLUSH */
-};
-
 /*
  * A spinlock that an object created for one thread only does not take
  * (IBV_CREATE_CQ_ATTR_SINGLE_THREADED), as mlx5's mlx5_spinlock: the
@@ -98,7 +90,6 @@ struct vrnic_context {
 	void *db_page;		/* this context's doorbell page (BAR2) */
 	uint32_t db_page_index;
 	uint32_t db_page_size;
-	uint32_t spec_version;
 	pthread_mutex_t qp_table_mutex;
 	pthread_mutex_t dbrec_mutex;	/* dbrec_pages */
 	struct vrnic_dbrec_page *dbrec_pages;	/* doorbell record pool */
@@ -171,12 +162,6 @@ struct vrnic_qp {
 static inline struct vrnic_context *to_vctx(struct ibv_context *ibctx)
 {
 	return container_of(ibctx, struct vrnic_context, ibv_ctx.context);
-}
-
-/* Whether the device implements spec 0.minor (same major: vrnic.c). */
-static inline bool vrnic_spec_has(struct ibv_context *ibctx, uint32_t minor)
-{
-	return (to_vctx(ibctx)->spec_version & 0xffff) >= minor;
 }
 
 static inline struct vrnic_cq *to_vcq(struct ibv_cq *ibcq)

@@ -112,6 +112,7 @@ struct vrnic_pf {
 	struct vrnic_eq ceq[VRNIC_MAX_EQS];
 	unsigned int num_ceqs;	/* ceq[1..num_ceqs] */
 	unsigned int num_vectors;
+	u32 caps;		/* VRNIC_REG_CAPS: VRNIC_CAP_* */
 	struct vrnic_device_attr attr;
 	struct dma_pool *cmd_pool;	/* VRNIC_CMD_BUF_SIZE command buffers */
 	atomic_t test_irqs;

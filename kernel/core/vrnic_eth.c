@@ -400,20 +400,10 @@ static u32 vrnic_rx_buf_len(int mtu)
 	return ALIGN(mtu + ETH_HLEN + VLAN_HLEN, 64);
 }
 
-/* Spec 0.7: the device takes the station address and the receive filter. */
-static bool vrnic_has_rx_filter(const struct vrnic_pf *pf)
-{
-	u32 ver = le32_to_cpu(pf->attr.spec_version);
-
-	return ver >> 16 == 0 && (ver & 0xffff) >= 7;
-}
-
 static int vrnic_program_mac(struct vrnic_pf *pf, const u8 *mac)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_SET_MAC };
 
-	if (!vrnic_has_rx_filter(pf))
-		return -EOPNOTSUPP;
 	memcpy(cmd.set_mac.mac, mac, ETH_ALEN);
 	return vrnic_pf_admin_exec(pf, &cmd, NULL);
 }
@@ -476,8 +466,7 @@ static void vrnic_set_rx_mode(struct net_device *ndev)
 {
 	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
 
-	if (vrnic_has_rx_filter(priv->pf))
-		schedule_work(&priv->rx_mode_work);
+	schedule_work(&priv->rx_mode_work);
 }
 
 static int vrnic_open(struct net_device *ndev)
@@ -487,7 +476,7 @@ static int vrnic_open(struct net_device *ndev)
 
 	/* After a device reset the device is back at its permanent MAC. */
 	ret = vrnic_program_mac(priv->pf, ndev->dev_addr);
-	if (ret && ret != -EOPNOTSUPP)
+	if (ret)
 		return ret;
 	priv->rx_buf_len = vrnic_rx_buf_len(ndev->mtu);
 	ret = vrnic_rings_alloc(priv, &priv->tx, &priv->rx, priv->rx_buf_len);

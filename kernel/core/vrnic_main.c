@@ -328,10 +328,23 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	BUILD_BUG_ON(VRNIC_DB_PAGE_SIZE != PAGE_SIZE);
 
+	/*
+	 * A new major version may change any layout; a new minor one only
+	 * adds what CAPS and the query answers announce.
+	 */
 	version = vrnic_rd(pf, VRNIC_REG_VERSION);
 	if (version >> 16 != VRNIC_SPEC_VERSION_MAJOR) {
-		dev_err(&pdev->dev, "unsupported device spec version %u.%u\n",
-			version >> 16, version & 0xffff);
+		dev_err(&pdev->dev,
+			"device spec version %u.%u, this driver supports %u.x only\n",
+			version >> 16, version & 0xffff,
+			VRNIC_SPEC_VERSION_MAJOR);
+		ret = -ENODEV;
+		goto err_iomap;
+	}
+	pf->caps = vrnic_rd(pf, VRNIC_REG_CAPS);
+	if (!(pf->caps & VRNIC_CAP_ETH)) {
+		dev_err(&pdev->dev, "device has no Ethernet function (caps %#x)\n",
+			pf->caps);
 		ret = -ENODEV;
 		goto err_iomap;
 	}
@@ -357,9 +370,11 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		goto err_vectors;
 
-	ret = vrnic_self_test(pf);
-	if (ret)
-		goto err_quiesce;
+	if (pf->caps & VRNIC_CAP_TEST_REGS) {
+		ret = vrnic_self_test(pf);
+		if (ret)
+			goto err_quiesce;
+	}
 
 	ret = vrnic_aq_init(pf);
 	if (ret)
@@ -381,13 +396,15 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		goto err_ceqs;
 	WRITE_ONCE(pf->port_events, true);
-	ret = vrnic_aux_add(pf);
-	if (ret)
-		goto err_netdev;
+	if (pf->caps & VRNIC_CAP_ROCE_V2) {
+		ret = vrnic_aux_add(pf);
+		if (ret)
+			goto err_netdev;
+	}
 
-	dev_info(&pdev->dev, "%s and %s ready, spec %u.%u, %u vectors\n",
-		 netdev_name(pf->netdev), dev_name(&pf->adev->adev.dev),
-		 version >> 16, version & 0xffff, nvec);
+	dev_info(&pdev->dev, "%s ready, spec %u.%u, caps %#x, %u vectors\n",
+		 netdev_name(pf->netdev), version >> 16, version & 0xffff,
+		 pf->caps, nvec);
 	return 0;
 
 err_netdev:
@@ -434,7 +451,8 @@ static void vrnic_remove(struct pci_dev *pdev)
 	struct vrnic_pf *pf = pci_get_drvdata(pdev);
 
 	/* The RDMA driver unbinds first: the ib_device uses all below. */
-	vrnic_aux_del(pf);
+	if (pf->adev)
+		vrnic_aux_del(pf);
 	/* No port event may reach the netdev past this point. */
 	WRITE_ONCE(pf->port_events, false);
 	synchronize_irq(pci_irq_vector(pdev, VRNIC_AEQ_VECTOR));

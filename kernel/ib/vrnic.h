@@ -269,6 +269,19 @@ static inline int vrnic_udata_req(struct ib_udata *udata, void *req,
 	return 0;
 }
 
+/*
+ * A verb that takes no driver request: whatever a provider sends must be
+ * zero, so that a request can be defined later without guessing what old
+ * providers sent.
+ */
+static inline int vrnic_udata_no_req(struct ib_udata *udata)
+{
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
 /* The port is ACTIVE while its netdev is up and has a carrier. */
 static inline bool vrnic_port_active(struct net_device *ndev)
 {

@@ -164,9 +164,6 @@ int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			goto err_mem;
 		/* What the device was given: the provider indexes by it. */
 		uresp.cqn = cqn;
-		/* The bit only where the provider has room for the words. */
-		if (udata->outlen >= offsetofend(typeof(uresp), cqe_size))
-			uresp.comp_mask = VRNIC_CREATE_CQ_RESP_MASK_GEOMETRY;
 		uresp.log_depth = cq->log_depth;
 		uresp.cqe_size = sizeof(struct vrnic_cqe);
 		ret = ib_copy_to_udata(udata, &uresp,

@@ -211,6 +211,9 @@ struct ib_mr *vrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	size_t npages, i;
 	int ret;
 
+	ret = vrnic_udata_no_req(udata);
+	if (ret)
+		return ERR_PTR(ret);
 	/* Optional flags (relaxed ordering) may be ignored, the rest not. */
 	access &= ~IB_ACCESS_OPTIONAL;
 	if (access & ~(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
@@ -405,6 +408,9 @@ int vrnic_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 	u32 key;
 	int ret;
 
+	ret = vrnic_udata_no_req(udata);
+	if (ret)
+		return ret;
 	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2)
 		return -EINVAL;
 	cmd.alloc_mw.pdn = cpu_to_le32(to_vpd(ibmw->pd)->pdn);

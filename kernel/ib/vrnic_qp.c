@@ -280,9 +280,6 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			.max_inline = qp->max_inline,
 		};
 
-		/* The bit only where the provider has room for the words. */
-		if (udata->outlen >= offsetofend(typeof(uresp), reserved))
-			uresp.comp_mask = VRNIC_CREATE_QP_RESP_MASK_GEOMETRY;
 		if (!qp->no_rq) {
 			uresp.rq_log_depth = qp->rq_log;
 			uresp.rq_wqe_shift = qp->rq_shift;
@@ -684,6 +681,9 @@ int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	struct vrnic_qp *qp = to_vqp(ibqp);
 	int ret;
 
+	ret = vrnic_udata_no_req(udata);
+	if (ret)
+		return ret;
 	if (mask & ~VRNIC_QP_SUPPORTED_MASK)
 		return -EOPNOTSUPP;
 	mutex_lock(&qp->state_lock);

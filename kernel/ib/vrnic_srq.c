@@ -132,10 +132,6 @@ int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 			.max_sge = srq->max_sge,
 		};
 
-		/* The bit only where the provider has room for the words. */
-		if (udata->outlen >= offsetofend(typeof(uresp), reserved))
-			uresp.comp_mask = VRNIC_CREATE_SRQ_RESP_MASK_GEOMETRY;
-
 		ret = ib_copy_to_udata(udata, &uresp,
 				       min(sizeof(uresp), udata->outlen));
 		if (ret)
@@ -164,7 +160,11 @@ int vrnic_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		     enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
 	struct vrnic_srq *srq = to_vsrq(ibsrq);
+	int ret;
 
+	ret = vrnic_udata_no_req(udata);
+	if (ret)
+		return ret;
 	if (mask & IB_SRQ_MAX_WR)
 		return -EOPNOTSUPP;	/* SRQs are not resizable */
 	if (!(mask & IB_SRQ_LIMIT))

@@ -94,7 +94,7 @@ static int vrnic_query_port(struct ib_device *ibdev, u32 port,
 	attr->max_mtu = IB_MTU_4096;
 	/* What fits a frame with the biggest RoCEv2 headers (spec: UD MTU). */
 	attr->active_mtu = iboe_get_mtu(READ_ONCE(ndev->mtu));
-	/* The device's table (spec 0.6), never more than the ABI's index. */
+	/* The device's table, never more than the ABI's index. */
 	attr->gid_tbl_len = min_t(u32, le16_to_cpu(vdev->attr.gid_tbl_len),
 				  VRNIC_GID_TABLE_LEN);
 	attr->port_cap_flags = IB_PORT_CM_SUP;
@@ -199,7 +199,6 @@ static int vrnic_alloc_ucontext(struct ib_ucontext *ibuctx,
 	resp.db_mmap_key = rdma_user_mmap_get_offset(uctx->db_entry);
 	resp.db_page_index = page;
 	resp.db_page_size = VRNIC_DB_PAGE_SIZE;
-	resp.spec_version = le32_to_cpu(vdev->attr.spec_version);
 	resp.comp_mask = 0;	/* no optional field yet */
 	ret = ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
 	if (ret) {
@@ -278,7 +277,11 @@ static void vrnic_disassociate_ucontext(struct ib_ucontext *ibuctx)
 static int vrnic_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_CREATE_PD };
+	int ret;
 
+	ret = vrnic_udata_no_req(udata);
+	if (ret)
+		return ret;
 	cmd.create_pd.uctx = cpu_to_le32(vrnic_uctx_of(udata));
 	return vrnic_admin_exec(to_vdev(ibpd->device), &cmd,
 				&to_vpd(ibpd)->pdn);
@@ -287,7 +290,11 @@ static int vrnic_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 int vrnic_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_ALLOC_XRCD };
+	int ret;
 
+	ret = vrnic_udata_no_req(udata);
+	if (ret)
+		return ret;
 	return vrnic_admin_exec(to_vdev(ibxrcd->device), &cmd,
 				&to_vxrcd(ibxrcd)->xrcdn);
 }
@@ -322,7 +329,11 @@ static int vrnic_create_ah(struct ib_ah *ibah,
 	const struct ib_global_route *grh;
 	struct vrnic_ah *ah = to_vah(ibah);
 	struct vrnic_ud_av *av = &ah->av;
+	int ret;
 
+	ret = vrnic_udata_no_req(udata);
+	if (ret)
+		return ret;
 	if (!(rdma_ah_get_ah_flags(ah_attr) & IB_AH_GRH))
 		return -EINVAL;
 	grh = rdma_ah_read_grh(ah_attr);
@@ -342,8 +353,7 @@ static int vrnic_create_ah(struct ib_ah *ibah,
 	if (udata) {
 		struct vrnic_create_ah_resp resp = {};
 
-		BUILD_BUG_ON(sizeof(resp.av) != sizeof(*av));
-		memcpy(resp.av, av, sizeof(*av));
+		memcpy(resp.dmac, av->dmac, sizeof(resp.dmac));
 		return ib_copy_to_udata(udata, &resp,
 					min(sizeof(resp), udata->outlen));
 	}
@@ -504,7 +514,8 @@ static int vrnic_get_hw_stats(struct ib_device *ibdev,
 
 static const struct ib_device_ops vrnic_dev_ops = {
 	.owner = THIS_MODULE,
-	.driver_id = RDMA_DRIVER_UNKNOWN,
+	/* Not in 6.12's enum rdma_driver_id: see vrnic-abi.h. */
+	.driver_id = (enum rdma_driver_id)RDMA_DRIVER_VRNIC,
 	.uverbs_abi_ver = VRNIC_UVERBS_ABI_VERSION,
 
 	.add_gid = vrnic_add_gid,

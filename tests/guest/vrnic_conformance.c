@@ -1059,7 +1059,8 @@ static int raw_create_cq(struct raw_ctx *c, const struct vrnic_create_cq_cmd *cq
  * checked, so no field could ever be added.  Now: an unknown comp_mask
  * bit or non-zero trailing bytes are EOPNOTSUPP, a reserved field EINVAL;
  * zero trailing bytes (a newer provider asking nothing new) are accepted,
- * and the response carries comp_mask 0 and the spec version.
+ * and the response carries comp_mask 0 (no device spec version: optional
+ * features are comp_mask bits).
  */
 static int uapi_checks(struct env *e)
 {
@@ -1090,11 +1091,9 @@ static int uapi_checks(struct env *e)
 	ret = raw_get_context(&c, &req, &zero);
 	if (ret)
 		FAIL("ucontext with zero trailing bytes: %s\n", strerror(ret));
-	if (c.resp.comp_mask || c.resp.spec_version >> 16 != 0 ||
-	    !c.resp.db_page_size)
-		FAIL("ucontext response: comp_mask 0x%x spec 0x%x page %u\n",
-		     c.resp.comp_mask, c.resp.spec_version,
-		     c.resp.db_page_size);
+	if (c.resp.comp_mask || c.resp.reserved || !c.resp.db_page_size)
+		FAIL("ucontext response: comp_mask 0x%x reserved 0x%x page %u\n",
+		     c.resp.comp_mask, c.resp.reserved, c.resp.db_page_size);
 
 	/* A CQ whose rings would be fine: only the ABI checks refuse it. */
 	if (posix_memalign(&ring, 4096, 8192))
@@ -1122,9 +1121,9 @@ static int uapi_checks(struct env *e)
 /*
  * The create responses carry the geometry the kernel programmed (issue 15:
  * the provider no longer recomputes it).  By hand: a CQ's response has
- * the GEOMETRY bit, its log depth and CQE size, and agrees with the common
- * response's cqe; a provider of before (8 bytes of driver response) still
- * gets its CQ and exactly those 8 bytes.
+ * comp_mask 0 (the geometry is always there), its log depth and CQE size,
+ * and agrees with the common response's cqe; a shorter response buffer
+ * gets its CQ and no byte beyond it.
  */
 static int uapi_geometry(struct env *e)
 {
@@ -1152,8 +1151,7 @@ static int uapi_geometry(struct env *e)
 		FAIL("create_cq: %s\n", strerror(ret));
 	ksft_print_msg("create_cq: comp_mask 0x%x log_depth %u cqe_size %u, cqe %u\n",
 		       d.comp_mask, d.log_depth, d.cqe_size, cqe);
-	if (!(d.comp_mask & VRNIC_CREATE_CQ_RESP_MASK_GEOMETRY) ||
-	    d.log_depth != 7 || d.cqe_size != 32 || cqe != 128)
+	if (d.comp_mask || d.log_depth != 7 || d.cqe_size != 32 || cqe != 128)
 		FAIL("create_cq: not the geometry programmed\n");
 	/* raw_create_cq_out() zeroes the response before the command. */
 	cq.buf_addr = (uintptr_t)ring + 4096;
@@ -1161,7 +1159,7 @@ static int uapi_geometry(struct env *e)
 	if (ret)
 		FAIL("create_cq with an 8-byte response: %s\n", strerror(ret));
 	if (d.comp_mask || d.log_depth || d.cqe_size || cqe != 128)
-		FAIL("create_cq, 8-byte response: bit 0x%x without room, wrote past it (%u %u) or cqe %u\n",
+		FAIL("create_cq, 8-byte response: comp_mask 0x%x, wrote past it (%u %u) or cqe %u\n",
 		     d.comp_mask, d.log_depth, d.cqe_size, cqe);
 	raw_close(&c);
 	free(ring);
@@ -1218,6 +1216,125 @@ static int raw_cq_handle(struct raw_ctx *c, uint8_t *ring, uint32_t *cq)
 	ret = raw_write(c, &m, sizeof(m));
 	*cq = r.r.cq_handle;
 	return ret;
+}
+
+/*
+ * A command m of len bytes (the last 8 of them a driver request that the
+ * verb does not take) with those 8 bytes set to extra, and a response of
+ * resp_len bytes: 0 or errno.
+ */
+static int raw_trailing(struct raw_ctx *c, void *m, size_t len,
+			size_t resp_len, uint32_t command, uint64_t extra)
+{
+	struct ib_uverbs_cmd_hdr *hdr = m;
+
+	hdr->command = command;
+	hdr->in_words = len / 4;
+	hdr->out_words = resp_len / 4;
+	memcpy((char *)m + len - sizeof(extra), &extra, sizeof(extra));
+	return raw_write(c, m, len);
+}
+
+/*
+ * M3 of the second review: verbs that take no driver request (alloc_pd,
+ * reg_mr, alloc_mw, open_xrcd; create_ah, modify_qp and modify_srq the
+ * same way) ignored whatever a provider sent in its place, so no request
+ * could ever be defined for them.  Now non-zero bytes there are
+ * EOPNOTSUPP and zero bytes are accepted.
+ */
+static int uapi_no_request(struct env *e)
+{
+	struct vrnic_alloc_ucontext_req req = {};
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_alloc_pd cmd;
+		uint64_t extra;
+	} mpd;
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_reg_mr cmd;
+		uint64_t extra;
+	} mmr;
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_alloc_mw cmd;
+		uint64_t extra;
+	} mmw;
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_open_xrcd cmd;
+		uint64_t extra;
+	} mxrcd;
+	struct ib_uverbs_alloc_pd_resp rpd;
+	struct ib_uverbs_reg_mr_resp rmr;
+	struct ib_uverbs_alloc_mw_resp rmw;
+	struct ib_uverbs_open_xrcd_resp rxrcd;
+	const uint64_t extras[] = { 1ull << 63, 0 };
+	struct raw_ctx c;
+	uint32_t pd;
+	void *buf;
+	int i, ret;
+
+	(void)e;
+	buf = aligned_alloc(4096, 4096);
+	if (!buf)
+		FAIL("aligned_alloc\n");
+	memset(buf, 0, 4096);
+	ret = raw_get_context(&c, &req, NULL);
+	if (ret)
+		FAIL("get_context: %s\n", strerror(ret));
+	ret = raw_alloc_pd(&c, &pd);
+	if (ret)
+		FAIL("alloc_pd: %s\n", strerror(ret));
+	for (i = 0; i < 2; i++) {
+		int want = extras[i] ? EOPNOTSUPP : 0;
+
+		memset(&mpd, 0, sizeof(mpd));
+		mpd.cmd.response = (uintptr_t)&rpd;
+		ret = raw_trailing(&c, &mpd, sizeof(mpd), sizeof(rpd),
+				   IB_USER_VERBS_CMD_ALLOC_PD, extras[i]);
+		if (ret != want)
+			FAIL("alloc_pd, request bytes %#llx: %d, not %d\n",
+			     (unsigned long long)extras[i], ret, want);
+
+		memset(&mmr, 0, sizeof(mmr));
+		mmr.cmd.response = (uintptr_t)&rmr;
+		mmr.cmd.start = (uintptr_t)buf;
+		mmr.cmd.length = 4096;
+		mmr.cmd.hca_va = (uintptr_t)buf;
+		mmr.cmd.pd_handle = pd;
+		mmr.cmd.access_flags = IBV_ACCESS_LOCAL_WRITE;
+		ret = raw_trailing(&c, &mmr, sizeof(mmr), sizeof(rmr),
+				   IB_USER_VERBS_CMD_REG_MR, extras[i]);
+		if (ret != want)
+			FAIL("reg_mr, request bytes %#llx: %d, not %d\n",
+			     (unsigned long long)extras[i], ret, want);
+
+		memset(&mmw, 0, sizeof(mmw));
+		mmw.cmd.response = (uintptr_t)&rmw;
+		mmw.cmd.pd_handle = pd;
+		mmw.cmd.mw_type = IBV_MW_TYPE_1;
+		ret = raw_trailing(&c, &mmw, sizeof(mmw), sizeof(rmw),
+				   IB_USER_VERBS_CMD_ALLOC_MW, extras[i]);
+		if (ret != want)
+			FAIL("alloc_mw, request bytes %#llx: %d, not %d\n",
+			     (unsigned long long)extras[i], ret, want);
+
+		memset(&mxrcd, 0, sizeof(mxrcd));
+		mxrcd.cmd.response = (uintptr_t)&rxrcd;
+		mxrcd.cmd.fd = -1;
+		mxrcd.cmd.oflags = O_CREAT;
+		ret = raw_trailing(&c, &mxrcd, sizeof(mxrcd),
+				   sizeof(rxrcd), IB_USER_VERBS_CMD_OPEN_XRCD,
+				   extras[i]);
+		if (ret != want)
+			FAIL("open_xrcd, request bytes %#llx: %d, not %d\n",
+			     (unsigned long long)extras[i], ret, want);
+	}
+	/* Closing the context destroys what the zero-byte round made. */
+	raw_close(&c);
+	free(buf);
+	return 1;
 }
 
 /*
@@ -1286,8 +1403,7 @@ static int uapi_geometry_qp(struct env *e)
 	ksft_print_msg("create_srq: comp_mask 0x%x log %u shift %u max_sge %u; common max_wr %u max_sge %u\n",
 		       rs.d.comp_mask, rs.d.log_depth, rs.d.wqe_shift,
 		       rs.d.max_sge, rs.r.max_wr, rs.r.max_sge);
-	if (!(rs.d.comp_mask & VRNIC_CREATE_SRQ_RESP_MASK_GEOMETRY) ||
-	    rs.d.log_depth != 5 || rs.d.wqe_shift != 7 || rs.d.reserved ||
+	if (rs.d.comp_mask || rs.d.log_depth != 5 || rs.d.wqe_shift != 7 || rs.d.reserved ||
 	    rs.d.max_sge != rs.r.max_sge || rs.r.max_wr != 32 ||
 	    rs.d.max_sge < 2 ||
 	    16 + 16 * rs.d.max_sge > 128)
@@ -1337,8 +1453,7 @@ static int uapi_geometry_qp(struct env *e)
 			       rq.d.max_inline, rq.r.max_send_wr,
 			       rq.r.max_recv_wr, rq.r.max_send_sge,
 			       rq.r.max_recv_sge, rq.r.max_inline_data);
-		if (!(rq.d.comp_mask & VRNIC_CREATE_QP_RESP_MASK_GEOMETRY) ||
-		    rq.d.sq_log_depth != 4 || rq.d.sq_wqe_shift != 8 ||
+		if (rq.d.comp_mask || rq.d.sq_log_depth != 4 || rq.d.sq_wqe_shift != 8 ||
 		    rq.d.reserved || rq.r.max_send_wr != 16 ||
 		    rq.d.max_send_sge != rq.r.max_send_sge ||
 		    rq.d.max_recv_sge != rq.r.max_recv_sge ||
@@ -1624,6 +1739,7 @@ static const struct test tests[] = {
 	{ cq_ex_flags, "create_cq_ex: SINGLE_THREADED taken; errno on every refusal" },
 	{ uapi_checks, "uapi: comp_mask, reserved and trailing bytes are checked" },
 	{ uapi_geometry, "uapi: create responses carry the programmed geometry; 8-byte ones still work" },
+	{ uapi_no_request, "uapi: verbs without a driver request refuse non-zero request bytes" },
 	{ uapi_geometry_qp, "uapi: SRQ and QP responses carry the programmed depths, strides and limits" },
 	{ qkey_policy, "qkey: ib_core's privileged-qkey setting rules controlled Q_Keys" },
 	{ dbrec_pool, "dbrec: 1000 QPs and CQs pin their records in a few pages" },

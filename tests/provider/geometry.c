@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The kernel's ring geometry answer (include/vrnic-abi.h, "Ring geometry
- * and capabilities are the kernel's answer"): the provider (userspace/)
+ * is the kernel's answer"): the provider (userspace/)
  * against the stub kernel (stub.c), whose create CQ/QP/SRQ answers this
  * test rewrites with stub_set_answer().
  *
@@ -19,9 +19,10 @@
  *    create fails with EINVAL (EOPNOTSUPP for an unknown CQE size), after
  *    the provider destroyed the object in the kernel (no leak).  A QP or
  *    SRQ accepted all the same gets its rings filled by the answer.
- * 6. An older kernel (no GEOMETRY bit, 8-byte responses, or the bit clear
- *    in a full response): the provider goes by its proposal and the common
- *    response; a common response whose caps do not fit is refused too.
+ * 6. comp_mask: the geometry fields are always there (ABI version 1), so
+ *    a response with comp_mask 0 is checked as any other; a bit the
+ *    provider does not know (a newer kernel's optional field) changes
+ *    nothing.
  *
  * Built with AddressSanitizer and UBSan (tsan.py): the rings are whole
  * pages, so a post beyond the ring the provider allocated, or a shift by
@@ -148,8 +149,7 @@ static void qp_hook(struct vrnic_create_qp_resp *r,
 		fill = (1u << r->sq_wqe_shift) - 64 + 1;
 	if (rw && rw->op == RECV_SGE_FILL)
 		fill = ((1u << r->rq_wqe_shift) - 16) / 16 + 1;
-	/* The fields of an older kernel: the common response's caps. */
-	apply(arg ? (void *)common : (void *)r, fill);
+	apply(r, fill);
 	qp_ans = *r;
 	qp_common = *common;
 }
@@ -458,8 +458,8 @@ static void test_honest(void)
 	rw = NULL;
 	/* What the kernel answers for these asks (as kernel/ib computes). */
 	qp = create_qp(false, NULL);
-	check(qp && qp_ans.comp_mask == VRNIC_CREATE_QP_RESP_MASK_GEOMETRY,
-	      "honest: no QP or no GEOMETRY bit");
+	check(qp && qp_ans.comp_mask == 0,
+	      "honest: no QP or a comp_mask bit");
 	if (qp)
 		ibv_destroy_qp(qp);
 	want = answered_caps();
@@ -518,7 +518,6 @@ static void test_lower(void)
 #define QPF(f)	offsetof(struct vrnic_create_qp_resp, f)
 #define CQF(f)	offsetof(struct vrnic_create_cq_resp, f)
 #define SRQF(f)	offsetof(struct vrnic_create_srq_resp, f)
-#define COMF(f)	offsetof(struct ib_uverbs_create_qp_resp, f)
 
 static const struct rewrite cq_cases[] = {
 	{ "log_depth + 1: beyond the ring", CQF(log_depth), ADD, 1, EINVAL },
@@ -677,60 +676,46 @@ static void test_hostile(void)
 
 /* ------------------------------------------------------------ 6 */
 
-static void test_old_kernel(void)
+static void test_comp_mask(void)
 {
-	static const struct rewrite no_bit = {
-		"GEOMETRY bit clear, sq_log_depth 30", QPF(sq_log_depth),
-		CLEAR_MASK, 30, 0
-	};
-	static const struct rewrite no_bit_cq = {
-		"GEOMETRY bit clear, log_depth 30", CQF(log_depth), CLEAR_MASK,
-		30, 0
-	};
-	static const struct rewrite no_bit_srq = {
-		"GEOMETRY bit clear, log_depth 30", SRQF(log_depth), CLEAR_MASK,
-		30, 0
-	};
-	/* Common response caps (the fallback's limits) that do not fit. */
-	static const struct rewrite bad_common[] = {
-		{ "v1, common max_send_sge 5", COMF(max_send_sge), SET, 5,
+	/* comp_mask 0, all of ABI 1: the geometry is the answer all the same. */
+	static const struct rewrite zero[] = {
+		{ "comp_mask 0, sq_log_depth 30", QPF(sq_log_depth),
+		  CLEAR_MASK, 30, EINVAL },
+		{ "comp_mask 0, log_depth 30", CQF(log_depth), CLEAR_MASK, 30,
 		  EINVAL },
-		{ "v1, common max_inline_data 65", COMF(max_inline_data), SET,
-		  65, EINVAL },
-		{ "v1, common max_recv_sge 4", COMF(max_recv_sge), SET, 4,
+		{ "comp_mask 0, log_depth 30", SRQF(log_depth), CLEAR_MASK, 30,
 		  EINVAL },
-		{ "v1, common max_send_sge 1: fewer than asked",
-		  COMF(max_send_sge), SET, 1, EINVAL },
 	};
-	struct stub_answer v1 = answer;
+	/* A newer kernel's bit covers fields the provider does not read. */
+	static const struct rewrite newer_qp = {
+		"unknown comp_mask bit", QPF(comp_mask), SET, 1u << 31, 0
+	};
+	static const struct rewrite newer_cq = {
+		"unknown comp_mask bit", CQF(comp_mask), SET, 1u << 31, 0
+	};
+	static const struct rewrite newer_srq = {
+		"unknown comp_mask bit", SRQF(comp_mask), SET, 1u << 31, 0
+	};
 	struct ibv_qp_cap want = {
 		.max_send_wr = SEND_WR, .max_recv_wr = RECV_WR,
 		.max_send_sge = 4, .max_recv_sge = 3, .max_inline_data = 64,
 	};
-	unsigned int i;
 
-	v1.v1 = true;
-	stub_set_answer(&v1);
-	check_qp("v1", &want);
-	check_qp_ex("v1", &want);
-	check_srq("v1", SRQ_WR, 3);
-	check_cq("v1", CQE);
-	v1.arg = &v1;	/* qp_hook: rewrite the common response */
-	for (i = 0; i < N(bad_common); i++) {
-		refuse(K_QP, &bad_common[i]);
-		refuse(K_QP_EX, &bad_common[i]);
-	}
-	stub_set_answer(&answer);
-	/* A full response with the bit clear: its fields mean nothing. */
-	rw = &no_bit;
-	check_qp("bit clear", &want);
-	check_qp_ex("bit clear", &want);
-	rw = &no_bit_srq;
-	check_srq("bit clear", SRQ_WR, 3);
-	rw = &no_bit_cq;
-	check_cq("bit clear", CQE);
+	refuse(K_QP, &zero[0]);
+	refuse(K_QP_EX, &zero[0]);
+	refuse(K_CQ, &zero[1]);
+	refuse(K_CQ_EX, &zero[1]);
+	refuse(K_SRQ, &zero[2]);
+	rw = &newer_qp;
+	check_qp("newer kernel", &want);
+	check_qp_ex("newer kernel", &want);
+	rw = &newer_srq;
+	check_srq("newer kernel", SRQ_WR, 3);
+	rw = &newer_cq;
+	check_cq("newer kernel", CQE);
 	rw = NULL;
-	result("an older kernel: the proposal and the common response's caps");
+	result("comp_mask: the geometry is always the answer, unknown bits ignored");
 }
 
 int main(void)
@@ -752,7 +737,7 @@ int main(void)
 	test_honest();
 	test_lower();
 	test_hostile();
-	test_old_kernel();
+	test_comp_mask();
 	ibv_destroy_srq(srq);
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);

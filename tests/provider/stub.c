@@ -8,9 +8,8 @@
  *   (vrnic_cq.c, vrnic_qp.c, vrnic_srq.c create paths): the same checks of
  *   the driver command, the same ring geometry and capabilities, object
  *   numbers index | generation << 12, and the same driver responses with
- *   their GEOMETRY answers, min(outlen, sizeof) bytes of them.  A test may
- *   rewrite those answers or send only the ABI version 1 fields (an older
- *   kernel): stub_set_answer().  The doorbell page is a memfd page the
+ *   their geometry answers, min(outlen, sizeof) bytes of them.  A test may
+ *   rewrite those answers: stub_set_answer().  The doorbell page is a memfd page the
  *   provider really maps.
  * - "libibverbs": context set-up, verbs_set_ops, and the ibv_* entry points
  *   this test uses, doing what libibverbs does around the provider's ops.
@@ -159,24 +158,6 @@ static int drv_req(void *dst, size_t dst_len, const void *src, size_t len)
 	return 0;
 }
 
-/*
- * A kernel of uverbs ABI version 1 answered 24 (ucontext), 8 (CQ: cqn,
- * reserved), 8 (QP: qpn, reserved) and 8 (SRQ: srqn, reserved) bytes; later
- * fields (and their comp_mask bits) were not there.  Today's kernel writes
- * min(outlen, sizeof) of its responses (ib_copy_to_udata()).
- */
-#define V1_UCTX_RESP	24
-#define V1_CQ_RESP	8
-#define V1_QP_RESP	8
-#define V1_SRQ_RESP	8
-_Static_assert(sizeof(struct vrnic_alloc_ucontext_resp) >= V1_UCTX_RESP, "");
-_Static_assert(sizeof(struct vrnic_create_cq_resp) >= V1_CQ_RESP, "");
-_Static_assert(sizeof(struct vrnic_create_qp_resp) >= V1_QP_RESP, "");
-_Static_assert(sizeof(struct vrnic_create_srq_resp) >= V1_SRQ_RESP, "");
-
-/* The length of a driver response this kernel writes (before min(outlen)). */
-#define RESP_LEN(r, len1)	(answer && answer->v1 ? (len1) : sizeof(r))
-
 static void drv_resp(void *dst, size_t outlen, const void *src, size_t len)
 {
 	memcpy(dst, src, len < outlen ? len : outlen);
@@ -201,12 +182,11 @@ int ibv_cmd_get_context(struct verbs_context *context,
 	uresp.db_mmap_key = 0;
 	uresp.db_page_index = 1;
 	uresp.db_page_size = VRNIC_DB_PAGE_SIZE;
-	uresp.spec_version = VRNIC_SPEC_VERSION;
 	resp->async_fd = -1;
 	resp->num_comp_vectors = 1;
 	context->context.num_comp_vectors = 1;
 	drv_resp(DRV_OUT(resp), DRV_OUT_LEN(resp, resp_size), &uresp,
-		 V1_UCTX_RESP);
+		 sizeof(uresp));
 	return 0;
 }
 
@@ -257,14 +237,11 @@ static int kern_create_cq(int cqe, const void *req, size_t req_len,
 	*depth = 1u << ucmd.log_depth;
 	/* What the device was given: the provider indexes by it. */
 	uresp.cqn = *cqn;
-	uresp.comp_mask = VRNIC_CREATE_CQ_RESP_MASK_GEOMETRY;
 	uresp.log_depth = ucmd.log_depth;
 	uresp.cqe_size = sizeof(struct vrnic_cqe);
-	if (answer && answer->v1)
-		uresp.comp_mask = 0;	/* its reserved field */
 	if (answer && answer->cq)
 		answer->cq(&uresp, answer->arg);
-	drv_resp(uresp_out, outlen, &uresp, RESP_LEN(uresp, V1_CQ_RESP));
+	drv_resp(uresp_out, outlen, &uresp, sizeof(uresp));
 	return 0;
 }
 
@@ -427,7 +404,6 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 	resp->max_inline_data = max_inline;
 	/* What the device was given: the provider posts by it. */
 	uresp.qpn = qpn;
-	uresp.comp_mask = VRNIC_CREATE_QP_RESP_MASK_GEOMETRY;
 	uresp.sq_log_depth = sq_log;
 	uresp.sq_wqe_shift = sq_shift;
 	uresp.max_send_sge = max_send_sge;
@@ -447,12 +423,10 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 		.max_inline_data = resp->max_inline_data,
 	};
 	pthread_mutex_unlock(&stub_lock);
-	if (answer && answer->v1)
-		uresp.comp_mask = 0;	/* its reserved field */
 	if (answer && answer->qp)
 		answer->qp(&uresp, resp, answer->arg);
 	drv_resp(DRV_OUT(resp), DRV_OUT_LEN(resp, resp_size), &uresp,
-		 RESP_LEN(uresp, V1_QP_RESP));
+		 sizeof(uresp));
 
 	/* libibverbs: ibv_cmd_create_qp() */
 	qp->context = pd->context;
@@ -601,16 +575,13 @@ int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
 	resp->srqn = srqn;
 	/* What the device was given: the provider posts by it. */
 	uresp.srqn = srqn;
-	uresp.comp_mask = VRNIC_CREATE_SRQ_RESP_MASK_GEOMETRY;
 	uresp.log_depth = log;
 	uresp.wqe_shift = shift;
 	uresp.max_sge = max_sge;
-	if (answer && answer->v1)
-		uresp.comp_mask = 0;	/* its reserved field */
 	if (answer && answer->srq)
 		answer->srq(&uresp, resp, answer->arg);
 	drv_resp(DRV_OUT(resp), DRV_OUT_LEN(resp, resp_size), &uresp,
-		 RESP_LEN(uresp, V1_SRQ_RESP));
+		 sizeof(uresp));
 
 	/* libibverbs: ibv_cmd_create_srq() */
 	srq->context = pd->context;

@@ -34,11 +34,9 @@ void stub_async_event(struct ibv_qp *qp, enum ibv_event_type type);
  * kernel.  Each hook gets the whole driver response and, for QP and SRQ,
  * the common response whose caps libibverbs hands on.  The stub then
  * copies min(outlen, sizeof) bytes of the driver response, as
- * ib_copy_to_udata(), or only its ABI version 1 bytes with v1 set (an
- * older kernel: no comp_mask bits).  NULL hooks: the honest answer.
+ * ib_copy_to_udata().  NULL hooks: the honest answer.
  */
 struct stub_answer {
-	bool v1;
 	void (*cq)(struct vrnic_create_cq_resp *resp, void *arg);
 	void (*qp)(struct vrnic_create_qp_resp *resp,
 		   struct ib_uverbs_create_qp_resp *common, void *arg);

@@ -6,7 +6,7 @@ tests/provider/shared_cq.c: pollers, destroyers and posters on one shared
 CQ (issue 15).  Then, built with AddressSanitizer and UBSan instead (it is
 single-threaded: overruns of the rings and shifts by hostile answers are
 what it can hit), tests/provider/geometry.c: the kernel's ring geometry
-answers, honest, hostile and from an older kernel (issue 15); and
+answers, honest, hostile and with comp_mask bits (issue 15); and
 tests/provider/contract.c: errno, CQE status and opcode mapping, QP state
 ownership, single-threaded CQs, context close (issue 23).
 
