@@ -38,12 +38,12 @@
 
 /*
  * The driver ID (ib_device_ops.driver_id, reported over netlink) that the
- * provider matches before the PCI ID.  The kernel series adds
- * RDMA_DRIVER_VRNIC to enum rdma_driver_id in <rdma/ib_user_ioctl_verbs.h>
- * and defines VRNIC_HAVE_RDMA_DRIVER_VRNIC there.  Against headers without
- * it (Linux 6.12, rdma-core 56.1) this out-of-tree value stands in: one
- * that no upstream driver uses, so the provider never claims another
- * driver's device.
+ * provider matches before the PCI ID.  The kernel and rdma-core series
+ * (make patches) add RDMA_DRIVER_VRNIC to enum rdma_driver_id in
+ * <rdma/ib_user_ioctl_verbs.h> and drop this block.  Against headers
+ * without it (Linux 6.12, rdma-core 56.1) this out-of-tree value stands
+ * in: one that no upstream driver uses, so the provider never claims
+ * another driver's device.
  */
 #ifndef VRNIC_HAVE_RDMA_DRIVER_VRNIC
 #define RDMA_DRIVER_VRNIC 0x100

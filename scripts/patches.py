@@ -126,6 +126,19 @@ def kernel_hw_header(text):
     return in_tree_c(text)
 
 
+def uapi_in_tree(text):
+    """include/vrnic-abi.h for a tree whose enum rdma_driver_id has
+    RDMA_DRIVER_VRNIC (both series add it): without the out-of-tree
+    stand-in value and its comment."""
+    out, n = re.subn(r"/\*\n \* The driver ID .*?\*/\n#ifndef "
+                     r"VRNIC_HAVE_RDMA_DRIVER_VRNIC\n.*?#endif\n\n", "", text,
+                     count=1, flags=re.S)
+    if n != 1:
+        raise RuntimeError("include/vrnic-abi.h: no RDMA_DRIVER_VRNIC "
+                           "stand-in block to drop")
+    return out
+
+
 def in_tree_kconfig(text):
     """kernel/*/Kconfig without its comment about where it lives."""
     lines = text.splitlines(True)
@@ -214,7 +227,7 @@ def build_series():
     commit("base", "linux-source-6.12's files that the series edits.")
 
     # 1. uAPI
-    write(UAPI, src("include/vrnic-abi.h"))
+    write(UAPI, uapi_in_tree(src("include/vrnic-abi.h")))
     maintainers([UAPI])
     verbs = read(EDITED[0])
     verbs = insert_after(verbs, "\tRDMA_DRIVER_MANA,\n",
@@ -372,8 +385,9 @@ def rc_series():
 
     # 1. kernel-headers/, as kernel-headers/update writes them from the
     # kernel series' uAPI.
-    shutil.copy(os.path.join(TOP, "include/vrnic-abi.h"),
-                os.path.join(RC_WORK, "kernel-headers/rdma/vrnic-abi.h"))
+    with open(os.path.join(RC_WORK, "kernel-headers/rdma/vrnic-abi.h"),
+              "w") as f:
+        f.write(uapi_in_tree(src("include/vrnic-abi.h")))
     rc_edit(RC_EDITED[0], "\tRDMA_DRIVER_MANA,\n", "\tRDMA_DRIVER_VRNIC,\n")
     rc_edit(RC_EDITED[1], "  rdma/vmw_pvrdma-abi.h\n", "  rdma/vrnic-abi.h\n")
     commit_rc("Update kernel headers",
