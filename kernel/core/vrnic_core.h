@@ -99,6 +99,7 @@ struct vrnic_netdev_priv {
 	bool rings_live;
 	bool rings_up;		/* rings allocated, NAPI enabled (RTNL) */
 	struct work_struct rx_mode_work;	/* ndo_set_rx_mode, can sleep */
+	struct delayed_work refill_work;	/* RX refill after an OOM */
 };
 
 /* One PCI function. */

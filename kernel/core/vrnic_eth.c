@@ -21,6 +21,8 @@
  */
 #define VRNIC_TX_STOP_THRS	1
 #define VRNIC_TX_WAKE_THRS	(1U << (VRNIC_ETH_LOG_DEPTH - 2))
+/* After an RX buffer allocation failed, try again this much later. */
+#define VRNIC_REFILL_DELAY	(HZ / 10)
 
 static struct vrnic_netdev_priv *vrnic_priv(struct net_device *ndev)
 {
@@ -253,12 +255,23 @@ static int vrnic_rx_poll(struct vrnic_netdev_priv *priv, int budget)
 	u64_stats_add(&priv->rx_stats.bytes, bytes);
 	u64_stats_add(&priv->rx_stats.errors, errors);
 	u64_stats_update_end(&priv->rx_stats.syncp);
-	/* Out of memory: stay scheduled, so that NAPI polls again and the
-	 * refill is retried instead of leaving the ring short forever.
+	/* Out of memory: retry later from a timer rather than spin in
+	 * NAPI; a ring left empty gets no RX event to retry from.
 	 */
 	if (!vrnic_rx_refill(priv))
-		return budget;
+		schedule_delayed_work(&priv->refill_work, VRNIC_REFILL_DELAY);
 	return done;
+}
+
+/* The refill itself runs in the NAPI poll, the one writer of the ring. */
+static void vrnic_refill_work(struct work_struct *work)
+{
+	struct vrnic_netdev_priv *priv =
+		container_of(to_delayed_work(work), struct vrnic_netdev_priv,
+			     refill_work);
+
+	if (READ_ONCE(priv->rings_live))
+		napi_schedule(&priv->napi);
 }
 
 static int vrnic_napi_poll(struct napi_struct *napi, int budget)
@@ -359,6 +372,11 @@ static int vrnic_rings_start(struct vrnic_netdev_priv *priv)
 	}
 	netdev_tx_reset_queue(netdev_get_tx_queue(ndev, 0));
 	napi_enable(&priv->napi);
+	/* For the netdev netlink family: the queue pair's NAPI. */
+	netif_queue_set_napi(ndev, VRNIC_ETH_QID, NETDEV_QUEUE_TYPE_RX,
+			     &priv->napi);
+	netif_queue_set_napi(ndev, VRNIC_ETH_QID, NETDEV_QUEUE_TYPE_TX,
+			     &priv->napi);
 	WRITE_ONCE(priv->rings_live, true);
 	vrnic_ring_doorbell(pf, VRNIC_DB_ETH_RX, priv->rx.pi);
 	vrnic_ring_arm(pf, VRNIC_DB_ETH_TX_ARM, priv->tx.ci);
@@ -387,7 +405,12 @@ static void vrnic_rings_stop(struct vrnic_netdev_priv *priv)
 	 * rings while they are swapped and freed.
 	 */
 	WRITE_ONCE(priv->rings_live, false);
+	netif_queue_set_napi(pf->netdev, VRNIC_ETH_QID, NETDEV_QUEUE_TYPE_RX,
+			     NULL);
+	netif_queue_set_napi(pf->netdev, VRNIC_ETH_QID, NETDEV_QUEUE_TYPE_TX,
+			     NULL);
 	napi_disable(&priv->napi);
+	cancel_delayed_work_sync(&priv->refill_work);
 	netif_tx_disable(pf->netdev);
 	/* Once destroyed, the device no longer touches the buffers. */
 	vrnic_ring_destroy(pf, &priv->tx, VRNIC_ETH_RING_TX);
@@ -968,6 +991,7 @@ int vrnic_netdev_register(struct vrnic_pf *pf)
 		eth_hw_addr_random(ndev);
 
 	INIT_WORK(&priv->rx_mode_work, vrnic_rx_mode_work);
+	INIT_DELAYED_WORK(&priv->refill_work, vrnic_refill_work);
 	u64_stats_init(&priv->tx_stats.syncp);
 	u64_stats_init(&priv->rx_stats.syncp);
 	ndev->priv_flags |= IFF_LIVE_ADDR_CHANGE;
@@ -977,6 +1001,7 @@ int vrnic_netdev_register(struct vrnic_pf *pf)
 	ndev->max_mtu = min_t(u32, vrnic_rd(pf, VRNIC_REG_MAX_MTU),
 			      VRNIC_ETH_MAX_MTU);
 	netif_napi_add(ndev, &priv->napi, vrnic_napi_poll);
+	netif_napi_set_irq(&priv->napi, pci_irq_vector(pf->pdev, VRNIC_ETH_EQN));
 	netif_carrier_off(ndev);
 
 	ret = register_netdev(ndev);
