@@ -20,6 +20,55 @@
 #include "vrnic_core.h"
 #include "vrnic_trace.h"
 
+static void vrnic_aq_program(struct vrnic_pf *pf)
+{
+	struct vrnic_aq *aq = &pf->aq;
+
+	vrnic_wr(pf, VRNIC_REG_AQ_BASE_LO, lower_32_bits(aq->sq_dma));
+	vrnic_wr(pf, VRNIC_REG_AQ_BASE_HI, upper_32_bits(aq->sq_dma));
+	vrnic_wr(pf, VRNIC_REG_ACQ_BASE_LO, lower_32_bits(aq->cq_dma));
+	vrnic_wr(pf, VRNIC_REG_ACQ_BASE_HI, upper_32_bits(aq->cq_dma));
+	vrnic_wr(pf, VRNIC_REG_AQ_LOG_DEPTH, VRNIC_AQ_LOG_DEPTH);
+}
+
+/* No waiter still holds a slot: each has read its (-ENODEV) completion. */
+static bool vrnic_aq_idle(struct vrnic_aq *aq)
+{
+	bool idle = true;
+	u32 i;
+
+	spin_lock_irq(&aq->lock);
+	for (i = 0; i < aq->depth; i++)
+		idle &= !aq->waits[i].busy;
+	spin_unlock_irq(&aq->lock);
+	return idle;
+}
+
+/**
+ * vrnic_aq_restart - make a dead admin queue new again, after a reset
+ * @pf: the function; its queue is dead, the device reset and not enabled
+ *
+ * Waits until every waiter of the dead queue has let go of its slot (each
+ * returns -ENODEV and never looks at its slot again), so that no waiter
+ * of before the reset can read a completion of after it.  Then empties
+ * both rings and points the device at them.  The queue stays dead: the
+ * caller revives it once the device is enabled.
+ */
+void vrnic_aq_restart(struct vrnic_pf *pf)
+{
+	struct vrnic_aq *aq = &pf->aq;
+
+	WARN_ON_ONCE(!READ_ONCE(aq->dead));
+	wait_event(aq->slot_wq, vrnic_aq_idle(aq));
+	spin_lock_irq(&aq->lock);
+	memset(aq->sq, 0, aq->depth * sizeof(*aq->sq));
+	memset(aq->cq, 0, aq->depth * sizeof(*aq->cq));
+	aq->pi = 0;
+	aq->ci = 0;
+	spin_unlock_irq(&aq->lock);
+	vrnic_aq_program(pf);
+}
+
 int vrnic_aq_init(struct vrnic_pf *pf)
 {
 	struct vrnic_aq *aq = &pf->aq;
@@ -44,12 +93,7 @@ int vrnic_aq_init(struct vrnic_pf *pf)
 	aq->pi = 0;
 	aq->ci = 0;
 	aq->dead = false;
-
-	vrnic_wr(pf, VRNIC_REG_AQ_BASE_LO, lower_32_bits(aq->sq_dma));
-	vrnic_wr(pf, VRNIC_REG_AQ_BASE_HI, upper_32_bits(aq->sq_dma));
-	vrnic_wr(pf, VRNIC_REG_ACQ_BASE_LO, lower_32_bits(aq->cq_dma));
-	vrnic_wr(pf, VRNIC_REG_ACQ_BASE_HI, upper_32_bits(aq->cq_dma));
-	vrnic_wr(pf, VRNIC_REG_AQ_LOG_DEPTH, VRNIC_AQ_LOG_DEPTH);
+	vrnic_aq_program(pf);
 	return 0;
 
 err_free:

@@ -97,7 +97,9 @@ struct vrnic_netdev_priv {
 	struct vrnic_eth_ring rx;
 	u32 rx_buf_len;
 	bool rings_live;
+	bool rings_up;		/* rings allocated, NAPI enabled (RTNL) */
 	struct work_struct rx_mode_work;	/* ndo_set_rx_mode, can sleep */
+	struct delayed_work refill_work;	/* RX refill after an OOM */
 };
 
 /* One PCI function. */
@@ -123,6 +125,11 @@ struct vrnic_pf {
 	struct vrnic_rdma_client __rcu *rdma;	/* bound RDMA driver */
 	struct mutex fatal_lock;	/* one vrnic_pf_fatal() at a time */
 	struct work_struct fatal_work;	/* a FATAL event from the AEQ */
+	struct mutex reset_lock;	/* one recovery or PCI reset at a time */
+	struct devlink_health_reporter *fatal_reporter;
+	struct work_struct health_work;	/* reports a fatal error to devlink */
+	char fatal_why[64];		/* what vrnic_pf_fatal() was told */
+	bool removing;			/* no more health reports */
 };
 
 static inline u32 vrnic_rd(struct vrnic_pf *pf, u32 reg)
@@ -142,14 +149,28 @@ static inline void vrnic_db(struct vrnic_pf *pf, u32 off, u32 val)
 
 /* vrnic_main.c */
 void vrnic_pf_fatal_irq(struct vrnic_pf *pf, u32 error);
+void vrnic_pf_down(struct vrnic_pf *pf);
+int vrnic_pf_up(struct vrnic_pf *pf);
+#define VRNIC_SELF_TESTS	3	/* scratch, interrupts, DMA */
+bool vrnic_pf_self_test(struct vrnic_pf *pf, u64 *res);
+bool vrnic_pf_has_self_test(struct vrnic_pf *pf);
+
+/* vrnic_devlink.c */
+struct vrnic_pf *vrnic_devlink_alloc(struct pci_dev *pdev);
+void vrnic_devlink_free(struct vrnic_pf *pf);
+int vrnic_devlink_register(struct vrnic_pf *pf);
+void vrnic_devlink_unregister(struct vrnic_pf *pf);
+void vrnic_health_work(struct work_struct *work);
 
 /* vrnic_admin.c */
 int vrnic_aq_init(struct vrnic_pf *pf);
+void vrnic_aq_restart(struct vrnic_pf *pf);
 void vrnic_aq_free(struct vrnic_pf *pf);
 void vrnic_aq_poll(struct vrnic_pf *pf);
 
 /* vrnic_eq.c */
 int vrnic_aeq_alloc(struct vrnic_pf *pf);
+void vrnic_aeq_restart(struct vrnic_pf *pf);
 void vrnic_aeq_free(struct vrnic_pf *pf);
 int vrnic_eq_request_irqs(struct vrnic_pf *pf);
 void vrnic_eq_free_irqs(struct vrnic_pf *pf);
@@ -162,6 +183,8 @@ int vrnic_netdev_register(struct vrnic_pf *pf);
 void vrnic_netdev_unregister(struct vrnic_pf *pf);
 void vrnic_eth_event(struct vrnic_pf *pf, u8 type);
 void vrnic_eth_link_change(struct vrnic_pf *pf, bool up);
+void vrnic_eth_detach(struct vrnic_pf *pf);
+int vrnic_eth_attach(struct vrnic_pf *pf);
 
 /* vrnic_aux.c */
 int vrnic_aux_add(struct vrnic_pf *pf);

@@ -76,7 +76,7 @@ static irqreturn_t vrnic_aeq_irq(int irq, void *data)
 
 	atomic_inc(&pf->test_irqs);
 	if (!eq->ring)
-		return IRQ_HANDLED;	/* self-test interrupt before setup */
+		return IRQ_HANDLED;	/* an interrupt before setup */
 
 	while ((eqe = vrnic_eq_next(eq))) {
 		if (eqe->type != VRNIC_EQE_ADMIN_DONE)
@@ -163,6 +163,24 @@ int vrnic_aeq_alloc(struct vrnic_pf *pf)
 	vrnic_wr(pf, VRNIC_REG_AEQ_BASE_HI, upper_32_bits(eq->dma));
 	vrnic_wr(pf, VRNIC_REG_AEQ_LOG_DEPTH, VRNIC_AEQ_LOG_DEPTH);
 	return 0;
+}
+
+/*
+ * After a reset, with the device not enabled: empty the AEQ and program it
+ * again.  The handler may still run for an interrupt of before the reset.
+ */
+void vrnic_aeq_restart(struct vrnic_pf *pf)
+{
+	struct vrnic_eq *eq = &pf->aeq;
+	int irq = pci_irq_vector(pf->pdev, VRNIC_AEQ_VECTOR);
+
+	disable_irq(irq);
+	memset(eq->ring, 0, sizeof(*eq->ring) << eq->log_depth);
+	eq->ci = 0;
+	enable_irq(irq);
+	vrnic_wr(pf, VRNIC_REG_AEQ_BASE_LO, lower_32_bits(eq->dma));
+	vrnic_wr(pf, VRNIC_REG_AEQ_BASE_HI, upper_32_bits(eq->dma));
+	vrnic_wr(pf, VRNIC_REG_AEQ_LOG_DEPTH, eq->log_depth);
 }
 
 void vrnic_aeq_free(struct vrnic_pf *pf)

@@ -21,6 +21,8 @@
  */
 #define VRNIC_TX_STOP_THRS	1
 #define VRNIC_TX_WAKE_THRS	(1U << (VRNIC_ETH_LOG_DEPTH - 2))
+/* After an RX buffer allocation failed, try again this much later. */
+#define VRNIC_REFILL_DELAY	(HZ / 10)
 
 static struct vrnic_netdev_priv *vrnic_priv(struct net_device *ndev)
 {
@@ -253,12 +255,23 @@ static int vrnic_rx_poll(struct vrnic_netdev_priv *priv, int budget)
 	u64_stats_add(&priv->rx_stats.bytes, bytes);
 	u64_stats_add(&priv->rx_stats.errors, errors);
 	u64_stats_update_end(&priv->rx_stats.syncp);
-	/* Out of memory: stay scheduled, so that NAPI polls again and the
-	 * refill is retried instead of leaving the ring short forever.
+	/* Out of memory: retry later from a timer rather than spin in
+	 * NAPI; a ring left empty gets no RX event to retry from.
 	 */
 	if (!vrnic_rx_refill(priv))
-		return budget;
+		schedule_delayed_work(&priv->refill_work, VRNIC_REFILL_DELAY);
 	return done;
+}
+
+/* The refill itself runs in the NAPI poll, the one writer of the ring. */
+static void vrnic_refill_work(struct work_struct *work)
+{
+	struct vrnic_netdev_priv *priv =
+		container_of(to_delayed_work(work), struct vrnic_netdev_priv,
+			     refill_work);
+
+	if (READ_ONCE(priv->rings_live))
+		napi_schedule(&priv->napi);
 }
 
 static int vrnic_napi_poll(struct napi_struct *napi, int budget)
@@ -359,6 +372,11 @@ static int vrnic_rings_start(struct vrnic_netdev_priv *priv)
 	}
 	netdev_tx_reset_queue(netdev_get_tx_queue(ndev, 0));
 	napi_enable(&priv->napi);
+	/* For the netdev netlink family: the queue pair's NAPI. */
+	netif_queue_set_napi(ndev, VRNIC_ETH_QID, NETDEV_QUEUE_TYPE_RX,
+			     &priv->napi);
+	netif_queue_set_napi(ndev, VRNIC_ETH_QID, NETDEV_QUEUE_TYPE_TX,
+			     &priv->napi);
 	WRITE_ONCE(priv->rings_live, true);
 	vrnic_ring_doorbell(pf, VRNIC_DB_ETH_RX, priv->rx.pi);
 	vrnic_ring_arm(pf, VRNIC_DB_ETH_TX_ARM, priv->tx.ci);
@@ -387,7 +405,12 @@ static void vrnic_rings_stop(struct vrnic_netdev_priv *priv)
 	 * rings while they are swapped and freed.
 	 */
 	WRITE_ONCE(priv->rings_live, false);
+	netif_queue_set_napi(pf->netdev, VRNIC_ETH_QID, NETDEV_QUEUE_TYPE_RX,
+			     NULL);
+	netif_queue_set_napi(pf->netdev, VRNIC_ETH_QID, NETDEV_QUEUE_TYPE_TX,
+			     NULL);
 	napi_disable(&priv->napi);
+	cancel_delayed_work_sync(&priv->refill_work);
 	netif_tx_disable(pf->netdev);
 	/* Once destroyed, the device no longer touches the buffers. */
 	vrnic_ring_destroy(pf, &priv->tx, VRNIC_ETH_RING_TX);
@@ -483,17 +506,76 @@ static int vrnic_open(struct net_device *ndev)
 	if (ret)
 		return ret;
 	ret = vrnic_rings_start(priv);
-	if (ret)
+	if (ret) {
 		vrnic_rings_free(priv, &priv->tx, &priv->rx);
-	return ret;
+		return ret;
+	}
+	priv->rings_up = true;
+	return 0;
 }
 
+/* Also for an interface whose rings a failed recovery did not restore. */
 static int vrnic_stop(struct net_device *ndev)
 {
 	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
 
+	if (!priv->rings_up)
+		return 0;
+	priv->rings_up = false;
 	vrnic_rings_stop(priv);
 	vrnic_rings_free(priv, &priv->tx, &priv->rx);
+	return 0;
+}
+
+/**
+ * vrnic_eth_detach - take the data path down for a function reset
+ * @pf: the function, dead (its admin queue fails every command)
+ *
+ * The netdev stays registered with its name, addresses and MTU; it is
+ * marked not present, so that it cannot be opened or reconfigured until
+ * vrnic_eth_attach().  Its rings are taken back and freed: the device is
+ * quiesced, so it no longer touches them.  Context: RTNL held.
+ */
+void vrnic_eth_detach(struct vrnic_pf *pf)
+{
+	struct net_device *ndev = pf->netdev;
+	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+
+	ASSERT_RTNL();
+	netif_device_detach(ndev);
+	netif_carrier_off(ndev);
+	vrnic_stop(ndev);
+	cancel_work_sync(&priv->rx_mode_work);
+}
+
+/**
+ * vrnic_eth_attach - bring the data path back after a function reset
+ * @pf: the function, enabled and answering admin commands again
+ *
+ * The device came out of its reset with its default MTU and its permanent
+ * MAC and no receive filter: program what the netdev has, then give it
+ * new rings if it is up.  Context: RTNL held.
+ * Return: 0, or the errno of the step that failed (the netdev then stays
+ * detached).
+ */
+int vrnic_eth_attach(struct vrnic_pf *pf)
+{
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_SET_PORT };
+	struct net_device *ndev = pf->netdev;
+	int ret;
+
+	ASSERT_RTNL();
+	cmd.set_port.mtu = cpu_to_le32(ndev->mtu);
+	ret = vrnic_pf_admin_exec(pf, &cmd, NULL);
+	if (ret)
+		return ret;
+	if (netif_running(ndev)) {
+		ret = vrnic_open(ndev);
+		if (ret)
+			return ret;
+	}
+	netif_device_attach(ndev);
+	vrnic_set_rx_mode(ndev);
 	return 0;
 }
 
@@ -723,15 +805,33 @@ static void vrnic_get_drvinfo(struct net_device *ndev,
 #define VRNIC_NUM_ETH_STATS	(ARRAY_SIZE(vrnic_stat_names) + \
 				 VRNIC_PRIO_STATS * VRNIC_NUM_PRIOS + 1)
 
+static const char vrnic_test_names[VRNIC_SELF_TESTS][ETH_GSTRING_LEN] = {
+	"scratch register", "interrupt per vector", "test DMA",
+};
+
 static int vrnic_get_sset_count(struct net_device *ndev, int sset)
 {
-	return sset == ETH_SS_STATS ? VRNIC_NUM_ETH_STATS : -EOPNOTSUPP;
+	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+
+	switch (sset) {
+	case ETH_SS_STATS:
+		return VRNIC_NUM_ETH_STATS;
+	case ETH_SS_TEST:
+		return vrnic_pf_has_self_test(priv->pf) ? VRNIC_SELF_TESTS :
+							  -EOPNOTSUPP;
+	default:
+		return -EOPNOTSUPP;
+	}
 }
 
 static void vrnic_get_strings(struct net_device *ndev, u32 sset, u8 *data)
 {
 	unsigned int i, p;
 
+	if (sset == ETH_SS_TEST) {
+		memcpy(data, vrnic_test_names, sizeof(vrnic_test_names));
+		return;
+	}
 	if (sset != ETH_SS_STATS)
 		return;
 	for (i = 0; i < ARRAY_SIZE(vrnic_stat_names); i++)
@@ -801,8 +901,48 @@ static int vrnic_get_link_ksettings(struct net_device *ndev,
 	return 0;
 }
 
+/*
+ * The test registers, online: the function keeps running (ethtool -t).
+ * An interface that is down is tested too; a dead function is not.
+ */
+static void vrnic_self_test(struct net_device *ndev, struct ethtool_test *et,
+			    u64 *data)
+{
+	struct vrnic_netdev_priv *priv = vrnic_priv(ndev);
+
+	if (READ_ONCE(priv->pf->aq.dead) ||
+	    !vrnic_pf_self_test(priv->pf, data))
+		et->flags |= ETH_TEST_FL_FAILED;
+}
+
+/* One TX and one RX ring of fixed depth, one queue pair. */
+static void vrnic_get_ringparam(struct net_device *ndev,
+				struct ethtool_ringparam *ring,
+				struct kernel_ethtool_ringparam *kring,
+				struct netlink_ext_ack *extack)
+{
+	ring->rx_max_pending = 1U << VRNIC_ETH_LOG_DEPTH;
+	ring->tx_max_pending = 1U << VRNIC_ETH_LOG_DEPTH;
+	ring->rx_pending = 1U << VRNIC_ETH_LOG_DEPTH;
+	ring->tx_pending = 1U << VRNIC_ETH_LOG_DEPTH;
+	kring->rx_buf_len = vrnic_priv(ndev)->rx_buf_len;
+}
+
+static void vrnic_get_channels(struct net_device *ndev,
+			       struct ethtool_channels *ch)
+{
+	ch->max_combined = 1;
+	ch->combined_count = 1;
+	/* The async EQ's vector: admin completions, port and fatal events. */
+	ch->max_other = 1;
+	ch->other_count = 1;
+}
+
 static const struct ethtool_ops vrnic_ethtool_ops = {
 	.get_drvinfo = vrnic_get_drvinfo,
+	.self_test = vrnic_self_test,
+	.get_ringparam = vrnic_get_ringparam,
+	.get_channels = vrnic_get_channels,
 	.get_link = ethtool_op_get_link,
 	.get_link_ksettings = vrnic_get_link_ksettings,
 	.get_sset_count = vrnic_get_sset_count,
@@ -840,6 +980,7 @@ int vrnic_netdev_register(struct vrnic_pf *pf)
 		eth_hw_addr_random(ndev);
 
 	INIT_WORK(&priv->rx_mode_work, vrnic_rx_mode_work);
+	INIT_DELAYED_WORK(&priv->refill_work, vrnic_refill_work);
 	u64_stats_init(&priv->tx_stats.syncp);
 	u64_stats_init(&priv->rx_stats.syncp);
 	ndev->priv_flags |= IFF_LIVE_ADDR_CHANGE;
@@ -849,6 +990,7 @@ int vrnic_netdev_register(struct vrnic_pf *pf)
 	ndev->max_mtu = min_t(u32, vrnic_rd(pf, VRNIC_REG_MAX_MTU),
 			      VRNIC_ETH_MAX_MTU);
 	netif_napi_add(ndev, &priv->napi, vrnic_napi_poll);
+	netif_napi_set_irq(&priv->napi, pci_irq_vector(pf->pdev, VRNIC_ETH_EQN));
 	netif_carrier_off(ndev);
 
 	ret = register_netdev(ndev);

@@ -4,10 +4,10 @@
  * "vrnic").  The RDMA part is vrnic_ib.ko, bound to an auxiliary device.
  *
  * Probe order: map the BARs, reset the device, take the MSI-X vectors,
- * run the test-register self-test, bring up the admin queue and the async
- * EQ, query the device, create the completion EQs, register the netdev
- * and, on top of it, add the auxiliary device "vrnic.rdma.<n>" that
- * vrnic_ib.ko registers the ib_device for.  Remove undoes it in reverse:
+ * bring up the admin queue and the async EQ, query the device, create the
+ * completion EQs, register the netdev and, on top of it, add the auxiliary
+ * device "vrnic.rdma.<n>" that vrnic_ib.ko registers the ib_device for,
+ * and register the devlink instance.  Remove undoes it in reverse:
  * the auxiliary device goes first, so the ib_device is gone before any of
  * what it uses.
  *
@@ -96,10 +96,15 @@ static void vrnic_pf_quiesce(struct vrnic_pf *pf)
  * - The netdev loses its carrier and is detached; the RDMA driver gets a
  *   FATAL event and raises IB_EVENT_DEVICE_FATAL for its users.
  *
- * Recovery is remove and probe again (rmmod/modprobe, or PCI remove and
- * rescan).  Sleeps; may run under RTNL (from an admin command).
+ * - The devlink health reporter "fatal" is told (from a work item); its
+ *   recover, automatic or "devlink health recover", resets and
+ *   re-initialises the function (vrnic_pf_down(), vrnic_pf_up()).
+ *   Remove and probe again (rmmod/modprobe) recovers it too.
+ *
+ * Sleeps; may run under RTNL (from an admin command).
  */
-void vrnic_pf_fatal(struct vrnic_pf *pf, const char *why)
+static void __vrnic_pf_fatal(struct vrnic_pf *pf, const char *why,
+			     bool report)
 {
 	struct vrnic_aq *aq = &pf->aq;
 
@@ -110,6 +115,9 @@ void vrnic_pf_fatal(struct vrnic_pf *pf, const char *why)
 	}
 	dev_err(&pf->pdev->dev, "%s: device fatal, quiescing it\n", why);
 	vrnic_pf_quiesce(pf);
+	strscpy(pf->fatal_why, why, sizeof(pf->fatal_why));
+	if (report && pf->fatal_reporter && !READ_ONCE(pf->removing))
+		schedule_work(&pf->health_work);
 
 	/* pf->netdev lives while port_events is set (see vrnic_remove). */
 	if (READ_ONCE(pf->port_events)) {
@@ -118,6 +126,11 @@ void vrnic_pf_fatal(struct vrnic_pf *pf, const char *why)
 	}
 	vrnic_rdma_async_event(pf, VRNIC_EQE_FATAL, 0);
 	mutex_unlock(&pf->fatal_lock);
+}
+
+void vrnic_pf_fatal(struct vrnic_pf *pf, const char *why)
+{
+	__vrnic_pf_fatal(pf, why, true);
 }
 EXPORT_SYMBOL_NS_GPL(vrnic_pf_fatal, VRNIC);
 
@@ -195,24 +208,24 @@ static int vrnic_wait_test_dma(struct vrnic_pf *pf)
 	return st == VRNIC_TEST_DMA_ST_DONE ? 0 : -EIO;
 }
 
-/* Exercise the test registers: scratch, every interrupt vector, DMA. */
-static int vrnic_self_test(struct vrnic_pf *pf)
+static int vrnic_test_scratch(struct vrnic_pf *pf)
 {
 	static const u32 patterns[] = { 0, 0xffffffff, 0xa5a55a5a, 0x12345678 };
-	struct device *dev = &pf->pdev->dev;
-	unsigned long end;
-	dma_addr_t dma;
 	unsigned int i;
-	u8 *buf;
-	int ret;
 
 	for (i = 0; i < ARRAY_SIZE(patterns); i++) {
 		vrnic_wr(pf, VRNIC_REG_SCRATCH, patterns[i]);
-		if (vrnic_rd(pf, VRNIC_REG_SCRATCH) != patterns[i]) {
-			dev_err(dev, "self-test: scratch register failed\n");
+		if (vrnic_rd(pf, VRNIC_REG_SCRATCH) != patterns[i])
 			return -EIO;
-		}
 	}
+	return 0;
+}
+
+/* The handler of every vector counts the interrupt, whatever else it does. */
+static int vrnic_test_irqs(struct vrnic_pf *pf)
+{
+	unsigned long end;
+	unsigned int i;
 
 	for (i = 0; i < pf->num_vectors; i++) {
 		int before = atomic_read(&pf->test_irqs);
@@ -220,14 +233,21 @@ static int vrnic_self_test(struct vrnic_pf *pf)
 		vrnic_wr(pf, VRNIC_REG_TEST_IRQ, i);
 		end = jiffies + msecs_to_jiffies(VRNIC_TEST_TIMEOUT_MS);
 		while (atomic_read(&pf->test_irqs) == before) {
-			if (time_after(jiffies, end)) {
-				dev_err(dev, "self-test: no interrupt on vector %u\n",
-					i);
-				return -EIO;
-			}
+			if (time_after(jiffies, end))
+				return -ETIMEDOUT;
 			usleep_range(50, 100);
 		}
 	}
+	return 0;
+}
+
+static int vrnic_test_dma(struct vrnic_pf *pf)
+{
+	struct device *dev = &pf->pdev->dev;
+	dma_addr_t dma;
+	unsigned int i;
+	u8 *buf;
+	int ret;
 
 	buf = dma_alloc_coherent(dev, VRNIC_TEST_DMA_LEN, &dma, GFP_KERNEL);
 	if (!buf)
@@ -247,16 +267,51 @@ static int vrnic_self_test(struct vrnic_pf *pf)
 	for (i = 0; !ret && i < VRNIC_TEST_DMA_LEN; i++)
 		if (buf[i] != (u8)~(i ^ 0x5a))
 			ret = -EIO;
-	if (ret)	/* a test DMA may still be in flight */
-		vrnic_stop_dma(pf);
+	/*
+	 * A test DMA may still be in flight: the function is dead (quiesced)
+	 * before the buffer goes; devlink health recovers it.
+	 */
+	if (ret)
+		vrnic_pf_fatal(pf, "self-test DMA failed");
 	dma_free_coherent(dev, VRNIC_TEST_DMA_LEN, buf, dma);
-	if (ret) {
-		dev_err(dev, "self-test: test DMA failed: %d\n", ret);
-		return ret;
+	return ret;
+}
+
+/**
+ * vrnic_pf_self_test - exercise the test registers (ethtool -t)
+ * @pf: the function, enabled
+ * @res: VRNIC_SELF_TESTS results, 0 for a pass, 1 for a failure
+ *
+ * The scratch register, an interrupt on every vector, and a test DMA
+ * (spec, "Test registers").  The device answers the rest of its work
+ * meanwhile.  Only with VRNIC_CAP_TEST_REGS (vrnic_pf_has_self_test()).
+ *
+ * Context: process, sleeps; under RTNL (one at a time).
+ * Return: true if every test passed.
+ */
+bool vrnic_pf_self_test(struct vrnic_pf *pf, u64 *res)
+{
+	struct device *dev = &pf->pdev->dev;
+	int ret[VRNIC_SELF_TESTS];
+	unsigned int i;
+	bool ok = true;
+
+	ret[0] = vrnic_test_scratch(pf);
+	ret[1] = vrnic_test_irqs(pf);
+	ret[2] = vrnic_test_dma(pf);
+	for (i = 0; i < VRNIC_SELF_TESTS; i++) {
+		res[i] = !!ret[i];
+		if (ret[i]) {
+			dev_err(dev, "self-test %u failed: %d\n", i, ret[i]);
+			ok = false;
+		}
 	}
-	dev_info(dev, "self-test passed: scratch, %u interrupt vectors, DMA\n",
-		 pf->num_vectors);
-	return 0;
+	return ok;
+}
+
+bool vrnic_pf_has_self_test(struct vrnic_pf *pf)
+{
+	return pf->caps & VRNIC_CAP_TEST_REGS;
 }
 
 static int vrnic_enable(struct vrnic_pf *pf)
@@ -272,6 +327,93 @@ static int vrnic_enable(struct vrnic_pf *pf)
 	}
 	vrnic_eq_arm(&pf->aeq);
 	return 0;
+}
+
+/**
+ * vrnic_pf_down - take the function apart for a reset, keeping the netdev
+ * @pf: the function
+ *
+ * First half of a recovery (devlink health) or a PCI reset
+ * (pci_error_handlers): the function is made dead as on a fatal error
+ * (quiesced: reset, bus mastering off; every admin command fails), with
+ * no health report, since this is the remedy.  The RDMA auxiliary device
+ * is deleted (vrnic_ib frees its objects: the device no longer touches
+ * them), the netdev is detached and its rings freed, and the completion
+ * EQs are freed.  The admin queue and the AEQ keep their memory.
+ *
+ * Context: process, under reset_lock; takes RTNL.
+ */
+void vrnic_pf_down(struct vrnic_pf *pf)
+{
+	lockdep_assert_held(&pf->reset_lock);
+	__vrnic_pf_fatal(pf, "function reset", false);
+	if (pf->adev)
+		vrnic_aux_del(pf);
+	rtnl_lock();
+	vrnic_eth_detach(pf);
+	rtnl_unlock();
+	vrnic_ceqs_destroy(pf);
+}
+
+/**
+ * vrnic_pf_up - re-initialise the function after vrnic_pf_down()
+ * @pf: the function, dead, its completion EQs and rings freed
+ *
+ * Resets the device and brings it up as probe does, on the admin queue's
+ * and the AEQ's memory of before: enable, QUERY_DEVICE, the completion
+ * EQs, the netdev's port settings and rings, and a new RDMA auxiliary
+ * device.  On failure the function is dead again, and vrnic_pf_down()
+ * and vrnic_pf_up() may be tried again.
+ *
+ * Context: process, under reset_lock; takes RTNL.
+ * Return: 0 or a negative errno.
+ */
+int vrnic_pf_up(struct vrnic_pf *pf)
+{
+	struct vrnic_aq *aq = &pf->aq;
+	int ret;
+
+	lockdep_assert_held(&pf->reset_lock);
+	ret = vrnic_reset(pf);
+	if (ret)
+		goto err;
+	pci_set_master(pf->pdev);
+	vrnic_aq_restart(pf);
+	vrnic_aeq_restart(pf);
+	ret = vrnic_enable(pf);
+	if (ret)
+		goto err;
+	mutex_lock(&pf->fatal_lock);
+	spin_lock_irq(&aq->lock);
+	aq->dead = false;
+	spin_unlock_irq(&aq->lock);
+	mutex_unlock(&pf->fatal_lock);
+
+	ret = vrnic_pf_admin_query(pf, VRNIC_ADMIN_QUERY_DEVICE, &pf->attr,
+				   sizeof(pf->attr));
+	if (ret)
+		goto err;
+	ret = vrnic_ceqs_create(pf);
+	if (ret)
+		goto err;
+	rtnl_lock();
+	ret = vrnic_eth_attach(pf);
+	rtnl_unlock();
+	if (ret)
+		goto err;
+	if (pf->caps & VRNIC_CAP_ROCE_V2) {
+		ret = vrnic_aux_add(pf);
+		if (ret)
+			goto err;
+	}
+	dev_info(&pf->pdev->dev, "function reset: %s back\n",
+		 netdev_name(pf->netdev));
+	return 0;
+
+err:
+	dev_err(&pf->pdev->dev, "function did not come back: %d\n", ret);
+	__vrnic_pf_fatal(pf, "function reset failed", false);
+	return ret;
 }
 
 static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
@@ -292,7 +434,7 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		goto err_regions;
 
-	pf = kzalloc(sizeof(*pf), GFP_KERNEL);
+	pf = vrnic_devlink_alloc(pdev);
 	if (!pf) {
 		ret = -ENOMEM;
 		goto err_regions;
@@ -308,6 +450,8 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	spin_lock_init(&pf->rdma_lock);
 	mutex_init(&pf->fatal_lock);
 	INIT_WORK(&pf->fatal_work, vrnic_fatal_work);
+	mutex_init(&pf->reset_lock);
+	INIT_WORK(&pf->health_work, vrnic_health_work);
 	init_waitqueue_head(&pf->aq.slot_wq);	/* vrnic_pf_quiesce() wakes it */
 	atomic_set(&pf->test_irqs, 0);
 
@@ -370,12 +514,6 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		goto err_vectors;
 
-	if (pf->caps & VRNIC_CAP_TEST_REGS) {
-		ret = vrnic_self_test(pf);
-		if (ret)
-			goto err_quiesce;
-	}
-
 	ret = vrnic_aq_init(pf);
 	if (ret)
 		goto err_irqs;
@@ -401,12 +539,18 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		if (ret)
 			goto err_netdev;
 	}
+	ret = vrnic_devlink_register(pf);
+	if (ret)
+		goto err_aux;
 
 	dev_info(&pdev->dev, "%s ready, spec %u.%u, caps %#x, %u vectors\n",
 		 netdev_name(pf->netdev), version >> 16, version & 0xffff,
 		 pf->caps, nvec);
 	return 0;
 
+err_aux:
+	if (pf->adev)
+		vrnic_aux_del(pf);
 err_netdev:
 	WRITE_ONCE(pf->port_events, false);
 	synchronize_irq(pci_irq_vector(pdev, VRNIC_AEQ_VECTOR));
@@ -438,7 +582,8 @@ err_iomap:
 	if (pf->regs)
 		pci_iounmap(pdev, pf->regs);
 	dma_pool_destroy(pf->cmd_pool);
-	kfree(pf);
+	cancel_work_sync(&pf->health_work);
+	vrnic_devlink_free(pf);
 err_regions:
 	pci_release_mem_regions(pdev);
 err_disable:
@@ -450,8 +595,10 @@ static void vrnic_remove(struct pci_dev *pdev)
 {
 	struct vrnic_pf *pf = pci_get_drvdata(pdev);
 
+	/* No recovery runs or starts from here on. */
+	vrnic_devlink_unregister(pf);
 	/* The RDMA driver unbinds first: the ib_device uses all below. */
-	if (pf->adev)
+	if (pf->adev)	/* a failed recovery, or no RoCE, leaves none */
 		vrnic_aux_del(pf);
 	/* No port event may reach the netdev past this point. */
 	WRITE_ONCE(pf->port_events, false);
@@ -472,7 +619,9 @@ static void vrnic_remove(struct pci_dev *pdev)
 	pci_free_irq_vectors(pdev);
 	pci_iounmap(pdev, pf->db);
 	pci_iounmap(pdev, pf->regs);
-	kfree(pf);
+	/* A fatal error during the teardown above queued a report. */
+	cancel_work_sync(&pf->health_work);
+	vrnic_devlink_free(pf);
 	pci_release_mem_regions(pdev);
 	pci_disable_device(pdev);
 }
@@ -499,11 +648,41 @@ static void vrnic_shutdown(struct pci_dev *pdev)
 	 * on -ENODEV (vrnic_pf_destroy()).
 	 */
 	cancel_work_sync(&pf->fatal_work);
+	WRITE_ONCE(pf->removing, true);
+	mutex_lock(&pf->reset_lock);	/* a recovery under way finishes */
 	mutex_lock(&pf->fatal_lock);
 	if (!READ_ONCE(pf->aq.dead))
 		vrnic_pf_quiesce(pf);
 	mutex_unlock(&pf->fatal_lock);
+	mutex_unlock(&pf->reset_lock);
 }
+
+/*
+ * A reset of the function (FLR through sysfs "reset", or a bus reset)
+ * loses the device's state as a fatal error does: take the function down
+ * as a recovery does, before, and bring it up again after.  reset_lock is
+ * held from one to the other, so that no devlink recovery runs between.
+ */
+static void vrnic_reset_prepare(struct pci_dev *pdev)
+{
+	struct vrnic_pf *pf = pci_get_drvdata(pdev);
+
+	mutex_lock(&pf->reset_lock);
+	vrnic_pf_down(pf);
+}
+
+static void vrnic_reset_done(struct pci_dev *pdev)
+{
+	struct vrnic_pf *pf = pci_get_drvdata(pdev);
+
+	vrnic_pf_up(pf);
+	mutex_unlock(&pf->reset_lock);
+}
+
+static const struct pci_error_handlers vrnic_err_handlers = {
+	.reset_prepare = vrnic_reset_prepare,
+	.reset_done = vrnic_reset_done,
+};
 
 static const struct pci_device_id vrnic_pci_ids[] = {
 	{ PCI_DEVICE(VRNIC_PCI_VENDOR_ID, VRNIC_PCI_DEVICE_ID) },
@@ -517,6 +696,7 @@ static struct pci_driver vrnic_pci_driver = {
 	.probe = vrnic_probe,
 	.remove = vrnic_remove,
 	.shutdown = vrnic_shutdown,
+	.err_handler = &vrnic_err_handlers,
 };
 module_pci_driver(vrnic_pci_driver);
 

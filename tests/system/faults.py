@@ -70,7 +70,23 @@ def vrnic_path(vm):
     raise vmlib.VMError("%s: no vrnic in /machine/peripheral-anon" % vm.name)
 
 
+# The devlink handle of the guest's vrnic function(s).
+DEVLINK = "$(for d in /sys/bus/pci/drivers/vrnic/0000:*; do echo pci/${d##*/}; done)"
+HEALTH = "devlink health show %s reporter fatal" % DEVLINK
+
+
+def no_auto_recover(vm):
+    """The tests below check the dead function a fault leaves: keep the
+    devlink health reporter from recovering it on its own.  The setting
+    lives with the driver instance: set again after each modprobe (here,
+    before each fault)."""
+    vm.run("for h in %s; do devlink health set $h reporter fatal "
+           "auto_recover false; done" % DEVLINK)
+
+
 def set_fault(vm, value, prop="x-fault-admin"):
+    if value:
+        no_auto_recover(vm)
     vm.qmp("qom-set", path=vrnic_path(vm), property=prop, value=value)
 
 
@@ -393,8 +409,7 @@ def device_fatal(stage, a, b):
                  a.run("cat /tmp/fw.out")[1]):
         return
     t0 = time.time()
-    a.qmp("qom-set", path=vrnic_path(a), property="x-fault-internal",
-          value=True)
+    set_fault(a, True, "x-fault-internal")
     wait_file(a, "/tmp/fw.rc", 60)
     took = time.time() - t0
     rc, out = a.run("cat /tmp/fw.rc /tmp/fw.out")
@@ -648,13 +663,115 @@ def admin_slots(stage, a, b):
           "no kernel warning" % SLOT_PROCS, rc == 1, out[-800:])
 
 
+def health(vm):
+    """(state, error count, recover count) of the fatal reporter."""
+    rc, out = vm.run("devlink -j health show %s reporter fatal" % DEVLINK)
+    try:
+        import json
+        rep = list(json.loads(out)["health"].values())[0][0]
+        return rep["state"], rep["error"], rep["recover"]
+    except (ValueError, KeyError, IndexError):
+        return None, None, None
+
+
+def wait_health(vm, state, seconds):
+    end = time.time() + seconds
+    while True:
+        h = health(vm)
+        if h[0] == state or time.time() > end:
+            return h
+        time.sleep(1)
+
+
+def rdma_works(stage, a, b, what):
+    """ping and ib_write_bw a->b after a recovery, with no reload."""
+    import guest_tests  # noqa: E402  (its pair() and retry rules)
+    rc, out = a.run("ping -c 3 -W 5 %s" % b.ip, timeout=60)
+    check(stage, "a: %s: ping a->b" % what, rc == 0, out[-500:])
+    args = "ib_write_bw -d vrnic0 -x 1 -n 200"
+    guest_tests.pair(stage, "a: %s: %s" % (what, args), b, a, args,
+                     "%s %s" % (args, b.ip), "#bytes")
+
+
+def devlink_recover(stage, a, b):
+    """Review 2, S8: the devlink instance and its health reporter "fatal".
+    devlink dev info shows the driver and the versions from the device.
+    After x-fault-internal the reporter is in error; "devlink health
+    recover" resets and re-initialises the function with no module
+    reload: the netdev keeps its name and address, vrnic0 comes back, and
+    ping and ib_write_bw work.  Then, with automatic recovery (devlink's
+    default), a second FATAL recovers on its own."""
+    a.check("dmesg -C")
+    rc, out = a.run("devlink dev info %s" % DEVLINK)
+    check(stage, "a: devlink dev info: driver vrnic, device and spec "
+          "versions", rc == 0 and "driver vrnic" in out and
+          "asic.id 0x10f0" in out and re.search(r"fw.spec \d+\.\d+", out)
+          is not None, out[-500:])
+    st = health(a)
+    check(stage, "a: devlink health: reporter fatal healthy, no error",
+          st[0] == "healthy" and st[1] == 0, repr(st))
+    _, ifaddr = a.run("ip -4 -o addr show dev $(ls /sys/bus/pci/drivers/"
+                      "vrnic/*/net | head -1)")
+    # Manual: no automatic recovery, the function stays dead until told.
+    set_fault(a, True, "x-fault-internal")
+    st = wait_health(a, "error", 60)
+    rc, out = a.run("cat /sys/class/net/$(ls /sys/bus/pci/drivers/vrnic/*/net"
+                    " | head -1)/carrier 2>&1; " + PD_CMD % 20, timeout=40)
+    check(stage, "a: FATAL: reporter fatal in error (1 error), carrier "
+          "off, no verbs", st[0] == "error" and st[1] == 1 and
+          "pd ok" not in out and not out.startswith("1"),
+          "health %r: %s" % (st, out[-300:]))
+    t0 = time.time()
+    rc, out = a.run("devlink health recover %s reporter fatal && for i in "
+                    "$(seq 60); do [ -e /sys/class/infiniband/vrnic0 ] && "
+                    "exit 0; sleep 0.5; done; exit 1" % DEVLINK, timeout=90)
+    took = time.time() - t0
+    st = health(a)
+    print("  devlink health recover: %.1f s" % took, flush=True)
+    if not check(stage, "a: devlink health recover: vrnic0 back, reporter "
+                 "healthy (1 recovery), no reload", rc == 0 and
+                 st[0] == "healthy" and st[2] == 1,
+                 "rc %d, health %r: %s" % (rc, st, out[-500:])):
+        return
+    _, ifaddr2 = a.run("ip -4 -o addr show dev $(ls /sys/bus/pci/drivers/"
+                       "vrnic/*/net | head -1)")
+    check(stage, "a: after recover: the netdev kept its name and address",
+          ifaddr.split()[1:4] == ifaddr2.split()[1:4] and ifaddr.strip() != "",
+          "%r -> %r" % (ifaddr, ifaddr2))
+    rc, out = a.run("for i in $(seq 30); do [ $(cat /sys/class/infiniband/"
+                    "vrnic0/ports/1/state | cut -c1) = 4 ] && exit 0; "
+                    "sleep 0.5; done; exit 1", timeout=30)
+    check(stage, "a: after recover: port ACTIVE", rc == 0, out)
+    rdma_works(stage, a, b, "after devlink health recover")
+    # Automatic: devlink's default for a reporter with a recover op.
+    a.run("for h in %s; do devlink health set $h reporter fatal "
+          "auto_recover true; done" % DEVLINK)
+    a.qmp("qom-set", path=vrnic_path(a), property="x-fault-internal",
+          value=True)
+    end = time.time() + 90
+    st = health(a)
+    while time.time() < end and not (st[1] == 2 and st[2] == 2 and
+                                      st[0] == "healthy"):
+        time.sleep(1)
+        st = health(a)
+    rc, _ = a.run("for i in $(seq 60); do [ -e /sys/class/infiniband/vrnic0"
+                  " ] && exit 0; sleep 0.5; done; exit 1", timeout=40)
+    check(stage, "a: second FATAL with auto_recover: recovered on its own "
+          "(2 errors, 2 recoveries)", rc == 0 and st == ("healthy", 2, 2),
+          repr(st))
+    rdma_works(stage, a, b, "after automatic recovery")
+    rc, bad = a.run("dmesg | grep -E '%s'" % BAD)
+    check(stage, "a: devlink recovery: no oops, warning or hung task",
+          rc == 1, bad[-1500:])
+
+
 TESTS = {"props": property_before_realize, "mtu": mtu_fault,
          "destroy": destroy_fault, "slots": admin_slots,
          "admin": admin_fault, "fatal": device_fatal,
          "kfatal": kernel_ulp_fatal,
          "kdestroy": lambda stage, a, b: kernel_ulp_fatal(stage, a, b,
                                                           "destroy"),
-         "remove": remove_under_server}
+         "remove": remove_under_server, "recover": devlink_recover}
 
 
 def run(stage, a, b, only=None):
