@@ -161,6 +161,7 @@ void vrnic_devlink_free(struct vrnic_pf *pf);
 int vrnic_devlink_register(struct vrnic_pf *pf);
 void vrnic_devlink_unregister(struct vrnic_pf *pf);
 void vrnic_health_work(struct work_struct *work);
+void vrnic_devlink_healthy(struct vrnic_pf *pf);
 
 /* vrnic_admin.c */
 int vrnic_aq_init(struct vrnic_pf *pf);

@@ -11,6 +11,13 @@
 
 #include "vrnic_core.h"
 
+/*
+ * Automatic recoveries at most once a minute, as mlx5's firmware fatal
+ * reporter: a device that dies again at once is left dead for user space
+ * ("devlink health recover") instead of cycling its RDMA users forever.
+ */
+#define VRNIC_FATAL_GRACE_PERIOD_MS	60000
+
 static int vrnic_devlink_info_get(struct devlink *devlink,
 				  struct devlink_info_req *req,
 				  struct netlink_ext_ack *extack)
@@ -55,6 +62,14 @@ static int vrnic_fatal_recover(struct devlink_health_reporter *reporter,
 	int ret;
 
 	mutex_lock(&pf->reset_lock);
+	/*
+	 * Not after shutdown or remove began (the device must stay off),
+	 * and not if a PCI reset already brought the function back.
+	 */
+	if (READ_ONCE(pf->removing) || !READ_ONCE(pf->aq.dead)) {
+		mutex_unlock(&pf->reset_lock);
+		return READ_ONCE(pf->removing) ? -ENODEV : 0;
+	}
 	vrnic_pf_down(pf);
 	ret = vrnic_pf_up(pf);
 	mutex_unlock(&pf->reset_lock);
@@ -100,6 +115,14 @@ void vrnic_health_work(struct work_struct *work)
 	devlink_health_report(pf->fatal_reporter, why, NULL);
 }
 
+/* The function came back without the reporter (a PCI reset). */
+void vrnic_devlink_healthy(struct vrnic_pf *pf)
+{
+	if (pf->fatal_reporter)
+		devlink_health_reporter_state_update(pf->fatal_reporter,
+						     DEVLINK_HEALTH_REPORTER_STATE_HEALTHY);
+}
+
 /* The function's private data is the devlink instance's. */
 struct vrnic_pf *vrnic_devlink_alloc(struct pci_dev *pdev)
 {
@@ -122,7 +145,8 @@ int vrnic_devlink_register(struct vrnic_pf *pf)
 	struct devlink_health_reporter *rep;
 
 	rep = devlink_health_reporter_create(devlink,
-					     &vrnic_fatal_reporter_ops, 0, pf);
+					     &vrnic_fatal_reporter_ops,
+					     VRNIC_FATAL_GRACE_PERIOD_MS, pf);
 	if (IS_ERR(rep))
 		return PTR_ERR(rep);
 	pf->fatal_reporter = rep;

@@ -374,6 +374,8 @@ int vrnic_pf_up(struct vrnic_pf *pf)
 	int ret;
 
 	lockdep_assert_held(&pf->reset_lock);
+	/* A FATAL event of the function before the reset must not end it. */
+	cancel_work_sync(&pf->fatal_work);
 	ret = vrnic_reset(pf);
 	if (ret)
 		goto err;
@@ -649,6 +651,8 @@ static void vrnic_shutdown(struct pci_dev *pdev)
 	 */
 	cancel_work_sync(&pf->fatal_work);
 	WRITE_ONCE(pf->removing, true);
+	/* A report under way recovers nothing now (vrnic_fatal_recover()). */
+	cancel_work_sync(&pf->health_work);
 	mutex_lock(&pf->reset_lock);	/* a recovery under way finishes */
 	mutex_lock(&pf->fatal_lock);
 	if (!READ_ONCE(pf->aq.dead))
@@ -674,9 +678,14 @@ static void vrnic_reset_prepare(struct pci_dev *pdev)
 static void vrnic_reset_done(struct pci_dev *pdev)
 {
 	struct vrnic_pf *pf = pci_get_drvdata(pdev);
+	int ret = vrnic_pf_up(pf);
 
-	vrnic_pf_up(pf);
 	mutex_unlock(&pf->reset_lock);
+	/* The reporter follows: healthy again, or a fatal error to report. */
+	if (!ret)
+		vrnic_devlink_healthy(pf);
+	else if (pf->fatal_reporter && !READ_ONCE(pf->removing))
+		schedule_work(&pf->health_work);
 }
 
 static const struct pci_error_handlers vrnic_err_handlers = {
