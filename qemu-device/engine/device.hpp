@@ -188,10 +188,12 @@ private:
 
 	Outbox out_;
 	// The port's per-priority TX queues: frames of a paused priority
-	// taken off the outbox's head (next_frame()).  At most a round of
-	// the transport and a TX ring's worth are ever in the outbox, so a
-	// parking queue rarely fills (then the outbox waits: out_held_).
-	static constexpr size_t kParkBytes = 2 << 20;
+	// taken off the outbox's head (next_frame()).  Each holds a whole
+	// outbox and more: while paused only forced frames (a NAK to ERR, an
+	// ACK owed at destroy) are made for the priority, so a parking queue
+	// cannot fill from the outbox and hold every priority (out_held_).
+	// Committed as used (make_unique_for_overwrite).
+	static constexpr size_t kParkBytes = kOutboxBytes + (256 << 10);
 	std::array<FrameQueue, 8> parked_;
 	size_t parked_n_ = 0;		// frames parked, all priorities
 	FrameQueue *sending_q_ = nullptr;	// the queue sending_ is from
