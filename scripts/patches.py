@@ -100,14 +100,31 @@ INCLUDES = {"vrnic_hw.h": "<linux/vrnic/vrnic_hw.h>",
             "vrnic-abi.h": "<rdma/vrnic-abi.h>"}
 
 
+def must_sub(pattern, repl, text, what, flags=0):
+    """re.subn that fails loudly when the pattern no longer matches (the
+    series would otherwise carry the out-of-tree text silently)."""
+    out, n = re.subn(pattern, repl, text, count=1, flags=flags)
+    if n != 1:
+        raise RuntimeError("no %s to rewrite" % what)
+    return out
+
+
 def in_tree_c(text):
     """A driver source or header as the kernel tree carries it."""
     for local, system in INCLUDES.items():
         text = text.replace('#include "%s"' % local, "#include %s" % system)
     # The out-of-tree build's probe for <rdma/iter.h> (Kbuild): the
     # tree has it.
-    text = re.sub(r"/\*[^\n]*\*/\n#ifdef VRNIC_HAVE_RDMA_ITER_H\n"
-                  r"(#include <rdma/iter.h>\n)#endif\n", r"\1", text)
+    if "VRNIC_HAVE_RDMA_ITER_H" in text:
+        text = must_sub(r"/\*[^\n]*\*/\n#ifdef VRNIC_HAVE_RDMA_ITER_H\n"
+                        r"(#include <rdma/iter.h>\n)#endif\n", r"\1", text,
+                        "<rdma/iter.h> probe")
+    # The tree's enum rdma_driver_id has the value (patch 1).
+    if "(enum rdma_driver_id)RDMA_DRIVER_VRNIC" in text:
+        text = must_sub(r"\t/\* Not in 6\.12's enum rdma_driver_id[^\n]*\n"
+                        r"\t\.driver_id = \(enum rdma_driver_id\)"
+                        r"RDMA_DRIVER_VRNIC,", "\t.driver_id = RDMA_DRIVER_VRNIC,",
+                        text, "driver_id cast")
     return text
 
 
@@ -115,9 +132,10 @@ def kernel_hw_header(text):
     """include/vrnic_hw.h, the one description of the device, in the
     kernel's style: the kernel's static_assert only (no C++ or
     user-space branch), BIT()/BIT_ULL() for single-bit constants."""
-    text = re.sub(r"#if defined\(__cplusplus\)\n.*?#endif\n",
-                  "#define VRNIC_HW_ASSERT(expr, msg) static_assert(expr, msg)\n",
-                  text, count=1, flags=re.S)
+    text = must_sub(r"#if defined\(__cplusplus\)\n.*?#endif\n",
+                    "#define VRNIC_HW_ASSERT(expr, msg) "
+                    "static_assert(expr, msg)\n", text,
+                    "VRNIC_HW_ASSERT branches", flags=re.S)
     text = text.replace("#include <linux/types.h>\n",
                         "#include <linux/bits.h>\n#include <linux/build_bug.h>\n"
                         "#include <linux/types.h>\n", 1)
@@ -207,7 +225,9 @@ def maintainers(files):
              "L:\tlinux-rdma@vger.kernel.org\n"
              "S:\tMaintained\n" +
              "".join("F:\t%s\n" % f for f in sorted(files)) + "\n")
-    write("MAINTAINERS", mt.replace("\nVRF\n", "\n" + entry + "VRF\n", 1))
+    # After VRF, before VSPRINTF: MAINTAINERS is sorted by name.
+    write("MAINTAINERS", must_sub(r"\nVSPRINTF\n", "\n" + entry.replace(
+        "\\", "\\\\") + "VSPRINTF\n", mt, "VSPRINTF entry"))
 
 
 def commit(subject, body):
