@@ -453,21 +453,9 @@ def rc_series():
 
 
 def rc_check(stage, patches):
-    tree = rc_pristine()
-    shutil.rmtree(RC_CHECK, ignore_errors=True)
-    run(["cp", "-al", tree, RC_CHECK])
-    for rel in RC_EDITED:
-        p = os.path.join(RC_CHECK, rel)
-        shutil.copy(os.path.join(tree, rel), p + ".tmp")
-        os.replace(p + ".tmp", p)
-    for p in patches:
-        rc, out = run(["patch", "-p1", "-s", "--no-backup-if-mismatch",
-                       "-i", p], cwd=RC_CHECK, check=False)
-        stage.record("rdma-core: %s applies to rdma-core 56.1"
-                     % os.path.basename(p), "fail" if rc else "pass",
-                     out.strip()[-300:])
-        if rc:
-            return
+    if not apply_series(stage, "rdma-core", rc_pristine(), RC_CHECK,
+                        RC_EDITED, patches, "rdma-core 56.1"):
+        return
     shutil.rmtree(RC_OBJ, ignore_errors=True)
     gcc = os.path.join(RC_OBJ, "gcc")
     os.makedirs(gcc)
@@ -523,25 +511,33 @@ def rc_check(stage, patches):
 
 # ----------------------------------------------------------------- check
 
-def check(stage, patches):
-    tree = pristine()
-    shutil.rmtree(CHECK_TREE, ignore_errors=True)
-    # A hard-linked copy costs seconds; the files the series edits are
-    # copied for real so that the pristine tree stays pristine.
-    run(["cp", "-al", tree, CHECK_TREE])
-    for rel in EDITED:
-        p = os.path.join(CHECK_TREE, rel)
+def apply_series(stage, name, tree, copy, edited, patches, label):
+    """A hard-linked copy of the pristine tree (seconds; the files the
+    series edits are copied for real, so that the pristine tree stays
+    pristine), the series applied to it, one result per patch; True if
+    all applied."""
+    shutil.rmtree(copy, ignore_errors=True)
+    run(["cp", "-al", tree, copy])
+    for rel in edited:
+        p = os.path.join(copy, rel)
         shutil.copy(os.path.join(tree, rel), p + ".tmp")
         os.replace(p + ".tmp", p)
-    series = [p for p in patches if not p.endswith("0000-cover-letter.patch")]
-    for p in series:
+    for p in patches:
         rc, out = run(["patch", "-p1", "-s", "--no-backup-if-mismatch",
-                       "-i", p], cwd=CHECK_TREE, check=False)
-        stage.record("linux: %s applies to linux-source-6.12"
-                     % os.path.basename(p), "fail" if rc else "pass",
-                     out.strip()[-300:])
+                       "-i", p], cwd=copy, check=False)
+        stage.record("%s: %s applies to %s" % (name, os.path.basename(p),
+                                               label),
+                     "fail" if rc else "pass", out.strip()[-300:])
         if rc:
-            return
+            return False
+    return True
+
+
+def check(stage, patches):
+    series = [p for p in patches if not p.endswith("0000-cover-letter.patch")]
+    if not apply_series(stage, "linux", pristine(), CHECK_TREE, EDITED,
+                        series, "linux-source-6.12"):
+        return
     for p in series:
         rc, out = run(["perl", "scripts/checkpatch.pl", "--strict",
                        "--terse", "--no-summary", "--show-types", p],

@@ -486,6 +486,47 @@ void run_scheduled(Node &n, unsigned since)
 		vrnic_engine_poll(n.p.eng);
 	}
 }
+
+constexpr uint64_t kEq2 = Node::B + 0x1800000;
+constexpr uint64_t kTx = Node::B + 0x1810000;
+constexpr uint64_t kBuf = Node::B + 0x1820000;
+
+// An Ethernet TX ring at kTx, completing on EQ 2, next to the node's QPs.
+void add_tx_ring(FakePlatform &p)
+{
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_EQ;
+	c.create_eq.base = kEq2;
+	c.create_eq.log_depth = 6;
+	c.create_eq.eqn = 2;
+	c.create_eq.vector = 2;
+	ASSERT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
+	c = {};
+	c.opcode = VRNIC_ADMIN_CREATE_ETH_RING;
+	c.create_eth_ring.base = kTx;
+	c.create_eth_ring.type = VRNIC_ETH_RING_TX;
+	c.create_eth_ring.log_depth = 6;
+	c.create_eth_ring.eqn = 2;
+	ASSERT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
+}
+
+// n IPv4 frames of 100 bytes with this TOS byte in the TX ring's first
+// slots (the doorbell is the caller's).
+void queue_ipv4(FakePlatform &p, unsigned int n, uint8_t tos)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		std::vector<uint8_t> f(100, 0);
+		f[12] = 0x08;
+		f[14] = 0x45;
+		f[15] = tos;
+		std::memcpy(p.ptr(kBuf + i * 0x1000), f.data(), f.size());
+		vrnic_eth_desc d{};
+		d.addr = kBuf + i * 0x1000;
+		d.len = uint16_t(f.size());
+		d.flags = VRNIC_ETH_DESC_EOP;
+		p.store(kTx + i * sizeof(d), d);
+	}
+}
 } // namespace
 
 // A pause that drain() finds ended (any entry's exit, here a register
@@ -524,23 +565,7 @@ TEST_F(PfcPair, AProvokedNakOnAPausedPriorityDoesNotHoldOtherPriorities)
 {
 	connect(106);
 	FakePlatform &p = b.p;
-	constexpr uint64_t kEq2 = Node::B + 0x1800000;
-	constexpr uint64_t kTx = Node::B + 0x1810000;
-	constexpr uint64_t kBuf = Node::B + 0x1820000;
-	vrnic_admin_cmd c{};
-	c.opcode = VRNIC_ADMIN_CREATE_EQ;
-	c.create_eq.base = kEq2;
-	c.create_eq.log_depth = 6;
-	c.create_eq.eqn = 2;
-	c.create_eq.vector = 2;
-	ASSERT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
-	c = {};
-	c.opcode = VRNIC_ADMIN_CREATE_ETH_RING;
-	c.create_eth_ring.base = kTx;
-	c.create_eth_ring.type = VRNIC_ETH_RING_TX;
-	c.create_eth_ring.log_depth = 6;
-	c.create_eth_ring.eqn = 2;
-	ASSERT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
+	ASSERT_NO_FATAL_FAILURE(add_tx_ring(p));
 
 	receive(b.p, pfc_frame(1u << 3, 65535));	// b's priority 3
 	std::memset(a.data(0), 0x5a, 64);
@@ -552,15 +577,7 @@ TEST_F(PfcPair, AProvokedNakOnAPausedPriorityDoesNotHoldOtherPriorities)
 	EXPECT_EQ(roce_frames(b.p), 0u);	// the NAK waits for the pause
 
 	// The guest's TCP/IP traffic, priority 0 (DSCP 0).
-	std::vector<uint8_t> f(100, 0);
-	f[12] = 0x08;
-	f[14] = 0x45;
-	std::memcpy(p.ptr(kBuf), f.data(), f.size());
-	vrnic_eth_desc d{};
-	d.addr = kBuf;
-	d.len = uint16_t(f.size());
-	d.flags = VRNIC_ETH_DESC_EOP;
-	p.store(kTx, d);
+	queue_ipv4(p, 1, 0);
 	const size_t before = p.frames.size();
 	p.db(0, VRNIC_DB_ETH_TX, 1);
 	run_alone(b);
@@ -665,35 +682,8 @@ TEST_F(PfcPair, AWritePostedDuringAHoldIsNotStrandedForever)
 {
 	connect(106);
 	FakePlatform &p = a.p;
-	constexpr uint64_t kEq2 = Node::B + 0x1800000;
-	constexpr uint64_t kTx = Node::B + 0x1810000;
-	constexpr uint64_t kBuf = Node::B + 0x1820000;
-	vrnic_admin_cmd c{};
-	c.opcode = VRNIC_ADMIN_CREATE_EQ;
-	c.create_eq.base = kEq2;
-	c.create_eq.log_depth = 6;
-	c.create_eq.eqn = 2;
-	c.create_eq.vector = 2;
-	ASSERT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
-	c = {};
-	c.opcode = VRNIC_ADMIN_CREATE_ETH_RING;
-	c.create_eth_ring.base = kTx;
-	c.create_eth_ring.type = VRNIC_ETH_RING_TX;
-	c.create_eth_ring.log_depth = 6;
-	c.create_eth_ring.eqn = 2;
-	ASSERT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
-	for (uint16_t i = 0; i < 2; i++) {	// two IPv4 frames, DSCP 26
-		std::vector<uint8_t> f(100, 0);
-		f[12] = 0x08;
-		f[14] = 0x45;
-		f[15] = 104;
-		std::memcpy(p.ptr(kBuf + i * 0x1000), f.data(), f.size());
-		vrnic_eth_desc d{};
-		d.addr = kBuf + i * 0x1000;
-		d.len = uint16_t(f.size());
-		d.flags = VRNIC_ETH_DESC_EOP;
-		p.store(kTx + i * sizeof(d), d);
-	}
+	ASSERT_NO_FATAL_FAILURE(add_tx_ring(p));
+	queue_ipv4(p, 2, 104);			// two IPv4 frames, DSCP 26
 	p.net_full = true;
 	p.db(0, VRNIC_DB_ETH_TX, 2);
 	p.run();
@@ -729,35 +719,8 @@ TEST(PfcLoopback, LoopbackGoesOnWhileTheOutboxHeadIsPaused)
 	Node a{1};
 	a.connect(a, 5, 100, 100);	// priority 0, to itself
 	FakePlatform &p = a.p;
-	constexpr uint64_t kEq2 = Node::B + 0x1800000;
-	constexpr uint64_t kTx = Node::B + 0x1810000;
-	constexpr uint64_t kBuf = Node::B + 0x1820000;
-	vrnic_admin_cmd c{};
-	c.opcode = VRNIC_ADMIN_CREATE_EQ;
-	c.create_eq.base = kEq2;
-	c.create_eq.log_depth = 6;
-	c.create_eq.eqn = 2;
-	c.create_eq.vector = 2;
-	ASSERT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
-	c = {};
-	c.opcode = VRNIC_ADMIN_CREATE_ETH_RING;
-	c.create_eth_ring.base = kTx;
-	c.create_eth_ring.type = VRNIC_ETH_RING_TX;
-	c.create_eth_ring.log_depth = 6;
-	c.create_eth_ring.eqn = 2;
-	ASSERT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
-	for (uint16_t i = 0; i < 2; i++) {	// two IPv4 frames, DSCP 26
-		std::vector<uint8_t> f(100, 0);
-		f[12] = 0x08;
-		f[14] = 0x45;
-		f[15] = 104;
-		std::memcpy(p.ptr(kBuf + i * 0x1000), f.data(), f.size());
-		vrnic_eth_desc d{};
-		d.addr = kBuf + i * 0x1000;
-		d.len = uint16_t(f.size());
-		d.flags = VRNIC_ETH_DESC_EOP;
-		p.store(kTx + i * sizeof(d), d);
-	}
+	ASSERT_NO_FATAL_FAILURE(add_tx_ring(p));
+	queue_ipv4(p, 2, 104);			// two IPv4 frames, DSCP 26
 	p.net_full = true;
 	p.db(0, VRNIC_DB_ETH_TX, 2);
 	p.run();
