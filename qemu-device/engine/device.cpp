@@ -30,10 +30,7 @@ constexpr uint64_t set_hi(uint64_t reg, uint32_t v)
 
 Device::Device(const vrnic_engine_config &cfg, const vrnic_platform_ops *ops,
 	       void *opaque)
-	: out_(kOutboxBytes), parked_{FrameQueue(kParkBytes), FrameQueue(kParkBytes),
-		FrameQueue(kParkBytes), FrameQueue(kParkBytes), FrameQueue(kParkBytes),
-		FrameQueue(kParkBytes), FrameQueue(kParkBytes), FrameQueue(kParkBytes)},
-	  plat_(ops, opaque, out_), cfg_(cfg),
+	: out_(kOutboxBytes), plat_(ops, opaque, out_), cfg_(cfg),
 	  link_up_(cfg.link_up),
 	  tx_buf_(VRNIC_ETH_MAX_FRAME),
 	  mac_{cfg.mac[0], cfg.mac[1], cfg.mac[2], cfg.mac[3], cfg.mac[4], cfg.mac[5]},
@@ -75,26 +72,15 @@ void Device::reset()
 	// platform's send callback) is popped by the exit path when the
 	// callback returns, and the ones behind it with it.
 	if (sending_) {
-		const bool from_out = sending_q_ == &out_.frames;
-		drop_after_send_ = out_.frames.frames() - (from_out ? 1 : 0);
-		drop_parked_ = !from_out;
-		for (auto &q : parked_)
-			if (&q != sending_q_) {
-				parked_n_ -= q.frames();
-				q.clear();
-			}
+		drop_after_send_ = out_.frames.frames() - 1;
 	} else {
 		out_.frames.clear();
-		for (auto &q : parked_)
-			q.clear();
-		parked_n_ = 0;
 		// What the network held was ours; the platform forgets it
 		// with the reset (QEMU purges its queue), so nothing is
 		// waited for: the engine does not rely on the purge calling
 		// vrnic_frame_sent() to send again.
 		tx_blocked_ = false;
 	}
-	out_held_ = false;
 	for (auto &eq : eqs_)
 		eq.disable();
 	tx_.fill(EthRing());
@@ -194,21 +180,12 @@ void Device::leave(Run prev) noexcept
 		return;
 	}
 	try {
-		const uint64_t ends = pfc_.ends();
 		drain();
-		// paused() ends a pause whose time is up: one drain() ended
-		// (any entry's exit may come before the timer) leaves
-		// Rdma::timer() nothing to expire, so the poll that resumes
-		// the QPs it held is asked for here.
-		if (pfc_.ends() != ends)
-			plat_.schedule();
 	} catch (...) {
 		run_ = Run::Running;
 		internal_error();
 	}
 	sending_ = false;
-	sending_q_ = nullptr;
-	drop_parked_ = false;
 	drop_after_send_ = 0;
 	run_ = Run::Idle;
 }
@@ -231,71 +208,21 @@ void Device::drain()
 			out_.rx_ready = false;
 			plat_.rx_ready_now();
 		}
-		if (tx_blocked_)
+		if (out_.frames.empty() || tx_blocked_)
 			return;	// tx_resume() drains again
-		FrameQueue *q = next_frame();
-		if (!q)
-			return;	// the pause's end (timer) or an XON drains
 		if (sent++ == kDrainFrames) {
 			plat_.schedule();	// the next poll() hands over more
 			return;
 		}
 		// The frame stays queued (and untouched) until sent.
 		sending_ = true;
-		sending_q_ = q;
-		tx_blocked_ = plat_.send_now(q->front());
+		tx_blocked_ = plat_.send_now(out_.frames.front());
 		sending_ = false;
-		sending_q_ = nullptr;
-		q->pop();
-		if (q != &out_.frames) {
-			parked_n_--;
-			if (drop_parked_) {	// a reset came meanwhile
-				parked_n_ -= q->frames();
-				q->clear();
-			}
-		}
-		drop_parked_ = false;
+		out_.frames.pop();
 		for (; drop_after_send_ > 0 && !out_.frames.empty(); drop_after_send_--)
 			out_.frames.pop();
 		drop_after_send_ = 0;
 	}
-}
-
-// The queue whose head leaves next, nullptr if none may.  PFC reaches the
-// frames already queued: a frame of a paused priority is parked in its
-// priority's queue (frames of that priority behind it follow it there,
-// in order) and frames of other priorities go on, as a NIC with a TX
-// queue per priority.  Parked frames leave, before newer ones of their
-// priority, once the pause ends.  Only if a parking queue is full does
-// the outbox stop (out_held_), and with it the transport.
-FrameQueue *Device::next_frame()
-{
-	const bool paused_any = pfc_.any();
-	const uint64_t now = paused_any || parked_n_ ? plat_.now_ns() : 0;
-	const bool was_held = out_held_;
-
-	out_held_ = false;
-	for (unsigned int p = 0; parked_n_ && p < parked_.size(); p++)
-		if (!parked_[p].empty() && !pfc_.paused(p, now))
-			return &parked_[p];
-	while (!out_.frames.empty()) {
-		const unsigned int p = frame_prio(out_.frames.front()) &
-				       (PortPause::kPrios - 1);
-		if (parked_[p].empty() && !(paused_any && pfc_.paused(p, now))) {
-			if (was_held)
-				plat_.schedule();	// poll(): the transport goes on
-			return &out_.frames;
-		}
-		if (!parked_[p].push(out_.frames.front())) {
-			out_held_ = true;	// parking full: everything waits
-			return nullptr;
-		}
-		parked_n_++;
-		out_.frames.pop();
-	}
-	if (was_held)
-		plat_.schedule();
-	return nullptr;
 }
 
 void Device::internal_error() noexcept
@@ -642,13 +569,12 @@ void Device::poll()
 	// makes no more: a deeper local queue would only add delay (and
 	// retry timeouts behind it), not throughput.
 	const bool full = out_.frames.room() < kRdmaRoom ||
-			  ((tx_blocked_ || out_held_) && !out_.frames.empty());
+			  (tx_blocked_ && !out_.frames.empty());
 	const bool rdma_more = full || rdma_.poll();
 	// Bounded work: come back later.  With the network full and the
 	// outbox waiting, only tx_resume() can make room: it schedules then.
 	if (admin_pending_ ||
-	    ((tx_pending_ || rdma_more) &&
-	     !((tx_blocked_ || out_held_) && full)))
+	    ((tx_pending_ || rdma_more) && !(tx_blocked_ && full)))
 		plat_.schedule();
 }
 

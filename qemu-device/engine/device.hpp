@@ -187,17 +187,6 @@ private:
 	void post_async(uint8_t type, uint32_t id, uint64_t data = 0);
 
 	Outbox out_;
-	// The port's per-priority TX queues: frames of a paused priority
-	// taken off the outbox's head (next_frame()).  Each holds a whole
-	// outbox and more: while paused only forced frames (a NAK to ERR, an
-	// ACK owed at destroy) are made for the priority, so a parking queue
-	// cannot fill from the outbox and hold every priority (out_held_).
-	// Committed as used (make_unique_for_overwrite).
-	static constexpr size_t kParkBytes = kOutboxBytes + (256 << 10);
-	std::array<FrameQueue, 8> parked_;
-	size_t parked_n_ = 0;		// frames parked, all priorities
-	FrameQueue *sending_q_ = nullptr;	// the queue sending_ is from
-	FrameQueue *next_frame();
 	Platform plat_;
 	vrnic_engine_config cfg_;
 	Run run_ = Run::Idle;
@@ -205,10 +194,6 @@ private:
 	// The network said it is full: frames wait in the outbox until
 	// vrnic_engine_tx_resume() (never dropped for want of room).
 	bool tx_blocked_ = false;
-	// A parking queue is full: the outbox waits, and the transport
-	// makes no more, until the pause ends (timer) or an XON arrives.
-	bool out_held_ = false;
-	bool drop_parked_ = false;	// a reset while sending a parked frame
 	bool reset_pending_ = false;
 	bool timer_pending_ = false;
 	std::optional<bool> link_pending_;
@@ -226,11 +211,11 @@ private:
 	uint32_t test_dma_status_ = VRNIC_TEST_DMA_ST_IDLE;
 	uint64_t aq_base_ = 0;
 	uint64_t acq_base_ = 0;
-	uint64_t aeq_base_ = 0;
 	uint32_t aq_log_depth_ = 0;
+	uint64_t aeq_base_ = 0;
 	uint32_t aeq_log_depth_ = 0;
-	uint32_t mtu_ = 1500;
 	bool link_up_;
+	uint32_t mtu_ = 1500;
 
 	// Admin queue state
 	uint16_t aq_pi_ = 0;		// producer index from the doorbell

@@ -115,10 +115,6 @@ public:
 		return false;
 	}
 
-	// How many pauses have ended so far (a generation: a change says
-	// one ended, by expire(), paused() or a frame).
-	[[nodiscard]] uint64_t ends() const { return ends_; }
-
 	// End the pauses whose time ran out by now; true if any did.
 	bool expire(uint64_t now)
 	{
@@ -215,7 +211,6 @@ private:
 		until_[p] = 0;
 		since_[p] = 0;
 		last_end_[p] = at;
-		ends_++;
 	}
 
 	std::array<uint64_t, kPrios> until_{};	// 0: not paused
@@ -224,7 +219,6 @@ private:
 	std::array<uint64_t, kPrios> storm_since_{};	// 0: none
 	std::array<uint64_t, kPrios> ignore_until_{};
 	PfcCounters cnt_;
-	uint64_t ends_ = 0;
 };
 
 // The priority of a frame the device sends: 802.1Q PCP if tagged, else
