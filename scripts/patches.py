@@ -217,6 +217,13 @@ def src(rel):
         return f.read()
 
 
+def hook(kconfig, k_after, k_line, makefile_, m_after, m_line):
+    """A driver directory sourced from its parent's Kconfig and built
+    from its parent's Makefile, each line after its neighbour's."""
+    write(kconfig, insert_after(read(kconfig), k_after, k_line))
+    write(makefile_, insert_after(read(makefile_), m_after, m_line))
+
+
 def maintainers(files):
     """MAINTAINERS with the vrnic entry listing files (each patch adds
     the lines for the files it adds, so checkpatch finds them listed)."""
@@ -274,14 +281,10 @@ def build_series():
     write(os.path.join(NET_DIR, "Makefile"),
           makefile("vrnic", "CONFIG_VRNIC", kbuild_objs("vrnic"),
                    "vrnic_main.o"))
-    k = read(EDITED[1])
-    k = insert_after(k, 'source "drivers/net/ethernet/via/Kconfig"\n',
-                     'source "drivers/net/ethernet/vrnic/Kconfig"\n')
-    write(EDITED[1], k)
-    m = read(EDITED[2])
-    m = insert_after(m, "obj-$(CONFIG_NET_VENDOR_VIA) += via/\n",
-                     "obj-$(CONFIG_VRNIC) += vrnic/\n")
-    write(EDITED[2], m)
+    hook(EDITED[1], 'source "drivers/net/ethernet/via/Kconfig"\n',
+         'source "drivers/net/ethernet/vrnic/Kconfig"\n',
+         EDITED[2], "obj-$(CONFIG_NET_VENDOR_VIA) += via/\n",
+         "obj-$(CONFIG_VRNIC) += vrnic/\n")
     commit("net: ethernet: vrnic: Add the vrnic PCI function driver",
            "vrnic is the RoCEv2 RDMA NIC that QEMU emulates (-device vrnic).\n"
            "This driver binds its PCI function: the admin and event queues,\n"
@@ -301,14 +304,10 @@ def build_series():
     write(os.path.join(IB_DIR, "Makefile"),
           makefile("vrnic_ib", "CONFIG_INFINIBAND_VRNIC",
                    kbuild_objs("vrnic_ib"), "vrnic_ib_main.o"))
-    k = read(EDITED[3])
-    k = insert_after(k, 'source "drivers/infiniband/hw/usnic/Kconfig"\n',
-                     'source "drivers/infiniband/hw/vrnic/Kconfig"\n')
-    write(EDITED[3], k)
-    m = read(EDITED[4])
-    m = insert_after(m, "obj-$(CONFIG_INFINIBAND_USNIC)\t\t+= usnic/\n",
-                     "obj-$(CONFIG_INFINIBAND_VRNIC)\t\t+= vrnic/\n")
-    write(EDITED[4], m)
+    hook(EDITED[3], 'source "drivers/infiniband/hw/usnic/Kconfig"\n',
+         'source "drivers/infiniband/hw/vrnic/Kconfig"\n',
+         EDITED[4], "obj-$(CONFIG_INFINIBAND_USNIC)\t\t+= usnic/\n",
+         "obj-$(CONFIG_INFINIBAND_VRNIC)\t\t+= vrnic/\n")
     commit("RDMA/vrnic: Add the vrnic RDMA driver",
            "The ib_device of a vrnic function, bound to the auxiliary device\n"
            "the PCI function driver creates: PDs, MRs, CQs, QPs (RC, UC, UD,\n"
