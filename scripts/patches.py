@@ -237,21 +237,34 @@ def maintainers(files):
         "\\", "\\\\") + "VSPRINTF\n", mt, "VSPRINTF entry"))
 
 
-def commit(subject, body):
-    git("add", "-A")
-    git("commit", "-q", "-s", "-m", subject + "\n\n" + body)
+def commit(subject, body, cwd=WORK):
+    git("add", "-A", cwd=cwd)
+    git("commit", "-q", "-s", "-m", subject + "\n\n" + body, cwd=cwd)
+
+
+def start_series(work, tree, edited, what):
+    """A staging repository at work holding the pristine copies of the
+    files a series edits, committed as its base."""
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    git("init", "-q", cwd=work)
+    for rel in edited:
+        os.makedirs(os.path.dirname(os.path.join(work, rel)) or work,
+                    exist_ok=True)
+        shutil.copy(os.path.join(tree, rel), os.path.join(work, rel))
+    commit("base", "%s's files that the series edits." % what, cwd=work)
+
+
+def format_series(work, out, n):
+    """The staging repository's last n commits as patches in out."""
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    git("format-patch", "-q", "--no-signature", "-o", out, "HEAD~%d" % n,
+        cwd=work)
 
 
 def build_series():
-    tree = pristine()
-    shutil.rmtree(WORK, ignore_errors=True)
-    os.makedirs(WORK)
-    git("init", "-q")
-    for rel in EDITED:
-        os.makedirs(os.path.dirname(os.path.join(WORK, rel)) or WORK,
-                    exist_ok=True)
-        shutil.copy(os.path.join(tree, rel), os.path.join(WORK, rel))
-    commit("base", "linux-source-6.12's files that the series edits.")
+    start_series(WORK, pristine(), EDITED, "linux-source-6.12")
 
     # 1. uAPI
     write(UAPI, uapi_in_tree(src("include/vrnic-abi.h")))
@@ -314,9 +327,7 @@ def build_series():
            "XRC), SRQs and MWs on the device's RoCEv2 transport, with the\n"
            "data path in the rdma-core provider.")
 
-    shutil.rmtree(OUT, ignore_errors=True)
-    os.makedirs(OUT)
-    git("format-patch", "-q", "--no-signature", "-o", OUT, "HEAD~3")
+    format_series(WORK, OUT, 3)
     cover = os.path.join(OUT, "0000-cover-letter.patch")
     with open(cover, "w") as f:
         f.write(COVER)
@@ -386,21 +397,10 @@ def rc_edit(rel, anchor, new):
 
 
 def rc_series():
-    tree = rc_pristine()
-    shutil.rmtree(RC_WORK, ignore_errors=True)
-    os.makedirs(RC_WORK)
-    g = lambda *a: git(*a, cwd=RC_WORK)  # noqa: E731
-    g("init", "-q")
-    for rel in RC_EDITED:
-        os.makedirs(os.path.dirname(os.path.join(RC_WORK, rel)) or RC_WORK,
-                    exist_ok=True)
-        shutil.copy(os.path.join(tree, rel), os.path.join(RC_WORK, rel))
+    start_series(RC_WORK, rc_pristine(), RC_EDITED, "rdma-core 56.1")
 
     def commit_rc(subject, body):
-        g("add", "-A")
-        g("commit", "-q", "-s", "-m", subject + "\n\n" + body)
-
-    commit_rc("base", "rdma-core 56.1's files that the series edits.")
+        commit(subject, body, cwd=RC_WORK)
 
     # 1. kernel-headers/, as kernel-headers/update writes them from the
     # kernel series' uAPI.
@@ -445,9 +445,7 @@ def rc_series():
               "doorbells, polling)\nin user space, objects through uverbs.  "
               "It matches RDMA_DRIVER_VRNIC\nfirst and the PCI ID after.")
 
-    shutil.rmtree(RC_OUT, ignore_errors=True)
-    os.makedirs(RC_OUT)
-    g("format-patch", "-q", "--no-signature", "-o", RC_OUT, "HEAD~2")
+    format_series(RC_WORK, RC_OUT, 2)
     return sorted(glob.glob(os.path.join(RC_OUT, "*.patch")))
 
 
