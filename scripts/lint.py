@@ -206,9 +206,32 @@ def main():
         show(out)
     stage.record("engine clang-tidy", "fail" if (rc or bad) else "pass",
                  "%d findings" % len(bad) if bad else "")
+    device(stage)
     fabric(stage)
     docs(stage)
     return 1 if stage.failed else 0
+
+
+def device(stage):
+    """device/: the vfio-user programs, as the engine: -Werror and
+    clang-tidy (device/.clang-tidy)."""
+    srcs = sorted(glob.glob(os.path.join(TOP, "device/*.cpp")))
+    flags = ["-std=c++20", "-I" + os.path.join(TOP, "include")]
+    bad_build = []
+    for src in srcs:
+        rc, out = run(["g++", *flags, "-Wall", "-Wextra", "-Werror",
+                       "-fsyntax-only", src])
+        if rc:
+            show(out)
+            bad_build.append(src)
+    stage.record("device -Wall -Wextra -Werror",
+                 "fail" if bad_build else "pass")
+    rc, out = run(["clang-tidy", "--quiet", *srcs, "--", *flags])
+    bad = [ln for ln in out.splitlines() if re.search(r"(warning|error):", ln)]
+    if rc or bad:
+        show(out)
+    stage.record("device clang-tidy", "fail" if (rc or bad) else "pass",
+                 "%d findings" % len(bad) if bad else "")
 
 
 def docs(stage):
