@@ -11,6 +11,8 @@
 #   make fuzz       libFuzzer targets (tests/fuzz), FUZZ_SECONDS each, coverage
 #   make fabric     build/fabric/vrnic-fabric, the switch (Documentation/fabric.rst)
 #   make patches    build/patches/linux: the drivers as a series for the kernel tree
+#   make vfio-user-gate   issue 27's gate: BAR read, doorbell and MSI-X costs
+#                   through stock QEMU's vfio-user client against the in-QEMU device
 #
 # Builds are incremental: QEMU and rdma-core are rebuilt by ninja only where
 # something changed, the guest userland is cached until its package list
@@ -23,7 +25,8 @@ B := $(CURDIR)/build
 VM ?= a
 
 .PHONY: all deps qemu module rdma-core guest-tests image run shell check \
-	lint unit fuzz bench fabric patches clean distclean
+	lint unit fuzz bench fabric patches vfio-user-stub vfio-user-gate \
+	clean distclean
 
 all: image
 
@@ -84,8 +87,19 @@ fabric: deps
 	@cmake -S fabric -B $(B)/fabric -G Ninja >/dev/null
 	@nice ninja -C $(B)/fabric -j2 vrnic-fabric
 
+# The vfio-user stub (device/) and unmodified QEMU: Documentation/performance.rst.
+vfio-user-stub: deps
+	@mkdir -p $(B)/device
+	@g++ -std=c++20 -O2 -Wall -Wextra -Werror -Iinclude \
+		device/vfio_user_stub.cpp -o $(B)/device/vrnic-vfio-stub
+
+vfio-user-gate: all vfio-user-stub
+	@echo "== QEMU 10.2.2, unmodified"
+	@scripts/build-qemu-stock.sh
+	@$(PY) scripts/vfio_user_gate.py
+
 clean:
-	rm -rf $(B)/host $(B)/host-asan $(B)/fabric $(B)/fabric-asan $(B)/host-release $(B)/bench $(B)/results $(B)/image $(B)/guest-tests $(B)/vm $(B)/provider-tsan
+	rm -rf $(B)/device $(B)/host $(B)/host-asan $(B)/fabric $(B)/fabric-asan $(B)/host-release $(B)/bench $(B)/results $(B)/image $(B)/guest-tests $(B)/vm $(B)/provider-tsan
 	rm -f kernel/*/*.o kernel/*/.*.cmd kernel/*/.*.o.d vrnic*.o vrnic*.ko vrnic*.mod* .vrnic*.cmd \
 		tests/kmod/*.o tests/kmod/*.ko tests/kmod/*.mod* tests/kmod/.*.cmd tests/kmod/.*.o.d \
 		Module.symvers modules.order .Module.symvers.cmd .modules.order.cmd

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Run apt-get against a private source list that adds bookworm-backports and
-# trixie (deb-src) to the machine's own Debian mirror.  The mirror URIs are
+# Run apt-get against a private source list that adds bookworm-backports,
+# trixie and sid (deb-src) to the machine's own Debian mirror.  The mirror URIs are
 # taken from the machine's apt configuration; no host name lives in this repo.
 # Usage: scripts/apt-private.sh <apt-get arguments...>
 #        scripts/apt-private.sh cache <apt-cache arguments...>
@@ -35,7 +35,10 @@ if [ "${1:-}" = mirror ]; then
 fi
 
 list="$state/sources.list"
-if [ ! -s "$list" ]; then
+# sid (deb-src): the unmodified QEMU that the vfio-user gate builds
+# (scripts/build-qemu-stock.sh).  A list from before a line was added here
+# is rewritten, and the indexes fetched again.
+if [ ! -s "$list" ] || ! grep -q " sid main" "$list"; then
 	uri=$(mirror_uri)
 	cat > "$list.tmp" <<LIST
 deb $uri bookworm main
@@ -43,8 +46,10 @@ deb $uri bookworm-updates main
 deb $uri bookworm-backports main
 deb-src $uri bookworm-backports main
 deb-src $uri trixie main
+deb-src $uri sid main
 LIST
 	mv "$list.tmp" "$list"
+	rm -f "$state/lists/.updated"
 fi
 
 opts=(-o "Dir::Etc::sourcelist=$list" -o "Dir::Etc::sourceparts=/dev/null"
