@@ -11,6 +11,9 @@
 #   make fuzz       libFuzzer targets (tests/fuzz), FUZZ_SECONDS each, coverage
 #   make fabric     build/fabric/vrnic-fabric, the switch (Documentation/fabric.rst)
 #   make patches    build/patches/linux: the drivers as a series for the kernel tree
+#   make device     build/device/vrnic-device: the device as a vfio-user server
+#   make qemu-stock build/qemu-stock: unmodified QEMU 10.2.2 to attach it
+#                   (then VRNIC_DEVICE=vfio-user make run: Documentation/vfio-user.rst)
 #   make vfio-user-gate   issue 27's gate: BAR read, doorbell and MSI-X costs
 #                   through stock QEMU's vfio-user client against the in-QEMU device
 #
@@ -25,7 +28,7 @@ B := $(CURDIR)/build
 VM ?= a
 
 .PHONY: all deps qemu module rdma-core guest-tests image run shell check \
-	lint unit fuzz bench fabric patches vfio-user-stub vfio-user-gate \
+	lint unit fuzz bench fabric patches device qemu-stock vfio-user-gate \
 	clean distclean
 
 all: image
@@ -87,15 +90,18 @@ fabric: deps
 	@cmake -S fabric -B $(B)/fabric -G Ninja >/dev/null
 	@nice ninja -C $(B)/fabric -j2 vrnic-fabric
 
-# The vfio-user stub (device/) and unmodified QEMU: Documentation/performance.rst.
-vfio-user-stub: deps
-	@mkdir -p $(B)/device
-	@g++ -std=c++20 -O2 -Wall -Wextra -Werror -Iinclude \
-		device/vfio_user_stub.cpp -o $(B)/device/vrnic-vfio-stub
+# device/: vrnic-device, the engine as a vfio-user server, and the gate's
+# stub; qemu-stock: unmodified QEMU to attach them (Documentation/vfio-user.rst).
+device: deps
+	@echo "== vrnic-device"
+	@cmake -S device -B $(B)/device -G Ninja >/dev/null
+	@nice ninja -C $(B)/device -j2 | tail -n 1
 
-vfio-user-gate: all vfio-user-stub
+qemu-stock: deps
 	@echo "== QEMU 10.2.2, unmodified"
 	@scripts/build-qemu-stock.sh
+
+vfio-user-gate: all device qemu-stock
 	@$(PY) scripts/vfio_user_gate.py
 
 clean:

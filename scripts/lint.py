@@ -216,7 +216,8 @@ def device(stage):
     """device/: the vfio-user programs, as the engine: -Werror and
     clang-tidy (device/.clang-tidy)."""
     srcs = sorted(glob.glob(os.path.join(TOP, "device/*.cpp")))
-    flags = ["-std=c++20", "-I" + os.path.join(TOP, "include")]
+    flags = ["-std=c++20", "-I" + os.path.join(TOP, "include"),
+             "-I" + os.path.join(TOP, "qemu-device/engine")]
     bad_build = []
     for src in srcs:
         rc, out = run(["g++", *flags, "-Wall", "-Wextra", "-Werror",
