@@ -47,6 +47,14 @@ BOOT_TIMEOUT = float(os.environ.get("VRNIC_BOOT_TIMEOUT", "180"))
 SUBNET = "10.10.0"
 SUBNET2 = "10.10.1"     # make bench: the virtio-net wire
 NETDEV = os.environ.get("VRNIC_NETDEV", "stream")
+# Where the vrnic device runs: "qemu", inside the patched QEMU (build/qemu),
+# or "vfio-user", as build/device/vrnic-device, a process of its own that
+# unmodified QEMU (build/qemu-stock) attaches with -device vfio-user-pci
+# (Documentation/vfio-user.rst).  Guest RAM is then memfd-backed, so that
+# the device can map it.
+DEVICE = os.environ.get("VRNIC_DEVICE", "qemu")
+STOCK_QEMU = os.path.join(BUILD, "qemu-stock", "qemu-system-x86_64")
+VRNIC_DEVICE = os.path.join(BUILD, "device", "vrnic-device")
 
 _live = []
 
@@ -89,6 +97,7 @@ class VM:
         self.fabric_nics = []
         self.nics = {}
         self.proc = None
+        self.devproc = None     # vrnic-device, in the vfio-user mode
         self.agent = None
         self._buf = b""
         self._seq = 0
@@ -173,6 +182,17 @@ class VM:
         if self.nic == "virtio":
             cmd += ["-device", "virtio-net-pci,netdev=wire,mac=%s,romfile="
                     % self.mac]
+        elif self.vfio_user():
+            # The device owns its wire (start()); this -netdev stays
+            # unused, as the peer's end of nothing.
+            cmd = cmd[:-2]
+            cmd[0] = STOCK_QEMU
+            cmd += ["-object", "memory-backend-memfd,id=ram,size=%dM"
+                    % self.mem_mb, "-machine", "memory-backend=ram",
+                    "-device", json.dumps({
+                        "driver": "vfio-user-pci",
+                        "socket": {"path": self.path("vrnic.sock"),
+                                   "type": "unix"}})]
         else:
             cmd += ["-device", "vrnic,netdev=wire,mac=%s" % self.mac]
         if self.virtio2:
@@ -181,14 +201,44 @@ class VM:
                     % self.mac.replace(":72:", ":73:")]
         return cmd
 
+    def vfio_user(self):
+        """Does this VM's vrnic run as vrnic-device?  (Not on the fabric,
+        not with a capture: those attach to QEMU's netdev.)"""
+        return (DEVICE == "vfio-user" and self.nic == "vrnic" and
+                not self.fabric_nics and not self.capture)
+
+    def start_device(self):
+        """vrnic-device on this VM's wire, as QEMU's stream netdev would
+        be: the lower index listens on its wire.sock, the other connects
+        to it (and with no peer, it listens on a wire nobody joins)."""
+        peer = self.peers[0] if self.peers else None
+        if peer is None or self.index < peer.index:
+            wire = ["--wire-listen", self.path("wire.sock")]
+        else:
+            wire = ["--wire-connect", peer.path("wire.sock")]
+        sock = self.path("vrnic.sock")
+        log = open(self.path("device.log"), "wb")
+        self.devproc = subprocess.Popen(
+            [VRNIC_DEVICE, "--socket", sock, "--mac", self.mac] + wire,
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        deadline = time.time() + 10
+        while not os.path.exists(sock):
+            if time.time() > deadline or self.devproc.poll() is not None:
+                raise VMError("%s: vrnic-device did not start (%s)"
+                              % (self.name, self.path("device.log")))
+            time.sleep(0.02)
+
     def start(self):
         os.makedirs(self.dir, exist_ok=True)
         for leaf in ("console.sock", "agent.sock", "qmp.sock", "wire.sock",
-                     "wire2.sock", "console.log"):
+                     "wire2.sock", "console.log", "vrnic.sock"):
             try:
                 os.unlink(self.path(leaf))
             except FileNotFoundError:
                 pass
+        if self.vfio_user():
+            self.start_device()
         log = open(self.path("qemu.log"), "wb")
         self.proc = subprocess.Popen(self.cmdline(), stdin=subprocess.DEVNULL,
                                      stdout=log, stderr=subprocess.STDOUT)
@@ -283,13 +333,14 @@ class VM:
             s.close()
 
     def kill(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        for p in (self.proc, self.devproc):
+            if p and p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait(5)
         if self in _live:
             _live.remove(self)
 
