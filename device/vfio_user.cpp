@@ -3,8 +3,10 @@
 #include "vfio_user.hpp"
 
 #include <linux/vfio.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -54,6 +56,18 @@ bool DmaSpace::map(int fd, uint64_t offset, uint64_t iova, uint64_t size, bool w
 	for (const Map &m : maps_)
 		if (iova < m.iova + m.size && m.iova < iova + size)
 			return false;
+	// Past the file's end a mapping faults on access (SIGBUS): only what
+	// the file holds may be mapped, and only from a memfd that can never
+	// shrink (QEMU's memory-backend-memfd seals it so by default; the
+	// seal is added here if it can still be).
+	int seals = fcntl(fd, F_GET_SEALS);
+	if (seals >= 0 && !(seals & F_SEAL_SHRINK) && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) == 0)
+		seals |= F_SEAL_SHRINK;
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		return false;
+	struct stat st {};
+	if (fstat(fd, &st) || st.st_size < 0 || offset + size > uint64_t(st.st_size))
+		return false;
 	void *p = mmap(nullptr, size, PROT_READ | (writable ? PROT_WRITE : 0),
 		       MAP_SHARED, fd, static_cast<off_t>(offset));
 	if (p == MAP_FAILED)

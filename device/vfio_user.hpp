@@ -114,7 +114,9 @@ public:
 	~DmaSpace();
 	DmaSpace(const DmaSpace &) = delete;
 	DmaSpace &operator=(const DmaSpace &) = delete;
-	// Map [iova, iova + size) of fd at offset; false if refused.
+	// Map [iova, iova + size) of fd at offset; false if refused: not
+	// page-aligned, overlapping, past the file's end, too many, or fd
+	// not a memfd sealed against shrinking.
 	bool map(int fd, uint64_t offset, uint64_t iova, uint64_t size, bool writable);
 	// Unmap every mapping inside [iova, iova + size); false if the range
 	// cuts one.
