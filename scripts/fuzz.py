@@ -28,7 +28,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from results import Stage, TOP  # noqa: E402
 
-TARGETS = ["wire", "admin", "rings", "eth_regs", "stateful", "fabric"]
+TARGETS = ["wire", "admin", "rings", "eth_regs", "stateful", "fabric",
+           "vfio_user"]
 SRC = os.path.join(TOP, "tests/fuzz")
 OUT = os.path.join(TOP, "build/fuzz")
 CLANG = {"CC": "clang-14", "CXX": "clang++-14"}
@@ -158,8 +159,11 @@ def fuzz_one(bdir, t, seconds, nice=True):
 
 
 ENGINE_SRCS = sorted(glob.glob(os.path.join(TOP, "qemu-device/engine/*.cpp")))
-# fuzz_fabric's coverage is of vrnic-fabric's model, not of the engine.
+# fuzz_fabric's coverage is of vrnic-fabric's model, fuzz_vfio_user's of
+# vrnic-device's vfio-user server, not of the engine.
 FABRIC_SRCS = sorted(glob.glob(os.path.join(TOP, "fabric/core/*.cpp")))
+OWN_SRCS = {"fabric": FABRIC_SRCS,
+            "vfio_user": [os.path.join(TOP, "device/vfio_user.cpp")]}
 
 
 def coverage(targets):
@@ -191,8 +195,8 @@ def coverage(targets):
         subprocess.run(["llvm-profdata-14", "merge", "-sparse", "-o", pd] + raws,
                        check=True)
         out[t] = line_cover(pd, [binary(bdir, t)],
-                            FABRIC_SRCS if t == "fabric" else ENGINE_SRCS)
-        if t != "fabric":
+                            OWN_SRCS.get(t, ENGINE_SRCS))
+        if t not in OWN_SRCS:
             data.append(pd)
     if data:
         pd = os.path.join(prof, "all.profdata")
