@@ -901,6 +901,27 @@ bool Rdma::doorbell(uint32_t page, uint32_t off, uint32_t v)
 		const uint32_t cmd = (v >> VRNIC_CQ_ARM_CMD_SHIFT) & 3;
 		if (!cq || cq->uctx != page || cmd == 0 || cmd == 3)
 			return false;
+		if (cq->error)
+			return true;
+		// The arm is posted: completions may have reached the CQ after
+		// the consumer last polled and before the arm got here.  Those
+		// it has not taken (its doorbell record says how far it got)
+		// fire the event now, or it would wait for ever.
+		vrnic_cq_dbrec rec{};
+		if (!plat_.read(cq->dbrec, rec)) {
+			dcnt_.dma_errors++;
+		} else if (const uint32_t ci = le(rec.ci);
+			   cq->pi - ci <= (1u << cq->log_depth)) {
+			cq->ci = ci;
+			const uint32_t waiting = cq->pi - ci;
+			if (waiting && (cmd == VRNIC_CQ_ARM_NEXT ||
+					(cq->sol_any && cq->sol_pi - ci - 1 < waiting))) {
+				cq->arm = 0;
+				eqs_[cq->eqn].post(plat_, dcnt_, VRNIC_EQE_CQ,
+						  v & VRNIC_CQ_ARM_CQN_MASK);
+				return true;
+			}
+		}
 		// NEXT subsumes SOLICITED until the next event.
 		if (cq->arm != VRNIC_CQ_ARM_NEXT)
 			cq->arm = uint8_t(cmd);
@@ -943,6 +964,10 @@ bool Rdma::cq_post(uint32_t cqn, vrnic_cqe cqe, bool solicited)
 		return false;
 	}
 	cq->pi++;
+	if (solicited || cqe.status != VRNIC_WC_ST_SUCCESS) {
+		cq->sol_pi = cq->pi;
+		cq->sol_any = true;
+	}
 	if (cq->arm == VRNIC_CQ_ARM_NEXT ||
 	    (cq->arm == VRNIC_CQ_ARM_SOLICITED &&
 	     (solicited || cqe.status != VRNIC_WC_ST_SUCCESS))) {

@@ -127,6 +127,10 @@ struct Cq {
 	uint32_t pi = 0;
 	uint32_t ci = 0;		// last consumer index read from dbrec
 	uint8_t arm = 0;		// VRNIC_CQ_ARM_* or 0
+	// pi after the newest solicited or error completion (what a
+	// SOLICITED arm fires for), valid when sol_any.
+	uint32_t sol_pi = 0;
+	bool sol_any = false;
 	bool error = false;
 	unsigned int refs = 0;		// QPs using it
 };

@@ -571,6 +571,52 @@ TEST_F(Pair, CompletionEventAfterArm)
 	EXPECT_EQ(eqe.id, b.cq);
 }
 
+// A posted arm can reach the device after a completion the consumer has
+// not polled yet (vfio-user doorbells are messages; on PCIe too): the
+// device reads the consumer index from the CQ's doorbell record at the arm
+// and posts the event at once when completions are waiting, as a NIC whose
+// arm carries the consumer index does.  Otherwise the consumer, which
+// polled an empty CQ before the completion, waits for an event forever.
+TEST_F(Pair, ArmAfterAnUnpolledCompletionPostsTheEventAtOnce)
+{
+	connect();
+	b.post_recv(1, {b.sge(0, 64)});
+	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, 64)});
+	wire.run(a, b, [&] { return (b.p.load<vrnic_cqe>(Node::kCq).owner & VRNIC_CQE_OWNER) != 0; });
+	EXPECT_EQ(b.p.load<vrnic_eqe>(Node::kEq).type, 0) << "not armed: no event yet";
+	b.p.db(0, VRNIC_DB_CQ_ARM, b.cq | VRNIC_CQ_ARM_NEXT << VRNIC_CQ_ARM_CMD_SHIFT);
+	const auto eqe = b.p.load<vrnic_eqe>(Node::kEq);
+	EXPECT_EQ(eqe.type, VRNIC_EQE_CQ);
+	EXPECT_EQ(eqe.id, b.cq);
+	// Polled (the record says so): the next arm waits for the next one.
+	vrnic_cqe c;
+	ASSERT_TRUE(b.poll_cq(c));
+	b.p.db(0, VRNIC_DB_CQ_ARM, b.cq | VRNIC_CQ_ARM_NEXT << VRNIC_CQ_ARM_CMD_SHIFT);
+	EXPECT_EQ(b.p.load<vrnic_eqe>(Node::kEq + sizeof(vrnic_eqe)).type, 0);
+	b.post_recv(2, {b.sge(0, 64)});
+	a.post_send(wqe(VRNIC_WR_SEND, 2), {a.sge(0, 64)});
+	wait(b, 1);
+	EXPECT_EQ(b.p.load<vrnic_eqe>(Node::kEq + sizeof(vrnic_eqe)).type, VRNIC_EQE_CQ);
+}
+
+TEST_F(Pair, SolicitedArmFiresAtOnceOnlyForAWaitingSolicitedCompletion)
+{
+	connect();
+	b.post_recv(1, {b.sge(0, 64)});
+	b.post_recv(2, {b.sge(0, 64)});
+	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, 64)});
+	wire.run(a, b, [&] { return (b.p.load<vrnic_cqe>(Node::kCq).owner & VRNIC_CQE_OWNER) != 0; });
+	b.p.db(0, VRNIC_DB_CQ_ARM, b.cq | VRNIC_CQ_ARM_SOLICITED << VRNIC_CQ_ARM_CMD_SHIFT);
+	EXPECT_EQ(b.p.load<vrnic_eqe>(Node::kEq).type, 0) << "an unsolicited one waits";
+	auto w = wqe(VRNIC_WR_SEND, 2);
+	w.flags |= VRNIC_WQE_SOLICITED;
+	a.post_send(w, {a.sge(0, 64)});
+	wire.run(a, b, [&] {
+		return (b.p.load<vrnic_cqe>(Node::kCq + sizeof(vrnic_cqe)).owner & VRNIC_CQE_OWNER) != 0;
+	});
+	EXPECT_EQ(b.p.load<vrnic_eqe>(Node::kEq).type, VRNIC_EQE_CQ) << "armed: the solicited one";
+}
+
 TEST(PagedRings, QueuesInScatteredPagesWork)
 {
 	Node a(1, true), b(2, true);
