@@ -128,6 +128,7 @@ struct vrnic_pf {
 	struct mutex reset_lock;	/* one recovery or PCI reset at a time */
 	struct devlink_health_reporter *fatal_reporter;
 	struct work_struct health_work;	/* reports a fatal error to devlink */
+	struct delayed_work status_poll; /* a device that stopped answering */
 	char fatal_why[64];		/* what vrnic_pf_fatal() was told */
 	bool removing;			/* no more health reports */
 };

@@ -186,6 +186,34 @@ static void vrnic_fatal_work(struct work_struct *work)
 	vrnic_pf_fatal(pf, "FATAL event");
 }
 
+/*
+ * A device can fail without a FATAL event: a surprise removal, or the
+ * vrnic-device process gone (vfio-user), after which every register reads
+ * as all ones; or a FATAL whose event was lost.  So the status register
+ * is read every VRNIC_STATUS_POLL_MS, as mlx5 polls its health counter,
+ * and either makes the function dead as a FATAL event does.
+ */
+#define VRNIC_STATUS_POLL_MS	2000
+
+static void vrnic_status_poll(struct work_struct *work)
+{
+	struct vrnic_pf *pf = container_of(to_delayed_work(work),
+					   struct vrnic_pf, status_poll);
+	u32 status;
+
+	if (READ_ONCE(pf->removing))
+		return;
+	if (!READ_ONCE(pf->aq.dead)) {
+		status = vrnic_rd(pf, VRNIC_REG_STATUS);
+		if (status == U32_MAX)
+			vrnic_pf_fatal(pf, "device not responding");
+		else if (status & VRNIC_STATUS_FATAL)
+			vrnic_pf_fatal(pf, "FATAL status");
+	}
+	schedule_delayed_work(&pf->status_poll,
+			      msecs_to_jiffies(VRNIC_STATUS_POLL_MS));
+}
+
 /* A FATAL event on the AEQ (hard interrupt): quiesce from a work item. */
 void vrnic_pf_fatal_irq(struct vrnic_pf *pf, u32 error)
 {
@@ -454,6 +482,7 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	INIT_WORK(&pf->fatal_work, vrnic_fatal_work);
 	mutex_init(&pf->reset_lock);
 	INIT_WORK(&pf->health_work, vrnic_health_work);
+	INIT_DELAYED_WORK(&pf->status_poll, vrnic_status_poll);
 	init_waitqueue_head(&pf->aq.slot_wq);	/* vrnic_pf_quiesce() wakes it */
 	atomic_set(&pf->test_irqs, 0);
 
@@ -548,6 +577,8 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	dev_info(&pdev->dev, "%s ready, spec %u.%u, caps %#x, %u vectors\n",
 		 netdev_name(pf->netdev), version >> 16, version & 0xffff,
 		 pf->caps, nvec);
+	schedule_delayed_work(&pf->status_poll,
+			      msecs_to_jiffies(VRNIC_STATUS_POLL_MS));
 	return 0;
 
 err_aux:
@@ -597,8 +628,9 @@ static void vrnic_remove(struct pci_dev *pdev)
 {
 	struct vrnic_pf *pf = pci_get_drvdata(pdev);
 
-	/* No recovery runs or starts from here on. */
+	/* No recovery runs or starts from here on, nor a status poll. */
 	vrnic_devlink_unregister(pf);
+	cancel_delayed_work_sync(&pf->status_poll);
 	/* The RDMA driver unbinds first: the ib_device uses all below. */
 	if (pf->adev)	/* a failed recovery, or no RoCE, leaves none */
 		vrnic_aux_del(pf);
@@ -651,6 +683,7 @@ static void vrnic_shutdown(struct pci_dev *pdev)
 	 */
 	cancel_work_sync(&pf->fatal_work);
 	WRITE_ONCE(pf->removing, true);
+	cancel_delayed_work_sync(&pf->status_poll);
 	/* A report under way recovers nothing now (vrnic_fatal_recover()). */
 	cancel_work_sync(&pf->health_work);
 	mutex_lock(&pf->reset_lock);	/* a recovery under way finishes */
