@@ -1,0 +1,113 @@
+#!/usr/bin/python3
+"""The device out of process (issue 27): two VMs under unmodified QEMU
+(build/qemu-stock) with -device vfio-user-pci, each vrnic running as
+build/device/vrnic-device (VRNIC_DEVICE=vfio-user, scripts/vm.py).
+
+  ping       the netdev over vrnic-device's own wire;
+  rdma       ib_write_bw, and ibv_rc_pingpong in event mode: the CQ-arm
+             race a posted arm doorbell opens (spec, "Doorbells"), which
+             hung it before the device read the consumer index at the arm;
+  gone       vrnic-device of VM a is killed: QEMU stays up, the guest's
+             status poll sees the function stop answering and makes it
+             dead (IB_EVENT_DEVICE_FATAL, carrier off), and no kernel
+             warning follows.
+
+Stage "vfio-user" in build/results; main() boots its own pair.
+"""
+
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "scripts"))
+import vm as vmlib  # noqa: E402
+from results import Stage  # noqa: E402
+
+BAD = (r"Oops|BUG:|WARNING:|KASAN|Call Trace|refcount_t|list_del corruption|"
+       r"blocked for more than|NETDEV WATCHDOG")
+
+
+def check(stage, name, ok, detail=""):
+    stage.record(name, "pass" if ok else "fail", "" if ok else detail)
+    return ok
+
+
+def run(stage, a, b):
+    rc, out = a.run("ping -c 3 -W 5 %s" % b.ip, timeout=60)
+    check(stage, "ping a->b through vrnic-device", rc == 0, out[-400:])
+
+    b.run("ib_write_bw -d vrnic0 -x 1 -s 65536 -n 300 >/tmp/bw.log 2>&1 &")
+    time.sleep(2)
+    rc, out = a.run("timeout 60 ib_write_bw -d vrnic0 -x 1 -s 65536 -n 300 %s"
+                    % b.ip, timeout=90)
+    m = re.search(r"^\s*65536\s+300\s+([\d.]+)\s+([\d.]+)", out, re.M)
+    check(stage, "ib_write_bw 64 KiB a->b", rc == 0 and m is not None,
+          out[-600:])
+    b.run("pkill ib_write_bw")
+
+    ok = True
+    detail = ""
+    for i in range(2):
+        b.run("ibv_rc_pingpong -d vrnic0 -g 1 -c -s 1 -n 200 -e "
+              ">/tmp/pp.log 2>&1 &")
+        time.sleep(2)
+        rc, out = a.run("timeout 40 ibv_rc_pingpong -d vrnic0 -g 1 -c -s 1 "
+                        "-n 200 -e %s" % b.ip, timeout=60)
+        b.run("sleep 1; pkill ibv_rc_pingpong")
+        if rc != 0 or "200 iters" not in out:
+            ok = False
+            detail = "run %d: exit %d\n%s" % (i + 1, rc, out[-400:])
+            break
+    check(stage, "ibv_rc_pingpong -e: events for every completion", ok,
+          detail)
+
+    # The device process dies (as a seccomp kill would end it).
+    a.check("dmesg -C")
+    a.devproc.kill()
+    a.devproc.wait(10)
+    deadline = time.time() + 30
+    seen = ""
+    while time.time() < deadline:
+        rc, seen = a.run("dmesg | grep -m1 'device not responding' || true",
+                         timeout=30)
+        if "device fatal" in seen:
+            break
+        time.sleep(1)
+    check(stage, "device gone: the guest makes the function dead",
+          "device not responding: device fatal" in seen,
+          a.run("dmesg | tail -20")[1])
+    alive = a.proc.poll() is None
+    status = a.qmp("query-status") if alive else {}
+    check(stage, "device gone: QEMU stays up",
+          alive and status.get("status") == "running", repr(status))
+    rc, out = a.run("ip link show eth0; dmesg", timeout=30)
+    check(stage, "device gone: carrier off, no kernel warning",
+          rc == 0 and "NO-CARRIER" in out and not re.search(BAD, out),
+          out[-1500:])
+
+
+def main():
+    stage = Stage("vfio-user")
+    for path in (vmlib.STOCK_QEMU, vmlib.VRNIC_DEVICE):
+        if not os.path.exists(path):
+            stage.record("boot", "fail", "missing %s (make device "
+                         "qemu-stock)" % path)
+            return 1
+    vmlib.DEVICE = "vfio-user"
+    try:
+        a, b = vmlib.boot_pair()
+    except vmlib.VMError as e:
+        stage.record("boot", "fail", str(e))
+        return 1
+    try:
+        run(stage, a, b)
+    finally:
+        a.kill()
+        b.kill()
+    return 1 if stage.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
