@@ -14,8 +14,13 @@
 //   vrnic-device --socket PATH --mac MAC
 //                (--wire-listen PATH | --wire-connect PATH)
 //                [--host-mem-budget BYTES] [--speed-mbps N]
-// It serves one QEMU until that QEMU goes away, then exits 0.
+//                [--no-sandbox] [--x-fault-syscall]
+// It serves one QEMU until that QEMU goes away, then exits 0.  Once QEMU
+// has connected it enters its sandbox (sandbox.hpp) unless --no-sandbox;
+// --x-fault-syscall (test only) makes it call open(2), which the sandbox
+// forbids, when it gets SIGUSR1.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -35,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "sandbox.hpp"
 #include "vfio_user.hpp"
 #include "vrnic_engine.h"
 #include "vrnic_hw.h"
@@ -45,6 +51,8 @@ constexpr size_t kMaxFrame = 4096 + 65536;	// QEMU's NET_BUFSIZE
 constexpr size_t kWireOutHigh = size_t{256} * 1024;	// then send_frame says "full"
 constexpr uint64_t kReconnectNs = 100'000'000;
 constexpr unsigned int kPollsPerTurn = 64;	// then the sockets get a look
+
+volatile sig_atomic_t usr1_seen = 0;
 
 uint64_t mono_ns()
 {
@@ -98,6 +106,8 @@ int unix_socket(const std::string &path, bool listen_on)
 struct Options {
 	std::string socket, wire_path, mac = "52:54:00:12:34:56";
 	bool wire_listen = false;
+	bool sandbox = true;
+	bool fault_syscall = false;
 	uint64_t host_mem_budget = 0;
 	uint32_t speed_mbps = 0;
 };
@@ -435,6 +445,15 @@ bool Device::setup()
 	fn.msix_vectors = VRNIC_NUM_MSIX;
 	srv_ = new vfu::Server(vfu_fd_, fn, *this);
 	set_epoll(vfu_fd_, EPOLLIN);
+	if (opt_.fault_syscall)
+		(void)std::signal(SIGUSR1, [](int) { usr1_seen = 1; });
+	if (opt_.sandbox) {
+		std::string why;
+		if (!vfu::sandbox_enter(why)) {
+			say("cannot enter the sandbox: " + why);
+			return false;
+		}
+	}
 	return true;
 }
 
@@ -445,6 +464,13 @@ int Device::run()
 	for (;;) {
 		epoll_event evs[8];
 		const int n = epoll_wait(ep_, evs, 8, work_ || rx_ready_ ? 0 : -1);
+		if (usr1_seen) {
+			usr1_seen = 0;
+			say("--x-fault-syscall: calling open(2)");
+			const int fd = open("/", O_RDONLY | O_CLOEXEC);
+			if (fd >= 0)
+				close(fd);
+		}
 		if (n < 0 && errno != EINTR) {
 			say(std::string("epoll: ") + std::strerror(errno));
 			return 1;
@@ -495,7 +521,7 @@ void usage()
 {
 	say("usage: vrnic-device --socket PATH --mac MAC "
 	    "(--wire-listen PATH | --wire-connect PATH) "
-	    "[--host-mem-budget BYTES] [--speed-mbps N]");
+	    "[--host-mem-budget BYTES] [--speed-mbps N] [--no-sandbox]");
 }
 
 } // namespace
@@ -505,11 +531,12 @@ int main(int argc, char **argv)
 	Options o;
 	for (int i = 1; i < argc; i++) {
 		const std::string a = argv[i];
-		if (i + 1 >= argc) {
+		const bool flag = a == "--no-sandbox" || a == "--x-fault-syscall";
+		if (!flag && i + 1 >= argc) {
 			usage();
 			return 2;
 		}
-		const std::string v = argv[++i];
+		const std::string v = flag ? "" : argv[++i];
 		if (a == "--socket")
 			o.socket = v;
 		else if (a == "--mac")
@@ -519,7 +546,10 @@ int main(int argc, char **argv)
 			o.wire_listen = a == "--wire-listen";
 		} else if (a == "--host-mem-budget")
 			o.host_mem_budget = std::strtoull(v.c_str(), nullptr, 0);
-		else if (a == "--speed-mbps")
+		else if (a == "--no-sandbox" || a == "--x-fault-syscall") {
+			o.sandbox = o.sandbox && a != "--no-sandbox";
+			o.fault_syscall = o.fault_syscall || a == "--x-fault-syscall";
+		} else if (a == "--speed-mbps")
 			o.speed_mbps = uint32_t(std::strtoul(v.c_str(), nullptr, 0));
 		else {
 			usage();

@@ -21,6 +21,8 @@ pkgs=(
 	# engine and host tests
 	cmake g++ libgtest-dev libgmock-dev googletest libbenchmark-dev clang-tidy
 	libisal-dev
+	# vrnic-device's sandbox
+	libseccomp-dev
 	# vrnic-fabric's topology files and control socket
 	nlohmann-json3-dev
 	# make fuzz: libFuzzer, ASan/UBSan, llvm-profdata/llvm-cov

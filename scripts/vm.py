@@ -219,7 +219,10 @@ class VM:
         sock = self.path("vrnic.sock")
         log = open(self.path("device.log"), "wb")
         self.devproc = subprocess.Popen(
-            [VRNIC_DEVICE, "--socket", sock, "--mac", self.mac] + wire,
+            # --x-fault-syscall: SIGUSR1 makes it break its sandbox
+            # (tests/system/vfio_user.py), as QEMU's x-fault-* hooks.
+            [VRNIC_DEVICE, "--socket", sock, "--mac", self.mac,
+             "--x-fault-syscall"] + wire,
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         deadline = time.time() + 10

@@ -7,7 +7,8 @@ build/device/vrnic-device (VRNIC_DEVICE=vfio-user, scripts/vm.py).
   rdma       ib_write_bw, and ibv_rc_pingpong in event mode: the CQ-arm
              race a posted arm doorbell opens (spec, "Doorbells"), which
              hung it before the device read the consumer index at the arm;
-  gone       vrnic-device of VM a is killed: QEMU stays up, the guest's
+  gone       vrnic-device of VM a makes a system call its seccomp
+             sandbox forbids and is killed: QEMU stays up, the guest's
              status poll sees the function stop answering and makes it
              dead (IB_EVENT_DEVICE_FATAL, carrier off), and no kernel
              warning follows.
@@ -17,6 +18,8 @@ Stage "vfio-user" in build/results; main() boots its own pair.
 
 import os
 import re
+import signal
+import subprocess
 import sys
 import time
 
@@ -63,10 +66,18 @@ def run(stage, a, b):
     check(stage, "ibv_rc_pingpong -e: events for every completion", ok,
           detail)
 
-    # The device process dies (as a seccomp kill would end it).
+    # The device makes a system call its sandbox forbids (SIGUSR1 with
+    # --x-fault-syscall): the kernel kills it.
     a.check("dmesg -C")
-    a.devproc.kill()
-    a.devproc.wait(10)
+    a.devproc.send_signal(signal.SIGUSR1)
+    try:
+        rc = a.devproc.wait(10)
+    except subprocess.TimeoutExpired:
+        rc = None
+    check(stage, "sandbox: a forbidden system call kills vrnic-device",
+          rc == -signal.SIGSYS, "exit status %r" % rc)
+    if rc is None:
+        a.devproc.kill()
     deadline = time.time() + 30
     seen = ""
     while time.time() < deadline:

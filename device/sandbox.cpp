@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The seccomp allow-list of vrnic-device: see sandbox.hpp.
+#include "sandbox.hpp"
+
+#include <seccomp.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace vfu {
+
+bool sandbox_enter(std::string &why)
+{
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
+		why = std::string("no_new_privs: ") + std::strerror(errno);
+		return false;
+	}
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+	if (!ctx) {
+		why = "seccomp_init failed";
+		return false;
+	}
+	// The loop (epoll, timerfd, the sockets), DMA_MAP (fstat, fcntl
+	// for the seals, mmap, munmap), memory for the engine, and exit.
+	static const int plain[] = {
+		SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(readv), SCMP_SYS(writev),
+		SCMP_SYS(close), SCMP_SYS(recvmsg), SCMP_SYS(sendmsg),
+		SCMP_SYS(recvfrom), SCMP_SYS(sendto), SCMP_SYS(epoll_wait),
+		SCMP_SYS(epoll_pwait), SCMP_SYS(epoll_ctl), SCMP_SYS(timerfd_settime),
+		SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(brk), SCMP_SYS(madvise),
+		SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(fcntl), SCMP_SYS(futex),
+		SCMP_SYS(clock_gettime), SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep),
+		SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn),
+		SCMP_SYS(rt_sigprocmask), SCMP_SYS(connect), SCMP_SYS(accept4),
+		SCMP_SYS(getsockopt), SCMP_SYS(restart_syscall), SCMP_SYS(gettid),
+		SCMP_SYS(getpid), SCMP_SYS(lseek), SCMP_SYS(getrandom),
+		SCMP_SYS(sched_yield),
+	};
+	int rc = 0;
+	for (const int nr : plain)
+		rc = rc ? rc : seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+	// No executable memory; sockets only of the UNIX family (the wire's
+	// reconnects).
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
+				      SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
+				      SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+				      SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+	if (!rc)
+		rc = seccomp_load(ctx);
+	seccomp_release(ctx);
+	if (rc) {
+		why = std::string("seccomp: ") + std::strerror(-rc);
+		return false;
+	}
+	return true;
+}
+
+} // namespace vfu

@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// vrnic-device's sandbox: once its sockets are set up, the process can
+// make only the system calls the device loop needs (a seccomp allow-list;
+// anything else kills the process), cannot gain privileges, and maps no
+// executable memory.
+#pragma once
+
+#include <string>
+
+namespace vfu {
+
+// Enter the sandbox; false (why set) if the kernel refused it.
+bool sandbox_enter(std::string &why);
+
+} // namespace vfu
