@@ -203,12 +203,20 @@ static void vrnic_status_poll(struct work_struct *work)
 
 	if (READ_ONCE(pf->removing))
 		return;
-	if (!READ_ONCE(pf->aq.dead)) {
-		status = vrnic_rd(pf, VRNIC_REG_STATUS);
-		if (status == U32_MAX)
-			vrnic_pf_fatal(pf, "device not responding");
-		else if (status & VRNIC_STATUS_FATAL)
-			vrnic_pf_fatal(pf, "FATAL status");
+	/*
+	 * Not while a reset or a recovery holds the function: the status of
+	 * a function being reset proves nothing, and a verdict reached
+	 * before vrnic_pf_up() must not kill what it brought back.
+	 */
+	if (mutex_trylock(&pf->reset_lock)) {
+		if (!READ_ONCE(pf->aq.dead)) {
+			status = vrnic_rd(pf, VRNIC_REG_STATUS);
+			if (status == U32_MAX)
+				vrnic_pf_fatal(pf, "device not responding");
+			else if (status & VRNIC_STATUS_FATAL)
+				vrnic_pf_fatal(pf, "FATAL status");
+		}
+		mutex_unlock(&pf->reset_lock);
 	}
 	schedule_delayed_work(&pf->status_poll,
 			      msecs_to_jiffies(VRNIC_STATUS_POLL_MS));
