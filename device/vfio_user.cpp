@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -57,12 +58,10 @@ bool DmaSpace::map(int fd, uint64_t offset, uint64_t iova, uint64_t size, bool w
 		if (iova < m.iova + m.size && m.iova < iova + size)
 			return false;
 	// Past the file's end a mapping faults on access (SIGBUS): only what
-	// the file holds may be mapped, and only from a memfd that can never
-	// shrink (QEMU's memory-backend-memfd seals it so by default; the
-	// seal is added here if it can still be).
-	int seals = fcntl(fd, F_GET_SEALS);
-	if (seals >= 0 && !(seals & F_SEAL_SHRINK) && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) == 0)
-		seals |= F_SEAL_SHRINK;
+	// the file holds may be mapped, and only from a memfd sealed so that
+	// it can never shrink (QEMU's memory-backend-memfd, seal=on, its
+	// default).  The client's memory is not changed here.
+	const int seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || !(seals & F_SEAL_SHRINK))
 		return false;
 	struct stat st {};
@@ -107,8 +106,12 @@ const DmaSpace::Map *DmaSpace::find(uint64_t iova) const
 	return iova - it->iova < it->size ? &*it : nullptr;
 }
 
+// The guest's memory is shared with another process: order the copies as
+// QEMU's dma_barrier() orders a device's DMA (an entry's body before its
+// owner or phase dword, a doorbell record read after the doorbell).
 bool DmaSpace::read(uint64_t iova, void *buf, size_t len) const
 {
+	std::atomic_thread_fence(std::memory_order_acquire);
 	auto *dst = static_cast<uint8_t *>(buf);
 	while (len) {
 		const Map *m = find(iova);
@@ -134,6 +137,7 @@ bool DmaSpace::write(uint64_t iova, const void *buf, size_t len)
 		a += n;
 		left -= n;
 	}
+	std::atomic_thread_fence(std::memory_order_release);
 	const auto *src = static_cast<const uint8_t *>(buf);
 	while (len) {
 		const Map *m = find(iova);
@@ -346,6 +350,15 @@ bool Server::set_irqs(const Hdr &h, std::span<const uint8_t> b, std::vector<int>
 			error(h, EINVAL);
 			return true;
 		}
+		// A signal must never block the loop: an fd that is not an
+		// eventfd (a full pipe) would.
+		for (const int f : fds) {
+			const int fl = fcntl(f, F_GETFL);
+			if (fl < 0 || fcntl(f, F_SETFL, fl | O_NONBLOCK) < 0) {
+				error(h, EINVAL);
+				return true;
+			}
+		}
 		for (uint32_t i = 0; i < s.count; i++) {
 			int &slot = irq_fd_[s.start + i];
 			if (slot >= 0)
@@ -374,13 +387,28 @@ bool Server::dma_map(const Hdr &h, std::span<const uint8_t> b, std::vector<int> 
 		return true;
 	}
 	const auto m = load<DmaMap>(b);
+	if (m.flags & ~uint32_t(VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE) ||
+	    !(m.flags & VFIO_DMA_MAP_FLAG_READ)) {
+		error(h, EINVAL);
+		return true;
+	}
+	if (!fds.empty() && !dma_.map(fds[0], m.offset, m.iova, m.size,
+				      m.flags & VFIO_DMA_MAP_FLAG_WRITE)) {
+		if (!map_refused_) {
+			map_refused_ = true;
+			why_map_ = "a DMA_MAP refused: guest RAM must be a sealed "
+				   "memory-backend-memfd, mapped whole and aligned";
+		}
+		error(h, EINVAL);
+		return true;
+	}
 	// Without an fd the memory is reachable only through DMA_READ and
 	// DMA_WRITE messages, which the device does not use: it stays
 	// unmapped, and DMA to it fails.
-	if (!fds.empty() &&
-	    !dma_.map(fds[0], m.offset, m.iova, m.size, m.flags & VFIO_DMA_MAP_FLAG_WRITE)) {
-		error(h, EINVAL);
-		return true;
+	if (fds.empty() && !map_unbacked_) {
+		map_unbacked_ = true;
+		why_map_ = "guest memory without an fd: DMA to it fails "
+			   "(use memory-backend-memfd)";
 	}
 	reply(h, nullptr, 0);
 	return true;
@@ -393,6 +421,10 @@ bool Server::dma_unmap(const Hdr &h, std::span<const uint8_t> b)
 		return true;
 	}
 	const auto u = load<DmaUnmap>(b);
+	if (u.flags & ~uint32_t(VFIO_DMA_UNMAP_FLAG_ALL)) {	// no dirty bitmaps
+		error(h, EINVAL);
+		return true;
+	}
 	if (u.flags & VFIO_DMA_UNMAP_FLAG_ALL)
 		dma_.clear();
 	else if (!dma_.unmap(u.iova, u.size)) {
@@ -488,6 +520,10 @@ bool Server::handle(const Hdr &h, std::span<const uint8_t> b, std::vector<int> &
 	case kRegionWrite:
 		return region_write(h, b);
 	case kDeviceReset:
+		// The function's own state: the command register (bus
+		// mastering) and the MSI-X control bits, as after power-on.
+		cfg_ = {};
+		build_config();
 		be_.reset();
 		reply(h, nullptr, 0);
 		return true;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vfu {
@@ -154,6 +155,9 @@ public:
 	bool flush();
 	[[nodiscard]] bool want_write() const { return !out_.empty(); }
 	[[nodiscard]] const std::string &why() const { return why_; }
+	// Set once when QEMU's guest memory cannot all be mapped (a note for
+	// the log: DMA to that memory will fail); take_map_note() clears it.
+	std::string take_map_note() { return std::exchange(why_map_, {}); }
 
 	// Signal an MSI-X vector; false when QEMU gave it no eventfd.
 	bool signal(unsigned int vector);
@@ -195,7 +199,8 @@ private:
 	std::vector<int> in_fds_;
 	std::vector<uint8_t> out_;
 	bool versioned_ = false;
-	std::string why_;
+	bool map_refused_ = false, map_unbacked_ = false;
+	std::string why_, why_map_;
 };
 
 } // namespace vfu

@@ -36,7 +36,8 @@ int make_fd(uint8_t flags)
 {
 	if (flags & 1) {
 		const int f = memfd_create("fuzz", MFD_ALLOW_SEALING);
-		if (f >= 0 && ftruncate(f, 64 * 1024) == 0)
+		if (f >= 0 && ftruncate(f, 64 * 1024) == 0 &&
+		    fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0)
 			return f;
 		if (f >= 0)
 			close(f);

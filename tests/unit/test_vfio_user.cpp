@@ -303,6 +303,8 @@ protected:
 		fd_ = memfd_create("vrnic-test", MFD_ALLOW_SEALING);
 		ASSERT_GE(fd_, 0);
 		ASSERT_EQ(ftruncate(fd_, 64 * 1024), 0);
+		// As QEMU's memory-backend-memfd (seal=on) leaves it.
+		ASSERT_EQ(fcntl(fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
 	}
 	void TearDown() override { close(fd_); }
 	int fd_ = -1;
@@ -340,7 +342,14 @@ TEST_F(DmaSpaceTest, RefusesWhatCouldFaultOrOverlap)
 	EXPECT_FALSE(dma_.map(fd_, 0, 0x11000, 0x2000, true));	// overlaps
 	// The file can no longer shrink under the mapping.
 	EXPECT_NE(ftruncate(fd_, 4096), 0);
-	// A plain file, which could: refused.
+	// An unsealed memfd, and a plain file, which could shrink: refused,
+	// and the memfd is left as it was (no seal added behind its owner).
+	const int m = memfd_create("vrnic-unsealed", MFD_ALLOW_SEALING);
+	ASSERT_GE(m, 0);
+	ASSERT_EQ(ftruncate(m, 8192), 0);
+	EXPECT_FALSE(dma_.map(m, 0, 0x30000, 0x2000, true));
+	EXPECT_EQ(fcntl(m, F_GET_SEALS) & F_SEAL_SHRINK, 0);
+	close(m);
 	char path[] = "/tmp/vrnic-dma-XXXXXX";
 	const int f = mkstemp(path);
 	ASSERT_GE(f, 0);
