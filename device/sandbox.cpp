@@ -2,6 +2,7 @@
 // The seccomp allow-list of vrnic-device: see sandbox.hpp.
 #include "sandbox.hpp"
 
+#include <fcntl.h>
 #include <seccomp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -12,7 +13,7 @@
 
 namespace vfu {
 
-bool sandbox_enter(std::string &why)
+bool sandbox_enter(bool connects, std::string &why)
 {
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
 		why = std::string("no_new_privs: ") + std::strerror(errno);
@@ -31,10 +32,10 @@ bool sandbox_enter(std::string &why)
 		SCMP_SYS(recvfrom), SCMP_SYS(sendto), SCMP_SYS(epoll_wait),
 		SCMP_SYS(epoll_pwait), SCMP_SYS(epoll_ctl), SCMP_SYS(timerfd_settime),
 		SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(brk), SCMP_SYS(madvise),
-		SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(fcntl), SCMP_SYS(futex),
+		SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(futex),
 		SCMP_SYS(clock_gettime), SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep),
 		SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn),
-		SCMP_SYS(rt_sigprocmask), SCMP_SYS(connect), SCMP_SYS(accept4),
+		SCMP_SYS(rt_sigprocmask), SCMP_SYS(accept4),
 		SCMP_SYS(getsockopt), SCMP_SYS(restart_syscall), SCMP_SYS(gettid),
 		SCMP_SYS(getpid), SCMP_SYS(lseek), SCMP_SYS(getrandom),
 		SCMP_SYS(sched_yield),
@@ -42,17 +43,24 @@ bool sandbox_enter(std::string &why)
 	int rc = 0;
 	for (const int nr : plain)
 		rc = rc ? rc : seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
-	// No executable memory; sockets only of the UNIX family (the wire's
-	// reconnects).
+	// No executable memory; sockets only of the UNIX family, and only for
+	// a device that connects its wire (reconnects).
 	if (!rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
 				      SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
 	if (!rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
 				      SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
-	if (!rc)
+	// fcntl: DMA_MAP's seals, and the MSI-X eventfds made non-blocking.
+	for (const int cmd : {F_GET_SEALS, F_GETFL, F_SETFL})
+		if (!rc)
+			rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1,
+					      SCMP_A1(SCMP_CMP_EQ, scmp_datum_t(cmd)));
+	if (connects && !rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
 				      SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+	if (connects && !rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(connect), 0);
 	if (!rc)
 		rc = seccomp_load(ctx);
 	seccomp_release(ctx);

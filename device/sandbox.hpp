@@ -9,7 +9,8 @@
 
 namespace vfu {
 
-// Enter the sandbox; false (why set) if the kernel refused it.
-bool sandbox_enter(std::string &why);
+// Enter the sandbox; false (why set) if the kernel refused it.  connects:
+// the process still opens UNIX sockets (the wire's reconnects).
+bool sandbox_enter(bool connects, std::string &why);
 
 } // namespace vfu

@@ -51,6 +51,7 @@ constexpr size_t kMaxFrame = 4096 + 65536;	// QEMU's NET_BUFSIZE
 constexpr size_t kWireOutHigh = size_t{256} * 1024;	// then send_frame says "full"
 constexpr uint64_t kReconnectNs = 100'000'000;
 constexpr unsigned int kPollsPerTurn = 64;	// then the sockets get a look
+constexpr unsigned int kReadsPerTurn = 4;	// of up to 64 KiB from the wire
 
 volatile sig_atomic_t usr1_seen = 0;
 
@@ -103,6 +104,15 @@ int unix_socket(const std::string &path, bool listen_on)
 	return -1;
 }
 
+// A whole decimal or 0x number, nothing after it.
+bool parse_u64(const std::string &s, uint64_t &out)
+{
+	char *end = nullptr;
+	errno = 0;
+	out = std::strtoull(s.c_str(), &end, 0);
+	return !s.empty() && s[0] != '-' && errno == 0 && end && *end == '\0';
+}
+
 struct Options {
 	std::string socket, wire_path, mac = "52:54:00:12:34:56";
 	bool wire_listen = false;
@@ -123,7 +133,7 @@ public:
 	// vfu::Backend
 	uint64_t bar_read(unsigned int bar, uint64_t off, unsigned int size) override;
 	void bar_write(unsigned int bar, uint64_t off, uint64_t v, unsigned int size) override;
-	void reset() override { vrnic_engine_reset(eng_); }
+	void reset() override;
 
 private:
 	static const vrnic_platform_ops kOps;
@@ -223,6 +233,20 @@ Device::~Device()
 			close(fd);
 }
 
+// DEVICE_RESET: the engine forgets everything, and so do the wire's
+// buffers (a held frame, frames not yet sent).
+void Device::reset()
+{
+	vrnic_engine_reset(eng_);
+	holding_ = false;
+	held_.clear();
+	wout_.clear();
+	tx_full_ = false;
+	rx_ready_ = false;
+	if (wire_fd_ >= 0)
+		set_epoll(wire_fd_, EPOLLIN);
+}
+
 uint64_t Device::bar_read(unsigned int bar, uint64_t off, unsigned int size)
 {
 	if (bar == VRNIC_REG_BAR)
@@ -284,7 +308,9 @@ void Device::arm_reconnect()
 void Device::wire_read()
 {
 	uint8_t buf[65536];
-	while (!holding_ && wire_fd_ >= 0) {
+	// A peer that keeps the socket full must not starve QEMU's socket:
+	// at most kReadsPerTurn reads, then epoll (level-triggered) again.
+	for (unsigned int turn = 0; !holding_ && wire_fd_ >= 0 && turn < kReadsPerTurn; turn++) {
 		size_t pos = 0;
 		while (win_.size() - pos >= 4) {
 			uint32_t be;
@@ -449,7 +475,7 @@ bool Device::setup()
 		(void)std::signal(SIGUSR1, [](int) { usr1_seen = 1; });
 	if (opt_.sandbox) {
 		std::string why;
-		if (!vfu::sandbox_enter(why)) {
+		if (!vfu::sandbox_enter(!opt_.wire_listen, why)) {
 			say("cannot enter the sandbox: " + why);
 			return false;
 		}
@@ -482,6 +508,8 @@ int Device::run()
 					say("QEMU: " + srv_->why() + "; exiting");
 					return 0;
 				}
+				if (const std::string note = srv_->take_map_note(); !note.empty())
+					say(note);
 			} else if (fd == timer_fd_) {
 				timer_fire();
 			} else if (fd == retry_fd_) {
@@ -544,14 +572,24 @@ int main(int argc, char **argv)
 		else if (a == "--wire-listen" || a == "--wire-connect") {
 			o.wire_path = v;
 			o.wire_listen = a == "--wire-listen";
-		} else if (a == "--host-mem-budget")
-			o.host_mem_budget = std::strtoull(v.c_str(), nullptr, 0);
+		} else if (a == "--host-mem-budget") {
+			if (!parse_u64(v, o.host_mem_budget)) {
+				usage();
+				return 2;
+			}
+		}
 		else if (a == "--no-sandbox" || a == "--x-fault-syscall") {
 			o.sandbox = o.sandbox && a != "--no-sandbox";
 			o.fault_syscall = o.fault_syscall || a == "--x-fault-syscall";
-		} else if (a == "--speed-mbps")
-			o.speed_mbps = uint32_t(std::strtoul(v.c_str(), nullptr, 0));
-		else {
+		} else if (a == "--speed-mbps") {
+			uint64_t n = 0;
+			if (!parse_u64(v, n) || n == 0 || n > VRNIC_SPEED_MBPS_MAX) {
+				say("--speed-mbps must be between 1 and " +
+				    std::to_string(VRNIC_SPEED_MBPS_MAX));
+				return 2;
+			}
+			o.speed_mbps = uint32_t(n);
+		} else {
 			usage();
 			return 2;
 		}
@@ -563,10 +601,6 @@ int main(int argc, char **argv)
 	if (o.host_mem_budget && (o.host_mem_budget < VRNIC_HOST_MEM_BUDGET_MIN ||
 				  o.host_mem_budget > VRNIC_HOST_MEM_BUDGET_MAX)) {
 		say("--host-mem-budget must be between 16M and 1T");
-		return 2;
-	}
-	if (o.speed_mbps > VRNIC_SPEED_MBPS_MAX) {
-		say("--speed-mbps must be at most " + std::to_string(VRNIC_SPEED_MBPS_MAX));
 		return 2;
 	}
 	(void)std::signal(SIGPIPE, SIG_IGN);
