@@ -914,6 +914,10 @@ bool Rdma::doorbell(uint32_t page, uint32_t off, uint32_t v)
 			   cq->pi - ci <= (1u << cq->log_depth)) {
 			cq->ci = ci;
 			const uint32_t waiting = cq->pi - ci;
+			// A solicited completion already polled counts no more
+			// (nor, 2^32 completions later, by wrapping).
+			if (cq->sol_any && cq->sol_pi - ci - 1 >= waiting)
+				cq->sol_any = false;
 			if (waiting && (cmd == VRNIC_CQ_ARM_NEXT ||
 					(cq->sol_any && cq->sol_pi - ci - 1 < waiting))) {
 				cq->arm = 0;
