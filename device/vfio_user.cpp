@@ -407,8 +407,8 @@ bool Server::dma_map(const Hdr &h, std::span<const uint8_t> b, std::vector<int> 
 	// unmapped, and DMA to it fails.
 	if (fds.empty() && !map_unbacked_) {
 		map_unbacked_ = true;
-		why_map_ = "guest memory without an fd: DMA to it fails "
-			   "(use memory-backend-memfd)";
+		why_map_ = "a DMA_MAP without an fd (firmware ROM, or RAM that is "
+			   "not a memfd): DMA there fails";
 	}
 	reply(h, nullptr, 0);
 	return true;
