@@ -17,7 +17,7 @@ dl=$top/build/dl
 src=$top/build/src/qemu-$ver
 bld=$top/build/qemu-stock
 tarball=$dl/qemu_$ver+ds.orig.tar.xz
-mkdir -p "$dl"
+mkdir -p "$dl" "$top/build/src"
 
 if [ ! -e "$tarball" ]; then
 	(cd "$dl" && "$top/scripts/apt-private.sh" source --download-only \
