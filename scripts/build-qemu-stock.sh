@@ -5,8 +5,9 @@
 # Why 10.2.2: QEMU's vfio-user client came in 10.1 and needs 10.1.1 or
 # later (10.1.0 gives the device a wrong class code).  The package
 # registry lists 11.1.3 sources (trixie-backports, sid) but its pool
-# answers 404 for them; sid's pool still holds 10.2.2.  Nothing in the
-# tree is patched: the +ds tarball has no prebuilt blobs, so dtc (from
+# answers 404 for them; sid's pool still holds 10.2.2.  No device or
+# QEMU code is changed; the +ds tarball has no prebuilt blobs, so one
+# line of pc-bios/meson.build skips the edk2 images, dtc (from
 # scripts/host-deps.sh) compiles the few device trees the build wants,
 # and configure installs its own bundled meson 1.9.
 set -euo pipefail
@@ -29,6 +30,11 @@ if [ ! -e "$src/.unpacked" ]; then
 	rm -rf "$src" "$src+ds"
 	tar -C "$top/build/src" -xJf "$tarball"
 	[ -d "$src+ds" ] && mv "$src+ds" "$src"
+	# The one edit: Debian's +ds tarball strips the edk2 firmware images
+	# that pc-bios/meson.build would unpack (the same edit as
+	# build-qemu.sh's; the firmware comes from the seabios package).
+	sed -i 's|^if unpack_edk2_blobs|if false # vrnic: the +ds tarball has no edk2 blobs|' \
+		"$src/pc-bios/meson.build"
 	touch "$src/.unpacked"
 fi
 
