@@ -10,14 +10,9 @@
 #include <sys/mman.h>
 
 #include <infiniband/driver.h>
-#include <infiniband/kern-abi.h>
-#include <rdma/vrnic-abi.h>
-#include <kernel-abi/vrnic-abi.h>
 
 #include "vrnic.h"
-
-DECLARE_DRV_CMD(uvrnic_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT,
-		vrnic_alloc_ucontext_req, vrnic_alloc_ucontext_resp);
+#include "vrnic_abi.h"
 
 static int vrnic_query_device_ex(struct ibv_context *ctx,
 				 const struct ibv_query_device_ex_input *input,

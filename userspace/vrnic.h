@@ -184,7 +184,39 @@ static inline struct vrnic_qp *to_vqp(struct ibv_qp *ibqp)
 	return container_of(ibqp, struct vrnic_qp, vqp.qp);
 }
 
+static inline uint32_t vrnic_log2(uint32_t v)
+{
+	uint32_t l = 0;
+
+	while ((1u << l) < v)
+		l++;
+	return l;
+}
+
+/* sq_tail/rq_tail: written by pollers, read by posters (see Locking). */
+static inline uint32_t vrnic_tail(const uint32_t *tail)
+{
+	return __atomic_load_n(tail, __ATOMIC_ACQUIRE);
+}
+
+static inline void vrnic_set_tail(uint32_t *tail, uint32_t v)
+{
+	__atomic_store_n(tail, v, __ATOMIC_RELEASE);
+}
+
+/* dbrec.c */
+void *vrnic_alloc_queue(size_t size);
+void vrnic_free_queue(void *p, size_t size);
+void *vrnic_dbrec_alloc(struct vrnic_context *ctx);
+void vrnic_dbrec_free(struct vrnic_context *ctx, void *rec);
 void vrnic_dbrec_pool_free(struct vrnic_context *ctx);
+
+/* cq.c, srq.c, qp.c: what they share */
+void vrnic_qp_clean_cqs(struct vrnic_qp *qp);
+void vrnic_fill_recv_wqe(uint8_t *slot, struct ibv_recv_wr *wr);
+uint32_t vrnic_rq_shift(uint32_t max_sge);
+
+/* verbs */
 struct ibv_mr *vrnic_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 			    uint64_t hca_va, int access);
 int vrnic_dereg_mr(struct verbs_mr *vmr);

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Build the rdma-core provider (userspace/verbs.c, vrnic.c) on the host
+"""Build the rdma-core provider (userspace/*.c) on the host
 with ThreadSanitizer, against rdma-core 56.1's headers (build/rdma-core) and
 the stubbed kernel, device and libibverbs of tests/provider/stub.c, and run
 tests/provider/shared_cq.c: pollers, destroyers and posters on one shared
@@ -111,9 +111,9 @@ def build(out, commit, top, prog):
     os.makedirs(bld, exist_ok=True)
     for old in glob.glob(os.path.join(bld, "*.o")):
         os.unlink(old)
-    for src in (os.path.join(userspace, "verbs.c"),
-                os.path.join(userspace, "vrnic.c"),
-                os.path.join(HERE, "stub.c"), os.path.join(HERE, prog + ".c")):
+    provider = sorted(glob.glob(os.path.join(userspace, "*.c")))
+    for src in provider + [os.path.join(HERE, "stub.c"),
+                           os.path.join(HERE, prog + ".c")]:
         obj = os.path.join(bld, os.path.basename(src)[:-2] + ".o")
         # Ours warning-free; an old provider may warn.
         werror = ["-Werror"] if src.startswith(HERE) else []
