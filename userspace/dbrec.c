@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ccan/list.h>
+#include <util/bitmap.h>
 #include <util/util.h>
 
 #include <infiniband/driver.h>
@@ -69,24 +71,28 @@ static_assert(sizeof(struct vrnic_cq_dbrec) <= VRNIC_DBREC_SIZE, "dbrec");
 static_assert(sizeof(struct vrnic_srq_dbrec) <= VRNIC_DBREC_SIZE, "dbrec");
 
 struct vrnic_dbrec_page {
-	struct vrnic_dbrec_page *next;
+	struct list_node entry;		/* in ctx->dbrec_pages */
 	uint8_t *page;
 	unsigned int used;
-	uint64_t free[VRNIC_DBRECS / 64];	/* bit set: record free */
+	BMP_DECLARE(free, VRNIC_DBRECS);	/* bit set: record free */
 };
 
 /* A zeroed 8-byte doorbell record; NULL with errno set. */
 void *vrnic_dbrec_alloc(struct vrnic_context *ctx)
 {
 	struct vrnic_dbrec_page *p;
-	unsigned int i, b;
+	unsigned long n;
 	uint8_t *rec;
+	bool found = false;
 
 	pthread_mutex_lock(&ctx->dbrec_mutex);
-	for (p = ctx->dbrec_pages; p; p = p->next)
-		if (p->used < VRNIC_DBRECS)
+	list_for_each(&ctx->dbrec_pages, p, entry) {
+		if (p->used < VRNIC_DBRECS) {
+			found = true;
 			break;
-	if (!p) {
+		}
+	}
+	if (!found) {
 		p = calloc(1, sizeof(*p));
 		if (!p)
 			goto err;
@@ -98,16 +104,13 @@ void *vrnic_dbrec_alloc(struct vrnic_context *ctx)
 			errno = err;
 			goto err;
 		}
-		memset(p->free, 0xff, sizeof(p->free));
-		p->next = ctx->dbrec_pages;
-		ctx->dbrec_pages = p;
+		bitmap_fill(p->free, VRNIC_DBRECS);
+		list_add(&ctx->dbrec_pages, &p->entry);
 	}
-	for (i = 0; !p->free[i]; i++)
-		;
-	b = __builtin_ctzll(p->free[i]);
-	p->free[i] &= ~(1ULL << b);
+	n = bitmap_find_first_bit(p->free, 0, VRNIC_DBRECS);
+	bitmap_clear_bit(p->free, n);
 	p->used++;
-	rec = p->page + (size_t)(i * 64 + b) * VRNIC_DBREC_SIZE;
+	rec = p->page + n * VRNIC_DBREC_SIZE;
 	memset(rec, 0, VRNIC_DBREC_SIZE);
 	pthread_mutex_unlock(&ctx->dbrec_mutex);
 	return rec;
@@ -118,20 +121,19 @@ err:
 
 void vrnic_dbrec_free(struct vrnic_context *ctx, void *rec)
 {
-	struct vrnic_dbrec_page **pp, *p;
-	size_t n;
+	struct vrnic_dbrec_page *p;
 
 	if (!rec)
 		return;
 	pthread_mutex_lock(&ctx->dbrec_mutex);
-	for (pp = &ctx->dbrec_pages; (p = *pp); pp = &p->next) {
+	list_for_each(&ctx->dbrec_pages, p, entry) {
 		if ((uint8_t *)rec < p->page ||
 		    (uint8_t *)rec >= p->page + VRNIC_PAGE)
 			continue;
-		n = ((uint8_t *)rec - p->page) / VRNIC_DBREC_SIZE;
-		p->free[n / 64] |= 1ULL << (n % 64);
+		bitmap_set_bit(p->free,
+			       ((uint8_t *)rec - p->page) / VRNIC_DBREC_SIZE);
 		if (!--p->used) {
-			*pp = p->next;
+			list_del(&p->entry);
 			vrnic_free_queue(p->page, VRNIC_PAGE);
 			free(p);
 		}
@@ -147,10 +149,10 @@ void vrnic_dbrec_free(struct vrnic_context *ctx, void *rec)
  */
 void vrnic_dbrec_pool_free(struct vrnic_context *ctx)
 {
-	struct vrnic_dbrec_page *p;
+	struct vrnic_dbrec_page *p, *next;
 
-	while ((p = ctx->dbrec_pages)) {
-		ctx->dbrec_pages = p->next;
+	list_for_each_safe(&ctx->dbrec_pages, p, next, entry) {
+		list_del(&p->entry);
 		vrnic_free_queue(p->page, VRNIC_PAGE);
 		free(p);
 	}

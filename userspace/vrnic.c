@@ -126,6 +126,7 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 					   RDMA_DRIVER_VRNIC);
 	if (!ctx)
 		return NULL;
+	list_head_init(&ctx->dbrec_pages);
 
 	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd.ibv_cmd, sizeof(cmd),
 				&resp.ibv_resp, sizeof(resp)))

@@ -6,11 +6,14 @@
 #define __VRNIC_H__
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <ccan/ilog.h>
+#include <ccan/list.h>
 #include <infiniband/driver.h>
 
 #include "vrnic_hw.h"
@@ -92,8 +95,8 @@ struct vrnic_context {
 	uint32_t db_page_size;
 	pthread_mutex_t qp_table_mutex;
 	pthread_mutex_t dbrec_mutex;	/* dbrec_pages */
-	struct vrnic_dbrec_page *dbrec_pages;	/* doorbell record pool */
-	struct vrnic_qp *qp_table[VRNIC_QP_TABLE_SIZE];	/* by QPN index */
+	struct list_head dbrec_pages;	/* doorbell record pool */
+	_Atomic(struct vrnic_qp *) qp_table[VRNIC_QP_TABLE_SIZE];	/* by QPN */
 };
 
 struct vrnic_cq {
@@ -140,7 +143,7 @@ struct vrnic_qp {
 	size_t sq_size, rq_size;
 	uint32_t sq_log, rq_log, sq_shift, rq_shift;
 	uint32_t sq_head, rq_head;
-	uint32_t sq_tail, rq_tail;	/* from completions */
+	_Atomic(uint32_t) sq_tail, rq_tail;	/* from completions */
 	struct vrnic_context *vctx;	/* NULL: XRC receive QP */
 	struct vrnic_qp_dbrec *dbrec;	/* from the context's pool */
 	bool sig_all;
@@ -152,7 +155,7 @@ struct vrnic_qp {
 	 * modifies or queries, read by posters: atomics.  libibverbs'
 	 * qp->state is libibverbs' own.
 	 */
-	uint32_t state;
+	_Atomic(uint32_t) state;
 	/* ibv_wr_* state between wr_start and wr_complete/wr_abort */
 	uint32_t wr_start_head;
 	struct vrnic_send_wqe *wr_cur;
@@ -184,24 +187,21 @@ static inline struct vrnic_qp *to_vqp(struct ibv_qp *ibqp)
 	return container_of(ibqp, struct vrnic_qp, vqp.qp);
 }
 
+/* ceil(log2(v)); 0 for v <= 1 */
 static inline uint32_t vrnic_log2(uint32_t v)
 {
-	uint32_t l = 0;
-
-	while ((1u << l) < v)
-		l++;
-	return l;
+	return v > 1 ? ilog32(v - 1) : 0;
 }
 
 /* sq_tail/rq_tail: written by pollers, read by posters (see Locking). */
-static inline uint32_t vrnic_tail(const uint32_t *tail)
+static inline uint32_t vrnic_tail(_Atomic(uint32_t) *tail)
 {
-	return __atomic_load_n(tail, __ATOMIC_ACQUIRE);
+	return atomic_load_explicit(tail, memory_order_acquire);
 }
 
-static inline void vrnic_set_tail(uint32_t *tail, uint32_t v)
+static inline void vrnic_set_tail(_Atomic(uint32_t) *tail, uint32_t v)
 {
-	__atomic_store_n(tail, v, __ATOMIC_RELEASE);
+	atomic_store_explicit(tail, v, memory_order_release);
 }
 
 /* dbrec.c */

@@ -36,6 +36,7 @@ from results import Stage, TOP  # noqa: E402
 
 HERE = os.path.join(TOP, "tests/provider")
 RDMA_INC = os.path.join(TOP, "build/rdma-core/include")
+RDMA_UTIL = os.path.join(TOP, "build/rdma-core/util/librdma_util.a")
 ABI_GEN = os.path.join(TOP, "build/src/rdma-core-56.1/buildlib/make_abi_structs.py")
 CC = "clang-14"
 CFLAGS = ["-g", "-O1", "-std=gnu11", "-DVERBS_DEBUG",
@@ -123,8 +124,10 @@ def build(out, commit, top, prog):
         if p.returncode:
             return False, "compiling %s failed" % os.path.relpath(src, TOP)
         objs.append(obj)
+    # rdma-core's util (bitmap_find_first_bit() and the like), as the
+    # provider links it inside rdma-core.
     p = run([CC] + san + ["-o", os.path.join(bld, prog)] + objs +
-            LDFLAGS.get(prog, []) + ["-lpthread"])
+            LDFLAGS.get(prog, []) + [RDMA_UTIL, "-lpthread"])
     if p.returncode:
         print(p.stdout.strip())
         return False, "linking %s failed" % prog
