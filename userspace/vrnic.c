@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <infiniband/driver.h>
 
@@ -127,6 +128,19 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 	if (!ctx)
 		return NULL;
 	list_head_init(&ctx->dbrec_pages);
+
+	/*
+	 * The device's doorbell pages and ring pages are 4 KiB and it cannot
+	 * be told another size (spec, "Doorbells"), as the kernel driver's
+	 * Kconfig says.
+	 */
+	if (sysconf(_SC_PAGESIZE) != VRNIC_DB_PAGE_SIZE) {
+		verbs_err(&ctx->ibv_ctx,
+			  "vrnic: %ld-byte pages; the device needs 4096\n",
+			  sysconf(_SC_PAGESIZE));
+		errno = EOPNOTSUPP;
+		goto err_free;
+	}
 
 	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd.ibv_cmd, sizeof(cmd),
 				&resp.ibv_resp, sizeof(resp)))

@@ -63,8 +63,9 @@ PROGRAMS = {
                   "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"],
                  "ASan+UBSan"),
 }
-# program: extra link flags (contract counts pthread_spin_lock() calls)
-LDFLAGS = {"contract": ["-Wl,--wrap=pthread_spin_lock"]}
+# program: extra link flags (contract counts pthread_spin_lock() calls
+# and fakes the page size)
+LDFLAGS = {"contract": ["-Wl,--wrap=pthread_spin_lock", "-Wl,--wrap=sysconf"]}
 
 
 def run(cmd, **kw):
