@@ -127,7 +127,6 @@ static struct ibv_srq *vrnic_srq_ready(struct vrnic_srq *srq,
 		errno = err;
 		return NULL;
 	}
-	srq->srqn = resp->srqn;
 	return &srq->vsrq.srq;
 }
 

@@ -153,7 +153,6 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 		errno = EOPNOTSUPP;
 		goto err_free;
 	}
-	ctx->db_page_index = resp.db_page_index;
 	ctx->db_page_size = resp.db_page_size;
 	ctx->db_page = mmap(NULL, ctx->db_page_size, PROT_WRITE, MAP_SHARED,
 			    cmd_fd, resp.db_mmap_key);

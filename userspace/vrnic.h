@@ -25,7 +25,6 @@ struct vrnic_device {
 };
 
 struct vrnic_qp;
-struct vrnic_dbrec_page;
 
 /*
  * Locking.  A CQ's lock covers its consumer index and everything
@@ -91,7 +90,6 @@ static inline void vrnic_spin_unlock(struct vrnic_spinlock *l)
 struct vrnic_context {
 	struct verbs_context ibv_ctx;
 	void *db_page;		/* this context's doorbell page (BAR2) */
-	uint32_t db_page_index;
 	uint32_t db_page_size;
 	pthread_mutex_t qp_table_mutex;
 	pthread_mutex_t dbrec_mutex;	/* dbrec_pages */
@@ -115,7 +113,6 @@ struct vrnic_cq {
 
 struct vrnic_srq {
 	struct verbs_srq vsrq;		/* srq_num: what XRC senders name */
-	uint32_t srqn;
 	pthread_spinlock_t lock;
 	uint8_t *ring;
 	size_t ring_size;
