@@ -74,7 +74,7 @@ struct vrnic_dbrec_page {
 	struct list_node entry;		/* in ctx->dbrec_pages */
 	uint8_t *page;
 	unsigned int used;
-	BMP_DECLARE(free, VRNIC_DBRECS);	/* bit set: record free */
+	unsigned long free[BITS_TO_LONGS(VRNIC_DBRECS)];	/* set: free */
 };
 
 /* A zeroed 8-byte doorbell record; NULL with errno set. */

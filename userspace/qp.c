@@ -273,8 +273,8 @@ static struct vrnic_qp *vrnic_qp_ready(struct vrnic_context *ctx,
 	}
 	qp->qpn = resp->qpn;
 	pthread_mutex_lock(&ctx->qp_table_mutex);
-	atomic_store_explicit(&ctx->qp_table[qp->qpn & VRNIC_OBJ_INDEX_MASK],
-			      qp, memory_order_release);
+	__atomic_store_n(&ctx->qp_table[qp->qpn & VRNIC_OBJ_INDEX_MASK], qp,
+			 __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ctx->qp_table_mutex);
 	return qp;
 }
@@ -902,16 +902,15 @@ int vrnic_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct vrnic_context *ctx = to_vctx(ibqp->context);
 	struct vrnic_qp *qp = to_vqp(ibqp);
-	_Atomic(struct vrnic_qp *) *slot;
 	int ret;
 
 	ret = ibv_cmd_destroy_qp(ibqp);
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&ctx->qp_table_mutex);
-	slot = &ctx->qp_table[qp->qpn & VRNIC_OBJ_INDEX_MASK];
-	if (atomic_load_explicit(slot, memory_order_relaxed) == qp)
-		atomic_store_explicit(slot, NULL, memory_order_release);
+	if (ctx->qp_table[qp->qpn & VRNIC_OBJ_INDEX_MASK] == qp)
+		__atomic_store_n(&ctx->qp_table[qp->qpn & VRNIC_OBJ_INDEX_MASK],
+				 NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ctx->qp_table_mutex);
 	/* After this no poller holds qp (locking order: vrnic.h). */
 	if (qp->type != VRNIC_QPT_XRC_TGT)

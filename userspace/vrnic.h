@@ -94,7 +94,7 @@ struct vrnic_context {
 	pthread_mutex_t qp_table_mutex;
 	pthread_mutex_t dbrec_mutex;	/* dbrec_pages */
 	struct list_head dbrec_pages;	/* doorbell record pool */
-	_Atomic(struct vrnic_qp *) qp_table[VRNIC_QP_TABLE_SIZE];	/* by QPN */
+	struct vrnic_qp *qp_table[VRNIC_QP_TABLE_SIZE];	/* by QPN index */
 };
 
 struct vrnic_cq {
@@ -140,7 +140,7 @@ struct vrnic_qp {
 	size_t sq_size, rq_size;
 	uint32_t sq_log, rq_log, sq_shift, rq_shift;
 	uint32_t sq_head, rq_head;
-	_Atomic(uint32_t) sq_tail, rq_tail;	/* from completions */
+	atomic_uint sq_tail, rq_tail;	/* from completions */
 	struct vrnic_context *vctx;	/* NULL: XRC receive QP */
 	struct vrnic_qp_dbrec *dbrec;	/* from the context's pool */
 	bool sig_all;
@@ -152,7 +152,7 @@ struct vrnic_qp {
 	 * modifies or queries, read by posters: atomics.  libibverbs'
 	 * qp->state is libibverbs' own.
 	 */
-	_Atomic(uint32_t) state;
+	atomic_uint state;
 	/* ibv_wr_* state between wr_start and wr_complete/wr_abort */
 	uint32_t wr_start_head;
 	struct vrnic_send_wqe *wr_cur;
@@ -191,12 +191,12 @@ static inline uint32_t vrnic_log2(uint32_t v)
 }
 
 /* sq_tail/rq_tail: written by pollers, read by posters (see Locking). */
-static inline uint32_t vrnic_tail(_Atomic(uint32_t) *tail)
+static inline uint32_t vrnic_tail(atomic_uint *tail)
 {
 	return atomic_load_explicit(tail, memory_order_acquire);
 }
 
-static inline void vrnic_set_tail(_Atomic(uint32_t) *tail, uint32_t v)
+static inline void vrnic_set_tail(atomic_uint *tail, uint32_t v)
 {
 	atomic_store_explicit(tail, v, memory_order_release);
 }
