@@ -11,7 +11,6 @@ root=$top/build/rdma-core-root
 for f in "$top"/userspace/*.c "$top"/userspace/*.h "$top"/userspace/CMakeLists.txt; do
 	sync_file "$f" "$rsrc/providers/vrnic/$(basename "$f")"
 done
-sync_file "$top/include/vrnic_hw.h" "$rsrc/providers/vrnic/vrnic_hw.h"
 sync_file "$top/include/vrnic-abi.h" "$rsrc/kernel-headers/rdma/vrnic-abi.h"
 
 patch_once "$rsrc/kernel-headers/CMakeLists.txt" "rdma/vrnic-abi.h" \

@@ -180,13 +180,20 @@ def main():
     stage = Stage("lint")
     kfiles = sorted(glob.glob(os.path.join(TOP, "kernel/*/*.[ch]")))
     kfiles += sorted(glob.glob(os.path.join(TOP, "kernel/*/Kconfig")))
-    ufiles = sorted(glob.glob(os.path.join(TOP, "userspace/*.[ch]")))
+    # userspace/vrnic_hw.h is include/vrnic_hw.h's text, generated
+    # (scripts/provider_hw.py, checked below), not written in this style.
+    ufiles = sorted(f for f in glob.glob(os.path.join(TOP, "userspace/*.[ch]"))
+                    if not f.endswith("/vrnic_hw.h"))
     checkpatch(stage, "checkpatch --strict kernel/", kfiles)
     # rdma-core conventions differ from the kernel's in two checked ways:
     # providers use the <stdint.h> types, and the verbs API returns
     # positive errno values (ibv_post_send(3)).
     checkpatch(stage, "checkpatch --strict userspace/", ufiles,
                ["--ignore", "PREFER_KERNEL_TYPES,USE_NEGATIVE_ERRNO"])
+    # The provider's hardware header is include/vrnic_hw.h's queue part.
+    rc, out = run([sys.executable, "scripts/provider_hw.py", "--check"])
+    stage.record("userspace/vrnic_hw.h from include/vrnic_hw.h",
+                 "fail" if rc else "pass", out.strip())
     kconfig(stage)
     kbuild(stage, "kernel module W=1", ["W=1"])
     kbuild(stage, "kernel module sparse C=2", ["C=2"])

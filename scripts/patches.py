@@ -419,7 +419,6 @@ def rc_series():
     os.makedirs(pdir)
     for path in sorted(glob.glob(os.path.join(TOP, "userspace/*.[ch]"))):
         shutil.copy(path, pdir)
-    shutil.copy(os.path.join(TOP, "include/vrnic_hw.h"), pdir)
     cm = [ln for ln in src("userspace/CMakeLists.txt").splitlines(True)
           if not ln.startswith("#")]
     with open(os.path.join(pdir, "CMakeLists.txt"), "w") as f:

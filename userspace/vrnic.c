@@ -8,16 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <infiniband/driver.h>
-#include <infiniband/kern-abi.h>
-#include <rdma/vrnic-abi.h>
-#include <kernel-abi/vrnic-abi.h>
 
 #include "vrnic.h"
-
-DECLARE_DRV_CMD(uvrnic_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT,
-		vrnic_alloc_ucontext_req, vrnic_alloc_ucontext_resp);
+#include "vrnic_abi.h"
 
 static int vrnic_query_device_ex(struct ibv_context *ctx,
 				 const struct ibv_query_device_ex_input *input,
@@ -131,6 +127,20 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 					   RDMA_DRIVER_VRNIC);
 	if (!ctx)
 		return NULL;
+	list_head_init(&ctx->dbrec_pages);
+
+	/*
+	 * The device's doorbell pages and ring pages are 4 KiB and it cannot
+	 * be told another size (spec, "Doorbells"), as the kernel driver's
+	 * Kconfig says.
+	 */
+	if (sysconf(_SC_PAGESIZE) != VRNIC_DB_PAGE_SIZE) {
+		verbs_err(&ctx->ibv_ctx,
+			  "vrnic: %ld-byte pages; the device needs 4096\n",
+			  sysconf(_SC_PAGESIZE));
+		errno = EOPNOTSUPP;
+		goto err_free;
+	}
 
 	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd.ibv_cmd, sizeof(cmd),
 				&resp.ibv_resp, sizeof(resp)))
@@ -143,7 +153,6 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 		errno = EOPNOTSUPP;
 		goto err_free;
 	}
-	ctx->db_page_index = resp.db_page_index;
 	ctx->db_page_size = resp.db_page_size;
 	ctx->db_page = mmap(NULL, ctx->db_page_size, PROT_WRITE, MAP_SHARED,
 			    cmd_fd, resp.db_mmap_key);

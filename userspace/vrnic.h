@@ -6,11 +6,14 @@
 #define __VRNIC_H__
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <ccan/ilog.h>
+#include <ccan/list.h>
 #include <infiniband/driver.h>
 
 #include "vrnic_hw.h"
@@ -22,7 +25,6 @@ struct vrnic_device {
 };
 
 struct vrnic_qp;
-struct vrnic_dbrec_page;
 
 /*
  * Locking.  A CQ's lock covers its consumer index and everything
@@ -88,11 +90,10 @@ static inline void vrnic_spin_unlock(struct vrnic_spinlock *l)
 struct vrnic_context {
 	struct verbs_context ibv_ctx;
 	void *db_page;		/* this context's doorbell page (BAR2) */
-	uint32_t db_page_index;
 	uint32_t db_page_size;
 	pthread_mutex_t qp_table_mutex;
 	pthread_mutex_t dbrec_mutex;	/* dbrec_pages */
-	struct vrnic_dbrec_page *dbrec_pages;	/* doorbell record pool */
+	struct list_head dbrec_pages;	/* doorbell record pool */
 	struct vrnic_qp *qp_table[VRNIC_QP_TABLE_SIZE];	/* by QPN index */
 };
 
@@ -112,7 +113,6 @@ struct vrnic_cq {
 
 struct vrnic_srq {
 	struct verbs_srq vsrq;		/* srq_num: what XRC senders name */
-	uint32_t srqn;
 	pthread_spinlock_t lock;
 	uint8_t *ring;
 	size_t ring_size;
@@ -140,7 +140,7 @@ struct vrnic_qp {
 	size_t sq_size, rq_size;
 	uint32_t sq_log, rq_log, sq_shift, rq_shift;
 	uint32_t sq_head, rq_head;
-	uint32_t sq_tail, rq_tail;	/* from completions */
+	atomic_uint sq_tail, rq_tail;	/* from completions */
 	struct vrnic_context *vctx;	/* NULL: XRC receive QP */
 	struct vrnic_qp_dbrec *dbrec;	/* from the context's pool */
 	bool sig_all;
@@ -152,7 +152,7 @@ struct vrnic_qp {
 	 * modifies or queries, read by posters: atomics.  libibverbs'
 	 * qp->state is libibverbs' own.
 	 */
-	uint32_t state;
+	atomic_uint state;
 	/* ibv_wr_* state between wr_start and wr_complete/wr_abort */
 	uint32_t wr_start_head;
 	struct vrnic_send_wqe *wr_cur;
@@ -184,7 +184,36 @@ static inline struct vrnic_qp *to_vqp(struct ibv_qp *ibqp)
 	return container_of(ibqp, struct vrnic_qp, vqp.qp);
 }
 
+/* ceil(log2(v)); 0 for v <= 1 */
+static inline uint32_t vrnic_log2(uint32_t v)
+{
+	return v > 1 ? ilog32(v - 1) : 0;
+}
+
+/* sq_tail/rq_tail: written by pollers, read by posters (see Locking). */
+static inline uint32_t vrnic_tail(atomic_uint *tail)
+{
+	return atomic_load_explicit(tail, memory_order_acquire);
+}
+
+static inline void vrnic_set_tail(atomic_uint *tail, uint32_t v)
+{
+	atomic_store_explicit(tail, v, memory_order_release);
+}
+
+/* dbrec.c */
+void *vrnic_alloc_queue(size_t size);
+void vrnic_free_queue(void *p, size_t size);
+void *vrnic_dbrec_alloc(struct vrnic_context *ctx);
+void vrnic_dbrec_free(struct vrnic_context *ctx, void *rec);
 void vrnic_dbrec_pool_free(struct vrnic_context *ctx);
+
+/* cq.c, srq.c, qp.c: what they share */
+void vrnic_qp_clean_cqs(struct vrnic_qp *qp);
+void vrnic_fill_recv_wqe(uint8_t *slot, struct ibv_recv_wr *wr);
+uint32_t vrnic_rq_shift(uint32_t max_sge);
+
+/* verbs */
 struct ibv_mr *vrnic_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 			    uint64_t hca_va, int access);
 int vrnic_dereg_mr(struct verbs_mr *vmr);

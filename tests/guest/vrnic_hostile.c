@@ -32,6 +32,8 @@
 
 #include <infiniband/verbs.h>
 
+/* All of the device's header, before the provider's part of it. */
+#include "../../include/vrnic_hw.h"
 #include "vrnic.h"	/* the provider's private structures */
 
 #include "kselftest.h"

@@ -25,6 +25,10 @@
  * 5. Closing a context frees the doorbell record pages of objects the
  *    application never destroyed (the kernel destroyed them with the
  *    context).
+ * 6. On a host whose pages are not 4 KiB (sysconf is wrapped: tsan.py
+ *    links this test with --wrap), opening the device fails with
+ *    EOPNOTSUPP before any command reaches the kernel, and nothing
+ *    crashes; with 4 KiB pages again it opens.
  *
  * Built with AddressSanitizer and UBSan (tsan.py).  Output: TAP.
  */
@@ -37,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 
@@ -79,6 +84,18 @@ int __wrap_pthread_spin_lock(pthread_spinlock_t *lock)
 {
 	__atomic_fetch_add(&spin_locks, 1, __ATOMIC_RELAXED);
 	return __real_pthread_spin_lock(lock);
+}
+
+/* sysconf(_SC_PAGESIZE) answers fake_page_size when it is set. */
+static long fake_page_size;
+long __real_sysconf(int name);
+long __wrap_sysconf(int name);
+
+long __wrap_sysconf(int name)
+{
+	if (name == _SC_PAGESIZE && fake_page_size)
+		return fake_page_size;
+	return __real_sysconf(name);
 }
 
 /* A fresh context and PD: no doorbell record page in its pool yet. */
@@ -588,14 +605,37 @@ static void test_close(void)
 	result("closing a context frees the doorbell record pages it holds");
 }
 
+/* ------------------------------------------- 6. pages other than 4 KiB */
+
+static void test_page_size(void)
+{
+	struct ibv_context *c;
+
+	fake_page_size = 65536;
+	errno = 0;
+	c = stub_open_device();
+	check(!c && errno == EOPNOTSUPP,
+	      "64 KiB pages: open gave %p, errno %d (want NULL, EOPNOTSUPP)",
+	      (void *)c, errno);
+	if (c)
+		ibv_close_device(c);
+	fake_page_size = 0;
+	c = stub_open_device();
+	check(c != NULL, "4 KiB pages again: no context: %s", strerror(errno));
+	if (c)
+		ibv_close_device(c);
+	result("pages other than 4 KiB: the context is refused with EOPNOTSUPP");
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("1..5\n");
+	printf("1..6\n");
 	test_dontfork();
 	test_cqe();
 	test_qp_state();
 	test_single_threaded();
 	test_close();
+	test_page_size();
 	return 0;
 }

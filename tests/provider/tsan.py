@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Build the rdma-core provider (userspace/verbs.c, vrnic.c) on the host
+"""Build the rdma-core provider (userspace/*.c) on the host
 with ThreadSanitizer, against rdma-core 56.1's headers (build/rdma-core) and
 the stubbed kernel, device and libibverbs of tests/provider/stub.c, and run
 tests/provider/shared_cq.c: pollers, destroyers and posters on one shared
@@ -36,6 +36,7 @@ from results import Stage, TOP  # noqa: E402
 
 HERE = os.path.join(TOP, "tests/provider")
 RDMA_INC = os.path.join(TOP, "build/rdma-core/include")
+RDMA_UTIL = os.path.join(TOP, "build/rdma-core/util/librdma_util.a")
 ABI_GEN = os.path.join(TOP, "build/src/rdma-core-56.1/buildlib/make_abi_structs.py")
 CC = "clang-14"
 CFLAGS = ["-g", "-O1", "-std=gnu11", "-DVERBS_DEBUG",
@@ -62,8 +63,9 @@ PROGRAMS = {
                   "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"],
                  "ASan+UBSan"),
 }
-# program: extra link flags (contract counts pthread_spin_lock() calls)
-LDFLAGS = {"contract": ["-Wl,--wrap=pthread_spin_lock"]}
+# program: extra link flags (contract counts pthread_spin_lock() calls
+# and fakes the page size)
+LDFLAGS = {"contract": ["-Wl,--wrap=pthread_spin_lock", "-Wl,--wrap=sysconf"]}
 
 
 def run(cmd, **kw):
@@ -111,9 +113,9 @@ def build(out, commit, top, prog):
     os.makedirs(bld, exist_ok=True)
     for old in glob.glob(os.path.join(bld, "*.o")):
         os.unlink(old)
-    for src in (os.path.join(userspace, "verbs.c"),
-                os.path.join(userspace, "vrnic.c"),
-                os.path.join(HERE, "stub.c"), os.path.join(HERE, prog + ".c")):
+    provider = sorted(glob.glob(os.path.join(userspace, "*.c")))
+    for src in provider + [os.path.join(HERE, "stub.c"),
+                           os.path.join(HERE, prog + ".c")]:
         obj = os.path.join(bld, os.path.basename(src)[:-2] + ".o")
         # Ours warning-free; an old provider may warn.
         werror = ["-Werror"] if src.startswith(HERE) else []
@@ -123,8 +125,10 @@ def build(out, commit, top, prog):
         if p.returncode:
             return False, "compiling %s failed" % os.path.relpath(src, TOP)
         objs.append(obj)
+    # rdma-core's util (bitmap_find_first_bit() and the like), as the
+    # provider links it inside rdma-core.
     p = run([CC] + san + ["-o", os.path.join(bld, prog)] + objs +
-            LDFLAGS.get(prog, []) + ["-lpthread"])
+            LDFLAGS.get(prog, []) + [RDMA_UTIL, "-lpthread"])
     if p.returncode:
         print(p.stdout.strip())
         return False, "linking %s failed" % prog
