@@ -530,6 +530,8 @@ int vrnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 	vrnic_spin_lock(&cq->lock);
 	cq->arm_sn++;
+	/* The device reads dbrec->ci at the arm (spec, "Doorbells"). */
+	udma_to_device_barrier();
 	mmio_write32_le((uint8_t *)ctx->db_page + VRNIC_DB_CQ_ARM,
 			htole32(cq->cqn | cmd << VRNIC_CQ_ARM_CMD_SHIFT |
 				(uint32_t)(cq->arm_sn & 0xf)
