@@ -9,7 +9,8 @@
 # QEMU code is changed; the +ds tarball has no prebuilt blobs, so one
 # line of pc-bios/meson.build skips the edk2 images, dtc (from
 # scripts/host-deps.sh) compiles the few device trees the build wants,
-# and configure installs its own bundled meson 1.9.
+# and configure installs its own bundled meson 1.9.  No debug info: it is
+# the tool, not the thing debugged here, and -g costs make check minutes.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 ver=10.2.2
@@ -43,6 +44,7 @@ conf_args=(
 	--without-default-features
 	--disable-install-blobs
 	--disable-docs
+	--disable-debug-info
 	--disable-werror
 	--python=/usr/bin/python3
 )

@@ -277,7 +277,7 @@ REPLAY = {"VRNIC_FUZZ_KNOWN_BUGS": "1"}
 
 def cmd_check():
     stage = Stage("fuzz")
-    seconds = int(os.environ.get("FUZZ_CHECK_SECONDS", "60"))
+    seconds = int(os.environ.get("FUZZ_CHECK_SECONDS", "30"))
     bdir = build("asan")
     if not bdir:
         stage.record("build", "fail", "cmake/ninja of tests/fuzz failed")
