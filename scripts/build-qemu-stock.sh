@@ -13,6 +13,7 @@
 # the tool, not the thing debugged here, and -g costs make check minutes.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/lib.sh"
 ver=10.2.2
 sha256=be05230fe47a6937cd29f28f562932c8125f9c93c2a82c625198f7a4aa601dfb
 dl=$top/build/dl
@@ -31,13 +32,13 @@ if [ ! -e "$src/.unpacked" ]; then
 	rm -rf "$src" "$src+ds"
 	tar -C "$top/build/src" -xJf "$tarball"
 	[ -d "$src+ds" ] && mv "$src+ds" "$src"
-	# The one edit: Debian's +ds tarball strips the edk2 firmware images
-	# that pc-bios/meson.build would unpack (the same edit as
-	# build-qemu.sh's; the firmware comes from the seabios package).
-	sed -i 's|^if unpack_edk2_blobs|if false # vrnic: the +ds tarball has no edk2 blobs|' \
-		"$src/pc-bios/meson.build"
 	touch "$src/.unpacked"
 fi
+# The one edit: Debian's +ds tarball strips the edk2 firmware images that
+# pc-bios/meson.build would unpack (the same edit as build-qemu.sh's; the
+# firmware comes from the seabios package).
+patch_once "$src/pc-bios/meson.build" "if false # vrnic: no edk2 blobs" \
+	"s|^if unpack_edk2_blobs|if false # vrnic: no edk2 blobs|"
 
 conf_args=(
 	--target-list=x86_64-softmmu
@@ -48,14 +49,4 @@ conf_args=(
 	--disable-werror
 	--python=/usr/bin/python3
 )
-stamp=$bld/.configured.$(echo "${conf_args[*]}" | sha1sum | cut -c1-12)
-if [ ! -e "$stamp" ]; then
-	rm -rf "$bld"
-	mkdir -p "$bld"
-	(cd "$bld" && "$src/configure" "${conf_args[@]}") > "$top/build/qemu-stock-configure.log" 2>&1 || {
-		tail -30 "$top/build/qemu-stock-configure.log" >&2
-		exit 1
-	}
-	touch "$stamp"
-fi
-ninja -C "$bld" qemu-system-x86_64 | tail -n 1
+qemu_build "$src" "$bld" "$top/build/qemu-stock-configure.log" "${conf_args[@]}" | tail -n 1

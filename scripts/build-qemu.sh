@@ -39,14 +39,4 @@ conf_args=(
 	--disable-werror
 	--python=/usr/bin/python3
 )
-stamp=$qbld/.configured.$(echo "${conf_args[*]}" | sha1sum | cut -c1-12)
-if [ ! -e "$stamp" ]; then
-	rm -rf "$qbld"
-	mkdir -p "$qbld"
-	(cd "$qbld" && "$qsrc/configure" "${conf_args[@]}") > "$top/build/qemu-configure.log" 2>&1 || {
-		tail -30 "$top/build/qemu-configure.log" >&2
-		exit 1
-	}
-	touch "$stamp"
-fi
-ninja -C "$qbld" qemu-system-x86_64
+qemu_build "$qsrc" "$qbld" "$top/build/qemu-configure.log" "${conf_args[@]}"

@@ -16,3 +16,22 @@ patch_once() {
 	grep -q -- "$2" "$1" || sed -i "$3" "$1"
 	grep -q -- "$2" "$1" || { echo "patch_once: cannot patch $1" >&2; exit 1; }
 }
+
+# qemu_build SRC BLD LOG CONFIGURE-ARGS...: configure QEMU's tree SRC into
+# BLD (only when the arguments changed: the stamp is named by their hash;
+# the configure output goes to LOG), then build qemu-system-x86_64.
+qemu_build() {
+	local src=$1 bld=$2 log=$3 stamp
+	shift 3
+	stamp=$bld/.configured.$(echo "$*" | sha1sum | cut -c1-12)
+	if [ ! -e "$stamp" ]; then
+		rm -rf "$bld"
+		mkdir -p "$bld"
+		(cd "$bld" && "$src/configure" "$@") > "$log" 2>&1 || {
+			tail -30 "$log" >&2
+			exit 1
+		}
+		touch "$stamp"
+	fi
+	ninja -C "$bld" qemu-system-x86_64
+}
