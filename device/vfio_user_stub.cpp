@@ -23,6 +23,7 @@
 #include <cstring>
 
 #include "vfio_user.hpp"
+#include "vrnic_function.hpp"
 #include "vrnic_hw.h"
 
 namespace {
@@ -88,18 +89,7 @@ int main(int argc, char **argv)
 	}
 	close(lfd);
 	unlink(argv[1]);
-	vfu::Function fn;
-	fn.vendor = VRNIC_PCI_VENDOR_ID;
-	fn.device = kStubDeviceId;
-	fn.subsys_vendor = VRNIC_PCI_VENDOR_ID;
-	fn.subsys = kStubDeviceId;
-	fn.revision = 1;
-	fn.class_code = 0xff0000;
-	fn.bar_size[VRNIC_REG_BAR] = VRNIC_REG_BAR_SIZE;
-	fn.bar_size[VRNIC_DB_BAR] = uint64_t(VRNIC_DB_PAGE_SIZE) * VRNIC_NUM_DB_PAGES;
-	fn.bar_size[VRNIC_MSIX_BAR] = 4096;
-	fn.msix_bar = VRNIC_MSIX_BAR;
-	fn.msix_vectors = VRNIC_NUM_MSIX;
+	const vfu::Function fn = vfu::vrnic_function(kStubDeviceId, 0xff0000);
 	Stub stub;
 	vfu::Server srv(cfd, fn, stub);
 	stub.srv_ = &srv;

@@ -42,6 +42,7 @@
 
 #include "sandbox.hpp"
 #include "vfio_user.hpp"
+#include "vrnic_function.hpp"
 #include "vrnic_engine.h"
 #include "vrnic_hw.h"
 
@@ -457,18 +458,8 @@ bool Device::setup()
 		say(std::string("accept: ") + std::strerror(errno));
 		return false;
 	}
-	vfu::Function fn;
-	fn.vendor = VRNIC_PCI_VENDOR_ID;
-	fn.device = VRNIC_PCI_DEVICE_ID;
-	fn.subsys_vendor = VRNIC_PCI_VENDOR_ID;
-	fn.subsys = VRNIC_PCI_DEVICE_ID;
-	fn.revision = VRNIC_PCI_REVISION;
-	fn.class_code = uint32_t(VRNIC_PCI_CLASS) << 8;
-	fn.bar_size[VRNIC_REG_BAR] = VRNIC_REG_BAR_SIZE;
-	fn.bar_size[VRNIC_DB_BAR] = uint64_t(VRNIC_DB_PAGE_SIZE) * VRNIC_NUM_DB_PAGES;
-	fn.bar_size[VRNIC_MSIX_BAR] = 4096;
-	fn.msix_bar = VRNIC_MSIX_BAR;
-	fn.msix_vectors = VRNIC_NUM_MSIX;
+	const vfu::Function fn = vfu::vrnic_function(VRNIC_PCI_DEVICE_ID,
+						     uint32_t(VRNIC_PCI_CLASS) << 8);
 	srv_ = new vfu::Server(vfu_fd_, fn, *this);
 	set_epoll(vfu_fd_, EPOLLIN);
 	if (opt_.fault_syscall)
