@@ -96,12 +96,15 @@ def port_events(stage, a):
             stage.record(name, "fail", "test did not start listening")
             return
         time.sleep(0.5)
+    before = a.run("rdma link show vrnic0/1; cat /sys/class/net/"
+                   "$(vrnic-netdev)/carrier")[1]
     a.qmp("set_link", name="wire", up=False)
     deadline = time.time() + 60
     while "DOWN" not in a.run("rdma link show vrnic0/1")[1]:
         if time.time() > deadline:
             break
         time.sleep(0.5)
+    went_down = time.time() <= deadline
     a.qmp("set_link", name="wire", up=True)
     rc, _ = a.run("for i in $(seq 240); do [ -e /tmp/pe.rc ] && exit 0; "
                   "sleep 0.5; done; exit 1", timeout=150)
@@ -109,6 +112,14 @@ def port_events(stage, a):
     for line in out.rstrip().splitlines():
         print("  | " + line)
     status = int(a.run("cat /tmp/pe.rc")[1].strip() or 1) if rc == 0 else 1
+    if status:
+        # What the port looked like, whether set_link reached it, and
+        # what the drivers logged (the link changes, any reset).
+        print("  | port before set_link: %s" % " ".join(before.split()))
+        print("  | the port %s DOWN after set_link down" %
+              ("went" if went_down else "did not go"))
+        for line in a.run("dmesg | tail -25")[1].rstrip().splitlines():
+            print("  | " + line)
     stage.tap(name, out, status)
     netdev_port_events(stage, a)
 
@@ -168,6 +179,10 @@ def netdev_port_events(stage, a):
                  "pass" if rc == 0 else "fail", out)
 
 
+_ERROR_LINE = re.compile(r"error|fail|status|couldn't|unable|timeout",
+                         re.IGNORECASE)
+
+
 def pair(stage, name, srv, cli, server_cmd, client_cmd, expect, timeout=120):
     """Run server_cmd on srv (in the background) and client_cmd on cli;
     pass when both exit 0 and the client's output contains `expect` (the
@@ -216,7 +231,14 @@ def pair(stage, name, srv, cli, server_cmd, client_cmd, expect, timeout=120):
             "perftest's clock calibration failed" if perftest_exit1 else
             "server retry exceeded after the client finished")
     if not ok:
-        for line in out.splitlines()[-25:]:
+        lines = out.splitlines()
+        # perftest writes its error (stderr, unbuffered) before the
+        # header lines its buffered stdout flushes at exit: show every
+        # line that reports one, not only the tail.
+        early = [ln for ln in lines[:-25] if _ERROR_LINE.search(ln)]
+        for line in early[-10:]:
+            print("  | " + line)
+        for line in lines[-25:]:
             print("  | " + line)
         print("  | -- server --")
         for line in srv_out.splitlines()[-12:]:
@@ -1082,6 +1104,9 @@ def interop_loss(stage, a, r):
 def main():
     stage = Stage("guest")
     t0 = time.time()
+    if sys.argv[1:] == ["interop"]:  # only the rxe interop group
+        interop_tests(stage)
+        return 1 if stage.failed else 0
     if sys.argv[1:] == ["ports"]:   # only the port event tests
         try:
             a, b = vmlib.boot_pair()
