@@ -131,6 +131,25 @@ void vrnic_pf_sync_events(struct vrnic_pf *pf, unsigned int eqn)
 }
 EXPORT_SYMBOL_NS_GPL(vrnic_pf_sync_events, VRNIC);
 
+/**
+ * vrnic_pf_eq_affinity - the CPUs the interrupt of one EQ is spread to
+ * @pf: the function
+ * @eqn: 1..num_ceqs, a completion EQ
+ *
+ * For ib_device_ops.get_vector_affinity: the RDMA driver maps its
+ * completion vectors to EQs, the function owns the vectors.
+ *
+ * Return: the mask, or NULL if @eqn is not a completion EQ.
+ */
+const struct cpumask *vrnic_pf_eq_affinity(struct vrnic_pf *pf,
+					   unsigned int eqn)
+{
+	if (eqn < 1 || eqn > pf->num_ceqs)
+		return NULL;
+	return pci_irq_get_affinity(pf->pdev, eqn);
+}
+EXPORT_SYMBOL_NS_GPL(vrnic_pf_eq_affinity, VRNIC);
+
 void vrnic_rdma_async_event(struct vrnic_pf *pf, u8 type, u32 id)
 {
 	struct vrnic_rdma_client *client;

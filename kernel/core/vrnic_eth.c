@@ -854,7 +854,10 @@ static void vrnic_get_ethtool_stats(struct net_device *ndev,
 	const __le64 *v = (const __le64 *)&st;
 	unsigned int i, p;
 
-	/* The device-wide counters; the RoCE ones are rdma statistic's. */
+	/*
+	 * The function-wide counters; the RoCE ones are rdma statistic's
+	 * (dev_roce_rx_frames is in both, the port's count of RoCE frames).
+	 */
 	BUILD_BUG_ON(offsetof(struct vrnic_stats, sent_pkts) !=
 		     sizeof(u64) * ARRAY_SIZE(vrnic_stat_names));
 	if (vrnic_pf_admin_query(priv->pf, VRNIC_ADMIN_QUERY_STATS, &st,

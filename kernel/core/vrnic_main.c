@@ -456,6 +456,7 @@ err:
 
 static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
+	struct irq_affinity affd = { .pre_vectors = 1 };
 	struct vrnic_pf *pf;
 	u32 version;
 	int nvec;
@@ -537,12 +538,17 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_iomap;
 	}
 
-	/* Vector n serves EQ n: never more than VRNIC_MAX_EQS of them. */
-	nvec = pci_alloc_irq_vectors(pdev, 2,
-				     min3(vrnic_rd(pf, VRNIC_REG_NUM_MSIX),
-					  num_online_cpus() + 1U,
-					  (u32)VRNIC_MAX_EQS),
-				     PCI_IRQ_MSIX);
+	/*
+	 * Vector n serves EQ n: never more than VRNIC_MAX_EQS of them.  The
+	 * completion vectors are spread over the CPUs, as erdma and mlx5
+	 * spread theirs; vector 0, the async EQ's, is left out of the spread.
+	 */
+	nvec = pci_alloc_irq_vectors_affinity(pdev, 2,
+					      min3(vrnic_rd(pf, VRNIC_REG_NUM_MSIX),
+						   num_online_cpus() + 1U,
+						   (u32)VRNIC_MAX_EQS),
+					      PCI_IRQ_MSIX | PCI_IRQ_AFFINITY,
+					      &affd);
 	if (nvec < 0) {
 		ret = nvec;
 		goto err_iomap;

@@ -76,6 +76,12 @@ static int vrnic_query_device(struct ib_device *ibdev,
 	attr->max_mcast_grp = VRNIC_MAX_MCAST_ATTACH;
 	attr->max_mcast_qp_attach = VRNIC_MAX_MCAST_ATTACH;
 	attr->max_total_mcast_qp_attach = VRNIC_MAX_MCAST_ATTACH;
+	/*
+	 * 4.096 us << 15, about 134 ms, as rxe reports
+	 * (RXE_LOCAL_CA_ACK_DELAY): the responder runs in a guest whose
+	 * vCPU a TCG host stalls for tens of milliseconds.  ib_cm adds it
+	 * to the ACK timeout of the connections it sets up (cm_ack_timeout()).
+	 */
 	attr->local_ca_ack_delay = 15;
 	return 0;
 }
@@ -134,6 +140,26 @@ static int vrnic_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
 		return -EINVAL;
 	*pkey = 0xffff;
 	return 0;
+}
+
+/* Completion vector v is served by EQ 1 + v (vrnic_create_cq()). */
+static const struct cpumask *vrnic_get_vector_affinity(struct ib_device *ibdev,
+						       int comp_vector)
+{
+	struct vrnic_dev *vdev = to_vdev(ibdev);
+
+	if (comp_vector < 0 || comp_vector >= ibdev->num_comp_vectors)
+		return NULL;
+	return vrnic_pf_eq_affinity(vdev->pf, 1 + comp_vector);
+}
+
+/* sysfs fw_ver: the device's firmware version, as QUERY_DEVICE gave it. */
+static void vrnic_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	struct vrnic_dev *vdev = to_vdev(ibdev);
+
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%llu",
+		 le64_to_cpu(vdev->attr.fw_version));
 }
 
 void vrnic_ib_port_event(struct vrnic_dev *vdev, bool up)
@@ -461,12 +487,19 @@ static int vrnic_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
 
 /* ------------------------------------------------- hardware counters --- */
 
+/*
+ * The RoCE counters of QUERY_STATS: roce_rx_frames (the RoCE frames the
+ * port took in, which a peer's sent_pkts is checked against), then
+ * sent_pkts to the end of struct vrnic_stats.  The function's and the
+ * Ethernet counters before them (eth_*, db_violations, eq_overflows,
+ * dma_errors, admin_cmds) are ethtool -S's (vrnic_eth.c), not repeated
+ * here.
+ */
+#define VRNIC_ROCE_STATS_FIRST \
+	(offsetof(struct vrnic_stats, sent_pkts) / sizeof(__le64))
+
 static const struct rdma_stat_desc vrnic_hw_stat_descs[] = {
-	{ .name = "eth_tx_frames" }, { .name = "eth_tx_bytes" },
-	{ .name = "eth_rx_frames" }, { .name = "eth_rx_bytes" },
-	{ .name = "eth_rx_drops" }, { .name = "roce_rx_frames" },
-	{ .name = "db_violations" }, { .name = "eq_overflows" },
-	{ .name = "dma_errors" }, { .name = "admin_cmds" },
+	{ .name = "roce_rx_frames" },
 	{ .name = "sent_pkts" }, { .name = "rcvd_pkts" },
 	{ .name = "sent_bytes" }, { .name = "rcvd_bytes" },
 	{ .name = "icrc_errors" }, { .name = "malformed_pkts" },
@@ -488,8 +521,8 @@ static const struct rdma_stat_desc vrnic_hw_stat_descs[] = {
 static struct rdma_hw_stats *vrnic_alloc_hw_port_stats(struct ib_device *ibdev,
 						       u32 port)
 {
-	BUILD_BUG_ON(ARRAY_SIZE(vrnic_hw_stat_descs) * sizeof(u64) !=
-		     sizeof(struct vrnic_stats));
+	BUILD_BUG_ON((VRNIC_ROCE_STATS_FIRST + ARRAY_SIZE(vrnic_hw_stat_descs) -
+		      1) * sizeof(u64) != sizeof(struct vrnic_stats));
 	return rdma_alloc_hw_stats_struct(vrnic_hw_stat_descs,
 					  ARRAY_SIZE(vrnic_hw_stat_descs),
 					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
@@ -507,8 +540,9 @@ static int vrnic_get_hw_stats(struct ib_device *ibdev,
 				sizeof(st));
 	if (ret)
 		return ret;
-	for (i = 0; i < ARRAY_SIZE(vrnic_hw_stat_descs); i++)
-		stats->value[i] = le64_to_cpu(v[i]);
+	stats->value[0] = le64_to_cpu(st.roce_rx_frames);
+	for (i = 1; i < ARRAY_SIZE(vrnic_hw_stat_descs); i++)
+		stats->value[i] = le64_to_cpu(v[VRNIC_ROCE_STATS_FIRST + i - 1]);
 	return ARRAY_SIZE(vrnic_hw_stat_descs);
 }
 
@@ -547,9 +581,11 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	.destroy_srq = vrnic_destroy_srq,
 	.detach_mcast = vrnic_detach_mcast,
 	.disassociate_ucontext = vrnic_disassociate_ucontext,
+	.get_dev_fw_str = vrnic_get_dev_fw_str,
 	.get_dma_mr = vrnic_get_dma_mr,
 	.get_hw_stats = vrnic_get_hw_stats,
 	.get_link_layer = vrnic_get_link_layer,
+	.get_vector_affinity = vrnic_get_vector_affinity,
 	.get_port_immutable = vrnic_get_port_immutable,
 	.map_mr_sg = vrnic_map_mr_sg,
 	.mmap = vrnic_mmap,

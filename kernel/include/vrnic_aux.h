@@ -75,6 +75,8 @@ int vrnic_pf_register_rdma(struct vrnic_pf *pf,
 			   struct vrnic_rdma_client *client);
 void vrnic_pf_unregister_rdma(struct vrnic_pf *pf);
 void vrnic_pf_sync_events(struct vrnic_pf *pf, unsigned int eqn);
+const struct cpumask *vrnic_pf_eq_affinity(struct vrnic_pf *pf,
+					   unsigned int eqn);
 int vrnic_pf_admin_exec(struct vrnic_pf *pf, struct vrnic_admin_cmd *cmd,
 			u32 *result);
 int vrnic_pf_admin_query(struct vrnic_pf *pf, u8 opcode, void *out,

@@ -171,15 +171,28 @@ static void test_verbs_context(void)
 	ibv_free_device_list(list);
 }
 
+/*
+ * RoCE counters in rdma statistic, the function's in ethtool -S, each in
+ * one place (review 2, S6: rdma statistic repeated ethtool's).
+ */
 static void test_hw_counters(void)
 {
-	char *out = NULL;
+	char *out = NULL, *eth = NULL;
 	int rc = vt_run(&out, 1, "rdma statistic show link vrnic0/1 2>&1");
+	int erc = vt_run(&eth, 1, "ethtool -S $(vrnic-netdev) 2>&1");
 
-	ksft_test_result(rc == 0 && strstr(out, "admin_cmds") &&
-			 strstr(out, "db_violations"),
-			 "rdma statistic shows the device counters\n");
+	ksft_test_result(rc == 0 && strstr(out, "sent_pkts") &&
+			 strstr(out, "ack_timeouts") &&
+			 strstr(out, "roce_rx_frames") &&
+			 !strstr(out, "admin_cmds") &&
+			 !strstr(out, "db_violations") &&
+			 !strstr(out, "eth_tx_frames"),
+			 "rdma statistic shows the RoCE counters, not the function's\n");
+	ksft_test_result(erc == 0 && strstr(eth, "dev_admin_cmds") &&
+			 strstr(eth, "dev_db_violations"),
+			 "ethtool -S shows the function's counters\n");
 	free(out);
+	free(eth);
 }
 
 int main(int argc, char **argv)
@@ -187,7 +200,7 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		ksft_exit_fail_msg("usage: %s <vrnic ipv4 address>\n", argv[0]);
 	ksft_print_header();
-	ksft_set_plan(9);
+	ksft_set_plan(10);
 	test_ethtool_self_test();
 	test_pci_identity();
 	test_rdma_link();

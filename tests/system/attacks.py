@@ -246,9 +246,17 @@ def rss_mib(vm):
 
 
 def counters(vm):
+    """The RoCE counters (rdma statistic) and the function's (ethtool -S,
+    without its "dev_" prefix: db_violations, eth_rx_drops, ...)."""
     rc, out = vm.run("rdma statistic show link vrnic0/1")
     w = out.split()
-    return {k: int(v) for k, v in zip(w, w[1:]) if v.isdigit()}
+    c = {k: int(v) for k, v in zip(w, w[1:]) if v.isdigit()}
+    rc, out = vm.run("ethtool -S $(vrnic-netdev)")
+    for line in out.splitlines():
+        k, _, v = line.strip().partition(":")
+        if k.startswith("dev_") and v.strip().isdigit():
+            c.setdefault(k[4:], int(v))
+    return c
 
 
 def res_summary(vm):

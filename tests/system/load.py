@@ -312,6 +312,26 @@ def mtu_flood(stage, a, b):
     print("  mtu flood: %.0f s" % (time.time() - t0), flush=True)
 
 
+def attributes(stage, a):
+    """Review 2, S4 and S11, on a two-vCPU guest: the completion vectors
+    are spread over the vCPUs (pci_alloc_irq_vectors_affinity(), the
+    async EQ's vector left out), and sysfs fw_ver is the firmware
+    version devlink reports (before: empty, no .get_dev_fw_str)."""
+    out = a.run("for n in $(awk -F: '/vrnic-ceq/ {print $1}' "
+                "/proc/interrupts); do cat /proc/irq/$n/smp_affinity_list; "
+                "done", timeout=30)[1].split()
+    stage.record("a: completion vectors spread over the 2 vCPUs",
+                 "pass" if sorted(out) == ["0", "1"] else "fail",
+                 "CEQ vectors' CPUs: %s" % out)
+    fw = a.run("cat /sys/class/infiniband/vrnic0/fw_ver; devlink dev info "
+               "pci/$(basename $(readlink /sys/class/infiniband/vrnic0/"
+               "device)) | awk '$1 == \"fw\" {print $2}'", timeout=30)[1]
+    fw = fw.split()
+    stage.record("a: sysfs fw_ver is devlink's firmware version",
+                 "pass" if len(fw) == 2 and fw[0] == fw[1] else "fail",
+                 "sysfs and devlink: %s" % fw)
+
+
 def run(stage, a=None, b=None, groups=("storm", "load", "mtu")):
     """The whole group (or the named parts of it); boots (and kills) its
     own two-vCPU pair unless given one."""
@@ -326,6 +346,7 @@ def run(stage, a=None, b=None, groups=("storm", "load", "mtu")):
         print("booted (2 vCPUs each) in %.1f s" % (time.time() - t0),
               flush=True)
     try:
+        attributes(stage, a)
         if "storm" in groups:
             storm(stage, a)
         if "load" in groups:
