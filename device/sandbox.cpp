@@ -26,6 +26,11 @@ bool sandbox_enter(bool connects, std::string &why)
 	}
 	// The loop (epoll, timerfd, the sockets), DMA_MAP (fstat, fcntl
 	// for the seals, mmap, munmap), memory for the engine, and exit.
+	// accept4: the wire's listening socket (--wire-listen) and the
+	// control channel's (--control), both made before the filter, take
+	// their clients later.  recvmsg also takes capture-start's fd
+	// (SCM_RIGHTS), which writev then writes the capture to: the device
+	// never opens a file itself.
 	static const int plain[] = {
 		SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(readv), SCMP_SYS(writev),
 		SCMP_SYS(close), SCMP_SYS(recvmsg), SCMP_SYS(sendmsg),

@@ -14,17 +14,26 @@
 //   vrnic-device --socket PATH --mac MAC
 //                (--wire-listen PATH | --wire-connect PATH)
 //                [--host-mem-budget BYTES] [--speed-mbps N]
-//                [--no-sandbox] [--x-fault-syscall]
+//                [--control PATH] [--no-sandbox] [--x-fault-syscall]
 // It serves one QEMU until that QEMU goes away, then exits 0.  Once QEMU
 // has connected it enters its sandbox (sandbox.hpp) unless --no-sandbox;
 // --x-fault-syscall (test only) makes it call open(2), which the sandbox
 // forbids, when it gets SIGUSR1.
+//
+// --control PATH: a UNIX stream socket taking QMP-shaped JSON lines
+// (control.hpp), for what QEMU's monitor does to the in-QEMU device:
+// set_link, the test-only x-fault-* properties (qom-set, qom-get, as in
+// qemu-device/vrnic.c), and a packet capture of the wire into a file
+// whose fd comes with capture-start (SCM_RIGHTS: the sandbox opens no
+// file).  Documentation/vfio-user.rst, "The control channel".
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -40,6 +49,7 @@
 #include <utility>
 #include <vector>
 
+#include "control.hpp"
 #include "sandbox.hpp"
 #include "vfio_user.hpp"
 #include "vrnic_function.hpp"
@@ -53,6 +63,13 @@ constexpr size_t kWireOutHigh = size_t{256} * 1024;	// then send_frame says "ful
 constexpr uint64_t kReconnectNs = 100'000'000;
 constexpr unsigned int kPollsPerTurn = 64;	// then the sockets get a look
 constexpr unsigned int kReadsPerTurn = 4;	// of up to 64 KiB from the wire
+constexpr unsigned int kCtlLinesPerTurn = 8;	// control requests per turn
+constexpr size_t kCtlOutMax = size_t{64} * 1024;	// a client that does not read
+constexpr unsigned int kCtlMaxFds = 4;	// per request; more are closed
+constexpr uint32_t kFaultAdminNever = UINT32_MAX;
+constexpr uint8_t kFaultCmdFlag = 0x80;	// the engine answers BAD_PARAM
+constexpr uint32_t kPcapSnaplen = 65535;
+constexpr uint64_t kCaptureMax = uint64_t{1} << 30;	// then the capture stops
 
 volatile sig_atomic_t usr1_seen = 0;
 
@@ -115,7 +132,7 @@ bool parse_u64(const std::string &s, uint64_t &out)
 }
 
 struct Options {
-	std::string socket, wire_path, mac = "52:54:00:12:34:56";
+	std::string socket, wire_path, control, mac = "52:54:00:12:34:56";
 	bool wire_listen = false;
 	bool sandbox = true;
 	bool fault_syscall = false;
@@ -149,6 +166,28 @@ private:
 	void timer_fire();
 	void arm_reconnect();
 	void do_work();
+	bool more_work() const { return work_ || rx_ready_ || ctl_more_; }
+	// The control channel (--control).
+	void ctl_accept();
+	void ctl_read();
+	void ctl_lines();
+	void ctl_flush();
+	void ctl_close();
+	void ctl_epoll();
+	std::string ctl_exec(const ctl::Request &r, std::vector<int> &fds);
+	std::string ctl_qom_get(const std::string &prop) const;
+	std::string ctl_qom_set(const std::string &prop, const ctl::Value &v);
+	std::string ctl_capture_start(std::vector<int> &fds);
+	void ctl_apply();
+	// The capture (capture-start): every frame sent and received.
+	void capture(const void *frame, size_t len) noexcept;
+	void capture_stop(const char *why) noexcept;
+	// Fault injection (test only), as qemu-device/vrnic.c.
+	void fault_hold_admin(uint32_t val);
+	void fault_arm_timer(uint32_t ms);
+	void fault_clear();
+	void fault_cmd(uint64_t addr, void *buf, size_t len) noexcept;
+	void aq_regs_update();
 
 	Options opt_;
 	vrnic_engine *eng_ = nullptr;
@@ -164,6 +203,26 @@ private:
 	bool holding_ = false;
 	std::deque<uint8_t> wout_;
 	uint64_t guest_errors_ = 0, dma_refused_ = 0, irqs_lost_ = 0;
+	// The control channel: one client at a time (a new one replaces it).
+	int ctl_listen_fd_ = -1, ctl_fd_ = -1;
+	std::string ctl_in_, ctl_out_;
+	std::vector<int> ctl_fds_;	// came with the bytes in ctl_in_
+	bool ctl_more_ = false;		// whole lines wait in ctl_in_
+	// set_link: the cable (frames stop at once), and the engine's view,
+	// which the loop updates (ctl_apply), never a callback.
+	bool link_up_ = true, link_pending_ = false;
+	bool internal_pending_ = false;	// x-fault-internal was set
+	int capture_fd_ = -1;
+	uint64_t capture_bytes_ = 0;
+	// x-fault-admin: 0, a delay in ms, or kFaultAdminNever.
+	uint32_t fault_admin_ = 0;
+	bool aq_db_held_ = false, fault_timer_armed_ = false, fault_release_ = false;
+	uint32_t aq_db_val_ = 0;
+	int fault_timer_fd_ = -1;
+	// x-fault-destroy, x-fault-create-ring: refuse the next N.
+	uint32_t fault_destroy_ = 0, fault_create_ring_ = 0;
+	uint64_t aq_base_ = 0;		// the AQ as the engine last took it
+	uint32_t aq_log_depth_ = 0;
 };
 
 const vrnic_platform_ops Device::kOps = {
@@ -173,6 +232,8 @@ const vrnic_platform_ops Device::kOps = {
 			d.dma_refused_++;
 			return -1;
 		}
+		if (d.fault_destroy_ || d.fault_create_ring_)
+			d.fault_cmd(addr, buf, len);
 		return 0;
 	},
 	.dma_write = [](void *p, uint64_t addr, const void *buf, size_t len) -> int {
@@ -185,8 +246,9 @@ const vrnic_platform_ops Device::kOps = {
 	},
 	.send_frame = [](void *p, const void *frame, size_t len) -> int {
 		Device &d = of(p);
-		if (d.wire_fd_ < 0 || len > kMaxFrame)
+		if (d.wire_fd_ < 0 || len > kMaxFrame || !d.link_up_)
 			return 0;	// no wire: the frame is lost, as on a cut cable
+		d.capture(frame, len);
 		const uint32_t be = htonl(uint32_t(len));
 		const auto *b = reinterpret_cast<const uint8_t *>(&be);
 		d.wout_.insert(d.wout_.end(), b, b + 4);
@@ -229,7 +291,10 @@ Device::~Device()
 	delete srv_;
 	if (eng_)
 		vrnic_engine_free(eng_);
-	for (const int fd : {ep_, vfu_fd_, timer_fd_, retry_fd_, wire_listen_fd_, wire_fd_})
+	ctl_close();
+	capture_stop(nullptr);
+	for (const int fd : {ep_, vfu_fd_, timer_fd_, retry_fd_, wire_listen_fd_, wire_fd_,
+			     ctl_listen_fd_, fault_timer_fd_})
 		if (fd >= 0)
 			close(fd);
 }
@@ -238,7 +303,12 @@ Device::~Device()
 // buffers (a held frame, frames not yet sent).
 void Device::reset()
 {
+	// A pending x-fault-internal does not outlive the reset, nor does a
+	// held admin doorbell; a link change still applies (it did change).
+	internal_pending_ = false;
+	fault_clear();
 	vrnic_engine_reset(eng_);
+	aq_regs_update();
 	holding_ = false;
 	held_.clear();
 	wout_.clear();
@@ -257,10 +327,111 @@ uint64_t Device::bar_read(unsigned int bar, uint64_t off, unsigned int size)
 
 void Device::bar_write(unsigned int bar, uint64_t off, uint64_t v, unsigned int size)
 {
-	if (bar == VRNIC_REG_BAR)
-		vrnic_engine_reg_write(eng_, off, v, size);
-	else if (bar == VRNIC_DB_BAR)
+	if (bar == VRNIC_DB_BAR) {
 		vrnic_engine_db_write(eng_, off, v, size);
+		return;
+	}
+	if (bar != VRNIC_REG_BAR)
+		return;
+	if (off == VRNIC_REG_AQ_DB && fault_admin_ && size == 4) {
+		fault_hold_admin(uint32_t(v));
+		return;
+	}
+	if (off == VRNIC_REG_CTRL && size == 4 && (v & VRNIC_CTRL_RESET))
+		fault_clear();
+	vrnic_engine_reg_write(eng_, off, v, size);
+	switch (off) {
+	case VRNIC_REG_CTRL:
+	case VRNIC_REG_AQ_BASE_LO:
+	case VRNIC_REG_AQ_BASE_HI:
+	case VRNIC_REG_AQ_LOG_DEPTH:
+		aq_regs_update();
+		break;
+	default:
+		break;
+	}
+}
+
+// ------------------------------------------------ fault injection ---
+// The test-only hooks of qemu-device/vrnic.c, with the same names and
+// values (spec: "Fault injection").
+//
+// x-fault-admin holds back the admin queue doorbell, so the engine sees
+// the commands late (a delay in ms) or never (UINT32_MAX).  The doorbell
+// is a producer index: the last value held stands for every command rung
+// since.  A device reset (REG_CTRL or DEVICE_RESET) drops it.
+void Device::fault_hold_admin(uint32_t val)
+{
+	aq_db_held_ = true;
+	aq_db_val_ = val;
+	if (fault_admin_ != kFaultAdminNever && !fault_timer_armed_)
+		fault_arm_timer(fault_admin_);
+}
+
+void Device::fault_arm_timer(uint32_t ms)
+{
+	itimerspec its{};
+	// 0 would disarm the timerfd; ms is never 0 here, but be safe.
+	const uint64_t ns = ms ? uint64_t(ms) * 1'000'000u : 1;
+	its.it_value.tv_sec = time_t(ns / 1'000'000'000u);
+	its.it_value.tv_nsec = long(ns % 1'000'000'000u);
+	timerfd_settime(fault_timer_fd_, 0, &its, nullptr);
+	fault_timer_armed_ = true;
+}
+
+void Device::fault_clear()
+{
+	itimerspec its{};
+	timerfd_settime(fault_timer_fd_, 0, &its, nullptr);
+	fault_timer_armed_ = false;
+	fault_release_ = false;
+	aq_db_held_ = false;
+}
+
+// x-fault-destroy = N: the next N DESTROY_EQ, _ETH_RING, _MR, _CQ, _QP or
+// _SRQ admin commands the engine fetches are refused: a reserved flag
+// bit is set in the engine's copy of the command (never in guest
+// memory), so the engine answers BAD_PARAM and keeps the object.  Not
+// reset by a device reset: it counts commands.  x-fault-create-ring = N
+// does the same to the next N CREATE_ETH_RING.  Called from the engine's
+// DMA read: it only looks at the copy, and uses the AQ registers as the
+// engine last took them (aq_regs_update), since the engine may not be
+// called from its own callback.
+void Device::fault_cmd(uint64_t addr, void *buf, size_t len) noexcept
+{
+	auto *cmd = static_cast<uint8_t *>(buf);	// opcode, flags, ...
+	const uint64_t off = addr - aq_base_;
+	if (len != sizeof(vrnic_admin_cmd) || addr < aq_base_ || aq_log_depth_ > 16 ||
+	    off >= uint64_t{sizeof(vrnic_admin_cmd)} << aq_log_depth_ ||
+	    off % sizeof(vrnic_admin_cmd))
+		return;
+	switch (cmd[0]) {
+	case VRNIC_ADMIN_DESTROY_EQ:
+	case VRNIC_ADMIN_DESTROY_ETH_RING:
+	case VRNIC_ADMIN_DESTROY_MR:
+	case VRNIC_ADMIN_DESTROY_CQ:
+	case VRNIC_ADMIN_DESTROY_QP:
+	case VRNIC_ADMIN_DESTROY_SRQ:
+		if (!fault_destroy_)
+			return;
+		fault_destroy_--;
+		break;
+	case VRNIC_ADMIN_CREATE_ETH_RING:
+		if (!fault_create_ring_)
+			return;
+		fault_create_ring_--;
+		break;
+	default:
+		return;
+	}
+	cmd[1] |= kFaultCmdFlag;
+}
+
+void Device::aq_regs_update()
+{
+	aq_base_ = vrnic_engine_reg_read(eng_, VRNIC_REG_AQ_BASE_LO, 4) |
+		   vrnic_engine_reg_read(eng_, VRNIC_REG_AQ_BASE_HI, 4) << 32;
+	aq_log_depth_ = uint32_t(vrnic_engine_reg_read(eng_, VRNIC_REG_AQ_LOG_DEPTH, 4));
 }
 
 void Device::set_epoll(int fd, uint32_t events)
@@ -326,6 +497,9 @@ void Device::wire_read()
 				break;
 			const uint8_t *f = win_.data() + pos + 4;
 			pos += 4 + len;
+			if (!link_up_)
+				continue;	// set_link down: the cable is cut
+			capture(f, len);
 			if (!vrnic_engine_can_receive(eng_) ||
 			    vrnic_engine_receive(eng_, f, len) == 0) {
 				held_.assign(f, f + len);
@@ -411,6 +585,323 @@ void Device::do_work()
 	wire_flush();
 }
 
+// -------------------------------------------------- control channel ---
+// One client at a time, served from the loop like every other socket:
+// bytes are read when epoll says so, whole lines are executed a few per
+// turn (ctl_more_ keeps the loop turning for the rest), replies wait in
+// a bounded buffer.  A request only changes the device's own state; what
+// must reach the engine (the link, x-fault-internal, a released admin
+// doorbell) is applied by ctl_apply() from the loop.
+
+void Device::ctl_epoll()
+{
+	if (ctl_fd_ < 0)
+		return;
+	const bool room = ctl_in_.size() <= ctl::kMaxLine;
+	set_epoll(ctl_fd_, (room ? uint32_t(EPOLLIN) : 0u) |
+			   (ctl_out_.empty() ? 0u : uint32_t(EPOLLOUT)));
+}
+
+void Device::ctl_close()
+{
+	if (ctl_fd_ >= 0) {
+		epoll_ctl(ep_, EPOLL_CTL_DEL, ctl_fd_, nullptr);
+		close(ctl_fd_);
+	}
+	ctl_fd_ = -1;
+	for (const int fd : ctl_fds_)
+		close(fd);
+	ctl_fds_.clear();
+	ctl_in_.clear();
+	ctl_out_.clear();
+	ctl_more_ = false;
+}
+
+void Device::ctl_accept()
+{
+	const int fd = accept4(ctl_listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return;
+	ctl_close();	// the newest client wins: the harness connects per call
+	ctl_fd_ = fd;
+	ctl_epoll();
+}
+
+void Device::ctl_read()
+{
+	char buf[ctl::kMaxLine + 1];
+	const size_t room = ctl::kMaxLine + 1 - std::min(ctl_in_.size(), ctl::kMaxLine);
+	iovec iov{buf, room};
+	alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kCtlMaxFds)];
+	msghdr mh{};
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf;
+	mh.msg_controllen = sizeof(cbuf);
+	const ssize_t n = recvmsg(ctl_fd_, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+		return;
+	// Take every fd that came, even with an error, so none leaks.
+	for (cmsghdr *c = CMSG_FIRSTHDR(&mh); n >= 0 && c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < count; i++) {
+			int fd = -1;
+			std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (ctl_fds_.size() < kCtlMaxFds)
+				ctl_fds_.push_back(fd);
+			else
+				close(fd);
+		}
+	}
+	if (n <= 0) {
+		ctl_close();
+		return;
+	}
+	ctl_in_.append(buf, size_t(n));
+	ctl_lines();
+}
+
+void Device::ctl_lines()
+{
+	ctl_more_ = false;
+	for (unsigned int i = 0; ctl_fd_ >= 0; i++) {
+		const size_t nl = ctl_in_.find('\n');
+		if (nl == std::string::npos) {
+			if (ctl_in_.size() > ctl::kMaxLine) {
+				// No way to find the next request: answer and hang up.
+				ctl_out_ += ctl::reply_error("request longer than " +
+							     std::to_string(ctl::kMaxLine) +
+							     " bytes");
+				ctl_flush();
+				ctl_close();
+				return;
+			}
+			break;
+		}
+		if (i == kCtlLinesPerTurn) {
+			ctl_more_ = true;
+			break;
+		}
+		std::string line = ctl_in_.substr(0, nl);
+		ctl_in_.erase(0, nl + 1);
+		if (!line.empty() && line.back() == '\r')
+			line.pop_back();
+		if (line.find_first_not_of(" \t") == std::string::npos)
+			continue;
+		// The fds that came so far belong to this request; what it does
+		// not take is closed.
+		std::vector<int> fds;
+		fds.swap(ctl_fds_);
+		std::string err;
+		const auto req = ctl::parse(line, err);
+		ctl_out_ += req ? ctl_exec(*req, fds) : ctl::reply_error("bad request: " + err);
+		for (const int fd : fds)
+			close(fd);
+	}
+	ctl_flush();
+}
+
+void Device::ctl_flush()
+{
+	while (ctl_fd_ >= 0 && !ctl_out_.empty()) {
+		const ssize_t w = send(ctl_fd_, ctl_out_.data(), ctl_out_.size(),
+				       MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (w <= 0) {
+			ctl_close();
+			return;
+		}
+		ctl_out_.erase(0, size_t(w));
+	}
+	if (ctl_out_.size() > kCtlOutMax) {
+		say("control: the client does not read its replies; hanging up");
+		ctl_close();
+		return;
+	}
+	ctl_epoll();
+}
+
+std::string Device::ctl_exec(const ctl::Request &r, std::vector<int> &fds)
+{
+	using K = ctl::Value::Kind;
+	if (r.execute == "qmp_capabilities")
+		return ctl::reply_ok();
+	if (r.execute == "set_link") {
+		const ctl::Value *name = r.arg("name"), *up = r.arg("up");
+		if (name && (name->kind != K::String || name->s != "wire"))
+			return ctl::reply_error("the device's only link is 'wire'");
+		if (!up || up->kind != K::Bool)
+			return ctl::reply_error("Parameter 'up' is missing or not a boolean");
+		if (up->b != link_up_) {
+			link_up_ = up->b;
+			link_pending_ = true;
+		}
+		return ctl::reply_ok();
+	}
+	if (r.execute == "qom-get" || r.execute == "qom-set") {
+		// "path" is QEMU's way to name the device; there is only one.
+		const ctl::Value *prop = r.arg("property");
+		if (!prop || prop->kind != K::String)
+			return ctl::reply_error("Parameter 'property' is missing or not a string");
+		if (r.execute == "qom-get")
+			return ctl_qom_get(prop->s);
+		const ctl::Value *v = r.arg("value");
+		if (!v)
+			return ctl::reply_error("Parameter 'value' is missing");
+		return ctl_qom_set(prop->s, *v);
+	}
+	if (r.execute == "capture-start")
+		return ctl_capture_start(fds);
+	if (r.execute == "capture-stop") {
+		if (capture_fd_ < 0)
+			return ctl::reply_error("no capture is running");
+		capture_stop(nullptr);
+		return ctl::reply_ok();
+	}
+	return ctl::reply_error("The command " + r.execute + " has not been found",
+				"CommandNotFound");
+}
+
+std::string Device::ctl_qom_get(const std::string &prop) const
+{
+	if (prop == "x-fault-admin")
+		return ctl::reply_ok(std::to_string(fault_admin_));
+	if (prop == "x-fault-destroy")
+		return ctl::reply_ok(std::to_string(fault_destroy_));
+	if (prop == "x-fault-create-ring")
+		return ctl::reply_ok(std::to_string(fault_create_ring_));
+	if (prop == "x-fault-internal")
+		return ctl::reply_ok("false");	// as QEMU's: reading gives false
+	return ctl::reply_error("Property 'vrnic." + prop + "' not found");
+}
+
+std::string Device::ctl_qom_set(const std::string &prop, const ctl::Value &v)
+{
+	using K = ctl::Value::Kind;
+	if (prop == "x-fault-internal") {
+		if (v.kind != K::Bool)
+			return ctl::reply_error("Parameter 'value' expects a boolean");
+		internal_pending_ = internal_pending_ || v.b;
+		return ctl::reply_ok();
+	}
+	if (v.kind != K::Int || v.i < 0 || v.i > int64_t{UINT32_MAX})
+		return ctl::reply_error("Parameter 'value' expects uint32");
+	const auto n = uint32_t(v.i);
+	if (prop == "x-fault-destroy") {
+		fault_destroy_ = n;
+	} else if (prop == "x-fault-create-ring") {
+		fault_create_ring_ = n;
+	} else if (prop == "x-fault-admin") {
+		// 0 lets a held doorbell through now; a new delay counts from now.
+		fault_admin_ = n;
+		if (aq_db_held_) {
+			itimerspec its{};
+			timerfd_settime(fault_timer_fd_, 0, &its, nullptr);
+			fault_timer_armed_ = false;
+			if (!n)
+				fault_release_ = true;
+			else if (n != kFaultAdminNever)
+				fault_arm_timer(n);
+		}
+	} else {
+		return ctl::reply_error("Property 'vrnic." + prop + "' not found");
+	}
+	return ctl::reply_ok();
+}
+
+// capture-start takes one fd, open for writing on a regular file or a
+// pipe (the sandbox may not open files; the client does).
+std::string Device::ctl_capture_start(std::vector<int> &fds)
+{
+	if (fds.size() != 1)
+		return ctl::reply_error("capture-start needs exactly one fd (SCM_RIGHTS), got " +
+					std::to_string(fds.size()));
+	if (capture_fd_ >= 0)
+		return ctl::reply_error("a capture is already running");
+	const int fd = fds[0];
+	struct stat st{};
+	if (fstat(fd, &st) || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode)))
+		return ctl::reply_error("the capture fd is not a file or a pipe");
+	// A pipe nobody drains must not stop the device: it stops the capture.
+	const int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || (fl & O_ACCMODE) == O_RDONLY)
+		return ctl::reply_error("the capture fd is not open for writing");
+	// The pcap file header: LINKTYPE_ETHERNET, microseconds.
+	struct {
+		uint32_t magic = 0xa1b2c3d4;
+		uint16_t major = 2, minor = 4;
+		int32_t thiszone = 0;
+		uint32_t sigfigs = 0, snaplen = kPcapSnaplen, network = 1;
+	} const hdr;
+	if (write(fd, &hdr, sizeof(hdr)) != ssize_t(sizeof(hdr)))
+		return ctl::reply_error(std::string("cannot write the pcap header: ") +
+					std::strerror(errno));
+	fds.clear();
+	capture_fd_ = fd;
+	capture_bytes_ = sizeof(hdr);
+	return ctl::reply_ok();
+}
+
+// Called from the engine's send_frame and from wire_read: no allocation,
+// no exception, never the engine.
+void Device::capture(const void *frame, size_t len) noexcept
+{
+	if (capture_fd_ < 0)
+		return;
+	timespec ts{};
+	clock_gettime(CLOCK_REALTIME, &ts);
+	const uint32_t incl = uint32_t(std::min<size_t>(len, kPcapSnaplen));
+	const uint32_t rec[4] = {uint32_t(ts.tv_sec), uint32_t(ts.tv_nsec / 1000), incl,
+				 uint32_t(len)};
+	iovec iov[2] = {{const_cast<uint32_t *>(rec), sizeof(rec)},
+			{const_cast<void *>(frame), incl}};
+	const auto want = ssize_t(sizeof(rec) + incl);
+	ssize_t w = 0;
+	do {
+		w = writev(capture_fd_, iov, 2);
+	} while (w < 0 && errno == EINTR);
+	// A short write would leave a torn record: stop there.
+	if (w != want)
+		capture_stop(w < 0 ? "a write failed" : "a short write");
+	else if ((capture_bytes_ += uint64_t(w)) > kCaptureMax)
+		capture_stop("it reached 1 GiB");
+}
+
+void Device::capture_stop(const char *why) noexcept
+{
+	if (capture_fd_ < 0)
+		return;
+	if (why)
+		(void)std::fprintf(stderr, "vrnic-device: capture stopped: %s\n", why);
+	close(capture_fd_);
+	capture_fd_ = -1;
+}
+
+// What the control channel asked of the engine, from the loop.
+void Device::ctl_apply()
+{
+	if (link_pending_) {
+		link_pending_ = false;
+		vrnic_engine_set_link(eng_, link_up_);
+	}
+	if (internal_pending_) {
+		internal_pending_ = false;
+		vrnic_engine_inject_internal_error(eng_);
+	}
+	if (fault_release_) {
+		fault_release_ = false;
+		if (aq_db_held_) {
+			aq_db_held_ = false;
+			vrnic_engine_reg_write(eng_, VRNIC_REG_AQ_DB, aq_db_val_, 4);
+		}
+	}
+}
+
 bool Device::setup()
 {
 	vrnic_engine_config cfg{};
@@ -426,12 +917,26 @@ bool Device::setup()
 	ep_ = epoll_create1(EPOLL_CLOEXEC);
 	timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	retry_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (!eng_ || ep_ < 0 || timer_fd_ < 0 || retry_fd_ < 0) {
+	fault_timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (!eng_ || ep_ < 0 || timer_fd_ < 0 || retry_fd_ < 0 || fault_timer_fd_ < 0) {
 		say(std::string("set-up failed: ") + std::strerror(errno));
 		return false;
 	}
 	set_epoll(timer_fd_, EPOLLIN);
 	set_epoll(retry_fd_, EPOLLIN);
+	set_epoll(fault_timer_fd_, EPOLLIN);
+	aq_regs_update();
+	// The control socket before QEMU's, so that it exists once the
+	// vfio-user socket does (the harness waits for that one).  Clients
+	// are taken from the loop only, after QEMU has connected.
+	if (!opt_.control.empty()) {
+		ctl_listen_fd_ = unix_socket(opt_.control, true);
+		if (ctl_listen_fd_ < 0) {
+			say("cannot listen on " + opt_.control);
+			return false;
+		}
+		set_epoll(ctl_listen_fd_, EPOLLIN);
+	}
 	if (opt_.wire_listen) {
 		wire_listen_fd_ = unix_socket(opt_.wire_path, true);
 		if (wire_listen_fd_ < 0) {
@@ -480,7 +985,7 @@ int Device::run()
 		return 1;
 	for (;;) {
 		epoll_event evs[8];
-		const int n = epoll_wait(ep_, evs, 8, work_ || rx_ready_ ? 0 : -1);
+		const int n = epoll_wait(ep_, evs, 8, more_work() ? 0 : -1);
 		if (usr1_seen) {
 			usr1_seen = 0;
 			say("--x-fault-syscall: calling open(2)");
@@ -525,8 +1030,26 @@ int Device::run()
 					wire_read();
 				if (wire_fd_ >= 0 && (evs[i].events & EPOLLOUT))
 					wire_flush();
+			} else if (fd == fault_timer_fd_) {
+				uint64_t x;
+				if (read(fault_timer_fd_, &x, sizeof(x)) == ssize_t(sizeof(x)) &&
+				    fault_timer_armed_) {
+					fault_timer_armed_ = false;
+					fault_release_ = true;
+				}
+			} else if (fd == ctl_listen_fd_) {
+				ctl_accept();
+			} else if (fd == ctl_fd_) {
+				// A request, or the client going away.
+				if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+					ctl_read();
+				if (ctl_fd_ >= 0 && (evs[i].events & EPOLLOUT))
+					ctl_flush();
 			}
 		}
+		if (ctl_more_)
+			ctl_lines();
+		ctl_apply();
 		do_work();
 		if (!srv_->flush()) {
 			say("QEMU: " + srv_->why() + "; exiting");
@@ -540,7 +1063,7 @@ void usage()
 {
 	say("usage: vrnic-device --socket PATH --mac MAC "
 	    "(--wire-listen PATH | --wire-connect PATH) "
-	    "[--host-mem-budget BYTES] [--speed-mbps N] [--no-sandbox]");
+	    "[--host-mem-budget BYTES] [--speed-mbps N] [--control PATH] [--no-sandbox]");
 }
 
 } // namespace
@@ -558,6 +1081,8 @@ int main(int argc, char **argv)
 		const std::string v = flag ? "" : argv[++i];
 		if (a == "--socket")
 			o.socket = v;
+		else if (a == "--control")
+			o.control = v;
 		else if (a == "--mac")
 			o.mac = v;
 		else if (a == "--wire-listen" || a == "--wire-connect") {

@@ -9,7 +9,10 @@ Each VM gets:
     console.log, with an interactive root shell on it;
   - a command agent on a virtio serial port (agent.sock), see
     tests/guest/rootfs/usr/local/sbin/vrnic-agent;
-  - a QMP socket (qmp.sock) for link up/down and other monitor commands.
+  - a QMP socket (qmp.sock) for link up/down and other monitor commands;
+    with the vfio-user device, VM.qmp() sends what concerns the vrnic
+    (set_link of "wire", its x-fault-* properties, a filter-dump capture
+    of "wire") to vrnic-device's control socket (control.sock) instead.
 
 Every QEMU process started here is killed by PID when the harness exits,
 and every wait is bounded.
@@ -55,6 +58,10 @@ NETDEV = os.environ.get("VRNIC_NETDEV", "stream")
 DEVICE = os.environ.get("VRNIC_DEVICE", "qemu")
 STOCK_QEMU = os.path.join(BUILD, "qemu-stock", "qemu-system-x86_64")
 VRNIC_DEVICE = os.path.join(BUILD, "device", "vrnic-device")
+# In the vfio-user mode, the QOM path VM.qmp() answers for the vrnic in
+# qom-list of /machine/peripheral-anon, and takes in qom-get/qom-set: the
+# properties live in vrnic-device (its control channel), not in QEMU.
+VRNIC_DEVICE_QOM = "/machine/peripheral-anon/vrnic-device"
 
 _live = []
 
@@ -98,6 +105,7 @@ class VM:
         self.nics = {}
         self.proc = None
         self.devproc = None     # vrnic-device, in the vfio-user mode
+        self.dev_captures = set()   # filter-dump ids vrnic-device runs
         self.agent = None
         self._buf = b""
         self._seq = 0
@@ -176,7 +184,8 @@ class VM:
             cmd += ["-netdev", "dgram,id=wire,local.type=unix,local.path=%s,"
                     "remote.type=unix,remote.path=%s"
                     % (self.wire_sock(), self.path("nowhere.sock"))]
-        if self.capture:
+        if self.capture and not self.vfio_user():
+            # (vrnic-device captures on its own wire: start().)
             cmd += ["-object", "filter-dump,id=dump,netdev=wire,file=%s"
                     % self.capture]
         if self.nic == "virtio":
@@ -202,10 +211,10 @@ class VM:
         return cmd
 
     def vfio_user(self):
-        """Does this VM's vrnic run as vrnic-device?  (Not on the fabric,
-        not with a capture: those attach to QEMU's netdev.)"""
+        """Does this VM's vrnic run as vrnic-device?  (Not on the fabric:
+        that attaches to QEMU's netdevs.)"""
         return (DEVICE == "vfio-user" and self.nic == "vrnic" and
-                not self.fabric_nics and not self.capture)
+                not self.fabric_nics)
 
     def start_device(self):
         """vrnic-device on this VM's wire, as QEMU's stream netdev would
@@ -222,7 +231,8 @@ class VM:
             # --x-fault-syscall: SIGUSR1 makes it break its sandbox
             # (tests/system/vfio_user.py), as QEMU's x-fault-* hooks.
             [VRNIC_DEVICE, "--socket", sock, "--mac", self.mac,
-             "--x-fault-syscall"] + wire,
+             "--x-fault-syscall", "--control", self.path("control.sock")]
+            + wire,
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         deadline = time.time() + 10
@@ -235,7 +245,8 @@ class VM:
     def start(self):
         os.makedirs(self.dir, exist_ok=True)
         for leaf in ("console.sock", "agent.sock", "qmp.sock", "wire.sock",
-                     "wire2.sock", "console.log", "vrnic.sock"):
+                     "wire2.sock", "console.log", "vrnic.sock",
+                     "control.sock"):
             try:
                 os.unlink(self.path(leaf))
             except FileNotFoundError:
@@ -249,6 +260,12 @@ class VM:
         with open(self.path("qemu.pid"), "w") as f:
             f.write("%d\n" % self.proc.pid)
         _live.append(self)
+        if self.capture and self.vfio_user():
+            # vrnic-device serves its control socket once QEMU has
+            # connected, which QEMU does as it starts.
+            self.qmp("object-add", **{"qom-type": "filter-dump",
+                                      "id": "dump", "netdev": "wire",
+                                      "file": self.capture})
 
     def _connect(self, leaf, deadline):
         while True:
@@ -315,7 +332,87 @@ class VM:
                                                          rc, out))
         return out
 
+    def device_ctl(self, execute, arguments=None, fds=(), timeout=30):
+        """One request on vrnic-device's control socket (a QMP-shaped
+        JSON line, Documentation/vfio-user.rst), fds passed with it."""
+        if self.devproc is None or self.devproc.poll() is not None:
+            raise VMError("%s: vrnic-device is not running" % self.name)
+        line = json.dumps({"execute": execute,
+                           "arguments": arguments or {}}) + "\n"
+        deadline = time.time() + timeout
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.settimeout(timeout)
+            s.connect(self.path("control.sock"))
+            if fds:
+                socket.send_fds(s, [line.encode()], list(fds))
+            else:
+                s.sendall(line.encode())
+            buf = b""
+            while b"\n" not in buf:
+                s.settimeout(max(deadline - time.time(), 0.01))
+                chunk = s.recv(65536)
+                if not chunk:
+                    raise VMError("%s: vrnic-device closed its control "
+                                  "socket" % self.name)
+                buf += chunk
+        except OSError as e:    # socket.timeout too
+            raise VMError("%s: vrnic-device control %s: %s"
+                          % (self.name, execute, e))
+        finally:
+            s.close()
+        reply = json.loads(buf.split(b"\n", 1)[0])
+        if "error" in reply:
+            raise VMError("vrnic-device %s: %s" % (execute, reply["error"]))
+        return reply["return"]
+
+    def _route(self, execute, arguments):
+        """With vrnic-device, what QEMU's QMP would do to the in-QEMU
+        vrnic: (handled, result)."""
+        a = arguments
+        if execute == "set_link" and a.get("name") == "wire":
+            return True, self.device_ctl("set_link", {"name": "wire",
+                                                      "up": a.get("up")})
+        if execute in ("qom-get", "qom-set") and \
+                a.get("path") == VRNIC_DEVICE_QOM:
+            args = {k: v for k, v in a.items() if k != "path"}
+            return True, self.device_ctl(execute, args)
+        if execute == "object-add" and a.get("qom-type") == "filter-dump" \
+                and a.get("netdev") == "wire":
+            with open(a["file"], "wb") as f:
+                res = self.device_ctl("capture-start", fds=[f.fileno()])
+            self.dev_captures.add(a.get("id"))
+            return True, res
+        if execute == "object-del" and a.get("id") in self.dev_captures:
+            self.dev_captures.discard(a.get("id"))
+            return True, self.device_ctl("capture-stop")
+        return False, None
+
+    def vrnic_qom_path(self):
+        """The QOM path of this VM's vrnic (it has no id), for qom-get
+        and qom-set through qmp(), in either mode."""
+        if self.devproc is not None:
+            return VRNIC_DEVICE_QOM
+        for p in self.qmp("qom-list", path="/machine/peripheral-anon"):
+            if p["type"] == "child<vrnic>":
+                return "/machine/peripheral-anon/" + p["name"]
+        raise VMError("%s: no vrnic in /machine/peripheral-anon" % self.name)
+
     def qmp(self, execute, **arguments):
+        if self.devproc is not None:
+            handled, result = self._route(execute, arguments)
+            if handled:
+                return result
+        result = self._qmp(execute, arguments)
+        if self.devproc is not None and execute == "qom-list" and \
+                arguments.get("path") == "/machine/peripheral-anon":
+            # The vrnic's properties are vrnic-device's: show it where
+            # the in-QEMU vrnic would be.
+            result = result + [{"name": VRNIC_DEVICE_QOM.rsplit("/", 1)[1],
+                                "type": "child<vrnic>"}]
+        return result
+
+    def _qmp(self, execute, arguments):
         s = self._connect("qmp.sock", time.time() + 10)
         f = s.makefile("rw")
         try:

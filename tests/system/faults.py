@@ -63,11 +63,9 @@ def shipped(script):
 
 
 def vrnic_path(vm):
-    """The QOM path of the VM's vrnic (it has no id)."""
-    for p in vm.qmp("qom-list", path="/machine/peripheral-anon"):
-        if p["type"] == "child<vrnic>":
-            return "/machine/peripheral-anon/" + p["name"]
-    raise vmlib.VMError("%s: no vrnic in /machine/peripheral-anon" % vm.name)
+    """The QOM path of the VM's vrnic: QEMU's, or with VRNIC_DEVICE=vfio-user
+    the one VM.qmp() sends to vrnic-device's control channel."""
+    return vm.vrnic_qom_path()
 
 
 # The devlink handle of the guest's vrnic function(s).

@@ -3,7 +3,13 @@
 (build/qemu-stock) with -device vfio-user-pci, each vrnic running as
 build/device/vrnic-device (VRNIC_DEVICE=vfio-user, scripts/vm.py).
 
-  ping       the netdev over vrnic-device's own wire;
+  ping       the netdev over vrnic-device's own wire, captured by
+             vrnic-device (capture-start on its control channel, the pcap
+             file's fd passed to it) with a short ib_write_bw, and the
+             capture judged by pcap_check.py (tshark, every ICRC);
+  link       set_link of the wire through the control channel: the guest
+             gets IBV_EVENT_PORT_ERR and the port goes DOWN, then
+             PORT_ACTIVE and ACTIVE;
   rdma       ib_write_bw, and ibv_rc_pingpong in event mode: the CQ-arm
              race a posted arm doorbell opens (spec, "Doorbells"), which
              hung it before the device read the consumer index at the arm;
@@ -28,6 +34,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import vm as vmlib  # noqa: E402
 from results import Stage  # noqa: E402
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import guest_tests as gt  # noqa: E402
+
 BAD = (r"Oops|BUG:|WARNING:|KASAN|Call Trace|refcount_t|list_del corruption|"
        r"blocked for more than|NETDEV WATCHDOG")
 
@@ -37,9 +47,61 @@ def check(stage, name, ok, detail=""):
     return ok
 
 
-def run(stage, a, b):
+def capture(stage, a, b):
+    """ping and a short ib_write_bw captured by a's vrnic-device, through
+    VM.qmp()'s filter-dump as guest_tests.py does it."""
+    path = os.path.join(vmlib.VM_DIR, "vfio-user.pcap")
+    a.qmp("object-add", **{"qom-type": "filter-dump", "id": "cap",
+                           "netdev": "wire", "file": path})
+    try:
+        rc, out = a.run("ping -c 3 -W 5 %s" % b.ip, timeout=60)
+        check(stage, "ping a->b through vrnic-device", rc == 0, out[-400:])
+        bw = "ib_write_bw -d vrnic0 -x 1 -n 20 -s 4096 -m 1024"
+        b.run("timeout 60 %s >/tmp/bw.log 2>&1 &" % bw)
+        time.sleep(2)
+        rc, out = a.run("timeout 60 %s %s" % (bw, b.ip), timeout=90)
+        check(stage, "ib_write_bw 4 KiB a->b, captured", rc == 0,
+              out[-600:])
+        b.run("pkill ib_write_bw")
+    finally:
+        a.qmp("object-del", id="cap")
+    import pcap_check  # noqa: E402
+    macs = {bytes.fromhex(vm.mac.replace(":", "")): vm.name for vm in (a, b)}
+    icmp = {"a": 0, "b": 0}
+    for fr, _ in pcap_check.frames(path):
+        # IPv4 ICMP echo request (8) or reply (0) from a or b
+        if len(fr) > 34 and fr[12:14] == b"\x08\x00" and fr[23] == 1 and \
+                fr[34] in (0, 8) and fr[6:12] in macs:
+            icmp[macs[fr[6:12]]] += 1
+    check(stage, "capture: the pings both ways", min(icmp.values()) >= 3,
+          "ICMP echo frames by sender %s" % icmp)
+    res = subprocess.run([sys.executable, os.path.join(HERE, "pcap_check.py"),
+                          path], capture_output=True, text=True, timeout=120)
+    for line in (res.stdout + res.stderr).splitlines():
+        print("  | " + line)
+    stage.tap("capture", res.stdout, res.returncode)
+
+
+def link(stage, a, b):
+    """set_link of the wire, to vrnic-device's control channel."""
+    got = gt.port_event_after(
+        a, lambda: a.qmp("set_link", name="wire", up=False), 30)
+    check(stage, "link down (control channel): PORT_ERR, port DOWN",
+          got == "PORT_ERR DOWN", got)
+    got = gt.port_event_after(
+        a, lambda: a.qmp("set_link", name="wire", up=True), 30)
+    check(stage, "link up (control channel): PORT_ACTIVE, port ACTIVE",
+          got == "PORT_ACTIVE ACTIVE", got)
     rc, out = a.run("ping -c 3 -W 5 %s" % b.ip, timeout=60)
-    check(stage, "ping a->b through vrnic-device", rc == 0, out[-400:])
+    check(stage, "ping a->b after the link came back", rc == 0, out[-400:])
+
+
+def run(stage, a, b):
+    t0 = time.time()
+    capture(stage, a, b)
+    link(stage, a, b)
+    print("capture and link through the control channel: %.0f s"
+          % (time.time() - t0), flush=True)
 
     b.run("ib_write_bw -d vrnic0 -x 1 -s 65536 -n 300 >/tmp/bw.log 2>&1 &")
     time.sleep(2)
