@@ -82,7 +82,7 @@ fuzz: deps
 patches: deps
 	@$(PY) scripts/patches.py
 
-bench: all
+bench: all device qemu-stock
 	@$(PY) scripts/bench.py
 
 fabric: deps

@@ -21,6 +21,14 @@ built/parsed per second and ICRC GB/s.
 Middleware (issue 16, tests/system/middleware.py BenchSection): UCX
 tag_bw/tag_lat and MPI_Allreduce over vrnic, rxe and TCP (UCX's tcp
 transport; Open MPI's ob1/btl tcp), in the same runs.
+
+Device modes (issue 27): BENCH_MODES (default "qemu vfio-user") lists
+where the vrnic runs: in the patched QEMU, and as vrnic-device under
+unmodified QEMU.  Each mode has a pair of VMs of its own; all pairs boot
+first, and every round runs the modes in turn, so each runs beside the
+same idle VMs and host drift hits all alike.  The first mode gives the
+main tables; "Device modes" sets the perftest figures of both side by
+side, each with its own VMs' rxe.
 """
 
 import json
@@ -44,6 +52,10 @@ REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
 SECS = int(os.environ.get("BENCH_SECONDS", "4"))
 MTU = 9000
 MIB = 1 << 20
+# Where the vrnic runs (issue 27, scripts/vm.py DEVICE): each mode on a
+# pair of VMs of its own, the first (the default) with the middleware.
+MODES = os.environ.get("BENCH_MODES", "qemu vfio-user").split()
+MODE_NAMES = {"qemu": "in-QEMU", "vfio-user": "vfio-user"}
 # The host ceiling of the wires' transport, for a 4096-byte RoCE frame.
 LIMIT = "Unix%s/4154" % ("Stream" if vmlib.NETDEV == "stream" else "Dgram")
 
@@ -212,6 +224,57 @@ class Bench:
     def median(self, metric, system, table=None):
         v = (table or self.samples).get((metric, system))
         return statistics.median(v) if v else None
+
+
+def modes_report(benches):
+    """Issue 27: the vrnic in QEMU against vrnic-device (vfio-user), each
+    on VMs of its own, one after the other in this run.  rxe and TCP ran
+    on each mode's VMs too, so vrnic/rxe per mode shows how much of a
+    difference is the host drifting between the two halves."""
+    modes = [m for m in MODES if benches.get(m)]
+    if len(modes) < 2:
+        missing = [m for m in MODES if not benches.get(m)]
+        return "\n".join(["", "## Device modes", "",
+                          "Only %s ran%s." % (", ".join(modes) or "nothing",
+                                              "; %s did not boot" %
+                                              ", ".join(missing)
+                                              if missing else ""), ""])
+    m0, m1 = modes[0], modes[1]
+    n0, n1 = MODE_NAMES.get(m0, m0), MODE_NAMES.get(m1, m1)
+    b0, b1 = benches[m0], benches[m1]
+    lines = ["", "## Device modes: %s and %s (issue 27)" % (n0, n1), "",
+             "The same perftest runs on two pairs of VMs, booted together "
+             "and run in turn every round: the vrnic %s (patched QEMU %s) and %s "
+             "(build/device/vrnic-device under unmodified QEMU with "
+             "-device vfio-user-pci, memfd guest RAM).  rxe and TCP run on "
+             "each pair's virtio-net, so \"vrnic/rxe\" compares each mode "
+             "against its own VMs." % (n0, "10.0.2", n1), "",
+             "| test | %s | %s | %s/%s | vrnic/rxe %s | vrnic/rxe %s | "
+             "CPU s/GiB %s | CPU s/GiB %s |" % (n0, n1, n1, n0, n0, n1,
+                                                n0, n1),
+             "|---|---|---|---|---|---|---|---|"]
+    for tool, size, qps in BW_RUNS:
+        m = "%s %s%s" % (tool, fmt_size(size),
+                         " %d QPs" % qps if qps > 1 else "")
+        v0, v1 = b0.median(m, "vrnic"), b1.median(m, "vrnic")
+        r0, r1 = b0.median(m, "rxe"), b1.median(m, "rxe")
+        lines.append("| %s (MiB/s) | %s | %s | %s | %s | %s | %s | %s |" % (
+            m, fr(v0), fr(v1), fr(ratio(v1, v0), 2), fr(ratio(v0, r0), 2),
+            fr(ratio(v1, r1), 2), fr(b0.median(m, "vrnic", b0.cpu), 2),
+            fr(b1.median(m, "vrnic", b1.cpu), 2)))
+    for tool in LAT_RUNS:
+        for kind in ("median", "p99"):
+            m = "%s 2 B %s (us)" % (tool, kind)
+            v0, v1 = b0.median(m, "vrnic"), b1.median(m, "vrnic")
+            r0, r1 = b0.median(m, "rxe"), b1.median(m, "rxe")
+            lines.append("| %s | %s | %s | %s | %s | %s | | |" % (
+                m, fr(v0, 2), fr(v1, 2), fr(ratio(v1, v0), 2),
+                fr(ratio(v0, r0), 3), fr(ratio(v1, r1), 3)))
+    t0, t1 = b0.median("iperf3 TCP", "tcp"), b1.median("iperf3 TCP", "tcp")
+    lines += ["", "iperf3 TCP on the virtio-net: %s MiB/s on the %s VMs, "
+              "%s MiB/s on the %s VMs (%s×)." % (fr(t0), n0, fr(t1), n1,
+                                                 fr(ratio(t1, t0), 2)), ""]
+    return "\n".join(lines)
 
 
 def fmt_size(n):
@@ -392,6 +455,41 @@ plot '%s' using 2:xtic(1) title 'vrnic', '' using 3 title 'rxe', \\
     subprocess.run(["gnuplot"], input=script, text=True, check=True)
 
 
+def boot_modes():
+    """A pair of VMs per mode, all booted before the first run, so that
+    every mode runs beside the same idle VMs of the others: {mode:
+    (a, b)} (a mode whose VMs did not boot is left out, and said so)."""
+    pairs = {}
+    for i, mode in enumerate(MODES):
+        vmlib.DEVICE = mode
+        log("== %s: booting VMs a and b (vrnic + virtio-net each)"
+            % MODE_NAMES.get(mode, mode))
+        names = ("a", "b") if i == 0 else ("%s-a" % mode, "%s-b" % mode)
+        try:
+            pairs[mode] = vmlib.boot_bench(names)
+            setup(*pairs[mode])
+        except vmlib.VMError as e:
+            log("  ! %s: the VMs did not come up: %s" % (mode, e))
+            for vm in pairs.pop(mode, ()):
+                vm.kill()
+    vmlib.DEVICE = MODES[0]
+    return pairs
+
+
+def run_round(bench, mw):
+    """One round of every perftest run, vrnic and rxe interleaved, then
+    TCP and (with mw) the middleware."""
+    for tool, size, qps in BW_RUNS:
+        for system in ("vrnic", "rxe"):
+            bench.bw(system, tool, size, qps)
+    for tool in LAT_RUNS:
+        for system in ("vrnic", "rxe"):
+            bench.lat(system, tool)
+    bench.tcp()
+    if mw:
+        mw.run(bench, log)
+
+
 def main():
     t0 = time.time()
     os.makedirs(OUT, exist_ok=True)
@@ -401,29 +499,34 @@ def main():
         log("  %-20s %8.2f GB/s %10.3f M/s" % (
             name, row["bytes_per_second"] / 1e9,
             row["items_per_second"] / 1e6))
-    log("== booting VMs a and b (vrnic + virtio-net each)")
-    a, b = vmlib.boot_bench()
+    # Each mode on a pair of VMs of its own (issue 27), all booted first;
+    # every round runs the modes one after the other, so that host drift
+    # hits them alike.  The middleware runs in the default mode only.
+    pairs = boot_modes()
+    if MODES[0] not in pairs:
+        for a, b in pairs.values():
+            a.kill()
+            b.kill()
+        sys.exit("bench: the %s VMs did not come up" % MODES[0])
+    benches = {m: Bench(*pairs[m]) if m in pairs else None for m in MODES}
     mw = None
     try:
-        setup(a, b)
-        bench = Bench(a, b)
-        mw = middleware.BenchSection(a, b)
+        mw = middleware.BenchSection(*pairs[MODES[0]])
         mw.start()
         for rep in range(REPEAT):
-            log("== run %d/%d" % (rep + 1, REPEAT))
-            for tool, size, qps in BW_RUNS:
-                for system in ("vrnic", "rxe"):
-                    bench.bw(system, tool, size, qps)
-            for tool in LAT_RUNS:
-                for system in ("vrnic", "rxe"):
-                    bench.lat(system, tool)
-            bench.tcp()
-            mw.run(bench, log)
+            for mode in MODES:
+                if benches[mode] is None:
+                    continue
+                log("== run %d/%d, %s" % (rep + 1, REPEAT,
+                                          MODE_NAMES.get(mode, mode)))
+                run_round(benches[mode], mw if mode == MODES[0] else None)
     finally:
         if mw:
             mw.stop()
-        a.kill()
-        b.kill()
+        for a, b in pairs.values():
+            a.kill()
+            b.kill()
+    bench = benches[MODES[0]]
     # The fabric section (scripts/bench_fabric.py): its own VMs through
     # vrnic-fabric, against this run's direct-wire ib_write_bw 64 KiB.
     fab = None
@@ -431,6 +534,7 @@ def main():
         fab_md, fab = bench_fabric.section(
             bench.median("ib_write_bw 64 KiB", "vrnic"))
     text, met, total = report(bench, host, time.time() - t0)
+    text += modes_report(benches)
     if fab is not None:
         text += fab_md
     with open(os.path.join(OUT, "results.md"), "w") as f:
@@ -440,6 +544,11 @@ def main():
             "%s|%s" % k: v for k, v in bench.samples.items()},
             "cpu_s_per_gib": {"%s|%s" % k: v for k, v in bench.cpu.items()},
             "cpu_util": {"%s|%s" % k: v for k, v in bench.util.items()},
+            "modes": {m: None if b is None else {
+                "samples": {"%s|%s" % k: v for k, v in b.samples.items()},
+                "cpu_s_per_gib": {"%s|%s" % k: v
+                                  for k, v in b.cpu.items()}}
+                for m, b in benches.items()},
             "fabric": fab}, f, indent=1)
     plot(bench)
     print("\n" + text)

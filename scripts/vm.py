@@ -104,6 +104,9 @@ class VM:
         self.fabric_nics = []
         self.nics = {}
         self.proc = None
+        # Where this VM's vrnic runs: DEVICE when it was made (make bench
+        # boots a pair of each).
+        self.device = DEVICE
         self.devproc = None     # vrnic-device, in the vfio-user mode
         self.dev_captures = set()   # filter-dump ids vrnic-device runs
         self.agent = None
@@ -213,7 +216,7 @@ class VM:
     def vfio_user(self):
         """Does this VM's vrnic run as vrnic-device?  (Not on the fabric:
         that attaches to QEMU's netdevs.)"""
-        return (DEVICE == "vfio-user" and self.nic == "vrnic" and
+        return (self.device == "vfio-user" and self.nic == "vrnic" and
                 not self.fabric_nics)
 
     def start_device(self):
@@ -472,12 +475,13 @@ def boot_interop():
     return _boot(VM("a", 0), r)
 
 
-def boot_bench():
+def boot_bench(names=("a", "b")):
     """Boot VMs a and b for make bench: each has a vrnic and a virtio-net.
     Each NIC kind has its own point-to-point wire, both the same transport
     (NETDEV): a QEMU hub joining the four would drop the netdev's
-    backpressure (measured with dgram: ib_write_bw from ~40 to ~1.5 MB/s)."""
-    a, b = VM("a", 0), VM("b", 1)
+    backpressure (measured with dgram: ib_write_bw from ~40 to ~1.5 MB/s).
+    names: their VM directories (a second pair beside the first)."""
+    a, b = VM(names[0], 0), VM(names[1], 1)
     a.virtio2 = b.virtio2 = True
     return _boot(a, b)
 
