@@ -60,9 +60,12 @@ struct vrnic_dev {
 	struct vrnic_rdma_client client;	/* EQ events from the function */
 	bool port_events;	/* the ib_device may see port events */
 	/*
-	 * Port events come from the netdev (its notifier), the one source
-	 * query_port reads too: port_active is what was last reported,
-	 * under RTNL like the notifier.
+	 * Port events come from the netdev (its notifier), and port_active
+	 * is what was last reported, written under RTNL by the notifier.
+	 * query_port reports it too (vrnic_port_state()), so that the port
+	 * is DOWN exactly when PORT_ERR was raised: the notifier hears of a
+	 * carrier change only when linkwatch runs, up to a second later, and
+	 * a flap shorter than that raises nothing.
 	 */
 	struct notifier_block netdev_nb;
 	bool port_active;
@@ -291,6 +294,20 @@ static inline bool vrnic_port_active(struct net_device *ndev)
 static inline struct vrnic_dev *to_vdev(struct ib_device *ibdev)
 {
 	return container_of(ibdev, struct vrnic_dev, ibdev);
+}
+
+/*
+ * The port's state for query_port: what the last port event said (see
+ * port_active), DOWN once the function is dead, and the netdev's own
+ * state while no events are raised (in probe, before port_events).
+ */
+static inline bool vrnic_port_state(struct vrnic_dev *vdev)
+{
+	if (READ_ONCE(vdev->dead))
+		return false;
+	if (!READ_ONCE(vdev->port_events))
+		return vrnic_port_active(vdev->netdev);
+	return READ_ONCE(vdev->port_active);
 }
 
 static inline void vrnic_db(struct vrnic_dev *vdev, u32 off, u32 val)

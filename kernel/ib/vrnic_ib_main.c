@@ -77,10 +77,11 @@ static void vrnic_ib_comp_event(struct vrnic_rdma_client *client, u32 cqn)
 }
 
 /*
- * The port's state and events have one source, the netdev: query_port
- * reports it ACTIVE while it is up with a carrier, and a change of that,
- * by "ip link set" or by the device's link (which vrnic.ko turns into
- * carrier changes), raises PORT_ACTIVE or PORT_ERR here.  A link change
+ * The port's state and events have one source, the netdev: it is ACTIVE
+ * while the netdev is up with a carrier, and a change of that, by "ip
+ * link set" or by the device's link (which vrnic.ko turns into carrier
+ * changes), raises PORT_ACTIVE or PORT_ERR here, and query_port reports
+ * the state last raised.  A link change
  * of a netdev that is down changes nothing, so raises nothing.  A dead
  * function has said DEVICE_FATAL, which says it all: its carrier loss
  * raises nothing more.  Netdev notifiers run under RTNL, which
@@ -102,7 +103,7 @@ static int vrnic_ib_netdev_event(struct notifier_block *nb,
 	case NETDEV_CHANGE:
 		active = vrnic_port_active(ndev);
 		if (active != vdev->port_active) {
-			vdev->port_active = active;
+			WRITE_ONCE(vdev->port_active, active);
 			vrnic_ib_port_event(vdev, active);
 		}
 		break;
@@ -152,7 +153,7 @@ static int vrnic_ib_probe(struct auxiliary_device *adev,
 		goto err_notifier;
 	/* Under RTNL: no netdev event in between goes unseen. */
 	rtnl_lock();
-	vdev->port_active = vrnic_port_active(vdev->netdev);
+	WRITE_ONCE(vdev->port_active, vrnic_port_active(vdev->netdev));
 	WRITE_ONCE(vdev->port_events, true);
 	rtnl_unlock();
 	auxiliary_set_drvdata(adev, vdev);

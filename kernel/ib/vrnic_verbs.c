@@ -91,7 +91,7 @@ static int vrnic_query_port(struct ib_device *ibdev, u32 port,
 {
 	struct vrnic_dev *vdev = to_vdev(ibdev);
 	struct net_device *ndev = vdev->netdev;
-	bool active = vrnic_port_active(ndev);
+	bool active = vrnic_port_state(vdev);
 
 	/* ib_core zeroes *attr before calling us. */
 	attr->state = active ? IB_PORT_ACTIVE : IB_PORT_DOWN;
