@@ -309,4 +309,27 @@ std::string reply_error(std::string_view desc, std::string_view cls)
 	return R"({"error":{"class":)" + quote(cls) + R"(,"desc":)" + quote(desc) + "}}\n";
 }
 
+std::vector<int> FdQueue::take(size_t nl)
+{
+	std::vector<int> mine;
+	std::vector<std::pair<size_t, int>> rest;
+	for (const auto &[at, fd] : q_) {
+		if (at <= nl)
+			mine.push_back(fd);
+		else
+			rest.emplace_back(at - (nl + 1), fd);
+	}
+	q_.swap(rest);
+	return mine;
+}
+
+std::vector<int> FdQueue::take_all()
+{
+	std::vector<int> all;
+	for (const auto &e : q_)
+		all.push_back(e.second);
+	q_.clear();
+	return all;
+}
+
 } // namespace ctl

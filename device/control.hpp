@@ -15,6 +15,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace ctl {
 
@@ -44,5 +46,24 @@ std::string reply_ok(std::string_view json_value = "{}");
 std::string reply_error(std::string_view desc, std::string_view cls = "GenericError");
 // s as a JSON string literal, quotes included.
 std::string quote(std::string_view s);
+
+// The fds that came with SCM_RIGHTS, each tagged with the offset in the
+// input buffer of the last byte read with it.  On a stream socket the
+// kernel ends a read with the message that carried fds, so that byte is
+// one the sender sent with them: the fds belong to the line holding it,
+// whatever other lines came in the same read.  No fd is closed here.
+class FdQueue {
+public:
+	void add(int fd, size_t at) { q_.emplace_back(at, fd); }
+	size_t size() const { return q_.size(); }
+	// The fds of the line that ends (its newline) at offset nl, which
+	// is then erased from the buffer: the others move down by nl + 1.
+	std::vector<int> take(size_t nl);
+	// All of them, e.g. to close them when the client goes.
+	std::vector<int> take_all();
+
+private:
+	std::vector<std::pair<size_t, int>> q_;	// (offset, fd), in order
+};
 
 } // namespace ctl

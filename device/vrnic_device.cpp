@@ -65,7 +65,8 @@ constexpr unsigned int kPollsPerTurn = 64;	// then the sockets get a look
 constexpr unsigned int kReadsPerTurn = 4;	// of up to 64 KiB from the wire
 constexpr unsigned int kCtlLinesPerTurn = 8;	// control requests per turn
 constexpr size_t kCtlOutMax = size_t{64} * 1024;	// a client that does not read
-constexpr unsigned int kCtlMaxFds = 4;	// per request; more are closed
+constexpr unsigned int kCtlMaxFds = 4;	// held at a time (not yet given to a
+						// request); more are closed
 constexpr uint32_t kFaultAdminNever = UINT32_MAX;
 constexpr uint8_t kFaultCmdFlag = 0x80;	// the engine answers BAD_PARAM
 constexpr uint32_t kPcapSnaplen = 65535;
@@ -206,7 +207,7 @@ private:
 	// The control channel: one client at a time (a new one replaces it).
 	int ctl_listen_fd_ = -1, ctl_fd_ = -1;
 	std::string ctl_in_, ctl_out_;
-	std::vector<int> ctl_fds_;	// came with the bytes in ctl_in_
+	ctl::FdQueue ctl_fds_;	// came with the bytes in ctl_in_, by offset
 	bool ctl_more_ = false;		// whole lines wait in ctl_in_
 	// set_link: the cable (frames stop at once), and the engine's view,
 	// which the loop updates (ctl_apply), never a callback.
@@ -597,7 +598,9 @@ void Device::ctl_epoll()
 {
 	if (ctl_fd_ < 0)
 		return;
-	const bool room = ctl_in_.size() <= ctl::kMaxLine;
+	// Nothing more is read while whole lines wait: they go first.
+	const bool room = ctl_in_.size() <= ctl::kMaxLine &&
+			  ctl_in_.find('\n') == std::string::npos;
 	set_epoll(ctl_fd_, (room ? uint32_t(EPOLLIN) : 0u) |
 			   (ctl_out_.empty() ? 0u : uint32_t(EPOLLOUT)));
 }
@@ -609,9 +612,8 @@ void Device::ctl_close()
 		close(ctl_fd_);
 	}
 	ctl_fd_ = -1;
-	for (const int fd : ctl_fds_)
+	for (const int fd : ctl_fds_.take_all())
 		close(fd);
-	ctl_fds_.clear();
 	ctl_in_.clear();
 	ctl_out_.clear();
 	ctl_more_ = false;
@@ -629,6 +631,8 @@ void Device::ctl_accept()
 
 void Device::ctl_read()
 {
+	if (ctl_more_)
+		return;	// whole lines wait (a hangup is seen once they are done)
 	char buf[ctl::kMaxLine + 1];
 	const size_t room = ctl::kMaxLine + 1 - std::min(ctl_in_.size(), ctl::kMaxLine);
 	iovec iov{buf, room};
@@ -641,7 +645,10 @@ void Device::ctl_read()
 	const ssize_t n = recvmsg(ctl_fd_, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
 		return;
-	// Take every fd that came, even with an error, so none leaks.
+	// Take every fd that came with bytes (a failed read brings none; on
+	// EOF none can come), so none leaks.  Each is tagged with the last
+	// byte read with it, which the sender sent with it (see FdQueue).
+	const size_t at = ctl_in_.size() + (n > 0 ? size_t(n) - 1 : 0);
 	for (cmsghdr *c = CMSG_FIRSTHDR(&mh); n >= 0 && c; c = CMSG_NXTHDR(&mh, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 			continue;
@@ -650,7 +657,7 @@ void Device::ctl_read()
 			int fd = -1;
 			std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
 			if (ctl_fds_.size() < kCtlMaxFds)
-				ctl_fds_.push_back(fd);
+				ctl_fds_.add(fd, at);
 			else
 				close(fd);
 		}
@@ -686,14 +693,16 @@ void Device::ctl_lines()
 		}
 		std::string line = ctl_in_.substr(0, nl);
 		ctl_in_.erase(0, nl + 1);
+		// The fds that came with this line belong to it; what the
+		// request does not take (or a blank line's) is closed.
+		std::vector<int> fds = ctl_fds_.take(nl);
 		if (!line.empty() && line.back() == '\r')
 			line.pop_back();
-		if (line.find_first_not_of(" \t") == std::string::npos)
+		if (line.find_first_not_of(" \t") == std::string::npos) {
+			for (const int fd : fds)
+				close(fd);
 			continue;
-		// The fds that came so far belong to this request; what it does
-		// not take is closed.
-		std::vector<int> fds;
-		fds.swap(ctl_fds_);
+		}
 		std::string err;
 		const auto req = ctl::parse(line, err);
 		ctl_out_ += req ? ctl_exec(*req, fds) : ctl::reply_error("bad request: " + err);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "control.hpp"
 
@@ -96,6 +97,27 @@ TEST(Control, RepliesAreOneAsciiLine)
 		  "\"bad \\\"x\\\"\\u000a\\u00ff\"}}\n");
 	EXPECT_EQ(ctl::reply_error("no", "CommandNotFound"),
 		  "{\"error\":{\"class\":\"CommandNotFound\",\"desc\":\"no\"}}\n");
+}
+
+// Lines "a\nb\nc\n" read at once, the fd with the last byte of "b\n"
+// (offset 3): it is b's, not a's; then one with c (now at offset 1
+// once a and b are gone) and two reads' worth for a line still coming.
+TEST(Control, FdsGoToTheLineTheyCameWith)
+{
+	ctl::FdQueue q;
+	q.add(10, 3);
+	q.add(11, 5);
+	q.add(12, 7);
+	q.add(13, 8);
+	EXPECT_TRUE(q.take(1).empty());			// "a\n"
+	EXPECT_EQ(q.take(1), std::vector<int>{10});	// "b\n", now at 0..1
+	EXPECT_EQ(q.take(1), std::vector<int>{11});	// "c\n"
+	EXPECT_EQ(q.size(), 2U);
+	EXPECT_EQ(q.take(5), (std::vector<int>{12, 13}));	// offsets 1 and 2
+	EXPECT_EQ(q.size(), 0U);
+	q.add(14, 0);
+	EXPECT_EQ(q.take_all(), std::vector<int>{14});
+	EXPECT_EQ(q.size(), 0U);
 }
 
 } // namespace
