@@ -215,6 +215,9 @@ private:
 	bool internal_pending_ = false;	// x-fault-internal was set
 	int capture_fd_ = -1;
 	uint64_t capture_bytes_ = 0;
+	// Why the device stopped the capture itself, for capture-stop.
+	const char *capture_why_ = nullptr;
+	int capture_errno_ = 0;		// of a failed write
 	// x-fault-admin: 0, a delay in ms, or kFaultAdminNever.
 	uint32_t fault_admin_ = 0;
 	bool aq_db_held_ = false, fault_timer_armed_ = false, fault_release_ = false;
@@ -767,6 +770,14 @@ std::string Device::ctl_exec(const ctl::Request &r, std::vector<int> &fds)
 	if (r.execute == "capture-start")
 		return ctl_capture_start(fds);
 	if (r.execute == "capture-stop") {
+		if (capture_fd_ < 0 && capture_why_) {
+			std::string why = capture_why_;
+			if (capture_errno_)
+				why += std::string(" (") + std::strerror(capture_errno_) + ")";
+			capture_why_ = nullptr;
+			return ctl::reply_error("the capture had stopped: " + why + " after " +
+						std::to_string(capture_bytes_) + " bytes");
+		}
 		if (capture_fd_ < 0)
 			return ctl::reply_error("no capture is running");
 		capture_stop(nullptr);
@@ -853,6 +864,7 @@ std::string Device::ctl_capture_start(std::vector<int> &fds)
 	fds.clear();
 	capture_fd_ = fd;
 	capture_bytes_ = sizeof(hdr);
+	capture_why_ = nullptr;
 	return ctl::reply_ok();
 }
 
@@ -875,6 +887,7 @@ void Device::capture(const void *frame, size_t len) noexcept
 		w = writev(capture_fd_, iov, 2);
 	} while (w < 0 && errno == EINTR);
 	// A short write would leave a torn record: stop there.
+	capture_errno_ = w < 0 ? errno : 0;
 	if (w != want)
 		capture_stop(w < 0 ? "a write failed" : "a short write");
 	else if ((capture_bytes_ += uint64_t(w)) > kCaptureMax)
@@ -885,6 +898,9 @@ void Device::capture_stop(const char *why) noexcept
 {
 	if (capture_fd_ < 0)
 		return;
+	// capture_bytes_ stays: the whole records written, which
+	// capture-stop reports with why.
+	capture_why_ = why;
 	if (why)
 		(void)std::fprintf(stderr, "vrnic-device: capture stopped: %s\n", why);
 	close(capture_fd_);
