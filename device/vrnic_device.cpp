@@ -590,10 +590,10 @@ void Device::do_work()
 }
 
 // -------------------------------------------------- control channel ---
-// One client at a time, served from the loop like every other socket:
-// bytes are read when epoll says so, whole lines are executed a few per
-// turn (ctl_more_ keeps the loop turning for the rest), replies wait in
-// a bounded buffer.  A request only changes the device's own state; what
+// One client at a time (the next waits to be accepted), served from the
+// loop like every other socket: bytes are read when epoll says so, whole
+// lines are executed a few per turn (ctl_more_ keeps the loop turning for
+// the rest), replies wait in a bounded buffer.  A request only changes the device's own state; what
 // must reach the engine (the link, x-fault-internal, a released admin
 // doorbell) is applied by ctl_apply() from the loop.
 
@@ -620,15 +620,22 @@ void Device::ctl_close()
 	ctl_in_.clear();
 	ctl_out_.clear();
 	ctl_more_ = false;
+	if (ctl_listen_fd_ >= 0)
+		set_epoll(ctl_listen_fd_, EPOLLIN);	// the next client, if one waits
 }
 
 void Device::ctl_accept()
 {
+	if (ctl_fd_ >= 0)
+		return;
 	const int fd = accept4(ctl_listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
 		return;
-	ctl_close();	// the newest client wins: the harness connects per call
+	// One client at a time: the next waits in the listen backlog until
+	// this one goes (the harness connects per call and then closes), so
+	// that no caller loses its reply to another.
 	ctl_fd_ = fd;
+	set_epoll(ctl_listen_fd_, 0);
 	ctl_epoll();
 }
 
