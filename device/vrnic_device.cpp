@@ -854,9 +854,8 @@ std::string Device::ctl_capture_start(std::vector<int> &fds)
 	struct stat st{};
 	if (fstat(fd, &st) || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode)))
 		return ctl::reply_error("the capture fd is not a file or a pipe");
-	// A pipe nobody drains must not stop the device: it stops the capture.
 	const int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || (fl & O_ACCMODE) == O_RDONLY)
+	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY)
 		return ctl::reply_error("the capture fd is not open for writing");
 	// The pcap file header: LINKTYPE_ETHERNET, microseconds.
 	struct {
@@ -865,9 +864,18 @@ std::string Device::ctl_capture_start(std::vector<int> &fds)
 		int32_t thiszone = 0;
 		uint32_t sigfigs = 0, snaplen = kPcapSnaplen, network = 1;
 	} const hdr;
-	if (write(fd, &hdr, sizeof(hdr)) != ssize_t(sizeof(hdr)))
-		return ctl::reply_error(std::string("cannot write the pcap header: ") +
+	// The fd will do.  A pipe nobody drains must not stop the device: it
+	// stops the capture.  The file description is the client's too, so a
+	// refused fd is left as it came.
+	if (fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return ctl::reply_error(std::string("cannot make the capture fd non-blocking: ") +
 					std::strerror(errno));
+	if (write(fd, &hdr, sizeof(hdr)) != ssize_t(sizeof(hdr))) {
+		const int e = errno;
+		(void)fcntl(fd, F_SETFL, fl);
+		return ctl::reply_error(std::string("cannot write the pcap header: ") +
+					std::strerror(e));
+	}
 	fds.clear();
 	capture_fd_ = fd;
 	capture_bytes_ = sizeof(hdr);
