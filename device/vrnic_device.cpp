@@ -204,13 +204,15 @@ private:
 	bool holding_ = false;
 	std::deque<uint8_t> wout_;
 	uint64_t guest_errors_ = 0, dma_refused_ = 0, irqs_lost_ = 0;
-	// The control channel: one client at a time (a new one replaces it).
+	// The control channel: one client at a time (the next waits).
 	int ctl_listen_fd_ = -1, ctl_fd_ = -1;
 	std::string ctl_in_, ctl_out_;
 	ctl::FdQueue ctl_fds_;	// came with the bytes in ctl_in_, by offset
 	bool ctl_more_ = false;		// whole lines wait in ctl_in_
-	// set_link: the cable (frames stop at once), and the engine's view,
-	// which the loop updates (ctl_apply), never a callback.
+	// set_link: the cable, and the engine's view, which the loop updates
+	// (ctl_apply), never a callback.  Down, no new frame is sent or taken
+	// from the wire; what was already queued (wout_) or held for the
+	// engine (held_) still goes.
 	bool link_up_ = true, link_pending_ = false;
 	bool internal_pending_ = false;	// x-fault-internal was set
 	int capture_fd_ = -1;
