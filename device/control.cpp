@@ -20,7 +20,7 @@ public:
 		ws();
 		if (!eat('{'))
 			return fail(err, "expected a JSON object");
-		bool have_execute = false, first = true;
+		bool have_execute = false, have_arguments = false, first = true;
 		for (;;) {
 			ws();
 			if (first && eat('}'))
@@ -38,6 +38,9 @@ public:
 					return fail(err, "'execute' must be one string");
 				have_execute = true;
 			} else if (key == "arguments") {
+				if (have_arguments)
+					return fail(err, "'arguments' must be one object");
+				have_arguments = true;
 				if (!arguments(r, err))
 					return false;
 			} else if (key == "id") {
@@ -112,7 +115,8 @@ private:
 			if (!scalar(v))
 				return fail(err, "argument '" + key +
 					    "' must be a string, an integer, a boolean or null");
-			r.args[key] = std::move(v);
+			if (!r.args.emplace(key, std::move(v)).second)
+				return fail(err, "argument '" + key + "' is given twice");
 			ws();
 			if (eat('}'))
 				return true;

@@ -74,6 +74,23 @@ TEST(Control, RefusesWhatIsNotARequest)
 	}
 }
 
+// Last-one-wins would let a line say one thing to a reader and do
+// another: a repeated member or argument is refused, as "execute" is.
+TEST(Control, RefusesDuplicates)
+{
+	std::string err;
+	EXPECT_FALSE(ctl::parse(R"({"execute":"a","execute":"b"})", err));
+	EXPECT_FALSE(ctl::parse(R"({"execute":"set_link","arguments":{"up":true},)"
+				R"("arguments":{"up":false}})", err));
+	EXPECT_NE(err.find("'arguments' must be one object"), std::string::npos) << err;
+	EXPECT_FALSE(ctl::parse(R"({"execute":"set_link","arguments":{}, "arguments":{}})", err));
+	EXPECT_FALSE(ctl::parse(R"({"execute":"set_link","arguments":{"up":true,"up":false}})",
+				err));
+	EXPECT_NE(err.find("argument 'up' is given twice"), std::string::npos) << err;
+	EXPECT_TRUE(ctl::parse(R"({"execute":"set_link","arguments":{"up":true,"name":"wire"}})",
+			       err)) << err;
+}
+
 TEST(Control, BoundsTheLine)
 {
 	std::string err;
