@@ -44,9 +44,10 @@ public:
 				if (!arguments(r, err))
 					return false;
 			} else if (key == "id") {
-				Value ignored;	// QMP's: allowed, not echoed
-				if (!scalar(ignored))
-					return fail(err, "'id' must be a scalar");
+				Value v;	// QMP's: echoed in the reply
+				if (r.id || !scalar(v))
+					return fail(err, "'id' must be one scalar");
+				r.id = std::move(v);
 			} else {
 				return fail(err, "member '" + key + "' is unexpected");
 			}
@@ -311,6 +312,28 @@ std::string reply_ok(std::string_view json_value)
 std::string reply_error(std::string_view desc, std::string_view cls)
 {
 	return R"({"error":{"class":)" + quote(cls) + R"(,"desc":)" + quote(desc) + "}}\n";
+}
+
+std::string with_id(std::string_view reply, const std::optional<Value> &id)
+{
+	if (!id || reply.size() < 2 || reply.substr(reply.size() - 2) != "}\n")
+		return std::string(reply);
+	std::string v;
+	switch (id->kind) {
+	case Value::Kind::Null:
+		v = "null";
+		break;
+	case Value::Kind::Bool:
+		v = id->b ? "true" : "false";
+		break;
+	case Value::Kind::Int:
+		v = std::to_string(id->i);
+		break;
+	case Value::Kind::String:
+		v = quote(id->s);
+		break;
+	}
+	return std::string(reply.substr(0, reply.size() - 2)) + ",\"id\":" + v + "}\n";
 }
 
 std::vector<int> FdQueue::take(size_t nl)

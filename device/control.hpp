@@ -33,6 +33,7 @@ struct Value {
 struct Request {
 	std::string execute;
 	std::map<std::string, Value, std::less<>> args;
+	std::optional<Value> id;	// echoed in the reply, as QMP's
 
 	const Value *arg(std::string_view name) const;
 };
@@ -44,6 +45,9 @@ std::optional<Request> parse(std::string_view line, std::string &err);
 // Replies, each one line ending in '\n'.
 std::string reply_ok(std::string_view json_value = "{}");
 std::string reply_error(std::string_view desc, std::string_view cls = "GenericError");
+// reply (one of the above) with the request's id, if it has one, added
+// as QMP does: {"return":{},"id":7}.
+std::string with_id(std::string_view reply, const std::optional<Value> &id);
 // s as a JSON string literal, quotes included.
 std::string quote(std::string_view s);
 

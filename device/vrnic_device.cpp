@@ -717,7 +717,8 @@ void Device::ctl_lines()
 		}
 		std::string err;
 		const auto req = ctl::parse(line, err);
-		ctl_out_ += req ? ctl_exec(*req, fds) : ctl::reply_error("bad request: " + err);
+		ctl_out_ += req ? ctl::with_id(ctl_exec(*req, fds), req->id)
+				: ctl::reply_error("bad request: " + err);
 		for (const int fd : fds)
 			close(fd);
 	}

@@ -91,6 +91,27 @@ TEST(Control, RefusesDuplicates)
 			       err)) << err;
 }
 
+TEST(Control, EchoesTheId)
+{
+	std::string err;
+	auto r = ctl::parse(R"({"execute":"qmp_capabilities","id":7})", err);
+	ASSERT_TRUE(r) << err;
+	EXPECT_EQ(ctl::with_id(ctl::reply_ok(), r->id), "{\"return\":{},\"id\":7}\n");
+	r = ctl::parse(R"({"id":"a\"b","execute":"x"})", err);
+	ASSERT_TRUE(r) << err;
+	EXPECT_EQ(ctl::with_id(ctl::reply_error("no", "CommandNotFound"), r->id),
+		  "{\"error\":{\"class\":\"CommandNotFound\",\"desc\":\"no\"},"
+		  "\"id\":\"a\\\"b\"}\n");
+	r = ctl::parse(R"({"execute":"x","id":null})", err);
+	ASSERT_TRUE(r) << err;
+	EXPECT_EQ(ctl::with_id(ctl::reply_ok("3"), r->id), "{\"return\":3,\"id\":null}\n");
+	r = ctl::parse(R"({"execute":"x"})", err);
+	ASSERT_TRUE(r) << err;
+	EXPECT_EQ(ctl::with_id(ctl::reply_ok(), r->id), "{\"return\":{}}\n");
+	EXPECT_FALSE(ctl::parse(R"({"execute":"x","id":1,"id":2})", err));
+	EXPECT_FALSE(ctl::parse(R"({"execute":"x","id":{}})", err));
+}
+
 TEST(Control, BoundsTheLine)
 {
 	std::string err;
