@@ -353,8 +353,26 @@ class VM:
                 s.sendall(line.encode())
             buf = b""
             while b"\n" not in buf:
-                s.settimeout(max(deadline - time.time(), 0.01))
-                chunk = s.recv(65536)
+                # In slices: the device serves its control socket only
+                # once QEMU has connected, so a QEMU that died first (or
+                # a device that did) must not look like a slow reply.
+                s.settimeout(min(max(deadline - time.time(), 0.01), 0.2))
+                try:
+                    chunk = s.recv(65536)
+                except socket.timeout:
+                    if self.proc is not None and self.proc.poll() is not None:
+                        raise VMError("%s: QEMU exited (%s) before vrnic-device "
+                                      "answered %s, see %s" % (
+                                          self.name, self.proc.returncode,
+                                          execute, self.path("qemu.log")))
+                    if self.devproc.poll() is not None:
+                        raise VMError("%s: vrnic-device exited (%s) before "
+                                      "answering %s, see %s" % (
+                                          self.name, self.devproc.returncode,
+                                          execute, self.path("device.log")))
+                    if time.time() < deadline:
+                        continue
+                    raise
                 if not chunk:
                     raise VMError("%s: vrnic-device closed its control "
                                   "socket" % self.name)
