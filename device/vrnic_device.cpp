@@ -595,9 +595,10 @@ void Device::do_work()
 // One client at a time (the next waits to be accepted), served from the
 // loop like every other socket: bytes are read when epoll says so, whole
 // lines are executed a few per turn (ctl_more_ keeps the loop turning for
-// the rest), replies wait in a bounded buffer.  A request only changes the device's own state; what
-// must reach the engine (the link, x-fault-internal, a released admin
-// doorbell) is applied by ctl_apply() from the loop.
+// the rest), replies wait in a bounded buffer.  A request only changes
+// the device's own state; what must reach the engine (the link,
+// x-fault-internal, a released admin doorbell) is applied by ctl_apply()
+// from the loop.
 
 void Device::ctl_epoll()
 {
