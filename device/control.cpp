@@ -20,7 +20,7 @@ public:
 		ws();
 		if (!eat('{'))
 			return fail(err, "expected a JSON object");
-		bool have_execute = false, first = true;
+		bool have_execute = false, have_arguments = false, first = true;
 		for (;;) {
 			ws();
 			if (first && eat('}'))
@@ -38,12 +38,16 @@ public:
 					return fail(err, "'execute' must be one string");
 				have_execute = true;
 			} else if (key == "arguments") {
+				if (have_arguments)
+					return fail(err, "'arguments' must be one object");
+				have_arguments = true;
 				if (!arguments(r, err))
 					return false;
 			} else if (key == "id") {
-				Value ignored;	// QMP's: allowed, not echoed
-				if (!scalar(ignored))
-					return fail(err, "'id' must be a scalar");
+				Value v;	// QMP's: echoed in the reply
+				if (r.id || !scalar(v))
+					return fail(err, "'id' must be one scalar");
+				r.id = std::move(v);
 			} else {
 				return fail(err, "member '" + key + "' is unexpected");
 			}
@@ -112,7 +116,8 @@ private:
 			if (!scalar(v))
 				return fail(err, "argument '" + key +
 					    "' must be a string, an integer, a boolean or null");
-			r.args[key] = std::move(v);
+			if (!r.args.emplace(key, std::move(v)).second)
+				return fail(err, "argument '" + key + "' is given twice");
 			ws();
 			if (eat('}'))
 				return true;
@@ -307,6 +312,51 @@ std::string reply_ok(std::string_view json_value)
 std::string reply_error(std::string_view desc, std::string_view cls)
 {
 	return R"({"error":{"class":)" + quote(cls) + R"(,"desc":)" + quote(desc) + "}}\n";
+}
+
+std::string with_id(std::string_view reply, const std::optional<Value> &id)
+{
+	if (!id || reply.size() < 2 || reply.substr(reply.size() - 2) != "}\n")
+		return std::string(reply);
+	std::string v;
+	switch (id->kind) {
+	case Value::Kind::Null:
+		v = "null";
+		break;
+	case Value::Kind::Bool:
+		v = id->b ? "true" : "false";
+		break;
+	case Value::Kind::Int:
+		v = std::to_string(id->i);
+		break;
+	case Value::Kind::String:
+		v = quote(id->s);
+		break;
+	}
+	return std::string(reply.substr(0, reply.size() - 2)) + ",\"id\":" + v + "}\n";
+}
+
+std::vector<int> FdQueue::take(size_t nl)
+{
+	std::vector<int> mine;
+	std::vector<std::pair<size_t, int>> rest;
+	for (const auto &[at, fd] : q_) {
+		if (at <= nl)
+			mine.push_back(fd);
+		else
+			rest.emplace_back(at - (nl + 1), fd);
+	}
+	q_.swap(rest);
+	return mine;
+}
+
+std::vector<int> FdQueue::take_all()
+{
+	std::vector<int> all;
+	for (const auto &e : q_)
+		all.push_back(e.second);
+	q_.clear();
+	return all;
 }
 
 } // namespace ctl

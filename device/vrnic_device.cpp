@@ -65,7 +65,8 @@ constexpr unsigned int kPollsPerTurn = 64;	// then the sockets get a look
 constexpr unsigned int kReadsPerTurn = 4;	// of up to 64 KiB from the wire
 constexpr unsigned int kCtlLinesPerTurn = 8;	// control requests per turn
 constexpr size_t kCtlOutMax = size_t{64} * 1024;	// a client that does not read
-constexpr unsigned int kCtlMaxFds = 4;	// per request; more are closed
+constexpr unsigned int kCtlMaxFds = 4;	// held at a time (not yet given to a
+						// request); more are closed
 constexpr uint32_t kFaultAdminNever = UINT32_MAX;
 constexpr uint8_t kFaultCmdFlag = 0x80;	// the engine answers BAD_PARAM
 constexpr uint32_t kPcapSnaplen = 65535;
@@ -203,17 +204,22 @@ private:
 	bool holding_ = false;
 	std::deque<uint8_t> wout_;
 	uint64_t guest_errors_ = 0, dma_refused_ = 0, irqs_lost_ = 0;
-	// The control channel: one client at a time (a new one replaces it).
+	// The control channel: one client at a time (the next waits).
 	int ctl_listen_fd_ = -1, ctl_fd_ = -1;
 	std::string ctl_in_, ctl_out_;
-	std::vector<int> ctl_fds_;	// came with the bytes in ctl_in_
+	ctl::FdQueue ctl_fds_;	// came with the bytes in ctl_in_, by offset
 	bool ctl_more_ = false;		// whole lines wait in ctl_in_
-	// set_link: the cable (frames stop at once), and the engine's view,
-	// which the loop updates (ctl_apply), never a callback.
+	// set_link: the cable, and the engine's view, which the loop updates
+	// (ctl_apply), never a callback.  Down, no new frame is sent or taken
+	// from the wire; what was already queued (wout_) or held for the
+	// engine (held_) still goes.
 	bool link_up_ = true, link_pending_ = false;
 	bool internal_pending_ = false;	// x-fault-internal was set
 	int capture_fd_ = -1;
 	uint64_t capture_bytes_ = 0;
+	// Why the device stopped the capture itself, for capture-stop.
+	const char *capture_why_ = nullptr;
+	int capture_errno_ = 0;		// of a failed write
 	// x-fault-admin: 0, a delay in ms, or kFaultAdminNever.
 	uint32_t fault_admin_ = 0;
 	bool aq_db_held_ = false, fault_timer_armed_ = false, fault_release_ = false;
@@ -586,18 +592,21 @@ void Device::do_work()
 }
 
 // -------------------------------------------------- control channel ---
-// One client at a time, served from the loop like every other socket:
-// bytes are read when epoll says so, whole lines are executed a few per
-// turn (ctl_more_ keeps the loop turning for the rest), replies wait in
-// a bounded buffer.  A request only changes the device's own state; what
-// must reach the engine (the link, x-fault-internal, a released admin
-// doorbell) is applied by ctl_apply() from the loop.
+// One client at a time (the next waits to be accepted), served from the
+// loop like every other socket: bytes are read when epoll says so, whole
+// lines are executed a few per turn (ctl_more_ keeps the loop turning for
+// the rest), replies wait in a bounded buffer.  A request only changes
+// the device's own state; what must reach the engine (the link,
+// x-fault-internal, a released admin doorbell) is applied by ctl_apply()
+// from the loop.
 
 void Device::ctl_epoll()
 {
 	if (ctl_fd_ < 0)
 		return;
-	const bool room = ctl_in_.size() <= ctl::kMaxLine;
+	// Nothing more is read while whole lines wait: they go first.
+	const bool room = ctl_in_.size() <= ctl::kMaxLine &&
+			  ctl_in_.find('\n') == std::string::npos;
 	set_epoll(ctl_fd_, (room ? uint32_t(EPOLLIN) : 0u) |
 			   (ctl_out_.empty() ? 0u : uint32_t(EPOLLOUT)));
 }
@@ -609,26 +618,34 @@ void Device::ctl_close()
 		close(ctl_fd_);
 	}
 	ctl_fd_ = -1;
-	for (const int fd : ctl_fds_)
+	for (const int fd : ctl_fds_.take_all())
 		close(fd);
-	ctl_fds_.clear();
 	ctl_in_.clear();
 	ctl_out_.clear();
 	ctl_more_ = false;
+	if (ctl_listen_fd_ >= 0)
+		set_epoll(ctl_listen_fd_, EPOLLIN);	// the next client, if one waits
 }
 
 void Device::ctl_accept()
 {
+	if (ctl_fd_ >= 0)
+		return;
 	const int fd = accept4(ctl_listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
 		return;
-	ctl_close();	// the newest client wins: the harness connects per call
+	// One client at a time: the next waits in the listen backlog until
+	// this one goes (the harness connects per call and then closes), so
+	// that no caller loses its reply to another.
 	ctl_fd_ = fd;
+	set_epoll(ctl_listen_fd_, 0);
 	ctl_epoll();
 }
 
 void Device::ctl_read()
 {
+	if (ctl_more_)
+		return;	// whole lines wait (a hangup is seen once they are done)
 	char buf[ctl::kMaxLine + 1];
 	const size_t room = ctl::kMaxLine + 1 - std::min(ctl_in_.size(), ctl::kMaxLine);
 	iovec iov{buf, room};
@@ -641,7 +658,10 @@ void Device::ctl_read()
 	const ssize_t n = recvmsg(ctl_fd_, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
 		return;
-	// Take every fd that came, even with an error, so none leaks.
+	// Take every fd that came with bytes (a failed read brings none; on
+	// EOF none can come), so none leaks.  Each is tagged with the last
+	// byte read with it, which the sender sent with it (see FdQueue).
+	const size_t at = ctl_in_.size() + (n > 0 ? size_t(n) - 1 : 0);
 	for (cmsghdr *c = CMSG_FIRSTHDR(&mh); n >= 0 && c; c = CMSG_NXTHDR(&mh, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 			continue;
@@ -650,7 +670,7 @@ void Device::ctl_read()
 			int fd = -1;
 			std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
 			if (ctl_fds_.size() < kCtlMaxFds)
-				ctl_fds_.push_back(fd);
+				ctl_fds_.add(fd, at);
 			else
 				close(fd);
 		}
@@ -686,17 +706,20 @@ void Device::ctl_lines()
 		}
 		std::string line = ctl_in_.substr(0, nl);
 		ctl_in_.erase(0, nl + 1);
+		// The fds that came with this line belong to it; what the
+		// request does not take (or a blank line's) is closed.
+		std::vector<int> fds = ctl_fds_.take(nl);
 		if (!line.empty() && line.back() == '\r')
 			line.pop_back();
-		if (line.find_first_not_of(" \t") == std::string::npos)
+		if (line.find_first_not_of(" \t") == std::string::npos) {
+			for (const int fd : fds)
+				close(fd);
 			continue;
-		// The fds that came so far belong to this request; what it does
-		// not take is closed.
-		std::vector<int> fds;
-		fds.swap(ctl_fds_);
+		}
 		std::string err;
 		const auto req = ctl::parse(line, err);
-		ctl_out_ += req ? ctl_exec(*req, fds) : ctl::reply_error("bad request: " + err);
+		ctl_out_ += req ? ctl::with_id(ctl_exec(*req, fds), req->id)
+				: ctl::reply_error("bad request: " + err);
 		for (const int fd : fds)
 			close(fd);
 	}
@@ -758,6 +781,14 @@ std::string Device::ctl_exec(const ctl::Request &r, std::vector<int> &fds)
 	if (r.execute == "capture-start")
 		return ctl_capture_start(fds);
 	if (r.execute == "capture-stop") {
+		if (capture_fd_ < 0 && capture_why_) {
+			std::string why = capture_why_;
+			if (capture_errno_)
+				why += std::string(" (") + std::strerror(capture_errno_) + ")";
+			capture_why_ = nullptr;
+			return ctl::reply_error("the capture had stopped: " + why + " after " +
+						std::to_string(capture_bytes_) + " bytes");
+		}
 		if (capture_fd_ < 0)
 			return ctl::reply_error("no capture is running");
 		capture_stop(nullptr);
@@ -827,9 +858,8 @@ std::string Device::ctl_capture_start(std::vector<int> &fds)
 	struct stat st{};
 	if (fstat(fd, &st) || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode)))
 		return ctl::reply_error("the capture fd is not a file or a pipe");
-	// A pipe nobody drains must not stop the device: it stops the capture.
 	const int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || (fl & O_ACCMODE) == O_RDONLY)
+	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY)
 		return ctl::reply_error("the capture fd is not open for writing");
 	// The pcap file header: LINKTYPE_ETHERNET, microseconds.
 	struct {
@@ -838,12 +868,22 @@ std::string Device::ctl_capture_start(std::vector<int> &fds)
 		int32_t thiszone = 0;
 		uint32_t sigfigs = 0, snaplen = kPcapSnaplen, network = 1;
 	} const hdr;
-	if (write(fd, &hdr, sizeof(hdr)) != ssize_t(sizeof(hdr)))
-		return ctl::reply_error(std::string("cannot write the pcap header: ") +
+	// The fd will do.  A pipe nobody drains must not stop the device: it
+	// stops the capture.  The file description is the client's too, so a
+	// refused fd is left as it came.
+	if (fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return ctl::reply_error(std::string("cannot make the capture fd non-blocking: ") +
 					std::strerror(errno));
+	if (write(fd, &hdr, sizeof(hdr)) != ssize_t(sizeof(hdr))) {
+		const int e = errno;
+		(void)fcntl(fd, F_SETFL, fl);
+		return ctl::reply_error(std::string("cannot write the pcap header: ") +
+					std::strerror(e));
+	}
 	fds.clear();
 	capture_fd_ = fd;
 	capture_bytes_ = sizeof(hdr);
+	capture_why_ = nullptr;
 	return ctl::reply_ok();
 }
 
@@ -866,6 +906,7 @@ void Device::capture(const void *frame, size_t len) noexcept
 		w = writev(capture_fd_, iov, 2);
 	} while (w < 0 && errno == EINTR);
 	// A short write would leave a torn record: stop there.
+	capture_errno_ = w < 0 ? errno : 0;
 	if (w != want)
 		capture_stop(w < 0 ? "a write failed" : "a short write");
 	else if ((capture_bytes_ += uint64_t(w)) > kCaptureMax)
@@ -876,6 +917,9 @@ void Device::capture_stop(const char *why) noexcept
 {
 	if (capture_fd_ < 0)
 		return;
+	// capture_bytes_ stays: the whole records written, which
+	// capture-stop reports with why.
+	capture_why_ = why;
 	if (why)
 		(void)std::fprintf(stderr, "vrnic-device: capture stopped: %s\n", why);
 	close(capture_fd_);

@@ -58,9 +58,9 @@ NETDEV = os.environ.get("VRNIC_NETDEV", "stream")
 DEVICE = os.environ.get("VRNIC_DEVICE", "qemu")
 STOCK_QEMU = os.path.join(BUILD, "qemu-stock", "qemu-system-x86_64")
 VRNIC_DEVICE = os.path.join(BUILD, "device", "vrnic-device")
-# In the vfio-user mode, the QOM path VM.qmp() answers for the vrnic in
-# qom-list of /machine/peripheral-anon, and takes in qom-get/qom-set: the
-# properties live in vrnic-device (its control channel), not in QEMU.
+# In the vfio-user mode, the QOM path VM.vrnic_qom_path() returns and
+# VM.qmp() takes in qom-get/qom-set: the properties live in vrnic-device
+# (its control channel), not in QEMU.
 VRNIC_DEVICE_QOM = "/machine/peripheral-anon/vrnic-device"
 
 _live = []
@@ -353,8 +353,26 @@ class VM:
                 s.sendall(line.encode())
             buf = b""
             while b"\n" not in buf:
-                s.settimeout(max(deadline - time.time(), 0.01))
-                chunk = s.recv(65536)
+                # In slices: the device serves its control socket only
+                # once QEMU has connected, so a QEMU that died first (or
+                # a device that did) must not look like a slow reply.
+                s.settimeout(min(max(deadline - time.time(), 0.01), 0.2))
+                try:
+                    chunk = s.recv(65536)
+                except socket.timeout:
+                    if self.proc is not None and self.proc.poll() is not None:
+                        raise VMError("%s: QEMU exited (%s) before vrnic-device "
+                                      "answered %s, see %s" % (
+                                          self.name, self.proc.returncode,
+                                          execute, self.path("qemu.log")))
+                    if self.devproc.poll() is not None:
+                        raise VMError("%s: vrnic-device exited (%s) before "
+                                      "answering %s, see %s" % (
+                                          self.name, self.devproc.returncode,
+                                          execute, self.path("device.log")))
+                    if time.time() < deadline:
+                        continue
+                    raise
                 if not chunk:
                     raise VMError("%s: vrnic-device closed its control "
                                   "socket" % self.name)
@@ -406,14 +424,7 @@ class VM:
             handled, result = self._route(execute, arguments)
             if handled:
                 return result
-        result = self._qmp(execute, arguments)
-        if self.devproc is not None and execute == "qom-list" and \
-                arguments.get("path") == "/machine/peripheral-anon":
-            # The vrnic's properties are vrnic-device's: show it where
-            # the in-QEMU vrnic would be.
-            result = result + [{"name": VRNIC_DEVICE_QOM.rsplit("/", 1)[1],
-                                "type": "child<vrnic>"}]
-        return result
+        return self._qmp(execute, arguments)
 
     def _qmp(self, execute, arguments):
         s = self._connect("qmp.sock", time.time() + 10)

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "control.hpp"
 
@@ -73,6 +74,44 @@ TEST(Control, RefusesWhatIsNotARequest)
 	}
 }
 
+// Last-one-wins would let a line say one thing to a reader and do
+// another: a repeated member or argument is refused, as "execute" is.
+TEST(Control, RefusesDuplicates)
+{
+	std::string err;
+	EXPECT_FALSE(ctl::parse(R"({"execute":"a","execute":"b"})", err));
+	EXPECT_FALSE(ctl::parse(R"({"execute":"set_link","arguments":{"up":true},)"
+				R"("arguments":{"up":false}})", err));
+	EXPECT_NE(err.find("'arguments' must be one object"), std::string::npos) << err;
+	EXPECT_FALSE(ctl::parse(R"({"execute":"set_link","arguments":{}, "arguments":{}})", err));
+	EXPECT_FALSE(ctl::parse(R"({"execute":"set_link","arguments":{"up":true,"up":false}})",
+				err));
+	EXPECT_NE(err.find("argument 'up' is given twice"), std::string::npos) << err;
+	EXPECT_TRUE(ctl::parse(R"({"execute":"set_link","arguments":{"up":true,"name":"wire"}})",
+			       err)) << err;
+}
+
+TEST(Control, EchoesTheId)
+{
+	std::string err;
+	auto r = ctl::parse(R"({"execute":"qmp_capabilities","id":7})", err);
+	ASSERT_TRUE(r) << err;
+	EXPECT_EQ(ctl::with_id(ctl::reply_ok(), r->id), "{\"return\":{},\"id\":7}\n");
+	r = ctl::parse(R"({"id":"a\"b","execute":"x"})", err);
+	ASSERT_TRUE(r) << err;
+	EXPECT_EQ(ctl::with_id(ctl::reply_error("no", "CommandNotFound"), r->id),
+		  "{\"error\":{\"class\":\"CommandNotFound\",\"desc\":\"no\"},"
+		  "\"id\":\"a\\\"b\"}\n");
+	r = ctl::parse(R"({"execute":"x","id":null})", err);
+	ASSERT_TRUE(r) << err;
+	EXPECT_EQ(ctl::with_id(ctl::reply_ok("3"), r->id), "{\"return\":3,\"id\":null}\n");
+	r = ctl::parse(R"({"execute":"x"})", err);
+	ASSERT_TRUE(r) << err;
+	EXPECT_EQ(ctl::with_id(ctl::reply_ok(), r->id), "{\"return\":{}}\n");
+	EXPECT_FALSE(ctl::parse(R"({"execute":"x","id":1,"id":2})", err));
+	EXPECT_FALSE(ctl::parse(R"({"execute":"x","id":{}})", err));
+}
+
 TEST(Control, BoundsTheLine)
 {
 	std::string err;
@@ -96,6 +135,27 @@ TEST(Control, RepliesAreOneAsciiLine)
 		  "\"bad \\\"x\\\"\\u000a\\u00ff\"}}\n");
 	EXPECT_EQ(ctl::reply_error("no", "CommandNotFound"),
 		  "{\"error\":{\"class\":\"CommandNotFound\",\"desc\":\"no\"}}\n");
+}
+
+// Lines "a\nb\nc\n" read at once, the fd with the last byte of "b\n"
+// (offset 3): it is b's, not a's; then one with c (now at offset 1
+// once a and b are gone) and two reads' worth for a line still coming.
+TEST(Control, FdsGoToTheLineTheyCameWith)
+{
+	ctl::FdQueue q;
+	q.add(10, 3);
+	q.add(11, 5);
+	q.add(12, 7);
+	q.add(13, 8);
+	EXPECT_TRUE(q.take(1).empty());			// "a\n"
+	EXPECT_EQ(q.take(1), std::vector<int>{10});	// "b\n", now at 0..1
+	EXPECT_EQ(q.take(1), std::vector<int>{11});	// "c\n"
+	EXPECT_EQ(q.size(), 2U);
+	EXPECT_EQ(q.take(5), (std::vector<int>{12, 13}));	// offsets 1 and 2
+	EXPECT_EQ(q.size(), 0U);
+	q.add(14, 0);
+	EXPECT_EQ(q.take_all(), std::vector<int>{14});
+	EXPECT_EQ(q.size(), 0U);
 }
 
 } // namespace
