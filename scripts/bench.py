@@ -103,6 +103,28 @@ def busy(before, after):
     return (100.0 * db / dt if dt else 0.0), db / 100.0   # %, seconds
 
 
+LOW_MEMORY_KIB = 256 << 10
+
+
+def low_memory(*vms):
+    """Say so when a guest runs short of memory, with what holds it: a
+    guest's OOM killer once ended a run (2026-11-27, round 2 of the
+    in-QEMU pair, guest b), and by then nothing can be asked of it."""
+    for vm in vms:
+        out = vm.run("grep -E '^(MemAvailable|Shmem|Slab|SUnreclaim|"
+                     "KernelStack|PageTables|AnonPages):' /proc/meminfo",
+                     timeout=30)[1]
+        m = {ln.split(":")[0]: int(ln.split()[1])
+             for ln in out.splitlines() if len(ln.split()) >= 2 and
+             ln.split()[1].isdigit()}
+        if m.get("MemAvailable", LOW_MEMORY_KIB) < LOW_MEMORY_KIB:
+            log("  ! %s is short of memory: %s; top processes: %s" % (
+                vm.name, " ".join("%s %d MiB" % (k, v >> 10)
+                                  for k, v in m.items()),
+                " ".join(vm.run("ps -eo rss=,comm= --sort=-rss | head -5",
+                                timeout=30)[1].split())))
+
+
 def client_server(a, b, server, client, timeout):
     """Start server on b, run client on a; returns the client's output
     and both guests' CPU use over the client's run (None on failure)."""
@@ -118,6 +140,7 @@ def client_server(a, b, server, client, timeout):
     b.run("for i in $(seq 20); do pgrep -f '%s' >/dev/null || exit 0; "
           "sleep 0.5; done; pkill -f '%s'" % (server.split()[0],
                                               server.split()[0]), timeout=30)
+    low_memory(a, b)
     if rc:
         log("  ! exit %d: %s" % (rc, out.strip()[-400:]))
         return None
