@@ -20,43 +20,31 @@ public:
 		ws();
 		if (!eat('{'))
 			return fail(err, "expected a JSON object");
-		bool have_execute = false, have_arguments = false, first = true;
-		for (;;) {
-			ws();
-			if (first && eat('}'))
-				break;
-			first = false;
-			std::string key;
-			if (!string(key))
-				return fail(err, "expected a member name");
-			ws();
-			if (!eat(':'))
-				return fail(err, "expected ':'");
-			ws();
+		bool have_execute = false, have_arguments = false;
+		const bool ok = members(err, "a member name", [&](const std::string &key) {
 			if (key == "execute") {
 				if (have_execute || !string(r.execute))
 					return fail(err, "'execute' must be one string");
 				have_execute = true;
-			} else if (key == "arguments") {
+				return true;
+			}
+			if (key == "arguments") {
 				if (have_arguments)
 					return fail(err, "'arguments' must be one object");
 				have_arguments = true;
-				if (!arguments(r, err))
-					return false;
-			} else if (key == "id") {
+				return arguments(r, err);
+			}
+			if (key == "id") {
 				Value v;	// QMP's: echoed in the reply
 				if (r.id || !scalar(v))
 					return fail(err, "'id' must be one scalar");
 				r.id = std::move(v);
-			} else {
-				return fail(err, "member '" + key + "' is unexpected");
+				return true;
 			}
-			ws();
-			if (eat('}'))
-				break;
-			if (!eat(','))
-				return fail(err, "expected ',' or '}'");
-		}
+			return fail(err, "member '" + key + "' is unexpected");
+		});
+		if (!ok)
+			return false;
 		ws();
 		if (pos_ != s_.size())
 			return fail(err, "trailing characters after the object");
@@ -96,34 +84,47 @@ private:
 		return true;
 	}
 
-	bool arguments(Request &r, std::string &err)
+	// The members of an object whose '{' was just read, up to its '}':
+	// each "name": value pair's value is read by member(name), which
+	// returns false (err set) to refuse it.
+	template <typename F>
+	bool members(std::string &err, const char *what, F member)
 	{
-		if (!eat('{'))
-			return fail(err, "'arguments' must be an object");
-		r.args.clear();
 		for (bool first = true;; first = false) {
 			ws();
 			if (first && eat('}'))
 				return true;
 			std::string key;
 			if (!string(key))
-				return fail(err, "expected an argument name");
+				return fail(err, std::string("expected ") + what);
 			ws();
 			if (!eat(':'))
 				return fail(err, "expected ':'");
 			ws();
-			Value v;
-			if (!scalar(v))
-				return fail(err, "argument '" + key +
-					    "' must be a string, an integer, a boolean or null");
-			if (!r.args.emplace(key, std::move(v)).second)
-				return fail(err, "argument '" + key + "' is given twice");
+			if (!member(key))
+				return false;
 			ws();
 			if (eat('}'))
 				return true;
 			if (!eat(','))
 				return fail(err, "expected ',' or '}'");
 		}
+	}
+
+	bool arguments(Request &r, std::string &err)
+	{
+		if (!eat('{'))
+			return fail(err, "'arguments' must be an object");
+		r.args.clear();
+		return members(err, "an argument name", [&](const std::string &key) {
+			Value v;
+			if (!scalar(v))
+				return fail(err, "argument '" + key +
+					    "' must be a string, an integer, a boolean or null");
+			if (!r.args.emplace(key, std::move(v)).second)
+				return fail(err, "argument '" + key + "' is given twice");
+			return true;
+		});
 	}
 
 	bool scalar(Value &v)
