@@ -204,6 +204,12 @@ private:
 	bool holding_ = false;
 	std::deque<uint8_t> wout_;
 	uint64_t guest_errors_ = 0, dma_refused_ = 0, irqs_lost_ = 0;
+	// Device resets, logged as QEMU's vrnic_reset trace event would
+	// show them (a reboot's .shutdown must reset: guest_tests.py), at
+	// most 10 lines a second however fast a guest resets.
+	uint64_t resets_ = 0, resets_quiet_ = 0, reset_window_ns_ = 0;
+	unsigned reset_lines_ = 0;
+	void log_reset();
 	// The control channel: one client at a time (the next waits).
 	int ctl_listen_fd_ = -1, ctl_fd_ = -1;
 	std::string ctl_in_, ctl_out_;
@@ -286,11 +292,34 @@ const vrnic_platform_ops Device::kOps = {
 		if (of(p).guest_errors_++ < 20)
 			say(std::string("guest error: ") + msg);
 	},
-	.trace = [](void *, vrnic_trace_id id, uint64_t a, uint64_t, uint64_t) {
+	.trace = [](void *p, vrnic_trace_id id, uint64_t a, uint64_t, uint64_t) {
 		if (id == VRNIC_TRACE_FATAL)
 			say("device fatal, error " + std::to_string(a));
+		else if (id == VRNIC_TRACE_RESET)
+			of(p).log_reset();
 	},
 };
+
+void Device::log_reset()
+{
+	const uint64_t now = mono_ns();
+
+	resets_++;
+	if (now - reset_window_ns_ >= 1'000'000'000u) {
+		reset_window_ns_ = now;
+		reset_lines_ = 0;
+	}
+	if (reset_lines_ >= 10) {
+		resets_quiet_++;
+		return;
+	}
+	reset_lines_++;
+	std::string line = "vrnic_reset: device reset " + std::to_string(resets_);
+	if (resets_quiet_)
+		line += " (" + std::to_string(resets_quiet_) + " not logged)";
+	resets_quiet_ = 0;
+	say(line);
+}
 
 Device::~Device()
 {

@@ -165,7 +165,19 @@ class VM:
             "-qmp", "unix:%s,server=on,wait=off" % self.path("qmp.sock"),
         ]
         if self.fabric_nics:
+            if self.device == "vfio-user":
+                # Each vrnic NIC is a vrnic-device of its own, on its
+                # fabric port or direct wire (start_fabric_devices()).
+                cmd[0] = STOCK_QEMU
+                cmd += ["-object", "memory-backend-memfd,id=ram,size=%dM"
+                        % self.mem_mb, "-machine", "memory-backend=ram"]
             for i, nic in enumerate(self.fabric_nics):
+                if nic.kind == "vrnic" and self.device == "vfio-user":
+                    cmd += ["-device", json.dumps({
+                        "driver": "vfio-user-pci",
+                        "socket": {"path": self.path("vrnic-f%d.sock" % i),
+                                   "type": "unix"}})]
+                    continue
                 if nic.listen:
                     cmd += ["-netdev", "stream,id=f%d,server=on,addr.type="
                             "unix,addr.path=%s" % (i, nic.sock)]
@@ -214,8 +226,8 @@ class VM:
         return cmd
 
     def vfio_user(self):
-        """Does this VM's vrnic run as vrnic-device?  (Not on the fabric:
-        that attaches to QEMU's netdevs.)"""
+        """Does this VM's one vrnic run as vrnic-device?  (On the fabric,
+        each vrnic NIC has one: start_fabric_devices().)"""
         return (self.device == "vfio-user" and self.nic == "vrnic" and
                 not self.fabric_nics)
 
@@ -245,6 +257,39 @@ class VM:
                               % (self.name, self.path("device.log")))
             time.sleep(0.02)
 
+    def start_fabric_devices(self):
+        """In the vfio-user mode, a vrnic-device per vrnic NIC of a VM on
+        the fabric: it connects to the NIC's fabric port (and reconnects
+        when the fabric restarts), or listens on a direct wire; its
+        speed is the NIC's."""
+        for i, nic in enumerate(self.fabric_nics):
+            if nic.kind != "vrnic":
+                continue
+            sock = self.path("vrnic-f%d.sock" % i)
+            for leaf in (sock, self.path("control-f%d.sock" % i)):
+                try:
+                    os.unlink(leaf)
+                except FileNotFoundError:
+                    pass
+            cmd = [VRNIC_DEVICE, "--socket", sock, "--mac", nic.mac,
+                   "--control", self.path("control-f%d.sock" % i),
+                   "--wire-listen" if nic.listen else "--wire-connect",
+                   nic.sock]
+            if nic.speed_mbps:
+                cmd += ["--speed-mbps", str(nic.speed_mbps)]
+            log = open(self.path("device-f%d.log" % i), "wb")
+            nic.devproc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                           stdout=log,
+                                           stderr=subprocess.STDOUT)
+            log.close()
+            deadline = time.time() + 10
+            while not os.path.exists(sock):
+                if time.time() > deadline or nic.devproc.poll() is not None:
+                    raise VMError("%s: vrnic-device for %s did not start (%s)"
+                                  % (self.name, nic.host,
+                                     self.path("device-f%d.log" % i)))
+                time.sleep(0.02)
+
     def start(self):
         os.makedirs(self.dir, exist_ok=True)
         for leaf in ("console.sock", "agent.sock", "qmp.sock", "wire.sock",
@@ -256,6 +301,8 @@ class VM:
                 pass
         if self.vfio_user():
             self.start_device()
+        elif self.fabric_nics and self.device == "vfio-user":
+            self.start_fabric_devices()
         log = open(self.path("qemu.log"), "wb")
         self.proc = subprocess.Popen(self.cmdline(), stdin=subprocess.DEVNULL,
                                      stdout=log, stderr=subprocess.STDOUT)
@@ -447,7 +494,8 @@ class VM:
             s.close()
 
     def kill(self):
-        for p in (self.proc, self.devproc):
+        for p in [self.proc, self.devproc] + [
+                getattr(n, "devproc", None) for n in self.fabric_nics]:
             if p and p.poll() is None:
                 p.terminate()
                 try:
@@ -517,6 +565,7 @@ class Nic:
         self.netdev = None
         self.rdma = None
         self.vm = None
+        self.devproc = None     # its vrnic-device, in the vfio-user mode
         # The port speed the NIC reports and times PFC quanta at: the
         # switch port's rate, so that both ends agree on a pause's length.
         self.speed_mbps = None
