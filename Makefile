@@ -1,5 +1,6 @@
-# vrnic: an emulated RoCEv2 RDMA NIC (QEMU), its Linux driver and its
-# rdma-core provider.  See README.md.
+# vrnic: an emulated RoCEv2 RDMA NIC (vrnic-device, which unmodified QEMU
+# attaches over vfio-user), its Linux driver and its rdma-core provider.
+# See README.md.
 #
 #   make            install host packages, fetch sources, build everything
 #   make run        boot two VMs, load vrnic, show rdma link / ibv_devinfo / ping
@@ -11,11 +12,9 @@
 #   make fuzz       libFuzzer targets (tests/fuzz), FUZZ_SECONDS each, coverage
 #   make fabric     build/fabric/vrnic-fabric, the switch (Documentation/fabric.rst)
 #   make patches    build/patches/linux: the drivers as a series for the kernel tree
-#   make device     build/device/vrnic-device: the device as a vfio-user server
-#   make qemu-stock build/qemu-stock: unmodified QEMU 10.2.2 to attach it
-#                   (then VRNIC_DEVICE=vfio-user make run: Documentation/vfio-user.rst)
-#   make vfio-user-gate   issue 27's gate: BAR read, doorbell and MSI-X costs
-#                   through stock QEMU's vfio-user client against the in-QEMU device
+#   make device     build/device/vrnic-device: the device, a vfio-user server
+#   make qemu       build/qemu-stock: unmodified QEMU 10.2.2, which attaches it
+#                   (Documentation/vfio-user.rst)
 #
 # Builds are incremental: QEMU and rdma-core are rebuilt by ninja only where
 # something changed, the guest userland is cached until its package list
@@ -28,18 +27,21 @@ B := $(CURDIR)/build
 VM ?= a
 
 .PHONY: all deps qemu module rdma-core guest-tests image run shell check \
-	lint unit fuzz bench fabric patches device qemu-stock vfio-user-gate \
-	clean distclean
+	lint unit fuzz bench fabric patches device qemu-stock clean distclean
 
-all: image
+# The guest image, and what runs the VMs: unmodified QEMU and vrnic-device.
+all: image device qemu
 
 deps:
 	@scripts/host-deps.sh
 	@scripts/fetch-sources.sh
 
+# Unmodified QEMU, with its vfio-user client (vrnic-device is the device).
 qemu: deps
-	@echo "== QEMU 10.0.2 with -device vrnic"
-	@scripts/build-qemu.sh | tail -n 1
+	@echo "== QEMU 10.2.2, unmodified"
+	@scripts/build-qemu-stock.sh
+
+qemu-stock: qemu
 
 module: deps
 	@echo "== vrnic.ko and vrnic_ib.ko for $(KVER)"
@@ -55,7 +57,7 @@ guest-tests: rdma-core
 		KSFT=$(B)/src/linux-tools/tools/testing/selftests \
 		RDMA_ROOT=$(B)/rdma-core-root
 
-image: qemu module rdma-core guest-tests
+image: module rdma-core guest-tests
 	@echo "== guest image"
 	@scripts/build-image.sh
 
@@ -70,7 +72,7 @@ shell: all $(if $(TOPO),fabric)
 check: deps
 	@scripts/check.sh
 
-lint: deps qemu module rdma-core
+lint: deps module rdma-core
 	@$(PY) scripts/lint.py
 
 unit: deps
@@ -82,7 +84,7 @@ fuzz: deps
 patches: deps
 	@$(PY) scripts/patches.py
 
-bench: all device qemu-stock
+bench: all
 	@$(PY) scripts/bench.py
 
 fabric: deps
@@ -90,19 +92,12 @@ fabric: deps
 	@cmake -S fabric -B $(B)/fabric -G Ninja >/dev/null
 	@nice ninja -C $(B)/fabric -j2 vrnic-fabric
 
-# device/: vrnic-device, the engine as a vfio-user server, and the gate's
-# stub; qemu-stock: unmodified QEMU to attach them (Documentation/vfio-user.rst).
+# device/: vrnic-device, the engine as a vfio-user server
+# (Documentation/vfio-user.rst).
 device: deps
 	@echo "== vrnic-device"
 	@cmake -S device -B $(B)/device -G Ninja >/dev/null
 	@nice ninja -C $(B)/device -j2 | tail -n 1
-
-qemu-stock: deps
-	@echo "== QEMU 10.2.2, unmodified"
-	@scripts/build-qemu-stock.sh
-
-vfio-user-gate: all device qemu-stock
-	@$(PY) scripts/vfio_user_gate.py
 
 clean:
 	rm -rf $(B)/device $(B)/host $(B)/host-asan $(B)/fabric $(B)/fabric-asan $(B)/host-release $(B)/bench $(B)/results $(B)/image $(B)/guest-tests $(B)/vm $(B)/provider-tsan

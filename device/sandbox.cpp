@@ -6,6 +6,8 @@
 #include <seccomp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -13,7 +15,7 @@
 
 namespace vfu {
 
-bool sandbox_enter(bool connects, std::string &why)
+bool sandbox_enter(int connect_family, std::string &why)
 {
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
 		why = std::string("no_new_privs: ") + std::strerror(errno);
@@ -48,8 +50,8 @@ bool sandbox_enter(bool connects, std::string &why)
 	int rc = 0;
 	for (const int nr : plain)
 		rc = rc ? rc : seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
-	// No executable memory; sockets only of the UNIX family, and only for
-	// a device that connects its wire (reconnects).
+	// No executable memory; sockets only of the wire's family, and only
+	// for a device that connects its wire (reconnects).
 	if (!rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
 				      SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
@@ -61,11 +63,16 @@ bool sandbox_enter(bool connects, std::string &why)
 		if (!rc)
 			rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1,
 					      SCMP_A1(SCMP_CMP_EQ, scmp_datum_t(cmd)));
+	const bool connects = connect_family != 0;
 	if (connects && !rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-				      SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+				      SCMP_A0(SCMP_CMP_EQ, scmp_datum_t(connect_family)));
 	if (connects && !rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(connect), 0);
+	if (connects && connect_family != AF_UNIX && !rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(setsockopt), 2,
+				      SCMP_A1(SCMP_CMP_EQ, IPPROTO_TCP),
+				      SCMP_A2(SCMP_CMP_EQ, TCP_NODELAY));
 	if (!rc)
 		rc = seccomp_load(ctx);
 	seccomp_release(ctx);

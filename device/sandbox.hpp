@@ -9,8 +9,10 @@
 
 namespace vfu {
 
-// Enter the sandbox; false (why set) if the kernel refused it.  connects:
-// the process still opens UNIX sockets (the wire's reconnects).
-bool sandbox_enter(bool connects, std::string &why);
+// Enter the sandbox; false (why set) if the kernel refused it.
+// connect_family: 0, or the address family (AF_UNIX, AF_INET, AF_INET6)
+// of the sockets the process still opens and connects (the wire's
+// reconnects); for TCP it may also set TCP_NODELAY on them.
+bool sandbox_enter(int connect_family, std::string &why);
 
 } // namespace vfu

@@ -1,33 +1,39 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // vrnic-device: the vrnic engine as a vfio-user server that stock QEMU
 // (10.1.1 or later) attaches with -device vfio-user-pci.  It implements
-// the engine's platform interface (qemu-device/engine/vrnic_engine.h):
+// the engine's platform interface (engine/vrnic_engine.h):
 //   DMA       memcpy through the guest RAM QEMU maps (memfd-backed RAM
 //             is required), only while the guest allows bus mastering;
 //   MSI-X     a write to the vector's eventfd;
 //   the wire  its own stream socket in QEMU's stream-netdev framing (a
 //             4-byte big-endian length, then the frame), to a peer VM's
-//             device or QEMU, or to vrnic-fabric;
+//             device or QEMU, or to vrnic-fabric: a UNIX socket path, or
+//             tcp:HOST:PORT (another machine);
 //   timers and deferred work in its own epoll loop.  The engine is never
 //   entered from one of its own callbacks: they set flags, the loop acts.
 //
 //   vrnic-device --socket PATH --mac MAC
 //                (--wire-listen PATH | --wire-connect PATH)
 //                [--host-mem-budget BYTES] [--speed-mbps N]
-//                [--control PATH] [--no-sandbox] [--x-fault-syscall]
+//                [--control PATH] [--trace GLOB[,GLOB...]]
+//                [--no-sandbox] [--x-fault-syscall]
 // It serves one QEMU until that QEMU goes away, then exits 0.  Once QEMU
 // has connected it enters its sandbox (sandbox.hpp) unless --no-sandbox;
 // --x-fault-syscall (test only) makes it call open(2), which the sandbox
 // forbids, when it gets SIGUSR1.
 //
 // --control PATH: a UNIX stream socket taking QMP-shaped JSON lines
-// (control.hpp), for what QEMU's monitor does to the in-QEMU device:
-// set_link, the test-only x-fault-* properties (qom-set, qom-get, as in
-// qemu-device/vrnic.c), and a packet capture of the wire into a file
+// (control.hpp), for what QEMU's monitor would do to a QEMU device:
+// set_link, the test-only x-fault-* properties (qom-set, qom-get; spec,
+// "Fault injection"), and a packet capture of the wire into a file
 // whose fd comes with capture-start (SCM_RIGHTS: the sandbox opens no
 // file).  Documentation/vfio-user.rst, "The control channel".
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fnmatch.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -38,7 +44,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <cinttypes>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -123,6 +131,87 @@ int unix_socket(const std::string &path, bool listen_on)
 	return -1;
 }
 
+// Where the wire goes: a UNIX socket path, or tcp:HOST:PORT (HOST a name,
+// an IPv4 address or a [bracketed] IPv6 one), resolved once at start-up,
+// before the sandbox (which then allows sockets of that family only).
+struct WireAddr {
+	sockaddr_storage ss{};
+	socklen_t len = 0;
+	int family = AF_UNIX;
+};
+
+bool wire_addr(const std::string &spec, WireAddr &out, std::string &why)
+{
+	if (spec.rfind("tcp:", 0) != 0) {
+		sockaddr_un sa{};
+		sa.sun_family = AF_UNIX;
+		if (spec.empty() || spec.size() >= sizeof(sa.sun_path)) {
+			why = "a UNIX socket path of 1 to 107 bytes";
+			return false;
+		}
+		std::memcpy(sa.sun_path, spec.c_str(), spec.size() + 1);
+		std::memcpy(&out.ss, &sa, sizeof(sa));
+		out.len = sizeof(sa);
+		out.family = AF_UNIX;
+		return true;
+	}
+	const std::string hp = spec.substr(4);
+	const size_t colon = hp.rfind(':');
+	if (colon == std::string::npos || colon == 0 || colon + 1 == hp.size()) {
+		why = "tcp:HOST:PORT";
+		return false;
+	}
+	std::string host = hp.substr(0, colon);
+	const std::string port = hp.substr(colon + 1);
+	if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+		host = host.substr(1, host.size() - 2);
+	addrinfo hints{};
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	addrinfo *res = nullptr;
+	const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
+	if (rc != 0 || !res) {
+		why = std::string("cannot resolve ") + hp + ": " + gai_strerror(rc);
+		return false;
+	}
+	std::memcpy(&out.ss, res->ai_addr, res->ai_addrlen);
+	out.len = res->ai_addrlen;
+	out.family = res->ai_family;
+	freeaddrinfo(res);
+	return true;
+}
+
+// A non-blocking stream socket on the wire's address: listening, or
+// connecting.  A TCP connect may still be in progress when it returns;
+// the loop then sees it fail as an error on the socket (and reconnects)
+// or succeed as the socket turning writable.  TCP_NODELAY: every frame
+// goes at once, as QEMU's stream netdev sends them.
+int wire_socket(const WireAddr &wa, bool listen_on)
+{
+	const int fd = socket(wa.family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	const auto *sa = reinterpret_cast<const sockaddr *>(&wa.ss);
+	if (wa.family != AF_UNIX) {
+		const int one = 1;
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (listen_on)
+			(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	}
+	if (listen_on) {
+		if (wa.family == AF_UNIX)
+			unlink(reinterpret_cast<const sockaddr_un *>(sa)->sun_path);
+		if (bind(fd, sa, wa.len) == 0 && listen(fd, 1) == 0)
+			return fd;
+	} else if (connect(fd, sa, wa.len) == 0 ||
+		   (wa.family != AF_UNIX && errno == EINPROGRESS)) {
+		return fd;
+	}
+	close(fd);
+	return -1;
+}
+
 // A whole decimal or 0x number, nothing after it.
 bool parse_u64(const std::string &s, uint64_t &out)
 {
@@ -133,8 +222,9 @@ bool parse_u64(const std::string &s, uint64_t &out)
 }
 
 struct Options {
-	std::string socket, wire_path, control, mac = "52:54:00:12:34:56";
+	std::string socket, wire_path, control, trace, mac = "52:54:00:12:34:56";
 	bool wire_listen = false;
+	WireAddr wire;		// wire_path, resolved
 	bool sandbox = true;
 	bool fault_syscall = false;
 	uint64_t host_mem_budget = 0;
@@ -183,7 +273,7 @@ private:
 	// The capture (capture-start): every frame sent and received.
 	void capture(const void *frame, size_t len) noexcept;
 	void capture_stop(const char *why) noexcept;
-	// Fault injection (test only), as qemu-device/vrnic.c.
+	// Fault injection (test only; spec, "Fault injection").
 	void fault_hold_admin(uint32_t val);
 	void fault_arm_timer(uint32_t ms);
 	void fault_clear();
@@ -210,6 +300,12 @@ private:
 	uint64_t resets_ = 0, resets_quiet_ = 0, reset_window_ns_ = 0;
 	unsigned reset_lines_ = 0;
 	void log_reset();
+	// --trace: the engine's trace points whose names match, and every
+	// guest error (vrnic_guest_error), printed to stderr.
+	std::array<bool, VRNIC_TRACE_NUM> traced_{};
+	bool trace_guest_errors_ = false;
+	void trace_setup();
+	void trace(vrnic_trace_id id, uint64_t a, uint64_t b, uint64_t c);
 	// The control channel: one client at a time (the next waits).
 	int ctl_listen_fd_ = -1, ctl_fd_ = -1;
 	std::string ctl_in_, ctl_out_;
@@ -289,16 +385,56 @@ const vrnic_platform_ops Device::kOps = {
 		timerfd_settime(of(p).timer_fd_, TFD_TIMER_ABSTIME, &its, nullptr);
 	},
 	.guest_error = [](void *p, const char *msg) {
-		if (of(p).guest_errors_++ < 20)
+		if (of(p).guest_errors_++ < 20 || of(p).trace_guest_errors_)
 			say(std::string("guest error: ") + msg);
 	},
-	.trace = [](void *p, vrnic_trace_id id, uint64_t a, uint64_t, uint64_t) {
-		if (id == VRNIC_TRACE_FATAL)
-			say("device fatal, error " + std::to_string(a));
-		else if (id == VRNIC_TRACE_RESET)
-			of(p).log_reset();
+	.trace = [](void *p, vrnic_trace_id id, uint64_t a, uint64_t b, uint64_t c) {
+		of(p).trace(id, a, b, c);
 	},
 };
+
+// The trace points' names, as the retired QEMU device's trace-events
+// called them (spec, "Tracing"), indexed by vrnic_trace_id.
+constexpr std::array<const char *, VRNIC_TRACE_NUM> kTraceNames = {
+	"vrnic_reg_read", "vrnic_reg_write", "vrnic_db_write",
+	"vrnic_admin_cmd", "vrnic_admin_done", "vrnic_eq_post",
+	"vrnic_eq_overflow", "vrnic_irq", "vrnic_eth_tx", "vrnic_eth_rx",
+	"vrnic_eth_rx_drop", "vrnic_roce_rx", "vrnic_reset", "vrnic_link",
+	"vrnic_fatal", "vrnic_mac_control",
+};
+
+void Device::trace_setup()
+{
+	std::string rest = opt_.trace;
+
+	while (!rest.empty()) {
+		const size_t comma = rest.find(',');
+		const std::string glob = rest.substr(0, comma);
+
+		rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+		for (size_t i = 0; i < kTraceNames.size(); i++)
+			if (fnmatch(glob.c_str(), kTraceNames[i], 0) == 0)
+				traced_[i] = true;
+		if (fnmatch(glob.c_str(), "vrnic_guest_error", 0) == 0)
+			trace_guest_errors_ = true;
+	}
+}
+
+void Device::trace(vrnic_trace_id id, uint64_t a, uint64_t b, uint64_t c)
+{
+	if (id == VRNIC_TRACE_FATAL)
+		say("device fatal, error " + std::to_string(a));
+	else if (id == VRNIC_TRACE_RESET)
+		log_reset();
+	else if (unsigned(id) < traced_.size() && traced_[id]) {
+		char line[128];
+
+		(void)std::snprintf(line, sizeof(line),
+				    "%s 0x%" PRIx64 " 0x%" PRIx64 " 0x%" PRIx64,
+				    kTraceNames[id], a, b, c);
+		say(line);
+	}
+}
 
 void Device::log_reset()
 {
@@ -388,8 +524,8 @@ void Device::bar_write(unsigned int bar, uint64_t off, uint64_t v, unsigned int 
 }
 
 // ------------------------------------------------ fault injection ---
-// The test-only hooks of qemu-device/vrnic.c, with the same names and
-// values (spec: "Fault injection").
+// The test-only hooks, with the names and values of the spec's "Fault
+// injection" (they were QOM properties of the retired in-QEMU device).
 //
 // x-fault-admin holds back the admin queue doorbell, so the engine sees
 // the commands late (a delay in ms) or never (UINT32_MAX).  The doorbell
@@ -1011,7 +1147,7 @@ bool Device::setup()
 		set_epoll(ctl_listen_fd_, EPOLLIN);
 	}
 	if (opt_.wire_listen) {
-		wire_listen_fd_ = unix_socket(opt_.wire_path, true);
+		wire_listen_fd_ = wire_socket(opt_.wire, true);
 		if (wire_listen_fd_ < 0) {
 			say("cannot listen on " + opt_.wire_path);
 			return false;
@@ -1044,7 +1180,7 @@ bool Device::setup()
 		(void)std::signal(SIGUSR1, [](int) { usr1_seen = 1; });
 	if (opt_.sandbox) {
 		std::string why;
-		if (!vfu::sandbox_enter(!opt_.wire_listen, why)) {
+		if (!vfu::sandbox_enter(opt_.wire_listen ? 0 : opt_.wire.family, why)) {
 			say("cannot enter the sandbox: " + why);
 			return false;
 		}
@@ -1054,6 +1190,7 @@ bool Device::setup()
 
 int Device::run()
 {
+	trace_setup();
 	if (!setup())
 		return 1;
 	for (;;) {
@@ -1085,7 +1222,7 @@ int Device::run()
 				uint64_t x;
 				(void)!read(retry_fd_, &x, sizeof(x));
 				if (wire_fd_ < 0) {
-					const int w = unix_socket(opt_.wire_path, false);
+					const int w = wire_socket(opt_.wire, false);
 					if (w >= 0)
 						wire_up(w);
 					else
@@ -1136,7 +1273,8 @@ void usage()
 {
 	say("usage: vrnic-device --socket PATH --mac MAC "
 	    "(--wire-listen PATH | --wire-connect PATH) "
-	    "[--host-mem-budget BYTES] [--speed-mbps N] [--control PATH] [--no-sandbox]");
+	    "[--host-mem-budget BYTES] [--speed-mbps N] [--control PATH] "
+	    "[--trace GLOB[,GLOB...]] [--no-sandbox]");
 }
 
 } // namespace
@@ -1156,6 +1294,8 @@ int main(int argc, char **argv)
 			o.socket = v;
 		else if (a == "--control")
 			o.control = v;
+		else if (a == "--trace")
+			o.trace = v;
 		else if (a == "--mac")
 			o.mac = v;
 		else if (a == "--wire-listen" || a == "--wire-connect") {
@@ -1185,6 +1325,10 @@ int main(int argc, char **argv)
 	}
 	if (o.socket.empty() || o.wire_path.empty()) {
 		usage();
+		return 2;
+	}
+	if (std::string why; !wire_addr(o.wire_path, o.wire, why)) {
+		say("bad wire " + o.wire_path + ": " + why);
 		return 2;
 	}
 	if (o.host_mem_budget && (o.host_mem_budget < VRNIC_HOST_MEM_BUDGET_MIN ||

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // vrnic's PCI function as the vfio-user server presents it, from the
-// shared hardware header: the same IDs and BARs as the in-QEMU device
-// (qemu-device/vrnic.c), an MSI-X BAR of one page as QEMU's
-// msix_init_exclusive_bar() gives VRNIC_NUM_MSIX vectors.
+// shared hardware header (the spec's IDs and BARs), and an MSI-X BAR of
+// one page, laid out as QEMU's msix_init_exclusive_bar() lays out
+// VRNIC_NUM_MSIX vectors.
 #pragma once
 
 #include "vfio_user.hpp"

@@ -5,8 +5,8 @@
  * This header is the single definition of the device's programming model:
  * PCI identity, BAR map, BAR0 registers, doorbells, admin queue commands and
  * completions, event queue entries and Ethernet ring descriptors.  It is
- * included unchanged by the QEMU device model (C and C++20), the Linux
- * driver and the rdma-core provider.  Documentation/vrnic-spec.rst is the
+ * included unchanged by the device model (engine/ and device/, C++20), the
+ * Linux driver and the rdma-core provider.  Documentation/vrnic-spec.rst is the
  * prose form of the same contract; change both together.
  *
  * All multi-byte fields are little-endian.  Bit fields are described with

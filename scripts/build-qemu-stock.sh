@@ -1,6 +1,7 @@
 #!/bin/bash
 # Build unmodified QEMU 10.2.2 (qemu-system-x86_64, TCG only) into
-# build/qemu-stock, for the vfio-user gate (scripts/vfio_user_gate.py).
+# build/qemu-stock: the VMs' QEMU, which attaches vrnic-device with
+# -device vfio-user-pci (Documentation/vfio-user.rst).
 #
 # Why 10.2.2: QEMU's vfio-user client came in 10.1 and needs 10.1.1 or
 # later (10.1.0 gives the device a wrong class code).  The package
@@ -35,8 +36,8 @@ if [ ! -e "$src/.unpacked" ]; then
 	touch "$src/.unpacked"
 fi
 # The one edit: Debian's +ds tarball strips the edk2 firmware images that
-# pc-bios/meson.build would unpack (the same edit as build-qemu.sh's; the
-# firmware comes from the seabios package).
+# pc-bios/meson.build would unpack (the firmware comes from the seabios
+# package).
 patch_once "$src/pc-bios/meson.build" "if false # vrnic: no edk2 blobs" \
 	"s|^if unpack_edk2_blobs|if false # vrnic: no edk2 blobs|"
 

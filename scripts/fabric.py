@@ -66,6 +66,17 @@ def _rate_mbps(params):
     return None
 
 
+def tcp_port(topology, host):
+    """The TCP port host listens on as well (its "tcp" in the topology
+    file, on the fabric's --tcp-bind address, 127.0.0.1 by default), or
+    None."""
+    with open(topology_path(topology)) as f:
+        for h in json.load(f)["hosts"]:
+            if h["name"] == host:
+                return h.get("tcp")
+    return None
+
+
 def link_mbps(topology, host):
     """The rate (Mb/s) of the switch's port towards host in a topology
     (b_to_a, else the host's link, else the defaults), or None when it

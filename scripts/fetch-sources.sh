@@ -10,7 +10,6 @@ mkdir -p "$dl" "$src"
 apt_priv=$top/scripts/apt-private.sh
 kver=$("$top/scripts/kernel-version.sh")
 
-QEMU_VER=10.0.2
 RDMA_VER=56.1
 RDMA_SHA256=63ce7f2baa7242c2dbc76375dac957c420187dd27f8c5e148efc07971ee522a8
 
@@ -22,15 +21,7 @@ fetch_source() { # package/suite, glob of the orig tarball
 	compgen -G "$dl/$glob" >/dev/null || { echo "fetch: could not download $pkg" >&2; exit 1; }
 }
 
-# QEMU 10.0.2 (bookworm-backports).  The .debian.tar.xz may 404; only the
-# .orig tarball is used.
-fetch_source qemu/bookworm-backports "qemu_${QEMU_VER}+ds.orig.tar.xz"
-if [ ! -e "$src/qemu-$QEMU_VER/.unpacked" ]; then
-	rm -rf "$src/qemu-$QEMU_VER" "$src/qemu-$QEMU_VER+ds"
-	tar -C "$src" -xJf "$dl/qemu_${QEMU_VER}+ds.orig.tar.xz"
-	[ -d "$src/qemu-$QEMU_VER+ds" ] && mv "$src/qemu-$QEMU_VER+ds" "$src/qemu-$QEMU_VER"
-	touch "$src/qemu-$QEMU_VER/.unpacked"
-fi
+# QEMU: scripts/build-qemu-stock.sh fetches its own.
 
 # rdma-core 56.1 (trixie).
 fetch_source rdma-core/trixie "rdma-core_${RDMA_VER}.orig.tar.gz"

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """make fuzz: build the libFuzzer targets of tests/fuzz (clang, ASan+UBSan),
 fuzz each for FUZZ_SECONDS, and report executions, exec/s, crashes and the
-line coverage of qemu-device/engine/*.cpp reached by the corpus.
+line coverage of engine/*.cpp reached by the corpus.
 
     scripts/fuzz.py [run]      build, fuzz every target (FUZZ_TARGETS to pick)
     scripts/fuzz.py merge      fold build/fuzz/corpus into tests/fuzz/corpus
@@ -97,7 +97,7 @@ def crash_signature(log):
         if m and kind == "crash":
             kind = m.group(m.lastindex)
         m = STACK.match(line)
-        if m and ("/qemu-device/" in line or "/tests/fuzz/" in line):
+        if m and ("/engine/" in line or "/tests/fuzz/" in line):
             func = re.sub(r"\(.*", "", m.group(2))
             return "%s at %s (%s)" % (kind, func, os.path.relpath(
                 m.group(3), TOP))
@@ -158,7 +158,7 @@ def fuzz_one(bdir, t, seconds, nice=True):
     return execs, execs / spent, found
 
 
-ENGINE_SRCS = sorted(glob.glob(os.path.join(TOP, "qemu-device/engine/*.cpp")))
+ENGINE_SRCS = sorted(glob.glob(os.path.join(TOP, "engine/*.cpp")))
 # fuzz_fabric's coverage is of vrnic-fabric's model, fuzz_vfio_user's of
 # vrnic-device's vfio-user server, not of the engine.
 FABRIC_SRCS = sorted(glob.glob(os.path.join(TOP, "fabric/core/*.cpp")))
@@ -168,7 +168,7 @@ OWN_SRCS = {"fabric": FABRIC_SRCS,
 
 def coverage(targets):
     """Replay the corpora through the coverage build; returns
-    {target: line %, 'all': line %} over qemu-device/engine/*.cpp."""
+    {target: line %, 'all': line %} over engine/*.cpp."""
     bdir = build("cov")
     if not bdir:
         return {}
@@ -240,7 +240,7 @@ def cmd_run():
         print("%-10s %12d %9.0f %8d %8.1f%%" % (t, execs, rate, len(crashes),
                                                 cov.get(t, 0.0)))
     if "all" in cov:
-        print("qemu-device/engine/*.cpp line coverage, all targets: %.1f%%"
+        print("engine/*.cpp line coverage, all targets: %.1f%%"
               % cov["all"])
     print("crashes: %s" % os.path.join(OUT, "crashes"))
     return 1 if any(r[3] for r in rows) else 0

@@ -13,7 +13,7 @@ pkgs=(
 	build-essential pkg-config git ca-certificates xz-utils zstd cpio kmod
 	# QEMU build
 	ninja-build flex bison libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev
-	# unmodified QEMU (make vfio-user-gate): its device trees
+	# QEMU's device trees
 	device-tree-compiler
 	python3-venv python3-setuptools python3-wheel
 	# firmware that QEMU needs at run time (the +ds tarball has none)

@@ -206,7 +206,7 @@ def main():
     if rc:
         show(out)
     stage.record("engine -Wall -Wextra -Werror", "fail" if rc else "pass")
-    srcs = sorted(glob.glob(os.path.join(TOP, "qemu-device/engine/*.cpp")))
+    srcs = sorted(glob.glob(os.path.join(TOP, "engine/*.cpp")))
     rc, out = run(["clang-tidy", "--quiet", "-p", host, *srcs])
     bad = [ln for ln in out.splitlines() if re.search(r"(warning|error):", ln)]
     if rc or bad:
@@ -224,7 +224,7 @@ def device(stage):
     clang-tidy (device/.clang-tidy)."""
     srcs = sorted(glob.glob(os.path.join(TOP, "device/*.cpp")))
     flags = ["-std=c++20", "-I" + os.path.join(TOP, "include"),
-             "-I" + os.path.join(TOP, "qemu-device/engine")]
+             "-I" + os.path.join(TOP, "engine")]
     bad_build = []
     for src in srcs:
         rc, out = run(["g++", *flags, "-Wall", "-Wextra", "-Werror",

@@ -299,7 +299,8 @@ def build_series():
          EDITED[2], "obj-$(CONFIG_NET_VENDOR_VIA) += via/\n",
          "obj-$(CONFIG_VRNIC) += vrnic/\n")
     commit("net: ethernet: vrnic: Add the vrnic PCI function driver",
-           "vrnic is the RoCEv2 RDMA NIC that QEMU emulates (-device vrnic).\n"
+           "vrnic is an emulated RoCEv2 RDMA NIC, which QEMU attaches over\n"
+           "vfio-user (the vrnic-device program, -device vfio-user-pci).\n"
            "This driver binds its PCI function: the admin and event queues,\n"
            "the Ethernet netdev, and the auxiliary device vrnic.rdma.<n> that\n"
            "the RDMA driver binds to.  The device's programming model is in\n"
@@ -434,13 +435,13 @@ def rc_series():
             "F:\tproviders/vrnic/\n")
     rc_edit("debian/control",
             "  - vmw_pvrdma: VMware paravirtual RDMA device\n",
-            "  - vrnic: vrnic, the RoCEv2 NIC QEMU emulates\n")
+            "  - vrnic: vrnic, an emulated RoCEv2 NIC\n")
     rc_edit("redhat/rdma-core.spec",
             "- libvmw_pvrdma: VMware paravirtual RDMA device\n",
-            "- libvrnic: vrnic, the RoCEv2 NIC QEMU emulates\n")
+            "- libvrnic: vrnic, an emulated RoCEv2 NIC\n")
     commit_rc("vrnic: Add the userspace provider for vrnic",
-              "The provider of vrnic_ib.ko, the RDMA driver of the RoCEv2 NIC "
-              "that QEMU\nemulates (-device vrnic): the data path (posting, "
+              "The provider of vrnic_ib.ko, the RDMA driver of vrnic, an "
+              "emulated\nRoCEv2 NIC (vrnic-device): the data path (posting, "
               "doorbells, polling)\nin user space, objects through uverbs.  "
               "It matches RDMA_DRIVER_VRNIC\nfirst and the PCI ID after.")
 

@@ -1,21 +1,25 @@
 #!/usr/bin/python3
 """Boot and drive vrnic test VMs under QEMU TCG.
 
-Each VM gets:
-  - the vrnic device on a virtual Ethernet wire to its peer: a QEMU stream
-    netdev over an AF_UNIX socket (a listens, b connects), or with
-    VRNIC_NETDEV=dgram one datagram socket each (see VM.wire);
+Each VM runs under unmodified QEMU (build/qemu-stock) and gets:
+  - the vrnic device, build/device/vrnic-device, a process of its own
+    that QEMU attaches with -device vfio-user-pci (guest RAM memfd-backed,
+    so that the device maps it; Documentation/vfio-user.rst), on a
+    virtual Ethernet wire to its peer: a stream socket in QEMU's
+    stream-netdev framing (a listens, b connects);
   - a serial console (ttyS0) on build/vm/<name>/console.sock, logged to
     console.log, with an interactive root shell on it;
   - a command agent on a virtio serial port (agent.sock), see
     tests/guest/rootfs/usr/local/sbin/vrnic-agent;
-  - a QMP socket (qmp.sock) for link up/down and other monitor commands;
-    with the vfio-user device, VM.qmp() sends what concerns the vrnic
-    (set_link of "wire", its x-fault-* properties, a filter-dump capture
-    of "wire") to vrnic-device's control socket (control.sock) instead.
+  - a QMP socket (qmp.sock) for monitor commands; VM.qmp() sends what
+    concerns the vrnic (set_link of "wire", its x-fault-* properties, a
+    filter-dump capture of "wire") to vrnic-device's control socket
+    (control.sock) instead.
+A VM whose NIC is virtio-net (a Linux rxe peer) has it on a QEMU stream
+netdev, or with VRNIC_NETDEV=dgram a datagram socket (see VM.wire).
 
-Every QEMU process started here is killed by PID when the harness exits,
-and every wait is bounded.
+Every QEMU and vrnic-device process started here is killed when the
+harness exits, and every wait is bounded.
 
 Or attached to vrnic-fabric (boot_fabric, scripts/fabric.py): each NIC on
 a host port of the switch, several NICs (hosts) per VM.
@@ -41,7 +45,9 @@ import time
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(TOP, "build")
 IMAGE = os.path.join(BUILD, "image")
-QEMU = os.path.join(BUILD, "qemu", "qemu-system-x86_64")
+# Unmodified QEMU (make qemu, scripts/build-qemu-stock.sh).
+QEMU = os.path.join(BUILD, "qemu-stock", "qemu-system-x86_64")
+STOCK_QEMU = QEMU
 # Where each VM's sockets and logs go: build/vm/<name>/ unless overridden,
 # so that two harnesses (two developers' test runs) can share one tree.
 VM_DIR = os.environ.get("VRNIC_VM_DIR", os.path.join(BUILD, "vm"))
@@ -50,17 +56,18 @@ BOOT_TIMEOUT = float(os.environ.get("VRNIC_BOOT_TIMEOUT", "180"))
 SUBNET = "10.10.0"
 SUBNET2 = "10.10.1"     # make bench: the virtio-net wire
 NETDEV = os.environ.get("VRNIC_NETDEV", "stream")
-# Where the vrnic device runs: "qemu", inside the patched QEMU (build/qemu),
-# or "vfio-user", as build/device/vrnic-device, a process of its own that
-# unmodified QEMU (build/qemu-stock) attaches with -device vfio-user-pci
-# (Documentation/vfio-user.rst).  Guest RAM is then memfd-backed, so that
-# the device can map it.
-DEVICE = os.environ.get("VRNIC_DEVICE", "qemu")
-STOCK_QEMU = os.path.join(BUILD, "qemu-stock", "qemu-system-x86_64")
+# Where the vrnic device runs: "vfio-user", as build/device/vrnic-device.
+# (The in-QEMU device, VRNIC_DEVICE=qemu, was retired: issue 27,
+# Documentation/vfio-user.rst.)
+DEVICE = "vfio-user"
+if os.environ.get("VRNIC_DEVICE", DEVICE) != DEVICE:
+    sys.exit("VRNIC_DEVICE=%s: the in-QEMU device was retired; vrnic runs "
+             "as vrnic-device (Documentation/vfio-user.rst)"
+             % os.environ["VRNIC_DEVICE"])
 VRNIC_DEVICE = os.path.join(BUILD, "device", "vrnic-device")
-# In the vfio-user mode, the QOM path VM.vrnic_qom_path() returns and
-# VM.qmp() takes in qom-get/qom-set: the properties live in vrnic-device
-# (its control channel), not in QEMU.
+# The QOM path VM.vrnic_qom_path() returns and VM.qmp() takes in
+# qom-get/qom-set: the properties live in vrnic-device (its control
+# channel), not in QEMU.
 VRNIC_DEVICE_QOM = "/machine/peripheral-anon/vrnic-device"
 
 _live = []
@@ -104,10 +111,7 @@ class VM:
         self.fabric_nics = []
         self.nics = {}
         self.proc = None
-        # Where this VM's vrnic runs: DEVICE when it was made (make bench
-        # boots a pair of each).
-        self.device = DEVICE
-        self.devproc = None     # vrnic-device, in the vfio-user mode
+        self.devproc = None     # its vrnic-device (not on the fabric)
         self.dev_captures = set()   # filter-dump ids vrnic-device runs
         self.agent = None
         self._buf = b""
@@ -164,15 +168,15 @@ class VM:
             "-device", "virtserialport,chardev=agent,name=vrnic.agent",
             "-qmp", "unix:%s,server=on,wait=off" % self.path("qmp.sock"),
         ]
+        # Guest RAM in a memfd: QEMU passes its fd in DMA_MAP, and
+        # vrnic-device maps it (DMA without a message per access).
+        cmd += ["-object", "memory-backend-memfd,id=ram,size=%dM"
+                % self.mem_mb, "-machine", "memory-backend=ram"]
         if self.fabric_nics:
-            if self.device == "vfio-user":
-                # Each vrnic NIC is a vrnic-device of its own, on its
-                # fabric port or direct wire (start_fabric_devices()).
-                cmd[0] = STOCK_QEMU
-                cmd += ["-object", "memory-backend-memfd,id=ram,size=%dM"
-                        % self.mem_mb, "-machine", "memory-backend=ram"]
             for i, nic in enumerate(self.fabric_nics):
-                if nic.kind == "vrnic" and self.device == "vfio-user":
+                if nic.kind == "vrnic":
+                    # A vrnic-device of its own, on its fabric port or
+                    # direct wire (start_fabric_devices()).
                     cmd += ["-device", json.dumps({
                         "driver": "vfio-user-pci",
                         "socket": {"path": self.path("vrnic-f%d.sock" % i),
@@ -185,40 +189,27 @@ class VM:
                     cmd += ["-netdev", "stream,id=f%d,server=off,addr.type="
                             "unix,addr.path=%s,reconnect-ms=100"
                             % (i, nic.sock)]
-                if nic.kind == "virtio":
-                    cmd += ["-device", "virtio-net-pci,netdev=f%d,mac=%s,"
-                            "romfile=" % (i, nic.mac)]
-                else:
-                    cmd += ["-device", "vrnic,netdev=f%d,mac=%s%s" % (
-                        i, nic.mac, ",speed-mbps=%d" % nic.speed_mbps
-                        if nic.speed_mbps else "")]
+                cmd += ["-device", "virtio-net-pci,netdev=f%d,mac=%s,"
+                        "romfile=" % (i, nic.mac)]
             return cmd
-        if self.peers:
-            cmd += ["-netdev", self.wire("wire", "wire.sock")]
-        else:
-            cmd += ["-netdev", "dgram,id=wire,local.type=unix,local.path=%s,"
-                    "remote.type=unix,remote.path=%s"
-                    % (self.wire_sock(), self.path("nowhere.sock"))]
-        if self.capture and not self.vfio_user():
-            # (vrnic-device captures on its own wire: start().)
-            cmd += ["-object", "filter-dump,id=dump,netdev=wire,file=%s"
-                    % self.capture]
         if self.nic == "virtio":
+            if self.peers:
+                cmd += ["-netdev", self.wire("wire", "wire.sock")]
+            else:
+                cmd += ["-netdev", "dgram,id=wire,local.type=unix,"
+                        "local.path=%s,remote.type=unix,remote.path=%s"
+                        % (self.wire_sock(), self.path("nowhere.sock"))]
+            if self.capture:
+                cmd += ["-object", "filter-dump,id=dump,netdev=wire,"
+                        "file=%s" % self.capture]
             cmd += ["-device", "virtio-net-pci,netdev=wire,mac=%s,romfile="
                     % self.mac]
-        elif self.vfio_user():
-            # The device owns its wire (start()); this -netdev stays
-            # unused, as the peer's end of nothing.
-            cmd = cmd[:-2]
-            cmd[0] = STOCK_QEMU
-            cmd += ["-object", "memory-backend-memfd,id=ram,size=%dM"
-                    % self.mem_mb, "-machine", "memory-backend=ram",
-                    "-device", json.dumps({
-                        "driver": "vfio-user-pci",
-                        "socket": {"path": self.path("vrnic.sock"),
-                                   "type": "unix"}})]
         else:
-            cmd += ["-device", "vrnic,netdev=wire,mac=%s" % self.mac]
+            # vrnic-device owns its wire, and captures it (start()).
+            cmd += ["-device", json.dumps({
+                "driver": "vfio-user-pci",
+                "socket": {"path": self.path("vrnic.sock"),
+                           "type": "unix"}})]
         if self.virtio2:
             cmd += ["-netdev", self.wire("wire2", "wire2.sock"),
                     "-device", "virtio-net-pci,netdev=wire2,mac=%s,romfile="
@@ -226,10 +217,10 @@ class VM:
         return cmd
 
     def vfio_user(self):
-        """Does this VM's one vrnic run as vrnic-device?  (On the fabric,
-        each vrnic NIC has one: start_fabric_devices().)"""
-        return (self.device == "vfio-user" and self.nic == "vrnic" and
-                not self.fabric_nics)
+        """Does this VM have one vrnic (vrnic-device, start_device())?
+        (On the fabric, each vrnic NIC has its own:
+        start_fabric_devices().)"""
+        return self.nic == "vrnic" and not self.fabric_nics
 
     def start_device(self):
         """vrnic-device on this VM's wire, as QEMU's stream netdev would
@@ -246,7 +237,10 @@ class VM:
             # --x-fault-syscall: SIGUSR1 makes it break its sandbox
             # (tests/system/vfio_user.py), as QEMU's x-fault-* hooks.
             [VRNIC_DEVICE, "--socket", sock, "--mac", self.mac,
-             "--x-fault-syscall", "--control", self.path("control.sock")]
+             "--x-fault-syscall", "--control", self.path("control.sock"),
+             # Link changes in device.log, as QEMU's -trace would show
+             # them (rare: a test's set_link or a peer going away).
+             "--trace", "vrnic_link"]
             + wire,
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         log.close()
@@ -258,10 +252,9 @@ class VM:
             time.sleep(0.02)
 
     def start_fabric_devices(self):
-        """In the vfio-user mode, a vrnic-device per vrnic NIC of a VM on
-        the fabric: it connects to the NIC's fabric port (and reconnects
-        when the fabric restarts), or listens on a direct wire; its
-        speed is the NIC's."""
+        """A vrnic-device per vrnic NIC of a VM on the fabric: it connects
+        to the NIC's fabric port (and reconnects when the fabric
+        restarts), or listens on a direct wire; its speed is the NIC's."""
         for i, nic in enumerate(self.fabric_nics):
             if nic.kind != "vrnic":
                 continue
@@ -301,7 +294,7 @@ class VM:
                 pass
         if self.vfio_user():
             self.start_device()
-        elif self.fabric_nics and self.device == "vfio-user":
+        elif self.fabric_nics:
             self.start_fabric_devices()
         log = open(self.path("qemu.log"), "wb")
         self.proc = subprocess.Popen(self.cmdline(), stdin=subprocess.DEVNULL,
@@ -565,7 +558,7 @@ class Nic:
         self.netdev = None
         self.rdma = None
         self.vm = None
-        self.devproc = None     # its vrnic-device, in the vfio-user mode
+        self.devproc = None     # its vrnic-device
         # The port speed the NIC reports and times PFC quanta at: the
         # switch port's rate, so that both ends agree on a pause's length.
         self.speed_mbps = None
@@ -649,8 +642,13 @@ def boot_fabric(fab, layout, mem_mb=1536, speeds=None):
         vm = VM(name, index, mem_mb=mem_mb)
         for j, (host, kind, ips, *wire) in enumerate(nics):
             direct = wire[0] if wire else None
-            nic = Nic(host, kind, ips,
-                      direct["sock"] if direct else fab.sock(host),
+            sock = direct["sock"] if direct else fab.sock(host)
+            port = None if direct else fablib.tcp_port(fab.topology, host)
+            if kind == "vrnic" and port:
+                # The host's TCP port: vrnic-device --wire-connect
+                # tcp:HOST:PORT, as a VM on another machine would join.
+                sock = "tcp:127.0.0.1:%d" % port
+            nic = Nic(host, kind, ips, sock,
                       "52:54:00:76:%02x:%02x" % (0x80 + index, j + 1),
                       listen=bool(direct and direct["listen"]))
             nic.vm = vm

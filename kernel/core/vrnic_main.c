@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * vrnic: PCI function driver for the vrnic RoCEv2 RDMA NIC (QEMU device
- * "vrnic").  The RDMA part is vrnic_ib.ko, bound to an auxiliary device.
+ * vrnic: PCI function driver for the vrnic RoCEv2 RDMA NIC (vrnic-device,
+ * attached to QEMU over vfio-user).  The RDMA part is vrnic_ib.ko, bound to
+ * an auxiliary device.
  *
  * Probe order: map the BARs, reset the device, take the MSI-X vectors,
  * bring up the admin queue and the async EQ, query the device, create the

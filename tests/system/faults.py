@@ -63,8 +63,8 @@ def shipped(script):
 
 
 def vrnic_path(vm):
-    """The QOM path of the VM's vrnic: QEMU's, or with VRNIC_DEVICE=vfio-user
-    the one VM.qmp() sends to vrnic-device's control channel."""
+    """The QOM path of the VM's vrnic, which VM.qmp() sends to
+    vrnic-device's control channel."""
     return vm.vrnic_qom_path()
 
 
@@ -587,41 +587,33 @@ def mtu_fault(stage, a, b):
           "rc %d: %s" % (rc, out[-500:]))
 
 
-def property_before_realize(stage, a, b):
-    """The fault properties set on the command line, before realize: QEMU
-    refuses x-fault-internal with an error instead of crashing on the
-    engine that does not exist yet (cold review), and takes the others."""
+def bad_command_line(stage, a, b):
+    """vrnic-device refuses a bad command line with an error that names
+    the option, before it listens or touches a socket: the settings the
+    retired QEMU device took as properties (its "props" test) are its
+    options now."""
     import subprocess
-    base = [vmlib.QEMU, "-accel", "tcg", "-M", "pc", "-display", "none",
-            "-L", os.path.join(vmlib.IMAGE, "firmware"),
-            "-nodefaults", "-S", "-monitor", "none", "-serial", "none"]
-    try:
-        p = subprocess.run(base + ["-device", "vrnic,x-fault-internal=on"],
-                           capture_output=True, text=True, timeout=60)
-        ok = p.returncode == 1 and "needs a realized device" in p.stderr
-        detail = "exit %d: %s" % (p.returncode, p.stderr.strip()[-300:])
-    except subprocess.TimeoutExpired:
-        ok, detail = False, "QEMU did not exit in 60 s"
-    check(stage, "faults: -device vrnic,x-fault-internal=on is refused, "
-          "QEMU does not crash", ok, detail)
-    try:
-        p = subprocess.run(base + ["-device", "vrnic,x-fault-admin=300,"
-                                   "x-fault-destroy=2,x-fault-internal=off",
-                                   "-daemonize", "-pidfile",
-                                   "/tmp/vrnic-prop-%d.pid" % os.getpid()],
-                           capture_output=True, text=True, timeout=60)
-        ok = p.returncode == 0
-        detail = "exit %d: %s" % (p.returncode, p.stderr.strip()[-300:])
-    except subprocess.TimeoutExpired:
-        ok, detail = False, "QEMU did not start in 60 s"
-    finally:
-        pidfile = "/tmp/vrnic-prop-%d.pid" % os.getpid()
-        if os.path.exists(pidfile):
-            with open(pidfile) as f:
-                os.kill(int(f.read().strip()), 9)
-            os.unlink(pidfile)
-    check(stage, "faults: the other fault properties are taken on the "
-          "command line", ok, detail)
+    sock = os.path.join(vmlib.VM_DIR, "bad-cmdline.sock")
+    base = [vmlib.VRNIC_DEVICE, "--socket", sock, "--wire-listen",
+            os.path.join(vmlib.VM_DIR, "bad-cmdline-wire.sock")]
+    cases = [(["--mac", "zz"], "bad --mac zz"),
+             (["--mac", "52:54:00:00:00:01", "--host-mem-budget", "1"],
+              "--host-mem-budget must be between"),
+             (["--mac", "52:54:00:00:00:01", "--speed-mbps", "999999999"],
+              "--speed-mbps must be between"),
+             (["--mac", "52:54:00:00:00:01", "--x-fault-bogus"], "usage:")]
+    for extra, want in cases:
+        try:
+            p = subprocess.run(base + extra, capture_output=True, text=True,
+                               timeout=30)
+            ok = (p.returncode != 0 and p.returncode > 0 and
+                  want in p.stderr and not os.path.exists(sock))
+            detail = "exit %d: %s" % (p.returncode, p.stderr.strip()[-300:])
+        except subprocess.TimeoutExpired:
+            ok, detail = False, "vrnic-device did not exit in 30 s"
+        check(stage, "faults: vrnic-device %s is refused with an error"
+              % " ".join(extra[2:] if extra[0] == "--mac" and
+                         extra[1] != "zz" else extra), ok, detail)
 
 
 SLOT_PROCS = 48  # more issuers than the 32 admin queue slots
@@ -765,7 +757,7 @@ def devlink_recover(stage, a, b):
           rc == 1, bad[-1500:])
 
 
-TESTS = {"props": property_before_realize, "mtu": mtu_fault,
+TESTS = {"cmdline": bad_command_line, "mtu": mtu_fault,
          "destroy": destroy_fault, "slots": admin_slots,
          "admin": admin_fault, "fatal": device_fatal,
          "kfatal": kernel_ulp_fatal,

@@ -332,10 +332,10 @@ def _pair_once(srv, cli, server_cmd, client_cmd, expect, timeout):
 
 
 def capture_test(stage, a, b):
-    """A known workload captured on a's wire by QEMU's filter-dump (added
-    and removed over QMP around it; with VRNIC_DEVICE=vfio-user, VM.qmp()
-    makes that vrnic-device's capture-start and capture-stop), then judged
-    from outside the project:
+    """A known workload captured on a's wire by vrnic-device (a
+    filter-dump added and removed through VM.qmp() around it, which makes
+    that the device's capture-start and capture-stop), then judged from
+    outside the project:
     tshark decodes it and pcap_check.py recomputes every ICRC."""
     path = os.path.join(vmlib.VM_DIR, "capture.pcap")
     if os.path.exists(path):
@@ -986,20 +986,16 @@ def shutdown_test(stage, vm):
     .shutdown) with vrnic up: the driver must reset the device, so that
     it stops DMA into memory the next kernel owns (kexec).  QEMU runs with
     -no-reboot, so the guest's reboot ends QEMU without a system reset:
-    a vrnic_reset trace event in its log can only come from the driver.
-    (vrnic-device, in the vfio-user mode, logs each reset the same way.)
-    Ends the VM."""
+    a "vrnic_reset" line in vrnic-device's log can only come from the
+    driver.  Ends the VM."""
     name = "%s: reboot resets the device (.shutdown)" % vm.name
     if vm.proc.poll() is not None:
         stage.record(name, "fail", "not run: QEMU is not running")
         return
-    log = vm.path("device.log" if vm.devproc else "qemu.log")
+    log = vm.path("device.log")
     try:
         vm.check("ip -br link show $(vrnic-netdev) | grep -q UP")
         size0 = os.path.getsize(log)
-        if not vm.devproc:
-            vm.qmp("human-monitor-command",
-                   **{"command-line": "log trace:vrnic_reset"})
         # RB_AUTOBOOT: the kernel's own restart path, device_shutdown()
         # first; no init scripts in the way.
         vm.run("sync; python3 -c 'import ctypes; "
@@ -1009,8 +1005,7 @@ def shutdown_test(stage, vm):
         return
     try:
         vm.proc.wait(timeout=120)
-        if vm.devproc:      # which then sees QEMU go, and exits
-            vm.devproc.wait(timeout=30)
+        vm.devproc.wait(timeout=30)     # it sees QEMU go, and exits
     except subprocess.TimeoutExpired:
         stage.record(name, "fail", "the guest did not reboot in 120 s")
         return

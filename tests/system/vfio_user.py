@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""The device out of process (issue 27): two VMs under unmodified QEMU
+"""vrnic-device itself (issue 27): two VMs under unmodified QEMU
 (build/qemu-stock) with -device vfio-user-pci, each vrnic running as
-build/device/vrnic-device (VRNIC_DEVICE=vfio-user, scripts/vm.py).
+build/device/vrnic-device (scripts/vm.py), as every VM test runs them;
+this group tests what is the device program's own.
 
   ping       the netdev over vrnic-device's own wire, captured by
              vrnic-device (capture-start on its control channel, the pcap
@@ -9,7 +10,7 @@ build/device/vrnic-device (VRNIC_DEVICE=vfio-user, scripts/vm.py).
              capture judged by pcap_check.py (tshark, every ICRC);
   link       set_link of the wire through the control channel: the guest
              gets IBV_EVENT_PORT_ERR and the port goes DOWN, then
-             PORT_ACTIVE and ACTIVE;
+             PORT_ACTIVE and ACTIVE; --trace vrnic_link logged both;
   rdma       ib_write_bw, and ibv_rc_pingpong in event mode: the CQ-arm
              race a posted arm doorbell opens (spec, "Doorbells"), which
              hung it before the device read the consumer index at the arm;
@@ -94,6 +95,13 @@ def link(stage, a, b):
           got == "PORT_ACTIVE ACTIVE", got)
     rc, out = a.run("ping -c 3 -W 5 %s" % b.ip, timeout=60)
     check(stage, "ping a->b after the link came back", rc == 0, out[-400:])
+    # vm.py starts vrnic-device with --trace vrnic_link: the trace point
+    # logged both changes, down then up.
+    with open(a.path("device.log"), errors="replace") as f:
+        links = [ln.split()[2] for ln in f if ln.startswith(
+            "vrnic-device: vrnic_link ")]
+    check(stage, "--trace vrnic_link: the device logged the link down "
+          "and up", links[-2:] == ["0x0", "0x1"], repr(links))
 
 
 def run(stage, a, b):
@@ -166,9 +174,8 @@ def main():
     for path in (vmlib.STOCK_QEMU, vmlib.VRNIC_DEVICE):
         if not os.path.exists(path):
             stage.record("boot", "fail", "missing %s (make device "
-                         "qemu-stock)" % path)
+                         "qemu)" % path)
             return 1
-    vmlib.DEVICE = "vfio-user"
     try:
         a, b = vmlib.boot_pair()
     except vmlib.VMError as e:

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Congestion control, the algorithm layer (qemu-device/engine/cc.hpp):
+// Congestion control, the algorithm layer (engine/cc.hpp):
 // DCQCN against the paper's equations evaluated tick by tick with mlx5's
 // defaults, its byte-counter and timer paths, floor and clamps; the NP's
 // CNP rate limit; the pacer over a long run; Swift reacting to RTT; and

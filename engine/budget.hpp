@@ -18,8 +18,8 @@ namespace vrnic {
 
 class HostBudget {
 public:
-	// The default of the QEMU property host-mem-budget, and the bounds
-	// on what it may be set to (vrnic_engine.h, shared with the glue).
+	// The default of vrnic-device's --host-mem-budget, and the bounds
+	// on what it may be set to (vrnic_engine.h, shared with it).
 	static constexpr uint64_t kDefault = VRNIC_HOST_MEM_BUDGET_DEFAULT;
 	static constexpr uint64_t kMin = VRNIC_HOST_MEM_BUDGET_MIN;
 	static constexpr uint64_t kMax = VRNIC_HOST_MEM_BUDGET_MAX;

@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * vrnic device engine: the narrow C interface between the QEMU glue
- * (qemu-device/vrnic.c) and the C++20 engine that implements the device
+ * vrnic device engine: the narrow C interface between a platform (the
+ * vfio-user server device/vrnic_device.cpp; the unit tests' and fuzz
+ * targets' harnesses) and the C++20 engine that implements the device
  * behind it (registers, admin queue, event queues, Ethernet rings and, from
  * spec 0.2 on, the RoCEv2 transport).
  *
- * The engine never calls QEMU directly.  Everything it needs from the
- * outside world goes through struct vrnic_platform_ops, so the same engine
- * builds inside QEMU and alone on the host for GoogleTest and libFuzzer.
+ * The engine never calls its platform directly.  Everything it needs from
+ * the outside world goes through struct vrnic_platform_ops, so the same
+ * engine runs in vrnic-device and alone on the host for GoogleTest and
+ * libFuzzer.
  *
  * Threading: every entry point must be called from one thread at a time
- * (in QEMU: with the BQL held).  The engine never blocks and bounds the work
+ * (vrnic-device: its one event loop).  The engine never blocks and bounds the work
  * it does per call.
  */
 #ifndef VRNIC_ENGINE_H
@@ -24,7 +26,8 @@
 extern "C" {
 #endif
 
-/* Trace points the engine reports; the glue maps each to a trace-event. */
+/* Trace points the engine reports; the platform decides what to show
+ * (vrnic-device logs resets and FATAL). */
 enum vrnic_trace_id {
 	VRNIC_TRACE_REG_READ,		/* a = offset, b = value */
 	VRNIC_TRACE_REG_WRITE,		/* a = offset, b = value */
@@ -72,8 +75,8 @@ struct vrnic_platform_ops {
 		      uint64_t b, uint64_t c);
 };
 
-/* host_mem_budget: its default and bounds (the QEMU property
- * host-mem-budget refuses values outside them). */
+/* host_mem_budget: its default and bounds (vrnic-device's
+ * --host-mem-budget refuses values outside them). */
 #define VRNIC_HOST_MEM_BUDGET_DEFAULT	(256ULL << 20)
 #define VRNIC_HOST_MEM_BUDGET_MIN	(16ULL << 20)
 #define VRNIC_HOST_MEM_BUDGET_MAX	(1ULL << 40)
@@ -85,7 +88,7 @@ struct vrnic_platform_ops {
 
 struct vrnic_engine_config {
 	uint8_t mac[6];
-	uint32_t num_msix;		/* vectors the glue provides */
+	uint32_t num_msix;		/* vectors the platform provides */
 	bool link_up;
 	/* Host memory the guest may make the device hold (page lists,
 	 * copied WQEs, ...), in bytes; 0 = VRNIC_HOST_MEM_BUDGET_DEFAULT.
@@ -127,7 +130,7 @@ void vrnic_engine_set_link(struct vrnic_engine *e, bool up);
 void vrnic_engine_tx_resume(struct vrnic_engine *e);
 
 /*
- * Test only (the glue's x-fault-internal): an engine-internal failure, as
+ * Test only (vrnic-device's x-fault-internal): an engine-internal failure, as
  * an engine bug would raise it: a C++ exception thrown inside an entry
  * point.  The entry point catches it like any other, so the device goes
  * FATAL (VRNIC_ERR_INTERNAL), posts the FATAL event and waits for a reset.

@@ -76,7 +76,7 @@ void Device::reset()
 	} else {
 		out_.frames.clear();
 		// What the network held was ours; the platform forgets it
-		// with the reset (QEMU purges its queue), so nothing is
+		// with the reset (vrnic-device drops its outbox), so nothing is
 		// waited for: the engine does not rely on the purge calling
 		// vrnic_frame_sent() to send again.
 		tx_blocked_ = false;

@@ -1,1 +1,0 @@
-#include "trace/trace-hw_net_vrnic.h"
