@@ -73,6 +73,11 @@ bool sandbox_enter(int connect_family, std::string &why)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(setsockopt), 2,
 				      SCMP_A1(SCMP_CMP_EQ, IPPROTO_TCP),
 				      SCMP_A2(SCMP_CMP_EQ, TCP_NODELAY));
+	for (const int opt : {SO_SNDBUF, SO_RCVBUF})
+		if (connects && connect_family != AF_UNIX && !rc)
+			rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(setsockopt), 2,
+					      SCMP_A1(SCMP_CMP_EQ, SOL_SOCKET),
+					      SCMP_A2(SCMP_CMP_EQ, scmp_datum_t(opt)));
 	if (!rc)
 		rc = seccomp_load(ctx);
 	seccomp_release(ctx);

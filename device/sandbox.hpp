@@ -12,7 +12,8 @@ namespace vfu {
 // Enter the sandbox; false (why set) if the kernel refused it.
 // connect_family: 0, or the address family (AF_UNIX, AF_INET, AF_INET6)
 // of the sockets the process still opens and connects (the wire's
-// reconnects); for TCP it may also set TCP_NODELAY on them.
+// reconnects); for TCP it may also set TCP_NODELAY and the two buffer
+// sizes on them.
 bool sandbox_enter(int connect_family, std::string &why);
 
 } // namespace vfu

@@ -186,7 +186,13 @@ bool wire_addr(const std::string &spec, WireAddr &out, std::string &why)
 // connecting.  A TCP connect may still be in progress when it returns;
 // the loop then sees it fail as an error on the socket (and reconnects)
 // or succeed as the socket turning writable.  TCP_NODELAY: every frame
-// goes at once, as QEMU's stream netdev sends them.
+// goes at once, as QEMU's stream netdev sends them.  The socket buffers
+// are fixed at what a UNIX stream socket has (net.core.wmem_default): a
+// wire holds little in flight, and a TCP socket left to autotune holds
+// megabytes, which a switch's PFC headroom then has to absorb after a
+// pause (the fabric tests' PFC incast overflowed 1.5 MiB of it).
+constexpr int kTcpWireBuf = 212992 / 2;	// the kernel doubles it
+
 int wire_socket(const WireAddr &wa, bool listen_on)
 {
 	const int fd = socket(wa.family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -196,6 +202,8 @@ int wire_socket(const WireAddr &wa, bool listen_on)
 	if (wa.family != AF_UNIX) {
 		const int one = 1;
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &kTcpWireBuf, sizeof(kTcpWireBuf));
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &kTcpWireBuf, sizeof(kTcpWireBuf));
 		if (listen_on)
 			(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	}

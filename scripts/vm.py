@@ -182,13 +182,18 @@ class VM:
                         "socket": {"path": self.path("vrnic-f%d.sock" % i),
                                    "type": "unix"}})]
                     continue
-                if nic.listen:
-                    cmd += ["-netdev", "stream,id=f%d,server=on,addr.type="
-                            "unix,addr.path=%s" % (i, nic.sock)]
+                if nic.sock.startswith("tcp:"):
+                    host, port = nic.sock[4:].rsplit(":", 1)
+                    addr = "addr.type=inet,addr.host=%s,addr.port=%s" % (
+                        host, port)
                 else:
-                    cmd += ["-netdev", "stream,id=f%d,server=off,addr.type="
-                            "unix,addr.path=%s,reconnect-ms=100"
-                            % (i, nic.sock)]
+                    addr = "addr.type=unix,addr.path=%s" % nic.sock
+                if nic.listen:
+                    cmd += ["-netdev", "stream,id=f%d,server=on,%s"
+                            % (i, addr)]
+                else:
+                    cmd += ["-netdev", "stream,id=f%d,server=off,%s,"
+                            "reconnect-ms=100" % (i, addr)]
                 cmd += ["-device", "virtio-net-pci,netdev=f%d,mac=%s,"
                         "romfile=" % (i, nic.mac)]
             return cmd
@@ -623,6 +628,16 @@ def wait_fabric_ports(vms, timeout=60):
                      timeout=timeout + 10)
 
 
+def fab_sock(fab, host):
+    """Where a NIC joins fab's host port: its TCP port if the topology
+    gives it one ("tcp:127.0.0.1:PORT", as a VM on another machine
+    would join; vrnic-device --wire-connect and QEMU's inet stream
+    netdev both take it), else its UNIX socket."""
+    import fabric as fablib
+    port = fablib.tcp_port(fab.topology, host)
+    return "tcp:127.0.0.1:%d" % port if port else fab.sock(host)
+
+
 def boot_fabric(fab, layout, mem_mb=1536, speeds=None):
     """Boot VMs attached to the running fabric fab (scripts/fabric.py).
     layout: [(vm name, [(host, "vrnic"|"virtio", [ip, ...]), ...]), ...]:
@@ -642,12 +657,7 @@ def boot_fabric(fab, layout, mem_mb=1536, speeds=None):
         vm = VM(name, index, mem_mb=mem_mb)
         for j, (host, kind, ips, *wire) in enumerate(nics):
             direct = wire[0] if wire else None
-            sock = direct["sock"] if direct else fab.sock(host)
-            port = None if direct else fablib.tcp_port(fab.topology, host)
-            if kind == "vrnic" and port:
-                # The host's TCP port: vrnic-device --wire-connect
-                # tcp:HOST:PORT, as a VM on another machine would join.
-                sock = "tcp:127.0.0.1:%d" % port
+            sock = direct["sock"] if direct else fab_sock(fab, host)
             nic = Nic(host, kind, ips, sock,
                       "52:54:00:76:%02x:%02x" % (0x80 + index, j + 1),
                       listen=bool(direct and direct["listen"]))

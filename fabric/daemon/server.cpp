@@ -113,6 +113,12 @@ int Server::listen_tcp(uint16_t port)
 		return -1;
 	const int one = 1;
 	(void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	// What a port's UNIX socket holds (net.core.wmem_default), not the
+	// megabytes TCP autotuning would: frames in flight past a pause land
+	// in the PFC headroom.  Connections accepted here inherit it.
+	const int buf = 212992 / 2;	// the kernel doubles it
+	(void)::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	(void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 	sockaddr_in sa{};
 	sa.sin_family = AF_INET;
 	sa.sin_port = htons(port);

@@ -394,9 +394,14 @@ def incast_pfc_test(stage, fab, s1, s2, r):
     stage.record("%s: the switch sent pause frames to both senders" % name,
                  "pass" if all(pfc.values()) else "fail",
                  "pfc_tx on priority 3 %s" % pfc)
-    lost = fabric.drops(c)
-    stage.record("%s: the switch dropped nothing" % name,
-                 "pass" if not lost else "fail", "drops %s" % lost)
+    # What PFC promises: nothing lost on the lossless priority.  (A lossy
+    # frame flooded to a port whose NIC has not reconnected since the
+    # restart, port_down, is no PFC failure; it is shown, not counted.)
+    lost = fabric.drops(c, prio=3)
+    stage.record("%s: the switch dropped nothing on lossless priority 3"
+                 % name, "pass" if not lost else "fail",
+                 "priority 3 drops %s; all priorities %s"
+                 % (lost, fabric.drops(c)))
     for n in (s1, s2):
         after = pause_count(n)
         label = "%s: %s counted the pause frames the switch sent it " \
@@ -708,7 +713,8 @@ def red_test(stage, fab, vms, s1, r):
     fab.stop()
     sw = vmlib.VM("sw", len(vms), load=False, mem_mb=1024)
     for j, host in enumerate(("s1", "r")):
-        nic = vmlib.Nic(host, "virtio", [], fab.sock(host),
+        # Where the NIC of host joined the fabric (r: its TCP port).
+        nic = vmlib.Nic(host, "virtio", [], vmlib.fab_sock(fab, host),
                         "52:54:00:76:%02x:%02x" % (0x80 + len(vms), j + 1),
                         listen=True)
         nic.vm = sw
