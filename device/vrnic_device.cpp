@@ -16,9 +16,12 @@
 //                (--wire-listen PATH | --wire-connect PATH)
 //                [--host-mem-budget BYTES] [--speed-mbps N]
 //                [--control PATH] [--trace GLOB[,GLOB...]]
-//                [--no-sandbox] [--x-fault-syscall]
+//                [--user NAME] [--no-sandbox] [--x-fault-syscall]
 // It serves one QEMU until that QEMU goes away, then exits 0.  Once QEMU
-// has connected it enters its sandbox (sandbox.hpp) unless --no-sandbox;
+// has connected it becomes --user NAME (supplementary groups dropped;
+// its wire socket, if it listens on a path, is given to that user first,
+// so that a peer device running as the same user can connect), then
+// enters its sandbox (sandbox.hpp) unless --no-sandbox;
 // --x-fault-syscall (test only) makes it call open(2), which the sandbox
 // forbids, when it gets SIGUSR1.
 //
@@ -41,6 +44,8 @@
 #include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <grp.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -233,6 +238,10 @@ struct Options {
 	std::string socket, wire_path, control, trace, mac = "52:54:00:12:34:56";
 	bool wire_listen = false;
 	WireAddr wire;		// wire_path, resolved
+	// --user: the account to run as once set up (resolved at start).
+	std::string user;
+	uid_t uid = 0;
+	gid_t gid = 0;
 	bool sandbox = true;
 	bool fault_syscall = false;
 	uint64_t host_mem_budget = 0;
@@ -1160,6 +1169,14 @@ bool Device::setup()
 			say("cannot listen on " + opt_.wire_path);
 			return false;
 		}
+		// A peer device running as the same --user must be able to
+		// connect (a UNIX socket needs write permission on its path).
+		if (!opt_.user.empty() && opt_.wire.family == AF_UNIX &&
+		    chown(opt_.wire_path.c_str(), opt_.uid, opt_.gid) != 0) {
+			say("cannot give " + opt_.wire_path + " to " + opt_.user +
+			    ": " + std::strerror(errno));
+			return false;
+		}
 		set_epoll(wire_listen_fd_, EPOLLIN);
 	} else {
 		arm_reconnect();
@@ -1186,6 +1203,19 @@ bool Device::setup()
 	set_epoll(vfu_fd_, EPOLLIN);
 	if (opt_.fault_syscall)
 		(void)std::signal(SIGUSR1, [](int) { usr1_seen = 1; });
+	// Everything that needs the starting user is done (sockets bound,
+	// QEMU connected): drop to --user, for good, before the filter.
+	if (!opt_.user.empty() && (getuid() != opt_.uid || geteuid() != opt_.uid)) {
+		if (setgroups(0, nullptr) != 0 || setgid(opt_.gid) != 0 ||
+		    setuid(opt_.uid) != 0) {
+			say("cannot become " + opt_.user + ": " + std::strerror(errno));
+			return false;
+		}
+		if (opt_.uid != 0 && setuid(0) == 0) {
+			say("dropped to " + opt_.user + " but could get root back");
+			return false;
+		}
+	}
 	if (opt_.sandbox) {
 		std::string why;
 		if (!vfu::sandbox_enter(opt_.wire_listen ? 0 : opt_.wire.family, why)) {
@@ -1282,7 +1312,7 @@ void usage()
 	say("usage: vrnic-device --socket PATH --mac MAC "
 	    "(--wire-listen PATH | --wire-connect PATH) "
 	    "[--host-mem-budget BYTES] [--speed-mbps N] [--control PATH] "
-	    "[--trace GLOB[,GLOB...]] [--no-sandbox]");
+	    "[--trace GLOB[,GLOB...]] [--user NAME] [--no-sandbox]");
 }
 
 } // namespace
@@ -1304,6 +1334,8 @@ int main(int argc, char **argv)
 			o.control = v;
 		else if (a == "--trace")
 			o.trace = v;
+		else if (a == "--user")
+			o.user = v;
 		else if (a == "--mac")
 			o.mac = v;
 		else if (a == "--wire-listen" || a == "--wire-connect") {
@@ -1338,6 +1370,15 @@ int main(int argc, char **argv)
 	if (std::string why; !wire_addr(o.wire_path, o.wire, why)) {
 		say("bad wire " + o.wire_path + ": " + why);
 		return 2;
+	}
+	if (!o.user.empty()) {
+		const passwd *pw = getpwnam(o.user.c_str());
+		if (!pw) {
+			say("--user " + o.user + ": no such user");
+			return 2;
+		}
+		o.uid = pw->pw_uid;
+		o.gid = pw->pw_gid;
 	}
 	if (o.host_mem_budget && (o.host_mem_budget < VRNIC_HOST_MEM_BUDGET_MIN ||
 				  o.host_mem_budget > VRNIC_HOST_MEM_BUDGET_MAX)) {

@@ -65,6 +65,11 @@ if os.environ.get("VRNIC_DEVICE", DEVICE) != DEVICE:
              "as vrnic-device (Documentation/vfio-user.rst)"
              % os.environ["VRNIC_DEVICE"])
 VRNIC_DEVICE = os.path.join(BUILD, "device", "vrnic-device")
+# The account each VM's vrnic-device drops to once QEMU has connected
+# (--user), or None to stay the harness's user (tests/system/vfio_user.py
+# sets "nobody").  Fabric NICs always stay: they reconnect to sockets
+# vrnic-fabric made.
+DEVICE_USER = None
 # The QOM path VM.vrnic_qom_path() returns and VM.qmp() takes in
 # qom-get/qom-set: the properties live in vrnic-device (its control
 # channel), not in QEMU.
@@ -246,6 +251,7 @@ class VM:
              # Link changes in device.log, as QEMU's -trace would show
              # them (rare: a test's set_link or a peer going away).
              "--trace", "vrnic_link"]
+            + (["--user", DEVICE_USER] if DEVICE_USER else [])
             + wire,
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         log.close()

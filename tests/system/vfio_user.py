@@ -14,6 +14,8 @@ this group tests what is the device program's own.
   rdma       ib_write_bw, and ibv_rc_pingpong in event mode: the CQ-arm
              race a posted arm doorbell opens (spec, "Doorbells"), which
              hung it before the device read the consumer index at the arm;
+  user       both devices run as nobody (--user), all four uids, b's
+             wire connected to the socket a's device gave that user;
   gone       vrnic-device of VM a makes a system call its seccomp
              sandbox forbids and is killed: QEMU stays up, the guest's
              status poll sees the function stop answering and makes it
@@ -104,8 +106,24 @@ def link(stage, a, b):
           "and up", links[-2:] == ["0x0", "0x1"], repr(links))
 
 
+def uids(vm):
+    """The real, effective, saved and file-system uids of the VM's
+    vrnic-device, from /proc."""
+    with open("/proc/%d/status" % vm.devproc.pid) as f:
+        for line in f:
+            if line.startswith("Uid:"):
+                return [int(x) for x in line.split()[1:]]
+    return []
+
+
 def run(stage, a, b):
     t0 = time.time()
+    import pwd
+    nobody = pwd.getpwnam("nobody").pw_uid
+    got = {vm.name: uids(vm) for vm in (a, b)}
+    check(stage, "sandbox: vrnic-device runs as nobody once QEMU is "
+          "connected (--user)", all(u == [nobody] * 4 for u in got.values()),
+          "uids %r, nobody is %d" % (got, nobody))
     capture(stage, a, b)
     link(stage, a, b)
     print("capture and link through the control channel: %.0f s"
@@ -176,6 +194,9 @@ def main():
             stage.record("boot", "fail", "missing %s (make device "
                          "qemu)" % path)
             return 1
+    # Both devices drop to nobody once QEMU has connected; b's wire
+    # connects to the socket a's device gave that user.
+    vmlib.DEVICE_USER = "nobody"
     try:
         a, b = vmlib.boot_pair()
     except vmlib.VMError as e:
