@@ -64,9 +64,14 @@ bool sandbox_enter(int connect_family, std::string &why)
 			rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1,
 					      SCMP_A1(SCMP_CMP_EQ, scmp_datum_t(cmd)));
 	const bool connects = connect_family != 0;
+	// socket(): the wire's family, a stream (SOCK_NONBLOCK and
+	// SOCK_CLOEXEC aside) and the default protocol: no raw, datagram
+	// or ICMP socket for a device taken over.
 	if (connects && !rc)
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-				      SCMP_A0(SCMP_CMP_EQ, scmp_datum_t(connect_family)));
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 3,
+				      SCMP_A0(SCMP_CMP_EQ, scmp_datum_t(connect_family)),
+				      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_STREAM),
+				      SCMP_A2(SCMP_CMP_EQ, 0));
 	if (connects && !rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(connect), 0);
 	if (connects && connect_family != AF_UNIX && !rc)

@@ -316,6 +316,7 @@ private:
 	// most 10 lines a second however fast a guest resets.
 	uint64_t resets_ = 0, resets_quiet_ = 0, reset_window_ns_ = 0;
 	unsigned reset_lines_ = 0;
+	bool qemu_reset_ = false;	// in reset(): QEMU's, not the driver's
 	void log_reset();
 	// --trace: the engine's trace points whose names match, and every
 	// guest error (vrnic_guest_error), printed to stderr.
@@ -419,6 +420,9 @@ constexpr std::array<const char *, VRNIC_TRACE_NUM> kTraceNames = {
 	"vrnic_eth_rx_drop", "vrnic_roce_rx", "vrnic_reset", "vrnic_link",
 	"vrnic_fatal", "vrnic_mac_control",
 };
+static_assert(std::all_of(kTraceNames.begin(), kTraceNames.end(),
+			  [](const char *n) { return n != nullptr; }),
+	      "a vrnic_trace_id without a name");
 
 void Device::trace_setup()
 {
@@ -467,7 +471,10 @@ void Device::log_reset()
 		return;
 	}
 	reset_lines_++;
-	std::string line = "vrnic_reset: device reset " + std::to_string(resets_);
+	// Who asked: the guest through the register (CTRL.RESET), or QEMU
+	// (vfio-user DEVICE_RESET: a machine reset, a function reset).
+	std::string line = "vrnic_reset: device reset " + std::to_string(resets_) +
+			   (qemu_reset_ ? " (vfio-user DEVICE_RESET)" : " (CTRL.RESET)");
 	if (resets_quiet_)
 		line += " (" + std::to_string(resets_quiet_) + " not logged)";
 	resets_quiet_ = 0;
@@ -495,7 +502,9 @@ void Device::reset()
 	// held admin doorbell; a link change still applies (it did change).
 	internal_pending_ = false;
 	fault_clear();
+	qemu_reset_ = true;
 	vrnic_engine_reset(eng_);
+	qemu_reset_ = false;
 	aq_regs_update();
 	holding_ = false;
 	held_.clear();
@@ -1171,8 +1180,12 @@ bool Device::setup()
 		}
 		// A peer device running as the same --user must be able to
 		// connect (a UNIX socket needs write permission on its path).
+		// fchownat without following a link: whoever can write the
+		// directory cannot swap the path for a link to a file root
+		// would then give away.
 		if (!opt_.user.empty() && opt_.wire.family == AF_UNIX &&
-		    chown(opt_.wire_path.c_str(), opt_.uid, opt_.gid) != 0) {
+		    fchownat(AT_FDCWD, opt_.wire_path.c_str(), opt_.uid, opt_.gid,
+			     AT_SYMLINK_NOFOLLOW) != 0) {
 			say("cannot give " + opt_.wire_path + " to " + opt_.user +
 			    ": " + std::strerror(errno));
 			return false;

@@ -243,15 +243,12 @@ def port(counters, peer, switch=None):
     raise FabricError("no port towards %s" % peer)
 
 
-def drops(counters, prio=None):
-    """Every drop in the fabric (of priority prio, if given), by cause:
-    {cause: count}."""
+def drops(counters):
+    """Every drop in the fabric, by cause: {cause: count}."""
     out = {}
     for sw in counters["switches"]:
         for p in sw["ports"]:
             for q in p["prio"]:
-                if prio is not None and q["prio"] != prio:
-                    continue
                 for cause, n in q["drops"].items():
                     out[cause] = out.get(cause, 0) + n
     return out

@@ -338,8 +338,9 @@ def build_series():
 COVER = """From: vrnic maintainers <vrnic@invalid>
 Subject: [PATCH 0/3] vrnic: an emulated RoCEv2 RDMA NIC
 
-vrnic is an RDMA NIC that QEMU emulates: a PCI function with an
-Ethernet netdev and a RoCEv2 transport of its own, built so that RDMA
+vrnic is an emulated RDMA NIC (vrnic-device, a program that QEMU
+attaches over vfio-user): a PCI function with an Ethernet netdev and a
+RoCEv2 transport of its own, built so that RDMA
 software (perftest, UCX, MPI, NVMe-oF) runs on any machine, through an
 emulated data-centre fabric as well as on a plain wire.  The device's
 specification, its emulation and the rdma-core provider are developed
@@ -351,9 +352,9 @@ patch adds its files to one MAINTAINERS entry.
 
 PCI ID: the device uses 1af4:10f0, from the range QEMU's
 docs/specs/pci-ids.rst leaves to experimental devices (1af4:10f0-10ff,
-no registration).  A permanent ID would be requested from QEMU's
-maintainers (1b36:xxxx, Red Hat's range for QEMU devices) once the
-device model is accepted there, and the ID here changes with it.
+no registration).  A permanent ID, from the PCI-SIG or a vendor that
+assigns them, replaces it before anything ships, and the ID here
+changes with it.
 """
 
 

@@ -394,14 +394,14 @@ def incast_pfc_test(stage, fab, s1, s2, r):
     stage.record("%s: the switch sent pause frames to both senders" % name,
                  "pass" if all(pfc.values()) else "fail",
                  "pfc_tx on priority 3 %s" % pfc)
-    # What PFC promises: nothing lost on the lossless priority.  (A lossy
-    # frame flooded to a port whose NIC has not reconnected since the
-    # restart, port_down, is no PFC failure; it is shown, not counted.)
-    lost = fabric.drops(c, prio=3)
-    stage.record("%s: the switch dropped nothing on lossless priority 3"
-                 % name, "pass" if not lost else "fail",
-                 "priority 3 drops %s; all priorities %s"
-                 % (lost, fabric.drops(c)))
+    # Nothing lost: every cause counts but port_down, a frame flooded to
+    # a port whose NIC has not come back since the restart (the rxe
+    # host's virtio-net reconnects only when its guest reads it), which
+    # is no failure of PFC.
+    every = fabric.drops(c)
+    lost = {k: v for k, v in every.items() if k != "port_down"}
+    stage.record("%s: the switch dropped nothing (port_down aside)" % name,
+                 "pass" if not lost else "fail", "drops %s" % every)
     for n in (s1, s2):
         after = pause_count(n)
         label = "%s: %s counted the pause frames the switch sent it " \

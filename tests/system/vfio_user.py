@@ -106,24 +106,28 @@ def link(stage, a, b):
           "and up", links[-2:] == ["0x0", "0x1"], repr(links))
 
 
-def uids(vm):
-    """The real, effective, saved and file-system uids of the VM's
-    vrnic-device, from /proc."""
+def ids(vm):
+    """The VM's vrnic-device's real, effective, saved and file-system
+    uids and gids, and its supplementary groups, from /proc."""
+    out = {}
     with open("/proc/%d/status" % vm.devproc.pid) as f:
         for line in f:
-            if line.startswith("Uid:"):
-                return [int(x) for x in line.split()[1:]]
-    return []
+            key, _, val = line.partition(":")
+            if key in ("Uid", "Gid", "Groups"):
+                out[key] = [int(x) for x in val.split()]
+    return out
 
 
 def run(stage, a, b):
     t0 = time.time()
     import pwd
-    nobody = pwd.getpwnam("nobody").pw_uid
-    got = {vm.name: uids(vm) for vm in (a, b)}
+    pw = pwd.getpwnam("nobody")
+    want = {"Uid": [pw.pw_uid] * 4, "Gid": [pw.pw_gid] * 4, "Groups": []}
+    got = {vm.name: ids(vm) for vm in (a, b)}
     check(stage, "sandbox: vrnic-device runs as nobody once QEMU is "
-          "connected (--user)", all(u == [nobody] * 4 for u in got.values()),
-          "uids %r, nobody is %d" % (got, nobody))
+          "connected (--user): uids, gids, no supplementary group",
+          all(g == want for g in got.values()),
+          "got %r, want %r" % (got, want))
     capture(stage, a, b)
     link(stage, a, b)
     print("capture and link through the control channel: %.0f s"
