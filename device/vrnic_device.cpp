@@ -221,7 +221,9 @@ int wire_socket(const WireAddr &wa, bool listen_on)
 		   (wa.family != AF_UNIX && errno == EINPROGRESS)) {
 		return fd;
 	}
+	const int err = errno;	// for the caller's message
 	close(fd);
+	errno = err;
 	return -1;
 }
 
@@ -317,6 +319,7 @@ private:
 	uint64_t resets_ = 0, resets_quiet_ = 0, reset_window_ns_ = 0;
 	unsigned reset_lines_ = 0;
 	bool qemu_reset_ = false;	// in reset(): QEMU's, not the driver's
+	bool connect_failing_ = false;	// the wire's reconnects, said once
 	void log_reset();
 	// --trace: the engine's trace points whose names match, and every
 	// guest error (vrnic_guest_error), printed to stderr.
@@ -1274,10 +1277,23 @@ int Device::run()
 				(void)!read(retry_fd_, &x, sizeof(x));
 				if (wire_fd_ < 0) {
 					const int w = wire_socket(opt_.wire, false);
-					if (w >= 0)
+					if (w >= 0) {
+						if (connect_failing_)
+							say("wire: connected to " + opt_.wire_path);
+						connect_failing_ = false;
 						wire_up(w);
-					else
+					} else {
+						// Once per run of failures: a peer
+						// not up yet is normal, a permission
+						// (EACCES after --user) is not.
+						if (!connect_failing_)
+							say("wire: cannot connect to " +
+							    opt_.wire_path + ": " +
+							    std::strerror(errno) +
+							    " (retrying every 100 ms)");
+						connect_failing_ = true;
 						arm_reconnect();
+					}
 				}
 			} else if (fd == wire_listen_fd_) {
 				const int w = accept4(wire_listen_fd_, nullptr, nullptr,
