@@ -114,28 +114,6 @@ bool parse_mac(const std::string &s, uint8_t (&mac)[6])
 	return true;
 }
 
-int unix_socket(const std::string &path, bool listen_on)
-{
-	sockaddr_un sa{};
-	sa.sun_family = AF_UNIX;
-	if (path.size() >= sizeof(sa.sun_path))
-		return -1;
-	std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
-	const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -1;
-	if (listen_on) {
-		unlink(path.c_str());
-		if (bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) == 0 &&
-		    listen(fd, 1) == 0)
-			return fd;
-	} else if (connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) == 0) {
-		return fd;
-	}
-	close(fd);
-	return -1;
-}
-
 // Where the wire goes: a UNIX socket path, or tcp:HOST:PORT (HOST a name,
 // an IPv4 address or a [bracketed] IPv6 one), resolved once at start-up,
 // before the sandbox (which then allows sockets of that family only).
@@ -145,20 +123,26 @@ struct WireAddr {
 	int family = AF_UNIX;
 };
 
+bool unix_addr(const std::string &path, WireAddr &out)
+{
+	sockaddr_un sa{};
+	sa.sun_family = AF_UNIX;
+	if (path.empty() || path.size() >= sizeof(sa.sun_path))
+		return false;
+	std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+	std::memcpy(&out.ss, &sa, sizeof(sa));
+	out.len = sizeof(sa);
+	out.family = AF_UNIX;
+	return true;
+}
+
 bool wire_addr(const std::string &spec, WireAddr &out, std::string &why)
 {
 	if (spec.rfind("tcp:", 0) != 0) {
-		sockaddr_un sa{};
-		sa.sun_family = AF_UNIX;
-		if (spec.empty() || spec.size() >= sizeof(sa.sun_path)) {
-			why = "a UNIX socket path of 1 to 107 bytes";
-			return false;
-		}
-		std::memcpy(sa.sun_path, spec.c_str(), spec.size() + 1);
-		std::memcpy(&out.ss, &sa, sizeof(sa));
-		out.len = sizeof(sa);
-		out.family = AF_UNIX;
-		return true;
+		if (unix_addr(spec, out))
+			return true;
+		why = "a UNIX socket path of 1 to 107 bytes";
+		return false;
 	}
 	const std::string hp = spec.substr(4);
 	const size_t colon = hp.rfind(':');
@@ -225,6 +209,13 @@ int wire_socket(const WireAddr &wa, bool listen_on)
 	close(fd);
 	errno = err;
 	return -1;
+}
+
+// The control channel's and QEMU's sockets: always a UNIX path.
+int unix_socket(const std::string &path, bool listen_on)
+{
+	WireAddr wa;
+	return unix_addr(path, wa) ? wire_socket(wa, listen_on) : -1;
 }
 
 // A whole decimal or 0x number, nothing after it.

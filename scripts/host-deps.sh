@@ -11,6 +11,8 @@ export DEBIAN_FRONTEND=noninteractive
 # Plain bookworm packages.
 pkgs=(
 	build-essential pkg-config git ca-certificates xz-utils zstd cpio kmod
+	# ss (tests/system/fabric_tests.py: a TCP wire's socket buffers)
+	iproute2
 	# QEMU build
 	ninja-build flex bison libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev
 	# QEMU's device trees

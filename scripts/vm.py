@@ -47,7 +47,6 @@ BUILD = os.path.join(TOP, "build")
 IMAGE = os.path.join(BUILD, "image")
 # Unmodified QEMU (make qemu, scripts/build-qemu-stock.sh).
 QEMU = os.path.join(BUILD, "qemu-stock", "qemu-system-x86_64")
-STOCK_QEMU = QEMU
 # Where each VM's sockets and logs go: build/vm/<name>/ unless overridden,
 # so that two harnesses (two developers' test runs) can share one tree.
 VM_DIR = os.environ.get("VRNIC_VM_DIR", os.path.join(BUILD, "vm"))
@@ -499,7 +498,7 @@ class VM:
 
     def kill(self):
         for p in [self.proc, self.devproc] + [
-                getattr(n, "devproc", None) for n in self.fabric_nics]:
+                n.devproc for n in self.fabric_nics]:
             if p and p.poll() is None:
                 p.terminate()
                 try:

@@ -47,6 +47,7 @@ Alone: VRNIC_VM_DIR=/tmp/vm-x python3 tests/system/fabric_tests.py
 
 import os
 import re
+import subprocess
 import sys
 import time
 
@@ -201,6 +202,28 @@ def pair_tests(stage, fab, s1, r):
                      "nothing", "pass" if to_r >= 12800 and not lost
                      else "fail", "tx to r %d packets, drops %s"
                      % (to_r, lost))
+    tcp_wire_buffers(stage, fab, r)
+
+
+def tcp_wire_buffers(stage, fab, r):
+    """r joins the fabric over TCP: both ends of that connection (its
+    vrnic-device and vrnic-fabric) hold a UNIX socket's buffers, 212992
+    bytes each way, not the megabytes TCP autotuning grows to (what a
+    pause must absorb in a switch's PFC headroom).  ss -tm shows each
+    socket's rb (receive) and tb (send) limits."""
+    port = fabric.tcp_port(fab.topology, r.host)
+    name = "pair: r's TCP wire has fixed socket buffers at both ends"
+    if not port:
+        stage.record(name, "fail", "the topology gives r no TCP port")
+        return
+    out = subprocess.run(
+        ["ss", "-tmnH", "state", "established", "( sport = :%d or dport = "
+         ":%d )" % (port, port)], capture_output=True, text=True,
+        timeout=30).stdout
+    limits = re.findall(r"rb(\d+),t\d+,tb(\d+)", out)
+    ok = len(limits) == 2 and all(rb == tb == "212992" for rb, tb in limits)
+    stage.record(name, "pass" if ok else "fail",
+                 "rb/tb of the connection's sockets: %s" % limits)
 
 
 # rxe in a TCG guest drops what arrives faster than its tasklets run, and

@@ -193,7 +193,7 @@ def run(stage, a, b):
 
 def main():
     stage = Stage("vfio-user")
-    for path in (vmlib.STOCK_QEMU, vmlib.VRNIC_DEVICE):
+    for path in (vmlib.QEMU, vmlib.VRNIC_DEVICE):
         if not os.path.exists(path):
             stage.record("boot", "fail", "missing %s (make device "
                          "qemu)" % path)
