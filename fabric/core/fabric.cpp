@@ -17,6 +17,8 @@ namespace {
 
 constexpr uint64_t kNominalPfcRate = 100'000'000'000ULL;	// unlimited links
 constexpr size_t kDrops = static_cast<size_t>(Drop::Count);
+// XOFF refreshes per pause time (quanta at the link rate).
+constexpr uint64_t kRefreshesPerPause = 8;
 
 uint64_t mac_key(const Mac &m)
 {
@@ -613,9 +615,14 @@ void Fabric::send_pfc(uint32_t sw, uint16_t port, int prio, bool xoff, uint64_t 
 	}
 	push(std::move(ev));
 	if (xoff) {
-		// Refresh before the peer's pause runs out, as switches do.
+		// Refresh before the peer's pause runs out, as switches do, but
+		// every eighth of the pause rather than every half: the pause
+		// is wall-clock time (3.4 ms at 10 Gb/s), and on a loaded host
+		// a refresh can be milliseconds late to leave here or to be
+		// read by the NIC; each late one lets the sender burst into
+		// the headroom.
 		Event r;
-		r.t = now + std::max<uint64_t>(pause_ns(p, p.in->pfc.quanta) / 2, 1000);
+		r.t = now + std::max<uint64_t>(pause_ns(p, p.in->pfc.quanta) / kRefreshesPerPause, 1000);
 		r.kind = Ev::PfcRefresh;
 		r.sw = sw;
 		r.port = port;
