@@ -252,7 +252,8 @@ void Server::read_host(Conn *c)
 	std::vector<uint8_t> &buf = rbuf_;
 	size_t budget = opt_.rx_budget;
 	while (budget > 0 && c->fd >= 0) {
-		const ssize_t n = ::read(c->fd, buf.data(), std::min(buf.size(), budget));
+		const size_t want = std::min(buf.size(), budget);
+		const ssize_t n = ::read(c->fd, buf.data(), want);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 			close_conn(c);
 			return;
@@ -274,6 +275,10 @@ void Server::read_host(Conn *c)
 									      ? Drop::Truncated
 									      : Drop::Oversized);
 			    });
+		// A short read drained the socket: epoll (level-triggered)
+		// reports the next bytes, no read() needs to find EAGAIN.
+		if (static_cast<size_t>(n) < want)
+			break;
 	}
 }
 
@@ -284,14 +289,20 @@ void Server::deliver(size_t host, std::span<const uint8_t> frame)
 		fabric_->count_host_drop(host, Drop::Backlog);
 		return;
 	}
-	std::vector<uint8_t> out(4 + frame.size());
-	const auto head = StreamDecoder::header(static_cast<uint32_t>(frame.size()));
-	std::copy(head.begin(), head.end(), out.begin());
-	std::copy(frame.begin(), frame.end(), out.begin() + 4);
-	if (c->tx_bytes + out.size() > opt_.tx_limit) {
+	if (c->tx_bytes + 4 + frame.size() > opt_.tx_limit) {
 		fabric_->count_host_drop(host, Drop::Backlog);
 		return;
 	}
+	std::vector<uint8_t> out;
+	if (!spare_.empty()) {
+		out = std::move(spare_.back());
+		spare_.pop_back();
+		spare_bytes_ -= out.capacity();
+		out.clear();
+	}
+	const auto head = StreamDecoder::header(static_cast<uint32_t>(frame.size()));
+	out.insert(out.end(), head.begin(), head.end());
+	out.insert(out.end(), frame.begin(), frame.end());
 	queue_out(c, std::move(out), opt_.tx_limit);
 }
 
@@ -333,6 +344,7 @@ void Server::flush(Conn *c)
 			const size_t rest = c->tx.front().size() - c->tx_off;
 			if (left >= rest) {
 				left -= rest;
+				recycle(std::move(c->tx.front()));
 				c->tx.pop_front();
 				c->tx_off = 0;
 			} else {
@@ -342,6 +354,16 @@ void Server::flush(Conn *c)
 		}
 	}
 	update_events(c);
+}
+
+void Server::recycle(std::vector<uint8_t> &&buf)
+{
+	// Bounded: a burst of jumbo frames does not pin its peak for good.
+	constexpr size_t kSpareBytes = 4 << 20;
+	if (buf.capacity() == 0 || spare_bytes_ + buf.capacity() > kSpareBytes)
+		return;
+	spare_bytes_ += buf.capacity();
+	spare_.push_back(std::move(buf));
 }
 
 void Server::update_events(Conn *c)
@@ -464,12 +486,13 @@ void Server::arm_timer()
 	uint64_t next = fabric_->next_event();
 	if (telemetry_)
 		next = std::min(next, next_sample_);
+	const uint64_t at = next == kNever ? 0 : t0_ + std::max(next, t + 1);
+	if (at == timer_at_)
+		return;	// armed for that already: one syscall less per turn
+	timer_at_ = at;
 	itimerspec its{};
-	if (next != kNever) {
-		const uint64_t at = t0_ + std::max(next, t + 1);
-		its.it_value.tv_sec = static_cast<time_t>(at / 1'000'000'000ULL);
-		its.it_value.tv_nsec = static_cast<long>(at % 1'000'000'000ULL);
-	}
+	its.it_value.tv_sec = static_cast<time_t>(at / 1'000'000'000ULL);
+	its.it_value.tv_nsec = static_cast<long>(at % 1'000'000'000ULL);
 	(void)::timerfd_settime(timer_, TFD_TIMER_ABSTIME, &its, nullptr);
 }
 
@@ -518,6 +541,7 @@ int Server::run()
 				case Kind::Timer: {
 					uint64_t ticks = 0;
 					[[maybe_unused]] auto r = ::read(timer_, &ticks, sizeof(ticks));
+					timer_at_ = 0;	// fired: disarmed
 					break;
 				}
 				case Kind::Signal:

@@ -66,6 +66,7 @@ private:
 	void control_line(Conn *c, const std::string &line);
 	void queue_out(Conn *c, std::vector<uint8_t> bytes, size_t limit);
 	void flush(Conn *c);
+	void recycle(std::vector<uint8_t> &&buf);
 	void update_events(Conn *c);
 	void arm_timer();
 	void telemetry_tick(uint64_t t);
@@ -73,9 +74,14 @@ private:
 
 	TopologyConfig cfg_;
 	ServerOptions opt_;
+	// Written frames' buffers, reused by deliver(): no allocation and
+	// no zero-fill per frame on the forwarding path.
+	std::vector<std::vector<uint8_t>> spare_;
+	size_t spare_bytes_ = 0;
 	std::unique_ptr<Fabric> fabric_;
 	int ep_ = -1;
 	int timer_ = -1;
+	uint64_t timer_at_ = 0;		// what timer_ is armed for (0: disarmed)
 	int sig_ = -1;
 	uint64_t t0_ = 0;
 	std::vector<std::unique_ptr<Conn>> conns_;
