@@ -34,8 +34,10 @@ int main(int argc, char **argv)
 	// Frames are allocated and freed in waves as queues fill and drain:
 	// keep the freed heap instead of handing it back with brk() at each
 	// ebb (memory stays bounded by the configured buffers).
+#ifdef __GLIBC__
 	(void)mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	(void)mallopt(M_TOP_PAD, 16 << 20);
+#endif
 	std::string topo;
 	bool check = false;
 	ServerOptions opt;

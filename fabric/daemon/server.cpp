@@ -33,6 +33,12 @@ constexpr size_t kControlOut = 4 << 20;
 constexpr size_t kMaxControl = 32;
 constexpr size_t kMaxConns = 4096;
 
+// A frame buffer's class in the spare lists: small (ACKs, PFC, ARP) or not.
+size_t spare_class(size_t bytes)
+{
+	return bytes <= 512 ? 0 : 1;
+}
+
 uint64_t mono_ns()
 {
 	timespec ts{};
@@ -293,12 +299,17 @@ void Server::deliver(size_t host, std::span<const uint8_t> frame)
 		fabric_->count_host_drop(host, Drop::Backlog);
 		return;
 	}
+	const size_t need = 4 + frame.size();
 	std::vector<uint8_t> out;
-	if (!spare_.empty()) {
-		out = std::move(spare_.back());
-		spare_.pop_back();
+	auto &pool = spare_[spare_class(need)];
+	if (!pool.empty() && pool.back().capacity() >= need &&
+	    pool.back().capacity() <= 2 * need) {
+		out = std::move(pool.back());
+		pool.pop_back();
 		spare_bytes_ -= out.capacity();
 		out.clear();
+	} else {
+		out.reserve(need);
 	}
 	const auto head = StreamDecoder::header(static_cast<uint32_t>(frame.size()));
 	out.insert(out.end(), head.begin(), head.end());
@@ -344,7 +355,8 @@ void Server::flush(Conn *c)
 			const size_t rest = c->tx.front().size() - c->tx_off;
 			if (left >= rest) {
 				left -= rest;
-				recycle(std::move(c->tx.front()));
+				if (c->kind == Kind::Host)	// not control replies
+					recycle(std::move(c->tx.front()));
 				c->tx.pop_front();
 				c->tx_off = 0;
 			} else {
@@ -363,7 +375,7 @@ void Server::recycle(std::vector<uint8_t> &&buf)
 	if (buf.capacity() == 0 || spare_bytes_ + buf.capacity() > kSpareBytes)
 		return;
 	spare_bytes_ += buf.capacity();
-	spare_.push_back(std::move(buf));
+	spare_[spare_class(buf.capacity())].push_back(std::move(buf));
 }
 
 void Server::update_events(Conn *c)

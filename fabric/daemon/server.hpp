@@ -4,6 +4,7 @@
 // for the model's next event and a signalfd for a clean stop.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -75,8 +76,11 @@ private:
 	TopologyConfig cfg_;
 	ServerOptions opt_;
 	// Written frames' buffers, reused by deliver(): no allocation and
-	// no zero-fill per frame on the forwarding path.
-	std::vector<std::vector<uint8_t>> spare_;
+	// no zero-fill per frame on the forwarding path.  Two classes (ACK
+	// and PFC sized, and the rest); a buffer is reused only for a frame
+	// at least half its capacity, so a queue's memory stays within twice
+	// what tx_limit counts.
+	std::array<std::vector<std::vector<uint8_t>>, 2> spare_;
 	size_t spare_bytes_ = 0;
 	std::unique_ptr<Fabric> fabric_;
 	int ep_ = -1;

@@ -267,10 +267,11 @@ TEST(FabricPfc, XoffThenXonAndNoDrop)
 
 TEST(FabricPfc, XoffIsRefreshedEightTimesPerPause)
 {
-	// XOFF, refreshes, XON about 100 µs later, XOFF again; then r pauses
-	// its own port so XOFF holds for 10 ms.  s1's link has no rate
-	// (100 Gb/s nominal): 65535 quanta are 335.5 µs, refreshed every
-	// eighth: about 240 frames, not twice that from two chains.
+	// XOFF, refreshes at 42 and 84 µs, XON at about 96 µs, XOFF again at
+	// 110 µs while the first chain's next refresh (126 µs) is pending;
+	// then r pauses its own port so XOFF holds for 10 ms.  s1's link has
+	// no rate (100 Gb/s nominal): 65535 quanta are 335.5 µs, refreshed
+	// every eighth: about 240 frames, not twice that from two chains.
 	Sim sim(kIncast);
 	sim.send(2, from_to(3, 1));
 	FrameSpec s;
@@ -280,8 +281,10 @@ TEST(FabricPfc, XoffIsRefreshedEightTimesPerPause)
 	ASSERT_EQ(sim.sink.pfc_to(0).size(), 1U);
 	sim.run_until(30 * kUs);
 	EXPECT_EQ(sim.sink.pfc_to(0).size(), 1U);	// the first refresh is at 42 µs
-	sim.run_until(150 * kUs);
-	ASSERT_GE(sim.sink.pfc_to(0).size(), 3U);	// refresh(es), then XON
+	sim.run_until(110 * kUs);
+	ASSERT_EQ(sim.sink.pfc_to(0).size(), 4U);	// two refreshes, then XON
+	EXPECT_EQ(sim.sink.pfc_to(0)[1].quanta[3], 0xffff);
+	EXPECT_EQ(sim.sink.pfc_to(0)[2].quanta[3], 0xffff);
 	EXPECT_EQ(sim.sink.pfc_to(0).back().quanta[3], 0);
 	Pfc hold;
 	hold.enable = 0x08;
@@ -293,8 +296,11 @@ TEST(FabricPfc, XoffIsRefreshedEightTimesPerPause)
 	ASSERT_EQ(sim.sink.pfc_to(0).size(), before + 1);	// XOFF again
 	EXPECT_NE(sim.sink.pfc_to(0).back().quanta[3], 0);
 	sim.run_until(sim.now + 10 * kMs);
-	const double refreshes = static_cast<double>(sim.sink.pfc_to(0).size() - before - 1);
+	const auto &sent = sim.sink.pfc_to(0);
+	const double refreshes = static_cast<double>(sent.size() - before - 1);
 	EXPECT_NEAR(refreshes, 10.0 * kMs / (335.5 * kUs / 8), 3.0);
+	for (size_t i = before; i < sent.size(); i++)
+		EXPECT_EQ(sent[i].quanta[3], 0xffff) << "frame " << i;
 }
 
 TEST(FabricPfc, HeadroomOverflowDropsAndLossyTailDrops)
