@@ -33,12 +33,6 @@ constexpr size_t kControlOut = 4 << 20;
 constexpr size_t kMaxControl = 32;
 constexpr size_t kMaxConns = 4096;
 
-// A frame buffer's class in the spare lists: small (ACKs, PFC, ARP) or not.
-size_t spare_class(size_t bytes)
-{
-	return bytes <= 512 ? 0 : 1;
-}
-
 uint64_t mono_ns()
 {
 	timespec ts{};
@@ -295,22 +289,12 @@ void Server::deliver(size_t host, std::span<const uint8_t> frame)
 		fabric_->count_host_drop(host, Drop::Backlog);
 		return;
 	}
-	if (c->tx_bytes + 4 + frame.size() > opt_.tx_limit) {
+	const size_t need = 4 + frame.size();
+	if (c->tx_bytes + need > opt_.tx_limit) {
 		fabric_->count_host_drop(host, Drop::Backlog);
 		return;
 	}
-	const size_t need = 4 + frame.size();
-	std::vector<uint8_t> out;
-	auto &pool = spare_[spare_class(need)];
-	if (!pool.empty() && pool.back().capacity() >= need &&
-	    pool.back().capacity() <= 2 * need) {
-		out = std::move(pool.back());
-		pool.pop_back();
-		spare_bytes_ -= out.capacity();
-		out.clear();
-	} else {
-		out.reserve(need);
-	}
+	std::vector<uint8_t> out = pool_.take(need);
 	const auto head = StreamDecoder::header(static_cast<uint32_t>(frame.size()));
 	out.insert(out.end(), head.begin(), head.end());
 	out.insert(out.end(), frame.begin(), frame.end());
@@ -356,7 +340,7 @@ void Server::flush(Conn *c)
 			if (left >= rest) {
 				left -= rest;
 				if (c->kind == Kind::Host)	// not control replies
-					recycle(std::move(c->tx.front()));
+					pool_.give(std::move(c->tx.front()));
 				c->tx.pop_front();
 				c->tx_off = 0;
 			} else {
@@ -366,16 +350,6 @@ void Server::flush(Conn *c)
 		}
 	}
 	update_events(c);
-}
-
-void Server::recycle(std::vector<uint8_t> &&buf)
-{
-	// Bounded: a burst of jumbo frames does not pin its peak for good.
-	constexpr size_t kSpareBytes = 4 << 20;
-	if (buf.capacity() == 0 || spare_bytes_ + buf.capacity() > kSpareBytes)
-		return;
-	spare_bytes_ += buf.capacity();
-	spare_[spare_class(buf.capacity())].push_back(std::move(buf));
 }
 
 void Server::update_events(Conn *c)

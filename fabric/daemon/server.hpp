@@ -4,7 +4,6 @@
 // for the model's next event and a signalfd for a clean stop.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "fabric.hpp"
+#include "frame_pool.hpp"
 #include "stream.hpp"
 
 namespace vrnic::fabric {
@@ -67,7 +67,6 @@ private:
 	void control_line(Conn *c, const std::string &line);
 	void queue_out(Conn *c, std::vector<uint8_t> bytes, size_t limit);
 	void flush(Conn *c);
-	void recycle(std::vector<uint8_t> &&buf);
 	void update_events(Conn *c);
 	void arm_timer();
 	void telemetry_tick(uint64_t t);
@@ -75,13 +74,8 @@ private:
 
 	TopologyConfig cfg_;
 	ServerOptions opt_;
-	// Written frames' buffers, reused by deliver(): no allocation and
-	// no zero-fill per frame on the forwarding path.  Two classes (ACK
-	// and PFC sized, and the rest); a buffer is reused only for a frame
-	// at least half its capacity, so a queue's memory stays within twice
-	// what tx_limit counts.
-	std::array<std::vector<std::vector<uint8_t>>, 2> spare_;
-	size_t spare_bytes_ = 0;
+	// Written frames' buffers, reused by deliver() (host ports only).
+	FramePool pool_{size_t{4} << 20};
 	std::unique_ptr<Fabric> fabric_;
 	int ep_ = -1;
 	int timer_ = -1;

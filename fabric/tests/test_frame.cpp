@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "frame_pool.hpp"
 #include "rng.hpp"
 #include "stream.hpp"
 
@@ -266,6 +267,53 @@ TEST(FabricStream, DecodesAnySplitAndSkipsBadLengths)
 		EXPECT_EQ(oversized, 1);
 		EXPECT_EQ(empty, 1);
 	}
+}
+
+TEST(FabricFramePool, ReusesABufferOfTheFramesSize)
+{
+	FramePool pool(1 << 20);
+	std::vector<uint8_t> a = pool.take(4100);
+	a.assign(4100, 0xab);
+	const uint8_t *data = a.data();
+	pool.give(std::move(a));
+	EXPECT_EQ(pool.bytes(), 4100U);
+	std::vector<uint8_t> b = pool.take(4000);
+	EXPECT_EQ(b.data(), data);	// the same buffer, no allocation
+	EXPECT_TRUE(b.empty());		// handed out empty, nothing to leak
+	EXPECT_EQ(pool.bytes(), 0U);
+}
+
+TEST(FabricFramePool, AJumboBufferNeverCarriesASmallFrame)
+{
+	// A queue counts its frames' sizes against tx_limit: a 9 KiB buffer
+	// under each 68-byte frame to a port that does not read would hold
+	// 135 times what the limit says.
+	FramePool pool(1 << 20);
+	std::vector<uint8_t> jumbo;
+	jumbo.reserve(9004);
+	pool.give(std::move(jumbo));
+	std::vector<uint8_t> small = pool.take(68);
+	EXPECT_LE(small.capacity(), 2U * 68);
+	EXPECT_GE(small.capacity(), 68U);
+	// Nor does an ACK's buffer stand in for a data frame's.
+	pool.give(std::move(small));
+	EXPECT_GE(pool.take(4100).capacity(), 4100U);
+	// A frame of more than half the jumbo buffer may take it.
+	EXPECT_EQ(pool.take(5000).capacity(), 9004U);
+}
+
+TEST(FabricFramePool, KeepsAtMostItsBudget)
+{
+	FramePool pool(64 << 10);
+	for (int i = 0; i < 100; i++) {
+		std::vector<uint8_t> v;
+		v.reserve(4100);
+		pool.give(std::move(v));
+		EXPECT_LE(pool.bytes(), size_t{64} << 10);
+	}
+	EXPECT_EQ(pool.bytes(), 15U * 4100);
+	pool.give(std::vector<uint8_t>());	// nothing to keep
+	EXPECT_EQ(pool.bytes(), 15U * 4100);
 }
 
 } // namespace vrnic::fabric::test
