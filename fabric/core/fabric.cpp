@@ -539,6 +539,7 @@ void Fabric::ingress_add(Switch &s, Port &p, int prio, uint64_t size)
 	if (lossless && before + size > pfc_threshold(s, p) &&
 	    p.ingress[i] + size > s.cfg->reserve) {
 		p.hdrm[i] += size;	// beyond XOFF: in flight after the pause
+		p.stats[i].headroom_max = std::max(p.stats[i].headroom_max, p.hdrm[i]);
 		return;
 	}
 	p.ingress[i] += size;
@@ -951,6 +952,8 @@ nlohmann::json Fabric::counters(uint64_t now) const
 					{"xoff", p.xoff[static_cast<size_t>(q)]},
 					{"depth", qq.bytes},
 					{"depth_max", st.depth_max},
+					{"headroom", p.hdrm[static_cast<size_t>(q)]},
+					{"headroom_max", st.headroom_max},
 					{"duplicated", st.impair_duplicated},
 					{"corrupted", st.impair_corrupted},
 					{"reordered", st.impair_reordered},

@@ -65,6 +65,7 @@ struct QueueStats {
 	uint64_t pfc_rx = 0;		// PFC frames received naming it
 	uint64_t pfc_watchdog = 0;	// pauses broken by the watchdog
 	uint64_t depth_max = 0;		// bytes
+	uint64_t headroom_max = 0;	// bytes of this ingress' headroom in use, at most
 	uint64_t impair_duplicated = 0;
 	uint64_t impair_corrupted = 0;
 	uint64_t impair_reordered = 0;
