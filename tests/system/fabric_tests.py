@@ -17,7 +17,9 @@ keep running:
                     ibv_rc_pingpong -c (data checked) is retransmitted
                     exactly once;
   ecn.json          r's port at 500 Mb/s, marking from 4 KiB on priority
-                    3: ib_write_bw --tclass=106 (DSCP 26, ECT(0)) gets CE
+                    3, DWRR (with strict priority a DCQCN flow on
+                    priority 3 starved the second client's TCP exchange
+                    on priority 0): ib_write_bw --tclass=106 (DSCP 26, ECT(0)) gets CE
                     marks; then with DCQCN on the senders' devices
                     (debugfs cc_algo): r's np_cnp_sent equals the senders'
                     rp_cnp_handled + rp_cnp_ignored (plus any priority-6
@@ -29,7 +31,7 @@ keep running:
   incast-drop.json  s1 and s2 into r at 500 Mb/s, PFC off, a 128 KiB
                     buffer: the switch drops, both transfers complete;
   incast-pfc.json   the same on lossless priority 3 (--tclass=106), static
-                    XOFF 32 KiB: pause frames towards the senders, no drop
+                    XOFF 32 KiB, 4 MiB headroom: pause frames towards the senders, no drop
                     anywhere, and each sender's vrnic counted the pauses
                     the switch sent it (ethtool -S rx_prio3_pause).
   (no fabric)       last: the fabric stops and a third VM, sw, listens
@@ -45,6 +47,7 @@ Alone: VRNIC_VM_DIR=/tmp/vm-x python3 tests/system/fabric_tests.py
 (the fabric's sockets go to VRNIC_FABRIC_DIR, default build/fabric-vm).
 """
 
+import json
 import os
 import re
 import subprocess
@@ -392,6 +395,8 @@ def incast_drop_test(stage, fab, s1, s2, r):
 
 
 PAUSE = "rx_prio3_pause"
+with open(os.path.join(TOPOS, "incast-pfc.json")) as _f:
+    PFC_HEADROOM = json.load(_f)["defaults"]["pfc"]["headroom"]
 
 
 def pause_count(nic):
@@ -423,8 +428,16 @@ def incast_pfc_test(stage, fab, s1, s2, r):
     # is no failure of PFC.
     every = fabric.drops(c)
     lost = {k: v for k, v in every.items() if k != "port_down"}
+    # The headroom watermark: the most bytes a sender had sent into the
+    # switch past the XOFF threshold (its pause came late or lapsed).
+    hdrm = {n.host: fabric.port(c, n.host)[3].get("headroom_max")
+            for n in (s1, s2)}
     stage.record("%s: the switch dropped nothing (port_down aside)" % name,
-                 "pass" if not lost else "fail", "drops %s" % every)
+                 "pass" if not lost else "fail",
+                 "drops %s; headroom_max on priority 3 %s of %d bytes"
+                 % (every, hdrm, PFC_HEADROOM))
+    print("  | headroom_max on priority 3: %s of %d bytes"
+          % (hdrm, PFC_HEADROOM), flush=True)
     for n in (s1, s2):
         after = pause_count(n)
         label = "%s: %s counted the pause frames the switch sent it " \
