@@ -20,7 +20,8 @@
 #include "vrnic_core.h"
 #include "vrnic_trace.h"
 
-static void vrnic_aq_program(struct vrnic_pf *pf)
+/* Tell the device where the admin queue lives (its rings, allocated). */
+void vrnic_aq_program(struct vrnic_pf *pf)
 {
 	struct vrnic_aq *aq = &pf->aq;
 
@@ -69,7 +70,8 @@ void vrnic_aq_restart(struct vrnic_pf *pf)
 	vrnic_aq_program(pf);
 }
 
-int vrnic_aq_init(struct vrnic_pf *pf)
+/* Allocate the admin queue; vrnic_aq_program() shows it to the device. */
+int vrnic_aq_alloc(struct vrnic_pf *pf)
 {
 	struct vrnic_aq *aq = &pf->aq;
 	struct device *dev = &pf->pdev->dev;
@@ -93,7 +95,6 @@ int vrnic_aq_init(struct vrnic_pf *pf)
 	aq->pi = 0;
 	aq->ci = 0;
 	aq->dead = false;
-	vrnic_aq_program(pf);
 	return 0;
 
 err_free:
@@ -101,7 +102,7 @@ err_free:
 	return -ENOMEM;
 }
 
-/* Frees what vrnic_aq_init() allocated; safe on a part or none of it. */
+/* Frees what vrnic_aq_alloc() allocated; safe on a part or none of it. */
 void vrnic_aq_free(struct vrnic_pf *pf)
 {
 	struct vrnic_aq *aq = &pf->aq;

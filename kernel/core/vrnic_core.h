@@ -165,13 +165,15 @@ void vrnic_health_work(struct work_struct *work);
 void vrnic_devlink_healthy(struct vrnic_pf *pf);
 
 /* vrnic_admin.c */
-int vrnic_aq_init(struct vrnic_pf *pf);
+int vrnic_aq_alloc(struct vrnic_pf *pf);
+void vrnic_aq_program(struct vrnic_pf *pf);
 void vrnic_aq_restart(struct vrnic_pf *pf);
 void vrnic_aq_free(struct vrnic_pf *pf);
 void vrnic_aq_poll(struct vrnic_pf *pf);
 
 /* vrnic_eq.c */
 int vrnic_aeq_alloc(struct vrnic_pf *pf);
+void vrnic_aeq_program(struct vrnic_pf *pf);
 void vrnic_aeq_restart(struct vrnic_pf *pf);
 void vrnic_aeq_free(struct vrnic_pf *pf);
 int vrnic_eq_request_irqs(struct vrnic_pf *pf);

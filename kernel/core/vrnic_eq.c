@@ -149,20 +149,21 @@ static irqreturn_t vrnic_ceq_irq(int irq, void *data)
 	return IRQ_HANDLED;
 }
 
-/* Allocate the AEQ, program it and hook vector 0 (before CTRL.ENABLE). */
+/* Allocate the AEQ's ring; vrnic_aeq_program() shows it to the device. */
 int vrnic_aeq_alloc(struct vrnic_pf *pf)
 {
-	struct vrnic_eq *eq = &pf->aeq;
-	int ret;
+	return vrnic_eq_alloc_ring(pf, &pf->aeq, 0, VRNIC_AEQ_LOG_DEPTH,
+				   VRNIC_AEQ_VECTOR);
+}
 
-	ret = vrnic_eq_alloc_ring(pf, eq, 0, VRNIC_AEQ_LOG_DEPTH,
-				  VRNIC_AEQ_VECTOR);
-	if (ret)
-		return ret;
+/* Tell the device where the AEQ lives (before CTRL.ENABLE). */
+void vrnic_aeq_program(struct vrnic_pf *pf)
+{
+	struct vrnic_eq *eq = &pf->aeq;
+
 	vrnic_wr(pf, VRNIC_REG_AEQ_BASE_LO, lower_32_bits(eq->dma));
 	vrnic_wr(pf, VRNIC_REG_AEQ_BASE_HI, upper_32_bits(eq->dma));
-	vrnic_wr(pf, VRNIC_REG_AEQ_LOG_DEPTH, VRNIC_AEQ_LOG_DEPTH);
-	return 0;
+	vrnic_wr(pf, VRNIC_REG_AEQ_LOG_DEPTH, eq->log_depth);
 }
 
 /*
@@ -178,9 +179,7 @@ void vrnic_aeq_restart(struct vrnic_pf *pf)
 	memset(eq->ring, 0, sizeof(*eq->ring) << eq->log_depth);
 	eq->ci = 0;
 	enable_irq(irq);
-	vrnic_wr(pf, VRNIC_REG_AEQ_BASE_LO, lower_32_bits(eq->dma));
-	vrnic_wr(pf, VRNIC_REG_AEQ_BASE_HI, upper_32_bits(eq->dma));
-	vrnic_wr(pf, VRNIC_REG_AEQ_LOG_DEPTH, eq->log_depth);
+	vrnic_aeq_program(pf);
 }
 
 void vrnic_aeq_free(struct vrnic_pf *pf)

@@ -953,6 +953,24 @@ static const struct ethtool_ops vrnic_ethtool_ops = {
 	.get_ethtool_stats = vrnic_get_ethtool_stats,
 };
 
+/*
+ * No port, ETH or fatal event touches the netdev once this returns: none
+ * starts, none runs on any vector, and a fatal work item that saw the
+ * netdev is done with it.
+ */
+static void vrnic_netdev_events_off(struct vrnic_pf *pf)
+{
+	unsigned int i;
+
+	WRITE_ONCE(pf->port_events, false);
+	WRITE_ONCE(pf->eth_events, false);
+	for (i = 0; i < pf->num_vectors; i++)
+		synchronize_irq(pci_irq_vector(pf->pdev, i));
+	cancel_work_sync(&pf->fatal_work);
+	mutex_lock(&pf->fatal_lock);
+	mutex_unlock(&pf->fatal_lock);
+}
+
 int vrnic_netdev_register(struct vrnic_pf *pf)
 {
 	struct vrnic_netdev_priv *priv;
@@ -996,29 +1014,29 @@ int vrnic_netdev_register(struct vrnic_pf *pf)
 	netif_napi_set_irq(&priv->napi, pci_irq_vector(pf->pdev, VRNIC_ETH_EQN));
 	netif_carrier_off(ndev);
 
+	/*
+	 * Events reach the netdev before it is registered: an open right
+	 * after register_netdev() arms the rings, and its first event must
+	 * not be lost (rings_live gates NAPI until then).
+	 */
+	WRITE_ONCE(pf->port_events, true);
+	WRITE_ONCE(pf->eth_events, true);
 	ret = register_netdev(ndev);
 	if (ret) {
+		vrnic_netdev_events_off(pf);
 		netif_napi_del(&priv->napi);
 		free_netdev(ndev);
 		pf->netdev = NULL;
 		return ret;
 	}
-	WRITE_ONCE(pf->eth_events, true);
 	return 0;
 }
 
 void vrnic_netdev_unregister(struct vrnic_pf *pf)
 {
 	struct vrnic_netdev_priv *priv = vrnic_priv(pf->netdev);
-	unsigned int i;
 
-	/*
-	 * No ETH event handler may touch the netdev once it is freed: stop
-	 * them, and wait for any that is running on a completion vector.
-	 */
-	WRITE_ONCE(pf->eth_events, false);
-	for (i = 1; i < pf->num_vectors; i++)
-		synchronize_irq(pci_irq_vector(pf->pdev, i));
+	vrnic_netdev_events_off(pf);
 	unregister_netdev(pf->netdev);
 	cancel_work_sync(&priv->rx_mode_work);
 	netif_napi_del(&priv->napi);

@@ -120,7 +120,7 @@ static void __vrnic_pf_fatal(struct vrnic_pf *pf, const char *why,
 	if (report && pf->fatal_reporter && !READ_ONCE(pf->removing))
 		schedule_work(&pf->health_work);
 
-	/* pf->netdev lives while port_events is set (see vrnic_remove). */
+	/* pf->netdev lives while port_events is set (vrnic_netdev_events_off()). */
 	if (READ_ONCE(pf->port_events)) {
 		netif_carrier_off(pf->netdev);
 		netif_device_detach(pf->netdev);
@@ -481,12 +481,6 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	pf->pdev = pdev;
 	pci_set_drvdata(pdev, pf);
-	pf->cmd_pool = dma_pool_create("vrnic_cmd", &pdev->dev,
-				       VRNIC_CMD_BUF_SIZE, 64, 0);
-	if (!pf->cmd_pool) {
-		ret = -ENOMEM;
-		goto err_iomap;
-	}
 	spin_lock_init(&pf->rdma_lock);
 	mutex_init(&pf->fatal_lock);
 	INIT_WORK(&pf->fatal_work, vrnic_fatal_work);
@@ -495,12 +489,22 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	INIT_DELAYED_WORK(&pf->status_poll, vrnic_status_poll);
 	init_waitqueue_head(&pf->aq.slot_wq);	/* vrnic_pf_quiesce() wakes it */
 	atomic_set(&pf->test_irqs, 0);
+	pf->cmd_pool = dma_pool_create("vrnic_cmd", &pdev->dev,
+				       VRNIC_CMD_BUF_SIZE, 64, 0);
+	if (!pf->cmd_pool) {
+		ret = -ENOMEM;
+		goto err_free_pf;
+	}
 
 	pf->regs = pci_iomap(pdev, VRNIC_REG_BAR, VRNIC_REG_BAR_SIZE);
-	pf->db = pci_iomap(pdev, VRNIC_DB_BAR, VRNIC_DB_PAGE_SIZE);
-	if (!pf->regs || !pf->db) {
+	if (!pf->regs) {
 		ret = -ENOMEM;
-		goto err_iomap;
+		goto err_pool;
+	}
+	pf->db = pci_iomap(pdev, VRNIC_DB_BAR, VRNIC_DB_PAGE_SIZE);
+	if (!pf->db) {
+		ret = -ENOMEM;
+		goto err_unmap_regs;
 	}
 	pf->db_bar_start = pci_resource_start(pdev, VRNIC_DB_BAR);
 	/* User contexts map doorbell pages 1..VRNIC_NUM_DB_PAGES-1 of BAR2. */
@@ -509,7 +513,7 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		dev_err(&pdev->dev, "doorbell BAR too small: %llu bytes\n",
 			(u64)pci_resource_len(pdev, VRNIC_DB_BAR));
 		ret = -ENODEV;
-		goto err_iomap;
+		goto err_unmap_db;
 	}
 	BUILD_BUG_ON(VRNIC_DB_PAGE_SIZE != PAGE_SIZE);
 
@@ -524,19 +528,19 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 			version >> 16, version & 0xffff,
 			VRNIC_SPEC_VERSION_MAJOR);
 		ret = -ENODEV;
-		goto err_iomap;
+		goto err_unmap_db;
 	}
 	pf->caps = vrnic_rd(pf, VRNIC_REG_CAPS);
 	if (!(pf->caps & VRNIC_CAP_ETH)) {
 		dev_err(&pdev->dev, "device has no Ethernet function (caps %#x)\n",
 			pf->caps);
 		ret = -ENODEV;
-		goto err_iomap;
+		goto err_unmap_db;
 	}
 	ret = vrnic_reset(pf);
 	if (ret) {
 		dev_err(&pdev->dev, "device reset timed out\n");
-		goto err_iomap;
+		goto err_unmap_db;
 	}
 
 	/*
@@ -552,34 +556,40 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 					      &affd);
 	if (nvec < 0) {
 		ret = nvec;
-		goto err_iomap;
+		goto err_unmap_db;
 	}
 	pf->num_vectors = nvec;
 	pf->num_ceqs = nvec - 1;
-	ret = vrnic_eq_request_irqs(pf);
+
+	/*
+	 * The rings the interrupt handlers read exist before the handlers
+	 * and outlive them; the device learns of the rings only once both
+	 * are in place, and its DMA stops before either goes.
+	 */
+	ret = vrnic_aq_alloc(pf);
 	if (ret)
 		goto err_vectors;
-
-	ret = vrnic_aq_init(pf);
-	if (ret)
-		goto err_irqs;
 	ret = vrnic_aeq_alloc(pf);
 	if (ret)
-		goto err_quiesce;
+		goto err_aq;
+	ret = vrnic_eq_request_irqs(pf);
+	if (ret)
+		goto err_aeq;
+	vrnic_aq_program(pf);
+	vrnic_aeq_program(pf);
 	ret = vrnic_enable(pf);
 	if (ret)
-		goto err_quiesce;
+		goto err_stop;
 	ret = vrnic_pf_admin_query(pf, VRNIC_ADMIN_QUERY_DEVICE, &pf->attr,
 				   sizeof(pf->attr));
 	if (ret)
-		goto err_quiesce;
+		goto err_stop;
 	ret = vrnic_ceqs_create(pf);
 	if (ret)
-		goto err_quiesce;
+		goto err_stop;
 	ret = vrnic_netdev_register(pf);
 	if (ret)
 		goto err_ceqs;
-	WRITE_ONCE(pf->port_events, true);
 	if (pf->caps & VRNIC_CAP_ROCE_V2) {
 		ret = vrnic_aux_add(pf);
 		if (ret)
@@ -589,9 +599,6 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		goto err_aux;
 
-	dev_info(&pdev->dev, "%s ready, spec %u.%u, caps %#x, %u vectors\n",
-		 netdev_name(pf->netdev), version >> 16, version & 0xffff,
-		 pf->caps, nvec);
 	schedule_delayed_work(&pf->status_poll,
 			      msecs_to_jiffies(VRNIC_STATUS_POLL_MS));
 	return 0;
@@ -600,36 +607,25 @@ err_aux:
 	if (pf->adev)
 		vrnic_aux_del(pf);
 err_netdev:
-	WRITE_ONCE(pf->port_events, false);
-	synchronize_irq(pci_irq_vector(pdev, VRNIC_AEQ_VECTOR));
-	cancel_work_sync(&pf->fatal_work);
-	mutex_lock(&pf->fatal_lock);
-	mutex_unlock(&pf->fatal_lock);
 	vrnic_netdev_unregister(pf);
 err_ceqs:
 	vrnic_ceqs_destroy(pf);
-err_quiesce:
-	/*
-	 * As in vrnic_remove(): the device may know the AQ's and the AEQ's
-	 * addresses, and be enabled.  Stop its DMA first, then its
-	 * interrupts (free_irq() waits for a running handler), and only
-	 * then free the rings they use.
-	 */
+err_stop:
 	vrnic_stop_dma(pf);
 	vrnic_eq_free_irqs(pf);
+err_aeq:
 	vrnic_aeq_free(pf);
+err_aq:
 	vrnic_aq_free(pf);
-	goto err_vectors;
-err_irqs:
-	vrnic_eq_free_irqs(pf);
 err_vectors:
 	pci_free_irq_vectors(pdev);
-err_iomap:
-	if (pf->db)
-		pci_iounmap(pdev, pf->db);
-	if (pf->regs)
-		pci_iounmap(pdev, pf->regs);
+err_unmap_db:
+	pci_iounmap(pdev, pf->db);
+err_unmap_regs:
+	pci_iounmap(pdev, pf->regs);
+err_pool:
 	dma_pool_destroy(pf->cmd_pool);
+err_free_pf:
 	cancel_work_sync(&pf->health_work);
 	vrnic_devlink_free(pf);
 err_regions:
@@ -649,13 +645,6 @@ static void vrnic_remove(struct pci_dev *pdev)
 	/* The RDMA driver unbinds first: the ib_device uses all below. */
 	if (pf->adev)	/* a failed recovery, or no RoCE, leaves none */
 		vrnic_aux_del(pf);
-	/* No port event may reach the netdev past this point. */
-	WRITE_ONCE(pf->port_events, false);
-	synchronize_irq(pci_irq_vector(pdev, VRNIC_AEQ_VECTOR));
-	cancel_work_sync(&pf->fatal_work);
-	/* A vrnic_pf_fatal() that saw port_events set is done with netdev. */
-	mutex_lock(&pf->fatal_lock);
-	mutex_unlock(&pf->fatal_lock);
 	vrnic_netdev_unregister(pf);
 	vrnic_ceqs_destroy(pf);
 	/* All DMA stops before the rings are freed. */
@@ -663,11 +652,11 @@ static void vrnic_remove(struct pci_dev *pdev)
 	vrnic_eq_free_irqs(pf);
 	vrnic_aeq_free(pf);
 	vrnic_aq_free(pf);
-	/* Its users, the netdev and vrnic_ib, are gone; so is the device's DMA. */
-	dma_pool_destroy(pf->cmd_pool);
 	pci_free_irq_vectors(pdev);
 	pci_iounmap(pdev, pf->db);
 	pci_iounmap(pdev, pf->regs);
+	/* Its users, the netdev and vrnic_ib, are gone; so is the device's DMA. */
+	dma_pool_destroy(pf->cmd_pool);
 	/* A fatal error during the teardown above queued a report. */
 	cancel_work_sync(&pf->health_work);
 	vrnic_devlink_free(pf);

@@ -157,8 +157,6 @@ static int vrnic_ib_probe(struct auxiliary_device *adev,
 	WRITE_ONCE(vdev->port_events, true);
 	rtnl_unlock();
 	auxiliary_set_drvdata(adev, vdev);
-	dev_info(&adev->dev, "%s ready on %s\n", dev_name(&vdev->ibdev.dev),
-		 netdev_name(vdev->netdev));
 	return 0;
 
 err_notifier:
