@@ -208,17 +208,16 @@ static bool vrnic_admin_killable(u8 opcode)
 }
 
 /*
- * A wait_event() condition, so it runs with the task state set and must
- * not sleep.  Returns true when the caller is done waiting: cmd issued
- * (*token is its token), or the queue dead (*token is -ENODEV).  Slots
- * are taken in token order, and one is free only once the waiter of the
- * command depth tokens earlier has read its completion: a waiter woken
- * late must never find its completion re-armed by a newer command (which
- * it would then wait out, and take for a timeout).  This also keeps at
- * most depth commands ahead of the device.
+ * Issue cmd if its slot is free.  Returns true when the caller is done
+ * waiting: cmd issued (*token is its token), or the queue dead (*token is
+ * -ENODEV).  Slots are taken in token order, and one is free only once
+ * the waiter of the command depth tokens earlier has read its completion:
+ * a waiter woken late must never find its completion re-armed by a newer
+ * command (which it would then wait out, and take for a timeout).  This
+ * also keeps at most depth commands ahead of the device.
  */
-static bool vrnic_aq_issue(struct vrnic_pf *pf, struct vrnic_admin_cmd *cmd,
-			   int *token)
+static bool vrnic_aq_try_issue(struct vrnic_pf *pf, struct vrnic_admin_cmd *cmd,
+			       int *token)
 {
 	struct vrnic_aq *aq = &pf->aq;
 	struct vrnic_aq_wait *w;
@@ -243,6 +242,17 @@ static bool vrnic_aq_issue(struct vrnic_pf *pf, struct vrnic_admin_cmd *cmd,
 	}
 	spin_unlock_irqrestore(&aq->lock, flags);
 	return done;
+}
+
+/* Worth another vrnic_aq_try_issue(): the next slot is free or the queue dead. */
+static bool vrnic_aq_slot_ready(struct vrnic_aq *aq)
+{
+	bool ready;
+
+	spin_lock_irq(&aq->lock);
+	ready = aq->dead || !aq->waits[aq->pi & (aq->depth - 1)].busy;
+	spin_unlock_irq(&aq->lock);
+	return ready;
 }
 
 /* The waiter of token has read its completion: its slot may be reused. */
@@ -287,12 +297,12 @@ int vrnic_pf_admin_exec(struct vrnic_pf *pf, struct vrnic_admin_cmd *cmd,
 	 * process stops waiting only for a command that creates or reads:
 	 * nothing is issued yet, and teardown never gives up.
 	 */
-	if (vrnic_admin_killable(cmd->opcode)) {
-		if (wait_event_killable(aq->slot_wq,
-					vrnic_aq_issue(pf, cmd, &token)))
+	while (!vrnic_aq_try_issue(pf, cmd, &token)) {
+		if (!vrnic_admin_killable(cmd->opcode))
+			wait_event(aq->slot_wq, vrnic_aq_slot_ready(aq));
+		else if (wait_event_killable(aq->slot_wq,
+					     vrnic_aq_slot_ready(aq)))
 			return -EINTR;
-	} else {
-		wait_event(aq->slot_wq, vrnic_aq_issue(pf, cmd, &token));
 	}
 	if (token < 0)
 		return token;
