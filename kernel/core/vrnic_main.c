@@ -82,25 +82,12 @@ static void vrnic_pf_quiesce(struct vrnic_pf *pf)
 }
 
 /*
- * The function is dead: an admin command timed out, the device reported
- * FATAL, it refused to destroy an object (vrnic_pf_destroy()), or it
- * stopped answering.  One policy for every path:
- *
- * - The device is quiesced first, before anything else happens: a reset
- *   through REG_CTRL stops its DMA and interrupts, and bus mastering goes
- *   off in case the reset itself does not complete.  Only after that is
- *   the queue marked dead, so no caller ever frees memory the device may
- *   still write: every admin command fails with -ENODEV, and each destroy
- *   path (here and in vrnic_ib) may then free its rings and buffers.
- * - Every command still waiting is completed (it returns -ENODEV), later
- *   ones fail at once.
- * - The netdev loses its carrier and is detached; the RDMA driver gets a
- *   FATAL event and raises IB_EVENT_DEVICE_FATAL for its users.
- *
- * - The devlink health reporter "fatal" is told (from a work item); its
- *   recover, automatic or "devlink health recover", resets and
- *   re-initialises the function (vrnic_pf_down(), vrnic_pf_up()).
- *   Remove and probe again (rmmod/modprobe) recovers it too.
+ * The function is dead (an admin command timed out, FATAL, a refused
+ * destroy, no answer).  Quiesce the device before marking the admin queue
+ * dead, so no caller frees memory the device may still write; complete
+ * every waiting command with -ENODEV; detach the netdev; raise
+ * IB_EVENT_DEVICE_FATAL through vrnic_ib; and tell the devlink reporter,
+ * whose recover resets and re-initialises the function.
  *
  * Sleeps; may run under RTNL (from an admin command).
  */

@@ -620,12 +620,7 @@ static int __vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		vmask |= VRNIC_QP_ATTR_MIN_RNR_TIMER;
 	}
 	if (mask & IB_QP_MAX_QP_RD_ATOMIC) {
-		/*
-		 * The initiator depth is only an upper bound on what this side
-		 * keeps outstanding: a deeper peer's value (perftest passes
-		 * the remote's, rxe's is 128) is clamped, as bnxt_re does,
-		 * and query_qp reports what is used.
-		 */
+		/* An upper bound: clamped, and query_qp reports the value used. */
 		a->max_rd_atomic = min_t(u32, attr->max_rd_atomic,
 					 VRNIC_MAX_RD_ATOMIC);
 		vmask |= VRNIC_QP_ATTR_MAX_RD_ATOMIC;
