@@ -266,7 +266,8 @@ TEST(FabricPfc, XoffThenXonAndNoDrop)
 	// What arrived after XOFF went to the headroom, which is empty again.
 	for (size_t h : {0U, 1U}) {
 		EXPECT_GT(sim.fabric.stats("sw0", h, 3).headroom_max, 0U) << h;
-		EXPECT_EQ(sim.fabric.counters(sim.now)["switches"][0]["ports"][h]["prio"][3]["headroom"], 0) << h;
+		const auto c = sim.fabric.counters(sim.now);
+		EXPECT_EQ(c.at("switches").at(0).at("ports").at(h).at("prio").at(3).at("headroom"), 0) << h;
 	}
 }
 
@@ -322,7 +323,8 @@ TEST(FabricPfc, HeadroomOverflowDropsAndLossyTailDrops)
 	EXPECT_GT(st.headroom_max, 60000U - 1000U);
 	EXPECT_LE(st.headroom_max, 60000U);
 	const auto c = sim.fabric.counters(sim.now);
-	EXPECT_EQ(c["switches"][0]["ports"][0]["prio"][3]["headroom_max"], st.headroom_max);
+	EXPECT_EQ(c.at("switches").at(0).at("ports").at(0).at("prio").at(3).at("headroom_max"),
+		  st.headroom_max);
 	EXPECT_LE(sim.fabric.buffer_used("sw0"), 20000U + 60000U + 8 * 4096U + 1000U);
 	// Priority 0 is lossy: the small queue_limit tail-drops instead.
 	Sim lossy(pair_topo(R"("b_to_a":{"rate_gbps":1,"queue_limit":10000})"));

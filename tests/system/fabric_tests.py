@@ -19,7 +19,9 @@ keep running:
   ecn.json          r's port at 500 Mb/s, marking from 4 KiB on priority
                     3, DWRR (with strict priority a DCQCN flow on
                     priority 3 starved the second client's TCP exchange
-                    on priority 0): ib_write_bw --tclass=106 (DSCP 26, ECT(0)) gets CE
+                    on priority 0: DCQCN with mlx5's defaults does not
+                    bring a flow down to this port's rate, issue 24):
+                    ib_write_bw --tclass=106 (DSCP 26, ECT(0)) gets CE
                     marks; then with DCQCN on the senders' devices
                     (debugfs cc_algo): r's np_cnp_sent equals the senders'
                     rp_cnp_handled + rp_cnp_ignored (plus any priority-6
