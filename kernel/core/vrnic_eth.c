@@ -1015,11 +1015,13 @@ int vrnic_netdev_register(struct vrnic_pf *pf)
 	netif_carrier_off(ndev);
 
 	/*
-	 * Events reach the netdev before it is registered: an open right
+	 * ETH events reach the netdev before it is registered: an open right
 	 * after register_netdev() arms the rings, and its first event must
-	 * not be lost (rings_live gates NAPI until then).
+	 * not be lost (rings_live gates NAPI until then).  Port and fatal
+	 * events wait for a registered netdev: a failed registration unlists
+	 * it inside register_netdev(), and a carrier change from then on
+	 * would queue it for linkwatch after the core's last wait for it.
 	 */
-	WRITE_ONCE(pf->port_events, true);
 	WRITE_ONCE(pf->eth_events, true);
 	ret = register_netdev(ndev);
 	if (ret) {
@@ -1029,6 +1031,7 @@ int vrnic_netdev_register(struct vrnic_pf *pf)
 		pf->netdev = NULL;
 		return ret;
 	}
+	WRITE_ONCE(pf->port_events, true);
 	return 0;
 }
 
