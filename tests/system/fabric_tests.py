@@ -33,9 +33,11 @@ keep running:
   incast-drop.json  s1 and s2 into r at 500 Mb/s, PFC off, a 128 KiB
                     buffer: the switch drops, both transfers complete;
   incast-pfc.json   the same on lossless priority 3 (--tclass=106), static
-                    XOFF 32 KiB, 4 MiB headroom: pause frames towards the senders, no drop
-                    anywhere, and each sender's vrnic counted the pauses
-                    the switch sent it (ethtool -S rx_prio3_pause).
+                    XOFF 32 KiB, 4 MiB headroom: pause frames towards the
+                    senders, no drop anywhere (each sender's headroom
+                    watermark printed), and each sender's vrnic counted
+                    the pauses the switch sent it (ethtool -S
+                    rx_prio3_pause).
   (no fabric)       last: the fabric stops and a third VM, sw, listens
                     on s1's and r's sockets with two virtio-net NICs
                     joined by a Linux bridge, tbf 50 Mb/s and tc red ecn
