@@ -344,10 +344,18 @@ struct ib_mr *vrnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 			     u32 max_num_sg);
 int vrnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		    unsigned int *sg_offset);
-int vrnic_umem_page_list(struct vrnic_dev *vdev, struct ib_umem *umem,
-			 __le64 **list, dma_addr_t *list_dma, size_t *list_size);
 u32 vrnic_ib_access(int ib_access);
 int vrnic_to_ib_access(u32 access);
+
+/* vrnic_queue.c */
+int vrnic_umem_page_list(struct vrnic_dev *vdev, struct ib_umem *umem,
+			 __le64 **list, dma_addr_t *list_dma, size_t *list_size);
+int vrnic_ring_pin(struct vrnic_dev *vdev, u64 addr, size_t size,
+		   struct ib_umem **umem, __le64 **list, dma_addr_t *dma,
+		   size_t *list_size);
+int vrnic_pin_dbrec(struct ib_udata *udata, u64 addr,
+		    struct vrnic_dbrec_page **page, dma_addr_t *dma);
+void vrnic_unpin_dbrec(struct vrnic_dbrec_page *page);
 
 /* vrnic_cq.c */
 int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
@@ -357,9 +365,6 @@ int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int vrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 void vrnic_cq_clean(struct vrnic_cq *cq, u32 qpn);
 void vrnic_cq_event(struct vrnic_dev *vdev, u32 cqn, bool error);
-int vrnic_pin_dbrec(struct ib_udata *udata, u64 addr,
-		    struct vrnic_dbrec_page **page, dma_addr_t *dma);
-void vrnic_unpin_dbrec(struct vrnic_dbrec_page *page);
 
 /* vrnic_srq.c */
 int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
@@ -373,9 +378,6 @@ int vrnic_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 void vrnic_srq_event(struct vrnic_dev *vdev, u32 srqn);
 
 /* vrnic_qp.c */
-int vrnic_ring_pin(struct vrnic_dev *vdev, u64 addr, size_t size,
-		   struct ib_umem **umem, __le64 **list, dma_addr_t *dma,
-		   size_t *list_size);
 int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		    struct ib_udata *udata);
 int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,

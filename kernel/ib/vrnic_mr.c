@@ -87,31 +87,6 @@ struct ib_mr *vrnic_get_dma_mr(struct ib_pd *ibpd, int access)
 }
 
 /*
- * The 4 KiB DMA blocks of a umem as a le64 list in coherent memory, for a
- * device that copies it during the admin command.
- */
-int vrnic_umem_page_list(struct vrnic_dev *vdev, struct ib_umem *umem,
-			 __le64 **list, dma_addr_t *list_dma, size_t *list_size)
-{
-	size_t n = ib_umem_num_dma_blocks(umem, SZ_4K), i = 0;
-	struct ib_block_iter biter;
-	__le64 *l;
-
-	*list_size = max_t(size_t, n * sizeof(*l), sizeof(*l));
-	l = dma_alloc_coherent(&vdev->pdev->dev, *list_size, list_dma,
-			       GFP_KERNEL);
-	if (!l)
-		return -ENOMEM;
-	rdma_umem_for_each_dma_block(umem, &biter, SZ_4K) {
-		if (i == n)
-			break;
-		l[i++] = cpu_to_le64(rdma_block_iter_dma_address(&biter));
-	}
-	*list = l;
-	return 0;
-}
-
-/*
  * A user MR's page list for the device (LEVEL2): level-1 pages of 512
  * addresses, each its own 4 KiB coherent page, and the level-2 list of
  * their addresses (8 bytes per level-1 page: at most 16 KiB, for 2^20

@@ -33,23 +33,6 @@ static u32 vrnic_rq_shift(u32 max_sge)
 	return max_t(u32, 5, order_base_2(need));
 }
 
-/* Pin a user ring and build the page list the device copies. */
-int vrnic_ring_pin(struct vrnic_dev *vdev, u64 addr, size_t size,
-		   struct ib_umem **umem, __le64 **list, dma_addr_t *dma,
-		   size_t *list_size)
-{
-	if (addr & (SZ_4K - 1))
-		return -EINVAL;
-	*umem = ib_umem_get(&vdev->ibdev, addr, size, IB_ACCESS_LOCAL_WRITE);
-	if (IS_ERR(*umem)) {
-		int ret = PTR_ERR(*umem);
-
-		*umem = NULL;
-		return ret;
-	}
-	return vrnic_umem_page_list(vdev, *umem, list, dma, list_size);
-}
-
 static void vrnic_qp_free_mem(struct vrnic_dev *vdev, struct vrnic_qp *qp)
 {
 	struct device *dev = &vdev->pdev->dev;
@@ -99,26 +82,28 @@ static int vrnic_create_xrc_tgt(struct vrnic_dev *vdev, struct vrnic_qp *qp,
 	return ret;
 }
 
-static void vrnic_qp_link_cqs(struct vrnic_qp *qp);
+/* The page lists of a user QP's rings: the device copies them at create. */
+struct vrnic_qp_lists {
+	__le64 *sq, *rq;
+	dma_addr_t sq_dma, rq_dma;
+	size_t sq_size, rq_size;
+};
 
-int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
-		    struct ib_udata *udata)
+static void vrnic_qp_lists_free(struct device *dev, struct vrnic_qp_lists *l)
 {
-	struct vrnic_dev *vdev = to_vdev(ibqp->device);
-	struct vrnic_qp *qp = to_vqp(ibqp);
-	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_CREATE_QP };
-	struct device *dev = &vdev->pdev->dev;
-	struct ib_qp_cap *cap = &init->cap;
-	__le64 *sq_list = NULL, *rq_list = NULL;
-	dma_addr_t sq_list_dma = 0, rq_list_dma = 0;
-	size_t sq_list_size = 0, rq_list_size = 0;
-	u32 qpn;
-	int ret;
+	if (l->sq)
+		dma_free_coherent(dev, l->sq_size, l->sq, l->sq_dma);
+	if (l->rq)
+		dma_free_coherent(dev, l->rq_size, l->rq, l->rq_dma);
+	memset(l, 0, sizeof(*l));
+}
 
-	/* Every type, XRC targets included: modify and query take it. */
-	mutex_init(&qp->state_lock);
-	INIT_LIST_HEAD(&qp->send_cq_node);
-	INIT_LIST_HEAD(&qp->recv_cq_node);
+/* The QP's type and its rings' geometry from what was asked for. */
+static int vrnic_qp_init_geometry(struct vrnic_qp *qp,
+				  struct ib_qp_init_attr *init, bool user)
+{
+	struct ib_qp_cap *cap = &init->cap;
+
 	switch (init->qp_type) {
 	case IB_QPT_RC:
 		qp->type = VRNIC_QPT_RC;
@@ -130,21 +115,19 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		qp->type = VRNIC_QPT_UD;
 		break;
 	case IB_QPT_GSI:
-		if (udata)
+		if (user)
 			return -EINVAL;
 		qp->type = VRNIC_QPT_GSI;
 		break;
 	case IB_QPT_XRC_INI:
 		/* No kernel work request names a remote XRC SRQ. */
-		if (!udata)
+		if (!user)
 			return -EOPNOTSUPP;
 		qp->type = VRNIC_QPT_XRC_INI;
 		qp->no_rq = true;
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
 		break;
-	case IB_QPT_XRC_TGT:
-		return vrnic_create_xrc_tgt(vdev, qp, init);
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -154,7 +137,6 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		qp->no_rq = true;
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
-		cmd.create_qp.srqn = cpu_to_le32(to_vsrq(init->srq)->srqn);
 	}
 	if (cap->max_send_wr > (1U << VRNIC_MAX_WQ_LOG_DEPTH) ||
 	    cap->max_recv_wr > (1U << VRNIC_MAX_WQ_LOG_DEPTH) ||
@@ -169,99 +151,89 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 				      cap->max_inline_data);
 	qp->rq_shift = vrnic_rq_shift(cap->max_recv_sge);
 	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
-	spin_lock_init(&qp->sq_lock);
-	spin_lock_init(&qp->rq_lock);
+	return 0;
+}
 
-	cmd.create_qp.uctx = cpu_to_le32(vrnic_uctx_of(udata));
-	cmd.create_qp.pdn = cpu_to_le32(to_vpd(ibqp->pd)->pdn);
-	cmd.create_qp.send_cqn = cpu_to_le32(to_vcq(init->send_cq)->cqn);
-	if (init->recv_cq)
-		cmd.create_qp.recv_cqn = cpu_to_le32(to_vcq(init->recv_cq)->cqn);
-	cmd.create_qp.type = qp->type;
+/* A user QP: its rings and doorbell record are in the process's memory. */
+static int vrnic_create_qp_user(struct vrnic_dev *vdev, struct vrnic_qp *qp,
+				struct ib_udata *udata,
+				struct vrnic_admin_create_qp *cmd,
+				struct vrnic_qp_lists *l)
+{
+	struct vrnic_create_qp_cmd ucmd = {};
+	int ret;
 
-	if (udata) {
-		struct vrnic_create_qp_cmd ucmd = {};
-
-		ret = vrnic_udata_req(udata, &ucmd, sizeof(ucmd));
+	ret = vrnic_udata_req(udata, &ucmd, sizeof(ucmd));
+	if (ret)
+		return ret;
+	/* The provider may ask for more, never for less. */
+	if (ucmd.sq_log_depth < qp->sq_log || ucmd.rq_log_depth < qp->rq_log ||
+	    ucmd.sq_wqe_shift < qp->sq_shift ||
+	    ucmd.rq_wqe_shift < qp->rq_shift ||
+	    ucmd.sq_log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
+	    ucmd.rq_log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
+	    ucmd.sq_wqe_shift > 10 || ucmd.rq_wqe_shift > 9 ||
+	    (ucmd.dbrec_addr & 7))
+		return -EINVAL;
+	qp->sq_log = ucmd.sq_log_depth;
+	qp->rq_log = ucmd.rq_log_depth;
+	qp->sq_shift = ucmd.sq_wqe_shift;
+	qp->rq_shift = ucmd.rq_wqe_shift;
+	ret = vrnic_ring_pin(vdev, ucmd.sq_addr,
+			     1UL << (qp->sq_log + qp->sq_shift), &qp->sq_umem,
+			     &l->sq, &l->sq_dma, &l->sq_size);
+	if (ret)
+		return ret;
+	if (!qp->no_rq) {
+		ret = vrnic_ring_pin(vdev, ucmd.rq_addr,
+				     1UL << (qp->rq_log + qp->rq_shift),
+				     &qp->rq_umem, &l->rq, &l->rq_dma,
+				     &l->rq_size);
 		if (ret)
 			return ret;
-		/* The provider may ask for more, never for less. */
-		if (ucmd.sq_log_depth < qp->sq_log || ucmd.rq_log_depth < qp->rq_log ||
-		    ucmd.sq_wqe_shift < qp->sq_shift ||
-		    ucmd.rq_wqe_shift < qp->rq_shift ||
-		    ucmd.sq_log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
-		    ucmd.rq_log_depth > VRNIC_MAX_WQ_LOG_DEPTH ||
-		    ucmd.sq_wqe_shift > 10 || ucmd.rq_wqe_shift > 9 ||
-		    (ucmd.dbrec_addr & 7))
-			return -EINVAL;
-		qp->sq_log = ucmd.sq_log_depth;
-		qp->rq_log = ucmd.rq_log_depth;
-		qp->sq_shift = ucmd.sq_wqe_shift;
-		qp->rq_shift = ucmd.rq_wqe_shift;
-		ret = vrnic_ring_pin(vdev, ucmd.sq_addr,
-				     1UL << (qp->sq_log + qp->sq_shift),
-				     &qp->sq_umem, &sq_list, &sq_list_dma,
-				     &sq_list_size);
-		if (ret)
-			goto err_mem;
-		if (!qp->no_rq) {
-			ret = vrnic_ring_pin(vdev, ucmd.rq_addr,
-					     1UL << (qp->rq_log + qp->rq_shift),
-					     &qp->rq_umem, &rq_list, &rq_list_dma,
-					     &rq_list_size);
-			if (ret)
-				goto err_mem;
-		}
-		ret = vrnic_pin_dbrec(udata, ucmd.dbrec_addr, &qp->dbrec_page,
-				      &qp->dbrec_dma);
-		if (ret)
-			goto err_mem;
-		cmd.create_qp.sq_base = cpu_to_le64(sq_list_dma);
-		cmd.create_qp.rq_base = cpu_to_le64(rq_list_dma);
-		cmd.create_qp.sq_flags = VRNIC_RING_PAGED;
-		cmd.create_qp.rq_flags = VRNIC_RING_PAGED;
-	} else {
-		qp->sq = dma_alloc_coherent(dev, 1UL << (qp->sq_log + qp->sq_shift),
-					    &qp->sq_dma, GFP_KERNEL);
-		if (!qp->no_rq)
-			qp->rq = dma_alloc_coherent(dev, 1UL << (qp->rq_log + qp->rq_shift),
-						    &qp->rq_dma, GFP_KERNEL);
-		qp->dbrec = dma_alloc_coherent(dev, sizeof(*qp->dbrec),
-					       &qp->dbrec_dma, GFP_KERNEL);
-		if (!qp->sq || (!qp->rq && !qp->no_rq) || !qp->dbrec) {
-			ret = -ENOMEM;
-			goto err_mem;
-		}
-		cmd.create_qp.sq_base = cpu_to_le64(qp->sq_dma);
-		cmd.create_qp.rq_base = cpu_to_le64(qp->rq_dma);
 	}
-	cmd.create_qp.dbrec = cpu_to_le64(qp->dbrec_dma);
-	cmd.create_qp.sq_log_depth = qp->sq_log;
-	cmd.create_qp.rq_log_depth = qp->rq_log;
-	cmd.create_qp.sq_wqe_shift = qp->sq_shift;
-	cmd.create_qp.rq_wqe_shift = qp->rq_shift;
-	ret = vrnic_admin_exec(vdev, &cmd, &qpn);
-	if (sq_list)
-		dma_free_coherent(dev, sq_list_size, sq_list, sq_list_dma);
-	if (rq_list)
-		dma_free_coherent(dev, rq_list_size, rq_list, rq_list_dma);
-	sq_list = NULL;
-	rq_list = NULL;
+	ret = vrnic_pin_dbrec(udata, ucmd.dbrec_addr, &qp->dbrec_page,
+			      &qp->dbrec_dma);
 	if (ret)
-		goto err_mem;
+		return ret;
+	cmd->sq_base = cpu_to_le64(l->sq_dma);
+	cmd->rq_base = cpu_to_le64(l->rq_dma);
+	cmd->sq_flags = VRNIC_RING_PAGED;
+	cmd->rq_flags = VRNIC_RING_PAGED;
+	return 0;
+}
 
-	qp->qpn = qpn;
-	ibqp->qp_num = qpn;
-	qp->state = IB_QPS_RESET;
-	qp->max_send_sge = (BIT(qp->sq_shift) -
-			    vrnic_send_wqe_data_off(qp->type)) /
-			   sizeof(struct vrnic_sge);
-	qp->max_send_sge = min_t(u32, qp->max_send_sge, VRNIC_MAX_SGE);
+/* A kernel QP: rings and doorbell record in coherent DMA memory. */
+static int vrnic_create_qp_kernel(struct vrnic_dev *vdev, struct vrnic_qp *qp,
+				  struct vrnic_admin_create_qp *cmd)
+{
+	struct device *dev = &vdev->pdev->dev;
+
+	qp->sq = dma_alloc_coherent(dev, 1UL << (qp->sq_log + qp->sq_shift),
+				    &qp->sq_dma, GFP_KERNEL);
+	if (!qp->no_rq)
+		qp->rq = dma_alloc_coherent(dev,
+					    1UL << (qp->rq_log + qp->rq_shift),
+					    &qp->rq_dma, GFP_KERNEL);
+	qp->dbrec = dma_alloc_coherent(dev, sizeof(*qp->dbrec),
+				       &qp->dbrec_dma, GFP_KERNEL);
+	if (!qp->sq || (!qp->rq && !qp->no_rq) || !qp->dbrec)
+		return -ENOMEM;
+	cmd->sq_base = cpu_to_le64(qp->sq_dma);
+	cmd->rq_base = cpu_to_le64(qp->rq_dma);
+	return 0;
+}
+
+/* What the rings the device accepted hold, back into the caller's caps. */
+static void vrnic_qp_set_caps(struct vrnic_qp *qp, struct ib_qp_cap *cap)
+{
+	u32 send_room = BIT(qp->sq_shift) - vrnic_send_wqe_data_off(qp->type);
+
+	qp->max_send_sge = min_t(u32, send_room / sizeof(struct vrnic_sge),
+				 VRNIC_MAX_SGE);
 	qp->max_recv_sge = min_t(u32, (BIT(qp->rq_shift) - VRNIC_RECV_WQE_HDR) /
 				 sizeof(struct vrnic_sge), VRNIC_MAX_SGE);
-	qp->max_inline = min_t(u32, BIT(qp->sq_shift) -
-			       vrnic_send_wqe_data_off(qp->type),
-			       VRNIC_MAX_INLINE);
+	qp->max_inline = min_t(u32, send_room, VRNIC_MAX_INLINE);
 	if (qp->no_rq)
 		qp->max_recv_sge = 0;
 	cap->max_send_wr = BIT(qp->sq_log);
@@ -269,24 +241,84 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	cap->max_send_sge = qp->max_send_sge;
 	cap->max_recv_sge = qp->max_recv_sge;
 	cap->max_inline_data = qp->max_inline;
+}
 
+/* What the device was given: the provider posts by it. */
+static int vrnic_create_qp_resp(struct vrnic_qp *qp, struct ib_udata *udata)
+{
+	struct vrnic_create_qp_resp uresp = {
+		.qpn = qp->qpn,
+		.sq_log_depth = qp->sq_log,
+		.sq_wqe_shift = qp->sq_shift,
+		.max_send_sge = qp->max_send_sge,
+		.max_inline = qp->max_inline,
+	};
+
+	if (!qp->no_rq) {
+		uresp.rq_log_depth = qp->rq_log;
+		uresp.rq_wqe_shift = qp->rq_shift;
+		uresp.max_recv_sge = qp->max_recv_sge;
+	}
+	return ib_copy_to_udata(udata, &uresp,
+				min(sizeof(uresp), udata->outlen));
+}
+
+static void vrnic_qp_link_cqs(struct vrnic_qp *qp);
+
+int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata)
+{
+	struct vrnic_dev *vdev = to_vdev(ibqp->device);
+	struct vrnic_qp *qp = to_vqp(ibqp);
+	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_CREATE_QP };
+	struct vrnic_admin_create_qp *c = &cmd.create_qp;
+	struct device *dev = &vdev->pdev->dev;
+	struct vrnic_qp_lists lists = {};
+	u32 qpn;
+	int ret;
+
+	/* Every type, XRC targets included: modify and query take it. */
+	mutex_init(&qp->state_lock);
+	INIT_LIST_HEAD(&qp->send_cq_node);
+	INIT_LIST_HEAD(&qp->recv_cq_node);
+	if (init->qp_type == IB_QPT_XRC_TGT)
+		return vrnic_create_xrc_tgt(vdev, qp, init);
+	ret = vrnic_qp_init_geometry(qp, init, udata);
+	if (ret)
+		return ret;
+	spin_lock_init(&qp->sq_lock);
+	spin_lock_init(&qp->rq_lock);
+
+	c->type = qp->type;
+	c->uctx = cpu_to_le32(vrnic_uctx_of(udata));
+	c->pdn = cpu_to_le32(to_vpd(ibqp->pd)->pdn);
+	c->send_cqn = cpu_to_le32(to_vcq(init->send_cq)->cqn);
+	if (init->recv_cq)
+		c->recv_cqn = cpu_to_le32(to_vcq(init->recv_cq)->cqn);
+	if (init->srq)
+		c->srqn = cpu_to_le32(to_vsrq(init->srq)->srqn);
+	if (udata)
+		ret = vrnic_create_qp_user(vdev, qp, udata, c, &lists);
+	else
+		ret = vrnic_create_qp_kernel(vdev, qp, c);
+	if (ret)
+		goto err_mem;
+	c->dbrec = cpu_to_le64(qp->dbrec_dma);
+	c->sq_log_depth = qp->sq_log;
+	c->rq_log_depth = qp->rq_log;
+	c->sq_wqe_shift = qp->sq_shift;
+	c->rq_wqe_shift = qp->rq_shift;
+	ret = vrnic_admin_exec(vdev, &cmd, &qpn);
+	vrnic_qp_lists_free(dev, &lists);
+	if (ret)
+		goto err_mem;
+
+	qp->qpn = qpn;
+	ibqp->qp_num = qpn;
+	qp->state = IB_QPS_RESET;
+	vrnic_qp_set_caps(qp, &init->cap);
 	if (udata) {
-		/* What the device was given: the provider posts by it. */
-		struct vrnic_create_qp_resp uresp = {
-			.qpn = qpn,
-			.sq_log_depth = qp->sq_log,
-			.sq_wqe_shift = qp->sq_shift,
-			.max_send_sge = qp->max_send_sge,
-			.max_inline = qp->max_inline,
-		};
-
-		if (!qp->no_rq) {
-			uresp.rq_log_depth = qp->rq_log;
-			uresp.rq_wqe_shift = qp->rq_shift;
-			uresp.max_recv_sge = qp->max_recv_sge;
-		}
-		ret = ib_copy_to_udata(udata, &uresp,
-				       min(sizeof(uresp), udata->outlen));
+		ret = vrnic_create_qp_resp(qp, udata);
 		if (ret)
 			goto err_destroy;
 	}
@@ -300,10 +332,7 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 err_destroy:
 	vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_QP, qpn, "QP");
 err_mem:
-	if (sq_list)
-		dma_free_coherent(dev, sq_list_size, sq_list, sq_list_dma);
-	if (rq_list)
-		dma_free_coherent(dev, rq_list_size, rq_list, rq_list_dma);
+	vrnic_qp_lists_free(dev, &lists);
 	vrnic_qp_free_mem(vdev, qp);
 	return ret;
 }

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * vrnic queue memory from user space: the page lists of pinned user rings,
+ * which the device copies at create, and the doorbell record pages that a
+ * context's CQs, QPs and SRQs share.
+ */
+#include <linux/dma-mapping.h>
+
+#include "vrnic.h"
+
+/*
+ * The 4 KiB DMA blocks of a umem as a le64 list in coherent memory, for a
+ * device that copies it during the admin command.
+ */
+int vrnic_umem_page_list(struct vrnic_dev *vdev, struct ib_umem *umem,
+			 __le64 **list, dma_addr_t *list_dma, size_t *list_size)
+{
+	size_t n = ib_umem_num_dma_blocks(umem, SZ_4K), i = 0;
+	struct ib_block_iter biter;
+	__le64 *l;
+
+	*list_size = max_t(size_t, n * sizeof(*l), sizeof(*l));
+	l = dma_alloc_coherent(&vdev->pdev->dev, *list_size, list_dma,
+			       GFP_KERNEL);
+	if (!l)
+		return -ENOMEM;
+	rdma_umem_for_each_dma_block(umem, &biter, SZ_4K) {
+		if (i == n)
+			break;
+		l[i++] = cpu_to_le64(rdma_block_iter_dma_address(&biter));
+	}
+	*list = l;
+	return 0;
+}
+
+/* Pin a user ring and build the page list the device copies. */
+int vrnic_ring_pin(struct vrnic_dev *vdev, u64 addr, size_t size,
+		   struct ib_umem **umem, __le64 **list, dma_addr_t *dma,
+		   size_t *list_size)
+{
+	if (addr & (SZ_4K - 1))
+		return -EINVAL;
+	*umem = ib_umem_get(&vdev->ibdev, addr, size, IB_ACCESS_LOCAL_WRITE);
+	if (IS_ERR(*umem)) {
+		int ret = PTR_ERR(*umem);
+
+		*umem = NULL;
+		return ret;
+	}
+	return vrnic_umem_page_list(vdev, *umem, list, dma, list_size);
+}
+
+/*
+ * Pin the user page holding a doorbell record, or take another reference
+ * on it when an object of the same context already pinned it (mlx5's
+ * mlx5_ib_db_map_user); *dma is the record's bus address.
+ */
+int vrnic_pin_dbrec(struct ib_udata *udata, u64 addr,
+		    struct vrnic_dbrec_page **pagep, dma_addr_t *dma)
+{
+	struct vrnic_ucontext *uctx =
+		rdma_udata_to_drv_context(udata, struct vrnic_ucontext,
+					  ibucontext);
+	struct vrnic_dbrec_page *page;
+	struct ib_block_iter biter;
+	int ret = 0;
+
+	if (!uctx || (addr & 7))
+		return -EINVAL;
+	mutex_lock(&uctx->dbrec_lock);
+	list_for_each_entry(page, &uctx->dbrec_pages, list)
+		if (page->user_virt == (addr & PAGE_MASK))
+			goto found;
+	page = kzalloc(sizeof(*page), GFP_KERNEL);
+	if (!page) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	page->uctx = uctx;
+	page->user_virt = addr & PAGE_MASK;
+	page->umem = ib_umem_get(uctx->ibucontext.device, page->user_virt,
+				 PAGE_SIZE, IB_ACCESS_LOCAL_WRITE);
+	if (IS_ERR(page->umem)) {
+		ret = PTR_ERR(page->umem);
+		kfree(page);
+		goto out;
+	}
+	ret = -EINVAL;
+	rdma_umem_for_each_dma_block(page->umem, &biter, PAGE_SIZE) {
+		page->dma = rdma_block_iter_dma_address(&biter);
+		ret = 0;
+		break;
+	}
+	if (ret) {
+		ib_umem_release(page->umem);
+		kfree(page);
+		goto out;
+	}
+	list_add(&page->list, &uctx->dbrec_pages);
+found:
+	page->refcnt++;
+	*pagep = page;
+	*dma = page->dma + (addr & ~PAGE_MASK);
+out:
+	mutex_unlock(&uctx->dbrec_lock);
+	return ret;
+}
+
+/* Drop an object's reference on its doorbell record page (NULL: none). */
+void vrnic_unpin_dbrec(struct vrnic_dbrec_page *page)
+{
+	struct vrnic_ucontext *uctx;
+
+	if (!page)
+		return;
+	uctx = page->uctx;
+	mutex_lock(&uctx->dbrec_lock);
+	if (!--page->refcnt) {
+		list_del(&page->list);
+		ib_umem_release(page->umem);
+		kfree(page);
+	}
+	mutex_unlock(&uctx->dbrec_lock);
+}
