@@ -75,9 +75,7 @@ static irqreturn_t vrnic_aeq_irq(int irq, void *data)
 	bool admin = false;
 
 	atomic_inc(&pf->test_irqs);
-	if (!eq->ring)
-		return IRQ_HANDLED;	/* an interrupt before setup */
-
+	/* The ring exists while the handler is installed (probe ladder). */
 	while ((eqe = vrnic_eq_next(eq))) {
 		if (eqe->type != VRNIC_EQE_ADMIN_DONE)
 			trace_vrnic_async_event(dev_name(&pf->pdev->dev),
@@ -187,7 +185,10 @@ void vrnic_aeq_free(struct vrnic_pf *pf)
 	vrnic_eq_free_ring(pf, &pf->aeq);
 }
 
-/* Interrupt handlers are installed once at probe for every vector. */
+/*
+ * Interrupt handlers are installed once at probe for every vector, after
+ * vrnic_aeq_alloc(); a CEQ's ring comes later (vrnic_ceq_create()).
+ */
 int vrnic_eq_request_irqs(struct vrnic_pf *pf)
 {
 	unsigned int i;
@@ -195,7 +196,6 @@ int vrnic_eq_request_irqs(struct vrnic_pf *pf)
 
 	snprintf(pf->aeq.name, sizeof(pf->aeq.name), "vrnic-aeq@%s",
 		 pci_name(pf->pdev));
-	pf->aeq.pf = pf;
 	ret = request_irq(pci_irq_vector(pf->pdev, VRNIC_AEQ_VECTOR),
 			  vrnic_aeq_irq, 0, pf->aeq.name, &pf->aeq);
 	if (ret)

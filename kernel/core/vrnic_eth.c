@@ -314,6 +314,24 @@ void vrnic_eth_link_change(struct vrnic_pf *pf, bool up)
 		netif_carrier_off(pf->netdev);
 }
 
+/*
+ * The carrier as VRNIC_REG_LINK has it, read with the AEQ's vector held
+ * off: a PORT_UP/DOWN raised after the read is handled after this, so the
+ * newest state wins.  A dead function has no link.
+ */
+static void vrnic_eth_link_sync(struct vrnic_pf *pf)
+{
+	unsigned int irq = pci_irq_vector(pf->pdev, VRNIC_AEQ_VECTOR);
+
+	disable_irq(irq);
+	if (!READ_ONCE(pf->aq.dead) &&
+	    (vrnic_rd(pf, VRNIC_REG_LINK) & VRNIC_LINK_UP))
+		netif_carrier_on(pf->netdev);
+	else
+		netif_carrier_off(pf->netdev);
+	enable_irq(irq);
+}
+
 /* Allocate a TX and an RX ring in host memory, the RX ring filled with
  * buffers of @buf_len.  Nothing is shown to the device yet.
  */
@@ -384,10 +402,7 @@ static int vrnic_rings_start(struct vrnic_netdev_priv *priv)
 	/* A short RX ring gets no event: let NAPI retry the refill. */
 	if (vrnic_ring_free(&priv->rx))
 		napi_schedule(&priv->napi);
-	if (vrnic_rd(pf, VRNIC_REG_LINK) & VRNIC_LINK_UP)
-		netif_carrier_on(ndev);
-	else
-		netif_carrier_off(ndev);
+	vrnic_eth_link_sync(pf);
 	netif_wake_queue(ndev);
 	return 0;
 }
@@ -1032,6 +1047,8 @@ int vrnic_netdev_register(struct vrnic_pf *pf)
 		return ret;
 	}
 	WRITE_ONCE(pf->port_events, true);
+	/* A port event raised before the line above was dropped. */
+	vrnic_eth_link_sync(pf);
 	return 0;
 }
 
