@@ -352,7 +352,7 @@ void Device::reg_write(uint64_t offset, uint64_t value, unsigned int size)
 	}
 	case VRNIC_REG_AEQ_DB:
 		if (!eqs_[0].doorbell(plat_, cnt_,
-				      uint16_t(v & VRNIC_EQ_DB_CI_MASK),
+				      uint16_t(VRNIC_FIELD_GET(VRNIC_EQ_DB_CI, v)),
 				      v & VRNIC_EQ_DB_ARM)) {
 			guest_error("bad AEQ doorbell " + hex(v));
 			cnt_.db_violations++;
@@ -503,11 +503,10 @@ void Device::db_write(uint64_t offset, uint64_t value, unsigned int size)
 	}
 	switch (off) {
 	case VRNIC_DB_EQ: {
-		const uint32_t eqn = (v >> VRNIC_EQ_DB_EQN_SHIFT) &
-				     VRNIC_EQ_DB_EQN_MASK;
+		const uint32_t eqn = VRNIC_FIELD_GET(VRNIC_EQ_DB_EQN, v);
 		if (eqn == 0 || eqn >= eqs_.size() ||
 		    !eqs_[eqn].doorbell(plat_, cnt_,
-					uint16_t(v & VRNIC_EQ_DB_CI_MASK),
+					uint16_t(VRNIC_FIELD_GET(VRNIC_EQ_DB_CI, v)),
 					v & VRNIC_EQ_DB_ARM)) {
 			cnt_.db_violations++;
 			guest_error("bad EQ doorbell " + hex(v));

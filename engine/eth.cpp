@@ -65,7 +65,7 @@ bool Device::is_roce(std::span<const uint8_t> f)
 
 EthRing *Device::eth_ring(EthRing *rings, uint32_t v)
 {
-	const uint32_t qid = (v >> VRNIC_ETH_DB_QID_SHIFT) & VRNIC_ETH_DB_QID_MASK;
+	const uint32_t qid = VRNIC_FIELD_GET(VRNIC_ETH_DB_QID, v);
 
 	if (qid >= VRNIC_MAX_ETH_QUEUES || !rings[qid].enabled) {
 		cnt_.db_violations++;
@@ -77,7 +77,7 @@ EthRing *Device::eth_ring(EthRing *rings, uint32_t v)
 
 void Device::eth_doorbell(EthRing *rings, uint32_t v)
 {
-	const auto pi = uint16_t(v & VRNIC_ETH_DB_PI_MASK);
+	const auto pi = uint16_t(VRNIC_FIELD_GET(VRNIC_ETH_DB_PI, v));
 	EthRing *r = eth_ring(rings, v);
 
 	if (!r)
@@ -92,7 +92,7 @@ void Device::eth_doorbell(EthRing *rings, uint32_t v)
 
 void Device::eth_arm(EthRing *rings, bool rx, uint32_t v)
 {
-	const auto ci = uint16_t(v & VRNIC_ETH_DB_PI_MASK);
+	const auto ci = uint16_t(VRNIC_FIELD_GET(VRNIC_ETH_DB_PI, v));
 	EthRing *r = eth_ring(rings, v);
 
 	if (!r)

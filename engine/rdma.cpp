@@ -897,8 +897,8 @@ bool Rdma::doorbell(uint32_t page, uint32_t off, uint32_t v)
 		return true;
 	}
 	if (off == VRNIC_DB_CQ_ARM) {
-		Cq *cq = find_cq(v & VRNIC_CQ_ARM_CQN_MASK);
-		const uint32_t cmd = (v >> VRNIC_CQ_ARM_CMD_SHIFT) & 3;
+		Cq *cq = find_cq(VRNIC_FIELD_GET(VRNIC_CQ_ARM_CQN, v));
+		const uint32_t cmd = VRNIC_FIELD_GET(VRNIC_CQ_ARM_CMD, v);
 		if (!cq || cq->uctx != page || cmd == 0 || cmd == 3)
 			return false;
 		if (cq->error)
@@ -922,7 +922,7 @@ bool Rdma::doorbell(uint32_t page, uint32_t off, uint32_t v)
 					(cq->sol_any && cq->sol_pi - ci - 1 < waiting))) {
 				cq->arm = 0;
 				eqs_[cq->eqn].post(plat_, dcnt_, VRNIC_EQE_CQ,
-						  v & VRNIC_CQ_ARM_CQN_MASK);
+						  VRNIC_FIELD_GET(VRNIC_CQ_ARM_CQN, v));
 				return true;
 			}
 		}

@@ -9,8 +9,10 @@
  * Linux driver and the rdma-core provider.  Documentation/vrnic-spec.rst is the
  * prose form of the same contract; change both together.
  *
- * All multi-byte fields are little-endian.  Bit fields are described with
- * plain SHIFT/MASK constants so that every consumer can use them.
+ * All multi-byte fields are little-endian.  A register field is its mask
+ * in place, as GENMASK(high, low) makes it, for FIELD_PREP() and
+ * FIELD_GET(); outside the kernel, VRNIC_GENMASK(), VRNIC_FIELD_PREP()
+ * and VRNIC_FIELD_GET() stand in for them.
  */
 #ifndef VRNIC_HW_H
 #define VRNIC_HW_H
@@ -24,6 +26,16 @@
 #define VRNIC_HW_ASSERT(expr, msg) static_assert(expr, msg)
 #else
 #define VRNIC_HW_ASSERT(expr, msg) _Static_assert(expr, msg)
+#endif
+
+#if defined(__KERNEL__) && !defined(__cplusplus)
+#include <linux/bits.h>
+#define VRNIC_GENMASK(h, l)		GENMASK(h, l)
+#else
+#define VRNIC_GENMASK(h, l)		((~0u >> (31 - (h))) & (~0u << (l)))
+#define VRNIC_FIELD_PREP(mask, v) \
+	(((uint32_t)(v) << __builtin_ctz(mask)) & (mask))
+#define VRNIC_FIELD_GET(mask, v)	(((v) & (mask)) >> __builtin_ctz(mask))
 #endif
 
 /* ---------------------------------------------------------------- PCI --- */
@@ -157,15 +169,13 @@
 #define VRNIC_DB_USER_PING		0x800	/* any page: counts a doorbell */
 
 /* EQ doorbell: consumer index, EQ number and an arm flag in one write. */
-#define VRNIC_EQ_DB_CI_MASK		0xffffu
-#define VRNIC_EQ_DB_EQN_SHIFT		16
-#define VRNIC_EQ_DB_EQN_MASK		0xffu
+#define VRNIC_EQ_DB_CI			VRNIC_GENMASK(15, 0)
+#define VRNIC_EQ_DB_EQN			VRNIC_GENMASK(23, 16)
 #define VRNIC_EQ_DB_ARM			(1u << 31)
 
 /* Ethernet doorbell: new producer index (u16, free running) of ring qid. */
-#define VRNIC_ETH_DB_PI_MASK		0xffffu
-#define VRNIC_ETH_DB_QID_SHIFT		16
-#define VRNIC_ETH_DB_QID_MASK		0xffu
+#define VRNIC_ETH_DB_PI			VRNIC_GENMASK(15, 0)	/* or ci, at an arm */
+#define VRNIC_ETH_DB_QID		VRNIC_GENMASK(23, 16)
 
 /* -------------------------------------------------- admin commands --- */
 
@@ -688,12 +698,11 @@ struct vrnic_cq_dbrec {
 /* Data path doorbells, on page 0 and on user pages (object owner only). */
 #define VRNIC_DB_SQ			0x100	/* value: qpn */
 #define VRNIC_DB_RQ			0x104	/* value: qpn */
-#define VRNIC_DB_CQ_ARM			0x108	/* cqn | cmd << 24 | sn << 28 */
-#define VRNIC_CQ_ARM_CQN_MASK		0xffffffu
-#define VRNIC_CQ_ARM_CMD_SHIFT		24
+#define VRNIC_DB_CQ_ARM			0x108	/* VRNIC_CQ_ARM_* */
+#define VRNIC_CQ_ARM_CQN		VRNIC_GENMASK(23, 0)
+#define VRNIC_CQ_ARM_CMD		VRNIC_GENMASK(25, 24)
 #define VRNIC_CQ_ARM_NEXT		1u	/* any completion */
 #define VRNIC_CQ_ARM_SOLICITED		2u	/* solicited or error only */
-#define VRNIC_CQ_ARM_SN_SHIFT		28
 
 /* Send work requests. */
 enum vrnic_wr_opcode {

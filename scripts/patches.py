@@ -17,7 +17,8 @@ The files are this tree's (kernel/, include/), moved to their in-tree
 places; only the #include lines of the shared headers and the Kconfig
 comments that describe the out-of-tree build change on the way.  The
 hardware header is generated from include/vrnic_hw.h, the device's one
-description (kernel_hw_header(): no C++ or user-space branch, BIT()).
+description (kernel_hw_header(): no C++ or user-space branch, GENMASK()
+and BIT()).
 
 It also writes build/patches/rdma-core/*.patch against rdma-core 56.1
 as released: kernel-headers/ as kernel-headers/update would write them
@@ -131,11 +132,17 @@ def in_tree_c(text):
 def kernel_hw_header(text):
     """include/vrnic_hw.h, the one description of the device, in the
     kernel's style: the kernel's static_assert only (no C++ or
-    user-space branch), BIT()/BIT_ULL() for single-bit constants."""
+    user-space branch), GENMASK() fields, BIT()/BIT_ULL() for single-bit
+    constants."""
     text = must_sub(r"#if defined\(__cplusplus\)\n.*?#endif\n",
                     "#define VRNIC_HW_ASSERT(expr, msg) "
                     "static_assert(expr, msg)\n", text,
                     "VRNIC_HW_ASSERT branches", flags=re.S)
+    text = must_sub(r"\n#if defined\(__KERNEL__\) && !defined\(__cplusplus\)"
+                    r"\n.*?#endif\n", "", text, "VRNIC_GENMASK branches",
+                    flags=re.S)
+    text = re.sub(r"^(#define\s+\w+\s+)VRNIC_GENMASK\(", r"\1GENMASK(", text,
+                  flags=re.M)
     text = text.replace("#include <linux/types.h>\n",
                         "#include <linux/bits.h>\n#include <linux/build_bug.h>\n"
                         "#include <linux/types.h>\n", 1)

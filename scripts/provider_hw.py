@@ -90,7 +90,10 @@ def uses(text):
 
 def generate():
     text = open(SRC).read()
-    start = text.index("#endif\n", text.index("#define VRNIC_HW_ASSERT")) + 7
+    # The field macros' user-space branch (the kernel's is GENMASK()).
+    fields = re.search(r"#if defined\(__KERNEL__\) && !defined\(__cplusplus\)"
+                       r"\n.*?#else\n(.*?)#endif\n", text, re.S)
+    start = fields.end()
     checks = text.index("/* ------------------------------------------------ "
                         "layout checks --- */")
     end = text.rindex("#endif /* VRNIC_HW_H */")
@@ -118,7 +121,7 @@ def generate():
     names = set().union(*(defines(p) for p in kept))
     asserts = [ln for ln in text[checks:end].splitlines(True)[1:]
                if ln.strip() and uses(ln) <= names]
-    return HEAD + "\n" + "\n".join(kept) + "\n" + "".join(asserts) + TAIL
+    return (HEAD + fields.group(1) + "\n" + "\n".join(kept) + "\n" + "".join(asserts) + TAIL)
 
 
 def main():

@@ -529,13 +529,11 @@ int vrnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 					VRNIC_CQ_ARM_NEXT;
 
 	vrnic_spin_lock(&cq->lock);
-	cq->arm_sn++;
 	/* The device reads dbrec->ci at the arm (spec, "Doorbells"). */
 	udma_to_device_barrier();
 	mmio_write32_le((uint8_t *)ctx->db_page + VRNIC_DB_CQ_ARM,
-			htole32(cq->cqn | cmd << VRNIC_CQ_ARM_CMD_SHIFT |
-				(uint32_t)(cq->arm_sn & 0xf)
-					<< VRNIC_CQ_ARM_SN_SHIFT));
+			htole32(VRNIC_FIELD_PREP(VRNIC_CQ_ARM_CQN, cq->cqn) |
+				VRNIC_FIELD_PREP(VRNIC_CQ_ARM_CMD, cmd)));
 	vrnic_spin_unlock(&cq->lock);
 	return 0;
 }

@@ -105,7 +105,6 @@ struct vrnic_cq {
 	uint32_t log_depth;
 	uint32_t ci;
 	uint32_t cqn;
-	uint8_t arm_sn;
 	struct vrnic_context *vctx;
 	struct vrnic_cq_dbrec *dbrec;	/* from the context's pool */
 	struct ibv_wc cur;		/* ibv_cq_ex: the completion being read */

@@ -13,6 +13,10 @@
 #include <linux/types.h>
 
 #define VRNIC_HW_ASSERT(expr, msg) _Static_assert(expr, msg)
+#define VRNIC_GENMASK(h, l)		((~0u >> (31 - (h))) & (~0u << (l)))
+#define VRNIC_FIELD_PREP(mask, v) \
+	(((uint32_t)(v) << __builtin_ctz(mask)) & (mask))
+#define VRNIC_FIELD_GET(mask, v)	(((v) & (mask)) >> __builtin_ctz(mask))
 
 /*
  * 1af4:10f0, from the range QEMU's docs/specs/pci-ids.rst leaves for
@@ -116,12 +120,11 @@ struct vrnic_cq_dbrec {
 /* Data path doorbells, on page 0 and on user pages (object owner only). */
 #define VRNIC_DB_SQ			0x100	/* value: qpn */
 #define VRNIC_DB_RQ			0x104	/* value: qpn */
-#define VRNIC_DB_CQ_ARM			0x108	/* cqn | cmd << 24 | sn << 28 */
-#define VRNIC_CQ_ARM_CQN_MASK		0xffffffu
-#define VRNIC_CQ_ARM_CMD_SHIFT		24
+#define VRNIC_DB_CQ_ARM			0x108	/* VRNIC_CQ_ARM_* */
+#define VRNIC_CQ_ARM_CQN		VRNIC_GENMASK(23, 0)
+#define VRNIC_CQ_ARM_CMD		VRNIC_GENMASK(25, 24)
 #define VRNIC_CQ_ARM_NEXT		1u	/* any completion */
 #define VRNIC_CQ_ARM_SOLICITED		2u	/* solicited or error only */
-#define VRNIC_CQ_ARM_SN_SHIFT		28
 
 /* Send work requests. */
 enum vrnic_wr_opcode {

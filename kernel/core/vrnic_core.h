@@ -7,6 +7,7 @@
 #ifndef _VRNIC_CORE_H_
 #define _VRNIC_CORE_H_
 
+#include <linux/bitfield.h>
 #include <linux/completion.h>
 #include <linux/mutex.h>
 #include <linux/workqueue.h>

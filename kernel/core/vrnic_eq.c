@@ -57,12 +57,12 @@ static struct vrnic_eqe *vrnic_eq_next(struct vrnic_eq *eq)
 
 void vrnic_eq_arm(struct vrnic_eq *eq)
 {
-	u32 v = eq->ci | VRNIC_EQ_DB_ARM;
+	u32 v = FIELD_PREP(VRNIC_EQ_DB_CI, eq->ci) | VRNIC_EQ_DB_ARM;
 
 	if (eq->eqn == 0) {
 		vrnic_wr(eq->pf, VRNIC_REG_AEQ_DB, v);
 	} else {
-		v |= (u32)eq->eqn << VRNIC_EQ_DB_EQN_SHIFT;
+		v |= FIELD_PREP(VRNIC_EQ_DB_EQN, eq->eqn);
 		vrnic_db(eq->pf, VRNIC_DB_EQ, v);
 	}
 }

@@ -116,7 +116,8 @@ static void vrnic_ring_destroy(struct vrnic_pf *pf, struct vrnic_eth_ring *r,
 
 static void vrnic_ring_arm(struct vrnic_pf *pf, u32 db, u16 ci)
 {
-	vrnic_db(pf, db, (u32)VRNIC_ETH_QID << VRNIC_ETH_DB_QID_SHIFT | ci);
+	vrnic_db(pf, db, FIELD_PREP(VRNIC_ETH_DB_QID, VRNIC_ETH_QID) |
+		 FIELD_PREP(VRNIC_ETH_DB_PI, ci));
 }
 
 /* Post one fresh RX buffer at the producer index; false if out of memory.
@@ -157,7 +158,8 @@ static void vrnic_ring_doorbell(struct vrnic_pf *pf, u32 db, u16 pi)
 {
 	/* The descriptors must be visible before the device may read them. */
 	dma_wmb();
-	vrnic_db(pf, db, (u32)VRNIC_ETH_QID << VRNIC_ETH_DB_QID_SHIFT | pi);
+	vrnic_db(pf, db, FIELD_PREP(VRNIC_ETH_DB_QID, VRNIC_ETH_QID) |
+		 FIELD_PREP(VRNIC_ETH_DB_PI, pi));
 }
 
 /* Fill the free RX slots; false if an allocation failed and the ring is

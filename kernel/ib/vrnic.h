@@ -8,6 +8,7 @@
 #ifndef _VRNIC_H_
 #define _VRNIC_H_
 
+#include <linux/bitfield.h>
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
 #include <linux/pci.h>
@@ -153,7 +154,6 @@ struct vrnic_cq {
 	u32 cqn;
 	u32 log_depth;
 	u8 eqn;
-	u8 arm_sn;
 	spinlock_t lock;	/* kernel CQs: ci, polling, the QP lists */
 	u32 ci;
 	/* kernel QPs on this CQ, flushed by a dead device's poll_cq */

@@ -415,10 +415,8 @@ int vrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	int ret = 0;
 
 	spin_lock_irqsave(&cq->lock, irqflags);
-	cq->arm_sn++;
-	vrnic_db(vdev, VRNIC_DB_CQ_ARM, cq->cqn |
-		 cmd << VRNIC_CQ_ARM_CMD_SHIFT |
-		 (u32)(cq->arm_sn & 0xf) << VRNIC_CQ_ARM_SN_SHIFT);
+	vrnic_db(vdev, VRNIC_DB_CQ_ARM, FIELD_PREP(VRNIC_CQ_ARM_CQN, cq->cqn) |
+		 FIELD_PREP(VRNIC_CQ_ARM_CMD, cmd));
 	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && cq->ring) {
 		struct vrnic_cqe *cqe =
 			&cq->ring[cq->ci & ((1U << cq->log_depth) - 1)];

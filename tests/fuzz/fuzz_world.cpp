@@ -453,7 +453,7 @@ void Dev::setup(uint8_t peer_id, bool eth)
 	c.create_eq.vector = 1;
 	ok(c);
 	eqs.push_back(1);
-	vrnic_engine_db_write(eng, VRNIC_DB_EQ, 1u << VRNIC_EQ_DB_EQN_SHIFT | VRNIC_EQ_DB_ARM, 4);
+	vrnic_engine_db_write(eng, VRNIC_DB_EQ, VRNIC_FIELD_PREP(VRNIC_EQ_DB_EQN, 1) | VRNIC_EQ_DB_ARM, 4);
 
 	// The port's GID table: entry 0 the IPv4-mapped GID, 1 the IPv6 one
 	// (kGidIndex), both with this device's MAC, as the driver programs it.

@@ -366,8 +366,7 @@ static void attack(struct set *s, struct tally *t)
 			memset(&cq->ring[rnd() & ((1u << cq->log_depth) - 1)],
 			       (int)rnd(), sizeof(struct vrnic_cqe) - 1);
 		db_write(vctx, VRNIC_DB_CQ_ARM, (uint32_t)rnd());
-		db_write(vctx, VRNIC_DB_CQ_ARM, cq->cqn | (uint32_t)(rnd() % 16) <<
-			 VRNIC_CQ_ARM_CMD_SHIFT);
+		db_write(vctx, VRNIC_DB_CQ_ARM, cq->cqn | (uint32_t)(rnd() % 16) << 24);
 		break;
 	case 6:	/* anywhere on the doorbell page, any value and width */
 		for (n = rnd() % 16 + 1; n; n--) {
@@ -391,8 +390,9 @@ static void attack(struct set *s, struct tally *t)
 
 			db_write(vctx, rnd() & 1 ? VRNIC_DB_SQ : VRNIC_DB_RQ, qpn);
 			db_write(vctx, VRNIC_DB_CQ_ARM,
-				 (qpn & VRNIC_CQ_ARM_CQN_MASK) |
-				 VRNIC_CQ_ARM_NEXT << VRNIC_CQ_ARM_CMD_SHIFT);
+				 VRNIC_FIELD_PREP(VRNIC_CQ_ARM_CQN, qpn) |
+				 VRNIC_FIELD_PREP(VRNIC_CQ_ARM_CMD,
+						  VRNIC_CQ_ARM_NEXT));
 		}
 		break;
 	case 8:	/* producer index far behind or lapping the ring */

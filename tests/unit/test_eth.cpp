@@ -25,7 +25,7 @@ struct EthFixture : ::testing::Test {
 		c.create_eq.eqn = 1;
 		c.create_eq.vector = 1;
 		ASSERT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
-		p.db(0, VRNIC_DB_EQ, 1u << VRNIC_EQ_DB_EQN_SHIFT | VRNIC_EQ_DB_ARM);
+		p.db(0, VRNIC_DB_EQ, VRNIC_FIELD_PREP(VRNIC_EQ_DB_EQN, 1) | VRNIC_EQ_DB_ARM);
 		for (uint8_t type : {uint8_t(VRNIC_ETH_RING_TX), uint8_t(VRNIC_ETH_RING_RX)}) {
 			c = {};
 			c.opcode = VRNIC_ADMIN_CREATE_ETH_RING;
@@ -141,7 +141,7 @@ TEST_F(EthFixture, BadTxDescriptorsCompleteWithError)
 TEST_F(EthFixture, TxDoorbellBeyondRingRefused)
 {
 	p.db(0, VRNIC_DB_ETH_TX, 65);
-	p.db(0, VRNIC_DB_ETH_TX, 5u << VRNIC_ETH_DB_QID_SHIFT | 1);
+	p.db(0, VRNIC_DB_ETH_TX, VRNIC_FIELD_PREP(VRNIC_ETH_DB_QID, 5) | 1);
 	EXPECT_EQ(p.rd(VRNIC_REG_CNT_DB_VIOLATIONS), 2u);
 }
 

@@ -156,7 +156,7 @@ TEST(Layout, DoorbellsFitInOnePage)
 	EXPECT_LT(VRNIC_DB_USER_PING, VRNIC_DB_PAGE_SIZE);
 	EXPECT_EQ(VRNIC_DB_BAR_SIZE, VRNIC_DB_PAGE_SIZE * VRNIC_NUM_DB_PAGES);
 	// The EQ doorbell's EQ number field must name every EQ.
-	EXPECT_GE(VRNIC_EQ_DB_EQN_MASK + 1u, unsigned(VRNIC_MAX_EQS));
+	EXPECT_GE(VRNIC_FIELD_GET(VRNIC_EQ_DB_EQN, ~0u) + 1u, unsigned(VRNIC_MAX_EQS));
 	// 16-bit ring indices need rings of at most 2^15 entries.
 	EXPECT_LE(VRNIC_EQ_MAX_LOG_DEPTH, 15);
 	EXPECT_LE(VRNIC_AQ_MAX_LOG_DEPTH, 15);

@@ -562,7 +562,7 @@ TEST_F(Pair, CompletionEventAfterArm)
 {
 	connect();
 	b.post_recv(1, {b.sge(0, 64)});
-	b.p.db(0, VRNIC_DB_CQ_ARM, b.cq | VRNIC_CQ_ARM_NEXT << VRNIC_CQ_ARM_CMD_SHIFT);
+	b.p.db(0, VRNIC_DB_CQ_ARM, b.cq | VRNIC_FIELD_PREP(VRNIC_CQ_ARM_CMD, VRNIC_CQ_ARM_NEXT));
 	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, 64)});
 	auto rc = wait(b, 1);
 	ASSERT_EQ(rc.size(), 1u);
@@ -584,14 +584,14 @@ TEST_F(Pair, ArmAfterAnUnpolledCompletionPostsTheEventAtOnce)
 	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, 64)});
 	wire.run(a, b, [&] { return (b.p.load<vrnic_cqe>(Node::kCq).owner & VRNIC_CQE_OWNER) != 0; });
 	EXPECT_EQ(b.p.load<vrnic_eqe>(Node::kEq).type, 0) << "not armed: no event yet";
-	b.p.db(0, VRNIC_DB_CQ_ARM, b.cq | VRNIC_CQ_ARM_NEXT << VRNIC_CQ_ARM_CMD_SHIFT);
+	b.p.db(0, VRNIC_DB_CQ_ARM, b.cq | VRNIC_FIELD_PREP(VRNIC_CQ_ARM_CMD, VRNIC_CQ_ARM_NEXT));
 	const auto eqe = b.p.load<vrnic_eqe>(Node::kEq);
 	EXPECT_EQ(eqe.type, VRNIC_EQE_CQ);
 	EXPECT_EQ(eqe.id, b.cq);
 	// Polled (the record says so): the next arm waits for the next one.
 	vrnic_cqe c;
 	ASSERT_TRUE(b.poll_cq(c));
-	b.p.db(0, VRNIC_DB_CQ_ARM, b.cq | VRNIC_CQ_ARM_NEXT << VRNIC_CQ_ARM_CMD_SHIFT);
+	b.p.db(0, VRNIC_DB_CQ_ARM, b.cq | VRNIC_FIELD_PREP(VRNIC_CQ_ARM_CMD, VRNIC_CQ_ARM_NEXT));
 	EXPECT_EQ(b.p.load<vrnic_eqe>(Node::kEq + sizeof(vrnic_eqe)).type, 0);
 	b.post_recv(2, {b.sge(0, 64)});
 	a.post_send(wqe(VRNIC_WR_SEND, 2), {a.sge(0, 64)});
@@ -606,7 +606,7 @@ TEST_F(Pair, SolicitedArmFiresAtOnceOnlyForAWaitingSolicitedCompletion)
 	b.post_recv(2, {b.sge(0, 64)});
 	a.post_send(wqe(VRNIC_WR_SEND, 1), {a.sge(0, 64)});
 	wire.run(a, b, [&] { return (b.p.load<vrnic_cqe>(Node::kCq).owner & VRNIC_CQE_OWNER) != 0; });
-	b.p.db(0, VRNIC_DB_CQ_ARM, b.cq | VRNIC_CQ_ARM_SOLICITED << VRNIC_CQ_ARM_CMD_SHIFT);
+	b.p.db(0, VRNIC_DB_CQ_ARM, b.cq | VRNIC_FIELD_PREP(VRNIC_CQ_ARM_CMD, VRNIC_CQ_ARM_SOLICITED));
 	EXPECT_EQ(b.p.load<vrnic_eqe>(Node::kEq).type, 0) << "an unsolicited one waits";
 	auto w = wqe(VRNIC_WR_SEND, 2);
 	w.flags |= VRNIC_WQE_SOLICITED;

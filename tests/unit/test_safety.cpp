@@ -196,8 +196,8 @@ TEST(Reentry, ADeferredResetDropsTheFramesQueuedBeforeIt)
 	Node a{1, false, Node::kCqLog, VRNIC_QPT_UD}, b{2, false, Node::kCqLog, VRNIC_QPT_UD};
 	a.ud_ready(0x1234, 10);
 	b.ud_ready(0x1234, 20);
-	a.p.db(0, VRNIC_DB_EQ, 1u << VRNIC_EQ_DB_EQN_SHIFT | VRNIC_EQ_DB_ARM);
-	a.p.db(0, VRNIC_DB_CQ_ARM, a.cq | VRNIC_CQ_ARM_NEXT << VRNIC_CQ_ARM_CMD_SHIFT);
+	a.p.db(0, VRNIC_DB_EQ, VRNIC_FIELD_PREP(VRNIC_EQ_DB_EQN, 1) | VRNIC_EQ_DB_ARM);
+	a.p.db(0, VRNIC_DB_CQ_ARM, a.cq | VRNIC_FIELD_PREP(VRNIC_CQ_ARM_CMD, VRNIC_CQ_ARM_NEXT));
 	bool fired = false;
 	a.p.on_irq = [&](unsigned v) {
 		if (v == VRNIC_AEQ_VECTOR || fired)
