@@ -367,6 +367,8 @@ vrnic_device_attr Device::device_attr() const
 	std::memcpy(a.mac, cfg_.mac, sizeof(a.mac));
 	a.gid_tbl_len = le(uint16_t(VRNIC_GID_TABLE_LEN));
 	a.host_mem_budget = le(budget_.limit());
+	a.max_srq = le(uint32_t(VRNIC_MAX_SRQ - 1));
+	a.max_mcast_attach = le(uint32_t(VRNIC_MAX_MCAST_ATTACH));
 	return a;
 }
 

@@ -984,6 +984,8 @@ struct vrnic_device_attr {
 	 * (spec "Resource limits").
 	 */
 	__le64 host_mem_budget;
+	__le32 max_srq;
+	__le32 max_mcast_attach;	/* (GID, QP) pairs, all groups */
 };
 
 /* Result of QUERY_PORT. */
@@ -1119,7 +1121,7 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_eq) == 16, "create_eq");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_eth_ring) == 16, "eth ring");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_eqe) == 16, "eqe is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_eth_desc) == 16, "eth desc is 16 bytes");
-VRNIC_HW_ASSERT(sizeof(struct vrnic_device_attr) == 96, "device attr");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_device_attr) == 104, "device attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_port_attr) == 16, "port attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 328, "stats");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_port_stats) == 280, "port stats");

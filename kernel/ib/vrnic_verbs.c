@@ -70,12 +70,14 @@ static int vrnic_query_device(struct ib_device *ibdev,
 	attr->max_fast_reg_page_list_len = VRNIC_MAX_FAST_REG_PAGES;
 	attr->max_pkeys = 1;
 	attr->max_ah = INT_MAX;		/* AHs live in host memory only */
-	attr->max_srq = VRNIC_MAX_SRQ - 1;
-	attr->max_srq_wr = 1U << VRNIC_MAX_WQ_LOG_DEPTH;
-	attr->max_srq_sge = VRNIC_MAX_SGE;
-	attr->max_mcast_grp = VRNIC_MAX_MCAST_ATTACH;
-	attr->max_mcast_qp_attach = VRNIC_MAX_MCAST_ATTACH;
-	attr->max_total_mcast_qp_attach = VRNIC_MAX_MCAST_ATTACH;
+	attr->max_srq = vrnic_attr_int(a->max_srq, INT_MAX);
+	attr->max_srq_wr = attr->max_qp_wr;
+	attr->max_srq_sge = attr->max_recv_sge;
+	/* One device-wide table of (GID, QP) pairs. */
+	attr->max_total_mcast_qp_attach = vrnic_attr_int(a->max_mcast_attach,
+							 INT_MAX);
+	attr->max_mcast_grp = attr->max_total_mcast_qp_attach;
+	attr->max_mcast_qp_attach = attr->max_total_mcast_qp_attach;
 	/*
 	 * 4.096 us << 15, about 134 ms, as rxe reports
 	 * (RXE_LOCAL_CA_ACK_DELAY): the responder runs in a guest whose

@@ -124,10 +124,10 @@ static void test_ibv_devinfo(void)
 static void test_verbs_context(void)
 {
 	struct ibv_device **list, *dev = NULL;
-	struct ibv_device_attr dattr;
+	struct ibv_device_attr dattr = {};
 	struct ibv_port_attr pattr;
 	struct ibv_context *ctx;
-	int i, n, ok, id_ok = 0;
+	int i, n, ok, id_ok = 0, lim_ok = 0;
 	char *maps;
 	struct ibv_pd *pd;
 
@@ -139,6 +139,7 @@ static void test_verbs_context(void)
 		ksft_test_result_fail("libibverbs lists vrnic0\n");
 		ksft_test_result_skip("user context maps its doorbell page: no device\n");
 		ksft_test_result_skip("ibv_query_device: vendor and part ID: no device\n");
+		ksft_test_result_skip("ibv_query_device: SRQ and multicast limits: no device\n");
 		if (list)
 			ibv_free_device_list(list);
 		return;
@@ -163,11 +164,21 @@ static void test_verbs_context(void)
 		id_ok = !ibv_query_device(ctx, &dattr) &&
 			dattr.vendor_id == VRNIC_PCI_VENDOR_ID &&
 			dattr.vendor_part_id == VRNIC_PCI_DEVICE_ID;
+		/* The limits QUERY_DEVICE gives (review 2, S11). */
+		lim_ok = id_ok && dattr.max_srq == VRNIC_MAX_SRQ - 1 &&
+			 dattr.max_srq_wr == dattr.max_qp_wr &&
+			 dattr.max_srq_sge == dattr.max_sge &&
+			 dattr.max_mcast_grp == VRNIC_MAX_MCAST_ATTACH &&
+			 dattr.max_mcast_qp_attach == VRNIC_MAX_MCAST_ATTACH &&
+			 dattr.max_total_mcast_qp_attach ==
+			 VRNIC_MAX_MCAST_ATTACH;
 		ibv_close_device(ctx);
 	}
 	ksft_test_result(ok, "user context maps its doorbell page, PD, port ACTIVE\n");
 	ksft_test_result(id_ok, "ibv_query_device: vendor_id 0x%x, vendor_part_id 0x%x\n",
 			 VRNIC_PCI_VENDOR_ID, VRNIC_PCI_DEVICE_ID);
+	ksft_test_result(lim_ok, "ibv_query_device: max_srq %d, max_mcast_grp %d, SRQ WR/SGE as the QP's\n",
+			 dattr.max_srq, dattr.max_mcast_grp);
 	ibv_free_device_list(list);
 }
 
@@ -200,7 +211,7 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		ksft_exit_fail_msg("usage: %s <vrnic ipv4 address>\n", argv[0]);
 	ksft_print_header();
-	ksft_set_plan(10);
+	ksft_set_plan(11);
 	test_ethtool_self_test();
 	test_pci_identity();
 	test_rdma_link();

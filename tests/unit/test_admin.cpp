@@ -61,6 +61,9 @@ TEST(Admin, QueryDeviceReportsAttributes)
 	EXPECT_EQ(attr.max_mtu, uint32_t(VRNIC_ETH_MAX_MTU));
 	EXPECT_EQ(attr.mac[5], 0x56);
 	EXPECT_EQ(attr.sys_image_guid, 0x505400fffe123456ull);
+	// What the driver reports to ib_core instead of its own constants.
+	EXPECT_EQ(attr.max_srq, uint32_t(VRNIC_MAX_SRQ - 1));
+	EXPECT_EQ(attr.max_mcast_attach, uint32_t(VRNIC_MAX_MCAST_ATTACH));
 
 	cmd.query.out_len = 0;
 	EXPECT_EQ(p.admin(cmd).status, VRNIC_ADMIN_ST_BAD_PARAM);

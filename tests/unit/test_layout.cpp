@@ -46,6 +46,8 @@ CHECK_OFF(vrnic_device_attr, max_qp, 32);
 CHECK_OFF(vrnic_device_attr, max_mtu, 76);
 CHECK_OFF(vrnic_device_attr, mac, 80);
 CHECK_OFF(vrnic_device_attr, gid_tbl_len, 86);
+CHECK_OFF(vrnic_device_attr, max_srq, 96);
+CHECK_OFF(vrnic_device_attr, max_mcast_attach, 100);
 CHECK_OFF(vrnic_device_attr, host_mem_budget, 88);
 CHECK_OFF(vrnic_port_attr, speed_mbps, 12);
 CHECK_OFF(vrnic_stats, admin_cmds, 72);
@@ -117,7 +119,7 @@ TEST(Layout, SizesMatchSpec)
 	EXPECT_EQ(sizeof(vrnic_admin_cqe), 16u);
 	EXPECT_EQ(sizeof(vrnic_eqe), 16u);
 	EXPECT_EQ(sizeof(vrnic_eth_desc), 16u);
-	EXPECT_EQ(sizeof(vrnic_device_attr), 96u);
+	EXPECT_EQ(sizeof(vrnic_device_attr), 104u);
 	EXPECT_EQ(sizeof(vrnic_port_attr), 16u);
 	EXPECT_EQ(sizeof(vrnic_stats), 328u);
 	EXPECT_EQ(sizeof(vrnic_port_stats), 280u);
