@@ -23,8 +23,9 @@ and BIT()).
 It also writes build/patches/rdma-core/*.patch against rdma-core 56.1
 as released: kernel-headers/ as kernel-headers/update would write them
 from the Linux series' uAPI, then providers/vrnic with its CMake,
-libibverbs/verbs.h (the static provider's declaration), MAINTAINERS and
-packaging lines.
+libibverbs/verbs.h (the static provider's declaration), MAINTAINERS,
+README.md, the Debian, Red Hat and SUSE packaging lines and the udev
+rule that marks the device RoCE.
 
 --check (make check's patches stage): the series applies to a pristine
 copy of the tree, each patch passes checkpatch --strict (with the tree),
@@ -374,8 +375,9 @@ RC_OBJ = os.path.join(B, "patches-obj", "rdma-core")
 RC_OUT = os.path.join(B, "patches", "rdma-core")
 RC_EDITED = ("kernel-headers/rdma/ib_user_ioctl_verbs.h",
              "kernel-headers/CMakeLists.txt", "CMakeLists.txt",
-             "libibverbs/verbs.h", "MAINTAINERS", "debian/control",
-             "redhat/rdma-core.spec")
+             "libibverbs/verbs.h", "MAINTAINERS", "README.md",
+             "debian/control", "debian/copyright", "redhat/rdma-core.spec",
+             "suse/rdma-core.spec", "kernel-boot/rdma-description.rules")
 
 
 def rc_pristine():
@@ -394,15 +396,17 @@ def rc_pristine():
     return RC_PRISTINE
 
 
-def rc_edit(rel, anchor, new):
-    """Insert new after the line anchor (every occurrence) in RC_WORK."""
+def rc_edit(rel, anchor, new, replace=False):
+    """Insert new after the line anchor (every occurrence) in RC_WORK;
+    with replace, new takes the anchor's place."""
     path = os.path.join(RC_WORK, rel)
     with open(path) as f:
         text = f.read()
     if anchor not in text:
-        raise RuntimeError("%s: no line %r to insert after" % (rel, anchor))
+        raise RuntimeError("%s: no line %r to %s" % (
+            rel, anchor, "replace" if replace else "insert after"))
     with open(path, "w") as f:
-        f.write(text.replace(anchor, anchor + new))
+        f.write(text.replace(anchor, new if replace else anchor + new))
 
 
 def rc_series():
@@ -434,24 +438,65 @@ def rc_series():
         f.write("".join(cm))
     rc_edit("CMakeLists.txt", "add_subdirectory(providers/vmw_pvrdma)\n",
             "add_subdirectory(providers/vrnic)\n")
+    # verbs.h: the static provider's declaration, and one more argument
+    # to _RDMA_STATIC_PREFIX_ so that RDMA_STATIC_PROVIDERS can still
+    # list every provider (as mana and ionic did when they were added).
     rc_edit("libibverbs/verbs.h",
-            "extern const struct verbs_device_ops verbs_provider_vmw_pvrdma;\n",
+            "extern const struct verbs_device_ops "
+            "verbs_provider_vmw_pvrdma;\n",
             "extern const struct verbs_device_ops verbs_provider_vrnic;\n")
+    rc_edit("libibverbs/verbs.h",
+            "\t\t\t     _12, _13, _14, _15, _16, _17, _18, _19, ...)"
+            "      \\\n",
+            "\t\t\t     _12, _13, _14, _15, _16, _17, _18, _19, _20, ...)"
+            " \\\n", replace=True)
+    rc_edit("libibverbs/verbs.h",
+            "\t\t&verbs_provider_##_18, &verbs_provider_##_19\n",
+            "\t\t&verbs_provider_##_18, &verbs_provider_##_19,"
+            "                  \\\n\t\t&verbs_provider_##_20\n",
+            replace=True)
+    rc_edit("libibverbs/verbs.h", "\t\t\t     none, none, none)\n",
+            "\t\t\t     none, none, none, none)\n", replace=True)
     rc_edit("MAINTAINERS", "F:\tproviders/vmw_pvrdma/\n",
             "\nVRNIC USERSPACE PROVIDER (for vrnic_ib.ko)\n"
             "L:\tlinux-rdma@vger.kernel.org\nS:\tSupported\n"
             "F:\tproviders/vrnic/\n")
+    # The lists of providers and kernel drivers a new provider joins
+    # upstream (erdma, mana, ionic): README.md, the packages'
+    # descriptions, debian/copyright (as the sources' SPDX line and
+    # MODULE_AUTHOR say), the Provides/Obsoletes pair of the Red Hat
+    # spec (the SUSE one's *-rdmav2 Obsoletes is only for providers
+    # packaged before rdma-core), and ID_RDMA_ROCE for the PCI function
+    # ("vrnic") so that rdma-load-modules@roce runs.  vrnic_ib loads by
+    # its auxiliary device alias, so rdma-hw-modules.rules needs no line
+    # and, with no library of its own, neither do debian/*.install.
+    rc_edit("README.md", " - vmw_pvrdma.ko\n", " - vrnic_ib.ko\n")
     rc_edit("debian/control",
             "  - vmw_pvrdma: VMware paravirtual RDMA device\n",
             "  - vrnic: vrnic, an emulated RoCEv2 NIC\n")
+    rc_edit("debian/copyright",
+            "Files: providers/vmw_pvrdma/*\nCopyright: 2012-2016 VMware, "
+            "Inc.\nLicense: BSD-2-clause or GPL-2\n",
+            "\nFiles: providers/vrnic/*\nCopyright: 2026, vrnic developers"
+            "\nLicense: BSD-2-clause or GPL-2\n")
     rc_edit("redhat/rdma-core.spec",
-            "- libvmw_pvrdma: VMware paravirtual RDMA device\n",
-            "- libvrnic: vrnic, an emulated RoCEv2 NIC\n")
+            "Obsoletes: librxe < %{version}-%{release}\n",
+            "Provides: libvrnic = %{version}-%{release}\n"
+            "Obsoletes: libvrnic < %{version}-%{release}\n")
+    for spec in ("redhat/rdma-core.spec", "suse/rdma-core.spec"):
+        rc_edit(spec, "- libvmw_pvrdma: VMware paravirtual RDMA device\n",
+                "- libvrnic: vrnic, an emulated RoCEv2 NIC\n")
+    rc_edit("kernel-boot/rdma-description.rules",
+            'DRIVERS=="vmw_pvrdma", ENV{ID_RDMA_ROCE}="1"\n',
+            'DRIVERS=="vrnic", ENV{ID_RDMA_ROCE}="1"\n')
     commit_rc("vrnic: Add the userspace provider for vrnic",
               "The provider of vrnic_ib.ko, the RDMA driver of vrnic, an "
               "emulated\nRoCEv2 NIC (vrnic-device): the data path (posting, "
               "doorbells, polling)\nin user space, objects through uverbs.  "
-              "It matches RDMA_DRIVER_VRNIC\nfirst and the PCI ID after.")
+              "It matches RDMA_DRIVER_VRNIC\nfirst and the PCI ID after.\n\n"
+              "It joins the lists of providers (README.md, libibverbs/"
+              "verbs.h, the\nDebian, Red Hat and SUSE packaging) and the "
+              "udev rule that marks RoCE\ndevices.")
 
     format_series(RC_WORK, RC_OUT, 2)
     return sorted(glob.glob(os.path.join(RC_OUT, "*.patch")))
