@@ -63,7 +63,7 @@ struct vrnic_dev {
 	/*
 	 * Port events come from the netdev (its notifier), and port_active
 	 * is what was last reported, written under RTNL by the notifier.
-	 * query_port reports it too (vrnic_port_state()), so that the port
+	 * query_port reports it too (vrnic_ib_port_state()), so that the port
 	 * is DOWN exactly when PORT_ERR was raised: the notifier hears of a
 	 * carrier change only when linkwatch runs, up to a second later, and
 	 * a flap shorter than that raises nothing.
@@ -73,7 +73,7 @@ struct vrnic_dev {
 	/*
 	 * The function went FATAL and is quiesced: no CQE will come any
 	 * more.  Kernel QPs' outstanding work is flushed in software
-	 * (vrnic_qp_flush()), moves to ERR or RESET succeed without the
+	 * (vrnic_ib_qp_flush()), moves to ERR or RESET succeed without the
 	 * device, and flush_work kicks the CQs of the QPs with work left.
 	 */
 	bool dead;
@@ -233,7 +233,7 @@ static inline struct vrnic_ah *to_vah(struct ib_ah *ibah)
 	return container_of(ibah, struct vrnic_ah, ibah);
 }
 
-static inline bool vrnic_qp_is_ud(const struct vrnic_qp *qp)
+static inline bool vrnic_ib_qp_is_ud(const struct vrnic_qp *qp)
 {
 	return vrnic_qpt_is_datagram(qp->type);
 }
@@ -243,7 +243,7 @@ static inline struct vrnic_pd *to_vpd(struct ib_pd *ibpd)
 	return container_of(ibpd, struct vrnic_pd, ibpd);
 }
 
-static inline u32 vrnic_uctx_of(struct ib_udata *udata)
+static inline u32 vrnic_ib_uctx_of(struct ib_udata *udata)
 {
 	struct vrnic_ucontext *uctx;
 
@@ -259,8 +259,8 @@ static inline u32 vrnic_uctx_of(struct ib_udata *udata)
  * one, from an older provider, is zero-extended; the bytes of a longer one
  * beyond what this driver knows must be zero.
  */
-static inline int vrnic_udata_req(struct ib_udata *udata, void *req,
-				  size_t size)
+static inline int vrnic_ib_udata_req(struct ib_udata *udata, void *req,
+				     size_t size)
 {
 	int ret = ib_copy_from_udata(req, udata, min(size, udata->inlen));
 
@@ -277,7 +277,7 @@ static inline int vrnic_udata_req(struct ib_udata *udata, void *req,
  * zero, so that a request can be defined later without guessing what old
  * providers sent.
  */
-static inline int vrnic_udata_no_req(struct ib_udata *udata)
+static inline int vrnic_ib_udata_no_req(struct ib_udata *udata)
 {
 	if (udata && udata->inlen &&
 	    !ib_is_udata_cleared(udata, 0, udata->inlen))
@@ -286,7 +286,7 @@ static inline int vrnic_udata_no_req(struct ib_udata *udata)
 }
 
 /* The port is ACTIVE while its netdev is up and has a carrier. */
-static inline bool vrnic_port_active(struct net_device *ndev)
+static inline bool vrnic_ib_port_active(struct net_device *ndev)
 {
 	return netif_running(ndev) && netif_carrier_ok(ndev);
 }
@@ -301,105 +301,105 @@ static inline struct vrnic_dev *to_vdev(struct ib_device *ibdev)
  * port_active), DOWN once the function is dead, and the netdev's own
  * state while no events are raised (in probe, before port_events).
  */
-static inline bool vrnic_port_state(struct vrnic_dev *vdev)
+static inline bool vrnic_ib_port_state(struct vrnic_dev *vdev)
 {
 	if (READ_ONCE(vdev->dead))
 		return false;
 	if (!READ_ONCE(vdev->port_events))
-		return vrnic_port_active(vdev->netdev);
+		return vrnic_ib_port_active(vdev->netdev);
 	return READ_ONCE(vdev->port_active);
 }
 
-static inline void vrnic_db(struct vrnic_dev *vdev, u32 off, u32 val)
+static inline void vrnic_ib_db(struct vrnic_dev *vdev, u32 off, u32 val)
 {
 	writel(val, vdev->db + off);
 }
 
 /* Admin commands run on the function's admin queue (sleeps). */
-static inline int vrnic_admin_exec(struct vrnic_dev *vdev,
-				   struct vrnic_admin_cmd *cmd, u32 *result)
+static inline int vrnic_ib_admin_exec(struct vrnic_dev *vdev,
+				      struct vrnic_admin_cmd *cmd, u32 *result)
 {
 	return vrnic_pf_admin_exec(vdev->pf, cmd, result);
 }
 
-static inline int vrnic_admin_query(struct vrnic_dev *vdev, u8 opcode,
-				    void *out, size_t len)
+static inline int vrnic_ib_admin_query(struct vrnic_dev *vdev, u8 opcode,
+				       void *out, size_t len)
 {
 	return vrnic_pf_admin_query(vdev->pf, opcode, out, len);
 }
 
 /* vrnic_mr.c */
-struct ib_mr *vrnic_get_dma_mr(struct ib_pd *ibpd, int access);
-struct ib_mr *vrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-				u64 virt, int access, struct ib_udata *udata);
-int vrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
-int vrnic_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
-int vrnic_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq);
-int vrnic_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr);
-int vrnic_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
-int vrnic_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
-int vrnic_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
-int vrnic_dealloc_mw(struct ib_mw *ibmw);
-struct ib_mr *vrnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
-			     u32 max_num_sg);
-int vrnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
-		    unsigned int *sg_offset);
+struct ib_mr *vrnic_ib_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *vrnic_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				   u64 virt, int access, struct ib_udata *udata);
+int vrnic_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+int vrnic_ib_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
+int vrnic_ib_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq);
+int vrnic_ib_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr);
+int vrnic_ib_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int vrnic_ib_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
+int vrnic_ib_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
+int vrnic_ib_dealloc_mw(struct ib_mw *ibmw);
+struct ib_mr *vrnic_ib_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+				u32 max_num_sg);
+int vrnic_ib_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		       unsigned int *sg_offset);
 u32 vrnic_ib_access(int ib_access);
-int vrnic_to_ib_access(u32 access);
+int vrnic_ib_to_ib_access(u32 access);
 
 /* vrnic_queue.c */
-int vrnic_umem_page_list(struct vrnic_dev *vdev, struct ib_umem *umem,
-			 __le64 **list, dma_addr_t *list_dma, size_t *list_size);
-int vrnic_ring_pin(struct vrnic_dev *vdev, u64 addr, size_t size,
-		   struct ib_umem **umem, __le64 **list, dma_addr_t *dma,
+int vrnic_ib_umem_page_list(struct vrnic_dev *vdev, struct ib_umem *umem,
+			    __le64 **list, dma_addr_t *list_dma, size_t *list_size);
+int vrnic_ib_ring_pin(struct vrnic_dev *vdev, u64 addr, size_t size,
+		      struct ib_umem **umem, __le64 **list, dma_addr_t *dma,
 		   size_t *list_size);
-int vrnic_pin_dbrec(struct ib_udata *udata, u64 addr,
-		    struct vrnic_dbrec_page **page, dma_addr_t *dma);
-void vrnic_unpin_dbrec(struct vrnic_dbrec_page *page);
+int vrnic_ib_pin_dbrec(struct ib_udata *udata, u64 addr,
+		       struct vrnic_dbrec_page **page, dma_addr_t *dma);
+void vrnic_ib_unpin_dbrec(struct vrnic_dbrec_page *page);
 
 /* vrnic_cq.c */
-int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		    struct uverbs_attr_bundle *attrs);
-int vrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
-int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
-int vrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
-void vrnic_cq_clean(struct vrnic_cq *cq, u32 qpn);
-void vrnic_cq_event(struct vrnic_dev *vdev, u32 cqn, bool error);
+int vrnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		       struct uverbs_attr_bundle *attrs);
+int vrnic_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int vrnic_ib_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+int vrnic_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+void vrnic_ib_cq_clean(struct vrnic_cq *cq, u32 qpn);
+void vrnic_ib_cq_event(struct vrnic_dev *vdev, u32 cqn, bool error);
 
 /* vrnic_srq.c */
-int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
-		     struct ib_udata *udata);
-int vrnic_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
-		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
-int vrnic_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
-int vrnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
-int vrnic_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
-			const struct ib_recv_wr **bad_wr);
-void vrnic_srq_event(struct vrnic_dev *vdev, u32 srqn);
+int vrnic_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+			struct ib_udata *udata);
+int vrnic_ib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+			enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int vrnic_ib_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int vrnic_ib_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int vrnic_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			   const struct ib_recv_wr **bad_wr);
+void vrnic_ib_srq_event(struct vrnic_dev *vdev, u32 srqn);
 
 /* vrnic_qp.c */
-int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
-		    struct ib_udata *udata);
-int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
-		    struct ib_udata *udata);
-int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
-		   struct ib_qp_init_attr *init_attr);
-int vrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
-int vrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
-		    const struct ib_send_wr **bad_wr);
-int vrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
-		    const struct ib_recv_wr **bad_wr);
-void vrnic_fill_recv_wqe(void *slot, const struct ib_recv_wr *wr);
-void vrnic_qp_event(struct vrnic_dev *vdev, u32 qpn, enum ib_event_type type);
-void vrnic_qp_completed(struct vrnic_qp *qp, bool send, u32 idx);
-int vrnic_qp_flush(struct vrnic_qp *qp, bool send, struct ib_wc *wc, int max);
-void vrnic_qp_kick_flush(struct work_struct *work);
+int vrnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
+		       struct ib_udata *udata);
+int vrnic_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		       struct ib_udata *udata);
+int vrnic_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		      struct ib_qp_init_attr *init_attr);
+int vrnic_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int vrnic_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		       const struct ib_send_wr **bad_wr);
+int vrnic_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr);
+void vrnic_ib_fill_recv_wqe(void *slot, const struct ib_recv_wr *wr);
+void vrnic_ib_qp_event(struct vrnic_dev *vdev, u32 qpn, enum ib_event_type type);
+void vrnic_ib_qp_completed(struct vrnic_qp *qp, bool send, u32 idx);
+int vrnic_ib_qp_flush(struct vrnic_qp *qp, bool send, struct ib_wc *wc, int max);
+void vrnic_ib_qp_kick_flush(struct work_struct *work);
 
 /* vrnic_cc.c */
-void vrnic_cc_debugfs_init(struct vrnic_dev *vdev);
-void vrnic_cc_debugfs_cleanup(struct vrnic_dev *vdev);
-void vrnic_cc_debugfs_register(void);
-void vrnic_cc_debugfs_unregister(void);
+void vrnic_ib_cc_debugfs_init(struct vrnic_dev *vdev);
+void vrnic_ib_cc_debugfs_cleanup(struct vrnic_dev *vdev);
+void vrnic_ib_cc_debugfs_register(void);
+void vrnic_ib_cc_debugfs_unregister(void);
 
 /* vrnic_verbs.c */
 int vrnic_ib_register(struct vrnic_dev *vdev);

@@ -71,23 +71,23 @@ static const char * const vrnic_cc_algo_name[] = {
 
 static_assert(sizeof(struct vrnic_cc_params) <= VRNIC_CMD_BUF_SIZE);
 
-static int vrnic_cc_query(struct vrnic_dev *vdev, struct vrnic_cc_params *p)
+static int vrnic_ib_cc_query(struct vrnic_dev *vdev, struct vrnic_cc_params *p)
 {
-	return vrnic_admin_query(vdev, VRNIC_ADMIN_QUERY_CC, p, sizeof(*p));
+	return vrnic_ib_admin_query(vdev, VRNIC_ADMIN_QUERY_CC, p, sizeof(*p));
 }
 
-static int vrnic_cc_set(struct vrnic_dev *vdev, u8 op, u32 index, u32 value)
+static int vrnic_ib_cc_set(struct vrnic_dev *vdev, u8 op, u32 index, u32 value)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_SET_CC };
 
 	cmd.set_cc.op = op;
 	cmd.set_cc.index = cpu_to_le32(index);
 	cmd.set_cc.value = cpu_to_le32(value);
-	return vrnic_admin_exec(vdev, &cmd, NULL);
+	return vrnic_ib_admin_exec(vdev, &cmd, NULL);
 }
 
 /* A priority's enable: read, change the bit, write, under the lock. */
-static int vrnic_cc_set_prio(struct vrnic_cc_file *f, bool on)
+static int vrnic_ib_cc_set_prio(struct vrnic_cc_file *f, bool on)
 {
 	struct vrnic_dev *vdev = f->vdev;
 	struct vrnic_cc_params p;
@@ -96,7 +96,7 @@ static int vrnic_cc_set_prio(struct vrnic_cc_file *f, bool on)
 	int ret;
 
 	mutex_lock(&vdev->cc_dbg.lock);
-	ret = vrnic_cc_query(vdev, &p);
+	ret = vrnic_ib_cc_query(vdev, &p);
 	if (ret)
 		goto out;
 	mask = le32_to_cpu(np ? p.np_enable : p.rp_enable) & 0xff;
@@ -104,15 +104,15 @@ static int vrnic_cc_set_prio(struct vrnic_cc_file *f, bool on)
 		mask |= BIT(f->index);
 	else
 		mask &= ~BIT(f->index);
-	ret = vrnic_cc_set(vdev, np ? VRNIC_CC_OP_SET_NP_ENABLE :
+	ret = vrnic_ib_cc_set(vdev, np ? VRNIC_CC_OP_SET_NP_ENABLE :
 			   VRNIC_CC_OP_SET_RP_ENABLE, 0, mask);
 out:
 	mutex_unlock(&vdev->cc_dbg.lock);
 	return ret;
 }
 
-static ssize_t vrnic_cc_read(struct file *filp, char __user *buf,
-			     size_t count, loff_t *pos)
+static ssize_t vrnic_ib_cc_read(struct file *filp, char __user *buf,
+				size_t count, loff_t *pos)
 {
 	struct vrnic_cc_file *f = filp->private_data;
 	struct vrnic_cc_params p;
@@ -120,7 +120,7 @@ static ssize_t vrnic_cc_read(struct file *filp, char __user *buf,
 	int len, ret;
 	u32 v = 0;
 
-	ret = vrnic_cc_query(f->vdev, &p);
+	ret = vrnic_ib_cc_query(f->vdev, &p);
 	if (ret)
 		return ret;
 	switch (f->kind) {
@@ -147,8 +147,8 @@ static ssize_t vrnic_cc_read(struct file *filp, char __user *buf,
 	return simple_read_from_buffer(buf, count, pos, lbuf, len);
 }
 
-static ssize_t vrnic_cc_write(struct file *filp, const char __user *buf,
-			      size_t count, loff_t *pos)
+static ssize_t vrnic_ib_cc_write(struct file *filp, const char __user *buf,
+				 size_t count, loff_t *pos)
 {
 	struct vrnic_cc_file *f = filp->private_data;
 	char lbuf[16];
@@ -166,14 +166,14 @@ static ssize_t vrnic_cc_write(struct file *filp, const char __user *buf,
 		ret = sysfs_match_string(vrnic_cc_algo_name, lbuf);
 		if (ret < 0)
 			return ret;
-		ret = vrnic_cc_set(f->vdev, VRNIC_CC_OP_SET_ALGO, 0, ret);
+		ret = vrnic_ib_cc_set(f->vdev, VRNIC_CC_OP_SET_ALGO, 0, ret);
 		break;
 	case VRNIC_CC_FILE_DCQCN:
 	case VRNIC_CC_FILE_SWIFT:
 		ret = kstrtou32_from_user(buf, count, 10, &v);
 		if (ret)
 			return ret;
-		ret = vrnic_cc_set(f->vdev, f->kind == VRNIC_CC_FILE_DCQCN ?
+		ret = vrnic_ib_cc_set(f->vdev, f->kind == VRNIC_CC_FILE_DCQCN ?
 				   VRNIC_CC_OP_SET_DCQCN : VRNIC_CC_OP_SET_SWIFT,
 				   f->index, v);
 		break;
@@ -181,7 +181,7 @@ static ssize_t vrnic_cc_write(struct file *filp, const char __user *buf,
 		ret = kstrtobool_from_user(buf, count, &on);
 		if (ret)
 			return ret;
-		ret = vrnic_cc_set_prio(f, on);
+		ret = vrnic_ib_cc_set_prio(f, on);
 		break;
 	}
 	return ret ? ret : count;
@@ -190,13 +190,13 @@ static ssize_t vrnic_cc_write(struct file *filp, const char __user *buf,
 static const struct file_operations vrnic_cc_fops = {
 	.owner = THIS_MODULE,
 	.open = simple_open,
-	.read = vrnic_cc_read,
-	.write = vrnic_cc_write,
+	.read = vrnic_ib_cc_read,
+	.write = vrnic_ib_cc_write,
 	.llseek = default_llseek,
 };
 
-static void vrnic_cc_file(struct vrnic_dev *vdev, unsigned int *n,
-			  struct dentry *dir, const char *name, u8 kind,
+static void vrnic_ib_cc_file(struct vrnic_dev *vdev, unsigned int *n,
+			     struct dentry *dir, const char *name, u8 kind,
 			  u8 index)
 {
 	struct vrnic_cc_file *f;
@@ -211,13 +211,13 @@ static void vrnic_cc_file(struct vrnic_dev *vdev, unsigned int *n,
 }
 
 /**
- * vrnic_cc_debugfs_init - create the device's cc_params directory
+ * vrnic_ib_cc_debugfs_init - create the device's cc_params directory
  * @vdev: a registered ib_device (its name is the directory's)
  *
  * Like every debugfs user, a failure here leaves the files out and the
  * device working.  A device that does not know QUERY_CC gets none.
  */
-void vrnic_cc_debugfs_init(struct vrnic_dev *vdev)
+void vrnic_ib_cc_debugfs_init(struct vrnic_dev *vdev)
 {
 	struct vrnic_cc_debugfs *d = &vdev->cc_dbg;
 	struct dentry *cc, *np, *rp;
@@ -225,30 +225,30 @@ void vrnic_cc_debugfs_init(struct vrnic_dev *vdev)
 	unsigned int i, n = 0;
 	char name[4];
 
-	if (vrnic_cc_query(vdev, &p))
+	if (vrnic_ib_cc_query(vdev, &p))
 		return;
 	mutex_init(&d->lock);
 	d->dir = debugfs_create_dir(dev_name(&vdev->ibdev.dev),
 				    vrnic_debugfs_root);
 	cc = debugfs_create_dir("cc_params", d->dir);
-	vrnic_cc_file(vdev, &n, cc, "cc_algo", VRNIC_CC_FILE_ALGO, 0);
+	vrnic_ib_cc_file(vdev, &n, cc, "cc_algo", VRNIC_CC_FILE_ALGO, 0);
 	for (i = 0; i < VRNIC_CC_NUM_DCQCN; i++)
-		vrnic_cc_file(vdev, &n, cc, vrnic_cc_dcqcn_name[i],
-			      VRNIC_CC_FILE_DCQCN, i);
+		vrnic_ib_cc_file(vdev, &n, cc, vrnic_cc_dcqcn_name[i],
+				 VRNIC_CC_FILE_DCQCN, i);
 	for (i = 0; i < VRNIC_CC_NUM_SWIFT; i++)
-		vrnic_cc_file(vdev, &n, cc, vrnic_cc_swift_name[i],
-			      VRNIC_CC_FILE_SWIFT, i);
+		vrnic_ib_cc_file(vdev, &n, cc, vrnic_cc_swift_name[i],
+				 VRNIC_CC_FILE_SWIFT, i);
 	np = debugfs_create_dir("np_enable", cc);
 	rp = debugfs_create_dir("rp_enable", cc);
 	for (i = 0; i < VRNIC_NUM_PRIOS; i++) {
 		snprintf(name, sizeof(name), "%u", i);
-		vrnic_cc_file(vdev, &n, np, name, VRNIC_CC_FILE_NP, i);
-		vrnic_cc_file(vdev, &n, rp, name, VRNIC_CC_FILE_RP, i);
+		vrnic_ib_cc_file(vdev, &n, np, name, VRNIC_CC_FILE_NP, i);
+		vrnic_ib_cc_file(vdev, &n, rp, name, VRNIC_CC_FILE_RP, i);
 	}
 }
 
 /* Before ib_unregister_device(): waits for the handlers in progress. */
-void vrnic_cc_debugfs_cleanup(struct vrnic_dev *vdev)
+void vrnic_ib_cc_debugfs_cleanup(struct vrnic_dev *vdev)
 {
 	struct vrnic_cc_debugfs *d = &vdev->cc_dbg;
 
@@ -259,12 +259,12 @@ void vrnic_cc_debugfs_cleanup(struct vrnic_dev *vdev)
 	mutex_destroy(&d->lock);
 }
 
-void vrnic_cc_debugfs_register(void)
+void vrnic_ib_cc_debugfs_register(void)
 {
 	vrnic_debugfs_root = debugfs_create_dir("vrnic", NULL);
 }
 
-void vrnic_cc_debugfs_unregister(void)
+void vrnic_ib_cc_debugfs_unregister(void)
 {
 	debugfs_remove_recursive(vrnic_debugfs_root);
 	vrnic_debugfs_root = NULL;

@@ -13,7 +13,7 @@
 #include "vrnic-abi.h"
 
 /* Release whatever memory a CQ holds; fields never set are NULL. */
-static void vrnic_cq_free_mem(struct vrnic_dev *vdev, struct vrnic_cq *cq)
+static void vrnic_ib_cq_free_mem(struct vrnic_dev *vdev, struct vrnic_cq *cq)
 {
 	struct device *dev = &vdev->pdev->dev;
 
@@ -23,12 +23,12 @@ static void vrnic_cq_free_mem(struct vrnic_dev *vdev, struct vrnic_cq *cq)
 	if (cq->dbrec)
 		dma_free_coherent(dev, sizeof(*cq->dbrec), cq->dbrec,
 				  cq->dbrec_dma);
-	vrnic_unpin_dbrec(cq->dbrec_page);
+	vrnic_ib_unpin_dbrec(cq->dbrec_page);
 	ib_umem_release(cq->umem);
 }
 
-int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		    struct uverbs_attr_bundle *attrs)
+int vrnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		       struct uverbs_attr_bundle *attrs)
 {
 	struct ib_udata *udata = &attrs->driver_udata;
 	struct vrnic_dev *vdev = to_vdev(ibcq->device);
@@ -51,13 +51,13 @@ int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	INIT_LIST_HEAD(&cq->send_qps);
 	INIT_LIST_HEAD(&cq->recv_qps);
 
-	cmd.create_cq.uctx = cpu_to_le32(vrnic_uctx_of(udata));
+	cmd.create_cq.uctx = cpu_to_le32(vrnic_ib_uctx_of(udata));
 	cmd.create_cq.eqn = cq->eqn;
 	if (udata) {
 		struct vrnic_create_cq_cmd ucmd = {};
 		struct vrnic_create_cq_resp uresp = {};
 
-		ret = vrnic_udata_req(udata, &ucmd, sizeof(ucmd));
+		ret = vrnic_ib_udata_req(udata, &ucmd, sizeof(ucmd));
 		if (ret)
 			return ret;
 		if (ucmd.reserved || ucmd.log_depth < cq->log_depth ||
@@ -73,19 +73,19 @@ int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			cq->umem = NULL;
 			return ret;
 		}
-		ret = vrnic_pin_dbrec(udata, ucmd.dbrec_addr, &cq->dbrec_page,
-				      &cq->dbrec_dma);
+		ret = vrnic_ib_pin_dbrec(udata, ucmd.dbrec_addr, &cq->dbrec_page,
+					 &cq->dbrec_dma);
 		if (ret)
 			goto err_mem;
-		ret = vrnic_umem_page_list(vdev, cq->umem, &list, &list_dma,
-					   &list_size);
+		ret = vrnic_ib_umem_page_list(vdev, cq->umem, &list, &list_dma,
+					      &list_size);
 		if (ret)
 			goto err_mem;
 		cmd.create_cq.base = cpu_to_le64(list_dma);
 		cmd.create_cq.ring_flags = VRNIC_RING_PAGED;
 		cmd.create_cq.dbrec = cpu_to_le64(cq->dbrec_dma);
 		cmd.create_cq.log_depth = cq->log_depth;
-		ret = vrnic_admin_exec(vdev, &cmd, &cqn);
+		ret = vrnic_ib_admin_exec(vdev, &cmd, &cqn);
 		dma_free_coherent(dev, list_size, list, list_dma);
 		if (ret)
 			goto err_mem;
@@ -109,7 +109,7 @@ int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		cmd.create_cq.base = cpu_to_le64(cq->ring_dma);
 		cmd.create_cq.dbrec = cpu_to_le64(cq->dbrec_dma);
 		cmd.create_cq.log_depth = cq->log_depth;
-		ret = vrnic_admin_exec(vdev, &cmd, &cqn);
+		ret = vrnic_ib_admin_exec(vdev, &cmd, &cqn);
 		if (ret)
 			goto err_mem;
 	}
@@ -124,11 +124,11 @@ int vrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 err_destroy:
 	vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_CQ, cqn, "CQ");
 err_mem:
-	vrnic_cq_free_mem(vdev, cq);
+	vrnic_ib_cq_free_mem(vdev, cq);
 	return ret;
 }
 
-int vrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+int vrnic_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct vrnic_dev *vdev = to_vdev(ibcq->device);
 	struct vrnic_cq *cq = to_vcq(ibcq);
@@ -139,17 +139,17 @@ int vrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	/* No event handler may still be looking at this CQ. */
 	vrnic_pf_sync_events(vdev->pf, cq->eqn);
 	vrnic_pf_sync_events(vdev->pf, 0);
-	vrnic_cq_free_mem(vdev, cq);
+	vrnic_ib_cq_free_mem(vdev, cq);
 	return 0;
 }
 
 /* Called from EQ interrupt handlers. */
-void vrnic_cq_event(struct vrnic_dev *vdev, u32 cqn, bool error)
+void vrnic_ib_cq_event(struct vrnic_dev *vdev, u32 cqn, bool error)
 {
 	struct vrnic_cq *cq;
 
 	/*
-	 * Under RCU, no lock: vrnic_destroy_cq() takes the CQ out of the
+	 * Under RCU, no lock: vrnic_ib_destroy_cq() takes the CQ out of the
 	 * table and waits for these handlers before it frees it.
 	 */
 	cq = xa_load(&vdev->cq_xa, cqn);
@@ -167,7 +167,7 @@ void vrnic_cq_event(struct vrnic_dev *vdev, u32 cqn, bool error)
 }
 
 /* rdma res show cq -dd: the device's CQ number, depth and event queue. */
-int vrnic_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq)
+int vrnic_ib_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq)
 {
 	struct vrnic_cq *cq = to_vcq(ibcq);
 	struct nlattr *table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
@@ -185,7 +185,7 @@ int vrnic_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq)
 }
 
 /* The CQE's opcode as ib_core's; false for one this driver does not know. */
-static bool vrnic_wc_opcode(u8 op, enum ib_wc_opcode *out)
+static bool vrnic_ib_wc_opcode(u8 op, enum ib_wc_opcode *out)
 {
 	switch (op) {
 	case VRNIC_WC_SEND:
@@ -230,7 +230,7 @@ static bool vrnic_wc_opcode(u8 op, enum ib_wc_opcode *out)
 }
 
 /* The CQE's status as ib_core's; an unknown one is a general error. */
-static enum ib_wc_status vrnic_wc_status(u8 status)
+static enum ib_wc_status vrnic_ib_wc_status(u8 status)
 {
 	switch (status) {
 	case VRNIC_WC_ST_SUCCESS:
@@ -268,10 +268,10 @@ static enum ib_wc_status vrnic_wc_status(u8 status)
 
 /*
  * The device is dead: complete the outstanding WQEs of every kernel QP
- * on this CQ's lists (vrnic_qp_flush()).  Under cq->lock, which a QP's
+ * on this CQ's lists (vrnic_ib_qp_flush()).  Under cq->lock, which a QP's
  * destroy takes to leave the lists before it is freed.
  */
-static int vrnic_cq_flush(struct vrnic_cq *cq, struct ib_wc *wc, int max)
+static int vrnic_ib_cq_flush(struct vrnic_cq *cq, struct ib_wc *wc, int max)
 {
 	struct vrnic_qp *qp;
 	int n = 0;
@@ -279,17 +279,17 @@ static int vrnic_cq_flush(struct vrnic_cq *cq, struct ib_wc *wc, int max)
 	list_for_each_entry(qp, &cq->send_qps, send_cq_node) {
 		if (n == max)
 			return n;
-		n += vrnic_qp_flush(qp, true, wc + n, max - n);
+		n += vrnic_ib_qp_flush(qp, true, wc + n, max - n);
 	}
 	list_for_each_entry(qp, &cq->recv_qps, recv_cq_node) {
 		if (n == max)
 			return n;
-		n += vrnic_qp_flush(qp, false, wc + n, max - n);
+		n += vrnic_ib_qp_flush(qp, false, wc + n, max - n);
 	}
 	return n;
 }
 
-int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
+int vrnic_ib_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
 	struct vrnic_dev *vdev = to_vdev(ibcq->device);
 	struct vrnic_cq *cq = to_vcq(ibcq);
@@ -311,9 +311,9 @@ int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 		dma_rmb();
 		memset(w, 0, sizeof(*w));
 		w->wr_id = le64_to_cpu(cqe->wr_id);
-		w->status = vrnic_wc_status(cqe->status);
+		w->status = vrnic_ib_wc_status(cqe->status);
 		w->byte_len = le32_to_cpu(cqe->byte_len);
-		if (!vrnic_wc_opcode(cqe->opcode, &w->opcode)) {
+		if (!vrnic_ib_wc_opcode(cqe->opcode, &w->opcode)) {
 			ibdev_warn_ratelimited(ibcq->device,
 					       "CQ %u: unknown CQE opcode 0x%x\n",
 					       cq->cqn, cqe->opcode);
@@ -344,8 +344,8 @@ int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 		qp = xa_load(&vdev->qp_xa, le32_to_cpu(cqe->qpn));
 		if (qp) {
 			w->qp = &qp->ibqp;
-			vrnic_qp_completed(qp, !(cqe->opcode & VRNIC_WC_RECV),
-					   le32_to_cpu(cqe->wqe_idx));
+			vrnic_ib_qp_completed(qp, !(cqe->opcode & VRNIC_WC_RECV),
+					      le32_to_cpu(cqe->wqe_idx));
 		}
 		cq->ci++;
 		n++;
@@ -354,7 +354,7 @@ int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 		cq->dbrec->ci = cpu_to_le32(cq->ci);
 	/* The device wrote its last CQE before it was quiesced. */
 	if (n < num_entries && READ_ONCE(vdev->dead))
-		n += vrnic_cq_flush(cq, wc + n, num_entries - n);
+		n += vrnic_ib_cq_flush(cq, wc + n, num_entries - n);
 	spin_unlock_irqrestore(&cq->lock, flags);
 	return n;
 }
@@ -368,7 +368,7 @@ int vrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
  * CQ lock also waits out a poller that found the QP before it left the
  * QP table.
  */
-void vrnic_cq_clean(struct vrnic_cq *cq, u32 qpn)
+void vrnic_ib_cq_clean(struct vrnic_cq *cq, u32 qpn)
 {
 	u32 mask = (1U << cq->log_depth) - 1, pi, i, nfreed = 0;
 	struct vrnic_cqe *src, *dst;
@@ -405,7 +405,7 @@ void vrnic_cq_clean(struct vrnic_cq *cq, u32 qpn)
 	spin_unlock_irqrestore(&cq->lock, flags);
 }
 
-int vrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+int vrnic_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 {
 	struct vrnic_dev *vdev = to_vdev(ibcq->device);
 	struct vrnic_cq *cq = to_vcq(ibcq);
@@ -415,7 +415,7 @@ int vrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	int ret = 0;
 
 	spin_lock_irqsave(&cq->lock, irqflags);
-	vrnic_db(vdev, VRNIC_DB_CQ_ARM, FIELD_PREP(VRNIC_CQ_ARM_CQN, cq->cqn) |
+	vrnic_ib_db(vdev, VRNIC_DB_CQ_ARM, FIELD_PREP(VRNIC_CQ_ARM_CQN, cq->cqn) |
 		 FIELD_PREP(VRNIC_CQ_ARM_CMD, cmd));
 	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && cq->ring) {
 		struct vrnic_cqe *cqe =

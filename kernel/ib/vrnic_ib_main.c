@@ -45,16 +45,16 @@ static void vrnic_ib_async_event(struct vrnic_rdma_client *client, u8 type,
 
 	switch (type) {
 	case VRNIC_EQE_CQ_ERROR:
-		vrnic_cq_event(vdev, id, true);
+		vrnic_ib_cq_event(vdev, id, true);
 		break;
 	case VRNIC_EQE_QP_FATAL:
-		vrnic_qp_event(vdev, id, IB_EVENT_QP_FATAL);
+		vrnic_ib_qp_event(vdev, id, IB_EVENT_QP_FATAL);
 		break;
 	case VRNIC_EQE_QP_LAST_WQE:
-		vrnic_qp_event(vdev, id, IB_EVENT_QP_LAST_WQE_REACHED);
+		vrnic_ib_qp_event(vdev, id, IB_EVENT_QP_LAST_WQE_REACHED);
 		break;
 	case VRNIC_EQE_SRQ_LIMIT:
-		vrnic_srq_event(vdev, id);
+		vrnic_ib_srq_event(vdev, id);
 		break;
 	case VRNIC_EQE_FATAL:
 		/*
@@ -73,7 +73,7 @@ static void vrnic_ib_async_event(struct vrnic_rdma_client *client, u8 type,
 
 static void vrnic_ib_comp_event(struct vrnic_rdma_client *client, u32 cqn)
 {
-	vrnic_cq_event(to_vdev_client(client), cqn, false);
+	vrnic_ib_cq_event(to_vdev_client(client), cqn, false);
 }
 
 /*
@@ -101,7 +101,7 @@ static int vrnic_ib_netdev_event(struct notifier_block *nb,
 	case NETDEV_UP:
 	case NETDEV_DOWN:
 	case NETDEV_CHANGE:
-		active = vrnic_port_active(ndev);
+		active = vrnic_ib_port_active(ndev);
 		if (active != vdev->port_active) {
 			WRITE_ONCE(vdev->port_active, active);
 			vrnic_ib_port_event(vdev, active);
@@ -136,7 +136,7 @@ static int vrnic_ib_probe(struct auxiliary_device *adev,
 	vdev->num_ceqs = vadev->num_ceqs;
 	vdev->attr = *vadev->attr;
 	vdev->client.ops = &vrnic_ib_rdma_ops;
-	INIT_WORK(&vdev->flush_work, vrnic_qp_kick_flush);
+	INIT_WORK(&vdev->flush_work, vrnic_ib_qp_kick_flush);
 	xa_init_flags(&vdev->cq_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&vdev->qp_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&vdev->srq_xa, XA_FLAGS_LOCK_IRQ);
@@ -153,7 +153,7 @@ static int vrnic_ib_probe(struct auxiliary_device *adev,
 		goto err_notifier;
 	/* Under RTNL: no netdev event in between goes unseen. */
 	rtnl_lock();
-	WRITE_ONCE(vdev->port_active, vrnic_port_active(vdev->netdev));
+	WRITE_ONCE(vdev->port_active, vrnic_ib_port_active(vdev->netdev));
 	WRITE_ONCE(vdev->port_events, true);
 	rtnl_unlock();
 	auxiliary_set_drvdata(adev, vdev);
@@ -206,17 +206,17 @@ static int __init vrnic_ib_init(void)
 {
 	int ret;
 
-	vrnic_cc_debugfs_register();
+	vrnic_ib_cc_debugfs_register();
 	ret = auxiliary_driver_register(&vrnic_ib_driver);
 	if (ret)
-		vrnic_cc_debugfs_unregister();
+		vrnic_ib_cc_debugfs_unregister();
 	return ret;
 }
 
 static void __exit vrnic_ib_exit(void)
 {
 	auxiliary_driver_unregister(&vrnic_ib_driver);
-	vrnic_cc_debugfs_unregister();
+	vrnic_ib_cc_debugfs_unregister();
 }
 
 module_init(vrnic_ib_init);

@@ -36,7 +36,7 @@ u32 vrnic_ib_access(int ib_access)
 	return a;
 }
 
-int vrnic_to_ib_access(u32 access)
+int vrnic_ib_to_ib_access(u32 access)
 {
 	int ib = 0;
 	int i;
@@ -47,14 +47,14 @@ int vrnic_to_ib_access(u32 access)
 	return ib;
 }
 
-static int vrnic_create_mr_cmd(struct vrnic_dev *vdev,
-			       struct vrnic_admin_cmd *cmd, struct vrnic_mr *mr)
+static int vrnic_ib_create_mr_cmd(struct vrnic_dev *vdev,
+				  struct vrnic_admin_cmd *cmd, struct vrnic_mr *mr)
 {
 	u32 key;
 	int ret;
 
 	cmd->opcode = VRNIC_ADMIN_CREATE_MR;
-	ret = vrnic_admin_exec(vdev, cmd, &key);
+	ret = vrnic_ib_admin_exec(vdev, cmd, &key);
 	if (ret)
 		return ret;
 	mr->ibmr.lkey = key;
@@ -62,7 +62,7 @@ static int vrnic_create_mr_cmd(struct vrnic_dev *vdev,
 	return 0;
 }
 
-struct ib_mr *vrnic_get_dma_mr(struct ib_pd *ibpd, int access)
+struct ib_mr *vrnic_ib_get_dma_mr(struct ib_pd *ibpd, int access)
 {
 	struct vrnic_dev *vdev = to_vdev(ibpd->device);
 	struct vrnic_admin_cmd cmd = {};
@@ -78,7 +78,7 @@ struct ib_mr *vrnic_get_dma_mr(struct ib_pd *ibpd, int access)
 	cmd.create_mr.access = cpu_to_le32(vrnic_ib_access(access) |
 					   VRNIC_ACCESS_LOCAL_WRITE);
 	cmd.create_mr.pbl_mode = VRNIC_PBL_PHYS;
-	ret = vrnic_create_mr_cmd(vdev, &cmd, mr);
+	ret = vrnic_ib_create_mr_cmd(vdev, &cmd, mr);
 	if (ret) {
 		kfree(mr);
 		return ERR_PTR(ret);
@@ -108,7 +108,7 @@ struct vrnic_mr_pbl {
 
 #define VRNIC_PBL_PAGE_SIZE	(VRNIC_PBL_PER_PAGE * sizeof(__le64))
 
-static void vrnic_mr_pbl_free(struct vrnic_dev *vdev, struct vrnic_mr_pbl *p)
+static void vrnic_ib_mr_pbl_free(struct vrnic_dev *vdev, struct vrnic_mr_pbl *p)
 {
 	struct device *dev = &vdev->pdev->dev;
 	size_t i;
@@ -124,8 +124,8 @@ static void vrnic_mr_pbl_free(struct vrnic_dev *vdev, struct vrnic_mr_pbl *p)
 				  p->l2_dma);
 }
 
-static int vrnic_mr_pbl_fill(struct vrnic_dev *vdev, struct ib_umem *umem,
-			     unsigned long pgsz, size_t npages,
+static int vrnic_ib_mr_pbl_fill(struct vrnic_dev *vdev, struct ib_umem *umem,
+				unsigned long pgsz, size_t npages,
 			     struct vrnic_mr_pbl *p)
 {
 	struct device *dev = &vdev->pdev->dev;
@@ -164,7 +164,7 @@ static int vrnic_mr_pbl_fill(struct vrnic_dev *vdev, struct ib_umem *umem,
  * 2^20 * 4 KiB = 4 GiB (what QUERY_DEVICE reports as max_mr_size),
  * whatever page size it ends up with.
  */
-static bool vrnic_mr_size_ok(u64 start, u64 length, u64 virt)
+static bool vrnic_ib_mr_size_ok(u64 start, u64 length, u64 virt)
 {
 	u64 end;
 
@@ -174,8 +174,8 @@ static bool vrnic_mr_size_ok(u64 start, u64 length, u64 virt)
 	return (end >> 12) - (virt >> 12) < VRNIC_MAX_MR_PAGES;
 }
 
-struct ib_mr *vrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-				u64 virt, int access, struct ib_udata *udata)
+struct ib_mr *vrnic_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				   u64 virt, int access, struct ib_udata *udata)
 {
 	struct vrnic_dev *vdev = to_vdev(ibpd->device);
 	struct vrnic_admin_cmd cmd = {};
@@ -186,7 +186,7 @@ struct ib_mr *vrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	size_t npages, i;
 	int ret;
 
-	ret = vrnic_udata_no_req(udata);
+	ret = vrnic_ib_udata_no_req(udata);
 	if (ret)
 		return ERR_PTR(ret);
 	/* Optional flags (relaxed ordering) may be ignored, the rest not. */
@@ -195,7 +195,7 @@ struct ib_mr *vrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		       IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC |
 		       IB_ACCESS_FLUSH_GLOBAL | IB_ACCESS_MW_BIND))
 		return ERR_PTR(-EOPNOTSUPP);
-	if (!vrnic_mr_size_ok(start, length, virt))
+	if (!vrnic_ib_mr_size_ok(start, length, virt))
 		return ERR_PTR(-EINVAL);
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
@@ -239,21 +239,21 @@ struct ib_mr *vrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		cmd.create_mr.inline_pages[0] = pages[1];
 		cmd.create_mr.inline_pages[1] = pages[2];
 	} else {
-		ret = vrnic_mr_pbl_fill(vdev, mr->umem, pgsz, npages, &pbl);
+		ret = vrnic_ib_mr_pbl_fill(vdev, mr->umem, pgsz, npages, &pbl);
 		if (ret)
 			goto err_lists;
 		cmd.create_mr.pbl_mode = VRNIC_PBL_LEVEL2;
 		cmd.create_mr.pbl = cpu_to_le64(pbl.l2_dma);
 	}
 	/* The device copies the list during the command. */
-	ret = vrnic_create_mr_cmd(vdev, &cmd, mr);
+	ret = vrnic_ib_create_mr_cmd(vdev, &cmd, mr);
 	if (ret)
 		goto err_lists;
-	vrnic_mr_pbl_free(vdev, &pbl);
+	vrnic_ib_mr_pbl_free(vdev, &pbl);
 	return &mr->ibmr;
 
 err_lists:
-	vrnic_mr_pbl_free(vdev, &pbl);
+	vrnic_ib_mr_pbl_free(vdev, &pbl);
 err_umem:
 	ib_umem_release(mr->umem);
 err_free:
@@ -262,7 +262,7 @@ err_free:
 }
 
 /* rdma res show mr -dd: the page size the device maps the MR with. */
-int vrnic_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
+int vrnic_ib_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
 {
 	struct vrnic_mr *mr = container_of(ibmr, struct vrnic_mr, ibmr);
 	struct nlattr *table;
@@ -289,8 +289,8 @@ int vrnic_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
  * coherent memory and an IB_WR_REG_MR work request hands it to the device,
  * which reads it when the SQ reaches the request.
  */
-struct ib_mr *vrnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
-			     u32 max_num_sg)
+struct ib_mr *vrnic_ib_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+				u32 max_num_sg)
 {
 	struct vrnic_dev *vdev = to_vdev(ibpd->device);
 	struct vrnic_admin_cmd cmd = {};
@@ -315,7 +315,7 @@ struct ib_mr *vrnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 	cmd.create_mr.pdn = cpu_to_le32(to_vpd(ibpd)->pdn);
 	cmd.create_mr.npages = cpu_to_le32(max_num_sg);
 	cmd.create_mr.pbl_mode = VRNIC_PBL_FAST;
-	ret = vrnic_create_mr_cmd(vdev, &cmd, mr);
+	ret = vrnic_ib_create_mr_cmd(vdev, &cmd, mr);
 	if (ret)
 		goto err_pbl;
 	return &mr->ibmr;
@@ -328,7 +328,7 @@ err_free:
 	return ERR_PTR(ret);
 }
 
-static int vrnic_set_page(struct ib_mr *ibmr, u64 addr)
+static int vrnic_ib_set_page(struct ib_mr *ibmr, u64 addr)
 {
 	struct vrnic_mr *mr = container_of(ibmr, struct vrnic_mr, ibmr);
 
@@ -338,16 +338,16 @@ static int vrnic_set_page(struct ib_mr *ibmr, u64 addr)
 	return 0;
 }
 
-int vrnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
-		    unsigned int *sg_offset)
+int vrnic_ib_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		       unsigned int *sg_offset)
 {
 	struct vrnic_mr *mr = container_of(ibmr, struct vrnic_mr, ibmr);
 
 	mr->npages = 0;
-	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, vrnic_set_page);
+	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, vrnic_ib_set_page);
 }
 
-int vrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+int vrnic_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct vrnic_mr *mr = container_of(ibmr, struct vrnic_mr, ibmr);
 	struct vrnic_dev *vdev = to_vdev(ibmr->device);
@@ -377,13 +377,13 @@ int vrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
  * Memory windows live in the device's MR table.  Binding is a work
  * request (user space posts it), so the kernel only allocates and frees.
  */
-int vrnic_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
+int vrnic_ib_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_ALLOC_MW };
 	u32 key;
 	int ret;
 
-	ret = vrnic_udata_no_req(udata);
+	ret = vrnic_ib_udata_no_req(udata);
 	if (ret)
 		return ret;
 	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2)
@@ -391,14 +391,14 @@ int vrnic_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 	cmd.alloc_mw.pdn = cpu_to_le32(to_vpd(ibmw->pd)->pdn);
 	cmd.alloc_mw.type = ibmw->type == IB_MW_TYPE_1 ? VRNIC_MW_TYPE_1 :
 							 VRNIC_MW_TYPE_2;
-	ret = vrnic_admin_exec(to_vdev(ibmw->device), &cmd, &key);
+	ret = vrnic_ib_admin_exec(to_vdev(ibmw->device), &cmd, &key);
 	if (ret)
 		return ret;
 	ibmw->rkey = key;
 	return 0;
 }
 
-int vrnic_dealloc_mw(struct ib_mw *ibmw)
+int vrnic_ib_dealloc_mw(struct ib_mw *ibmw)
 {
 	/* A refusal quiesces the function (vrnic_pf_destroy()). */
 	vrnic_pf_destroy(to_vdev(ibmw->device)->pf, VRNIC_ADMIN_DEALLOC_MW,

@@ -18,7 +18,7 @@
 
 static_assert(sizeof(struct vrnic_qp_attr) <= VRNIC_CMD_BUF_SIZE);
 
-static u32 vrnic_sq_shift(u8 type, u32 max_sge, u32 max_inline)
+static u32 vrnic_ib_sq_shift(u8 type, u32 max_sge, u32 max_inline)
 {
 	u32 need = vrnic_send_wqe_data_off(type) +
 		   max_t(u32, max_sge * sizeof(struct vrnic_sge), max_inline);
@@ -26,14 +26,14 @@ static u32 vrnic_sq_shift(u8 type, u32 max_sge, u32 max_inline)
 	return max_t(u32, 6, order_base_2(need));
 }
 
-static u32 vrnic_rq_shift(u32 max_sge)
+static u32 vrnic_ib_rq_shift(u32 max_sge)
 {
 	u32 need = VRNIC_RECV_WQE_HDR + max_sge * sizeof(struct vrnic_sge);
 
 	return max_t(u32, 5, order_base_2(need));
 }
 
-static void vrnic_qp_free_mem(struct vrnic_dev *vdev, struct vrnic_qp *qp)
+static void vrnic_ib_qp_free_mem(struct vrnic_dev *vdev, struct vrnic_qp *qp)
 {
 	struct device *dev = &vdev->pdev->dev;
 
@@ -48,7 +48,7 @@ static void vrnic_qp_free_mem(struct vrnic_dev *vdev, struct vrnic_qp *qp)
 				  qp->dbrec_dma);
 	ib_umem_release(qp->sq_umem);
 	ib_umem_release(qp->rq_umem);
-	vrnic_unpin_dbrec(qp->dbrec_page);
+	vrnic_ib_unpin_dbrec(qp->dbrec_page);
 }
 
 /*
@@ -56,8 +56,8 @@ static void vrnic_qp_free_mem(struct vrnic_dev *vdev, struct vrnic_qp *qp)
  * shares it between processes): no rings, CQs or PD; each request takes
  * those of the XRC SRQ it names.
  */
-static int vrnic_create_xrc_tgt(struct vrnic_dev *vdev, struct vrnic_qp *qp,
-				struct ib_qp_init_attr *init)
+static int vrnic_ib_create_xrc_tgt(struct vrnic_dev *vdev, struct vrnic_qp *qp,
+				   struct ib_qp_init_attr *init)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_CREATE_QP };
 	u32 qpn;
@@ -69,7 +69,7 @@ static int vrnic_create_xrc_tgt(struct vrnic_dev *vdev, struct vrnic_qp *qp,
 	qp->no_rq = true;
 	cmd.create_qp.type = VRNIC_QPT_XRC_TGT;
 	cmd.create_qp.xrcdn = cpu_to_le32(to_vxrcd(init->xrcd)->xrcdn);
-	ret = vrnic_admin_exec(vdev, &cmd, &qpn);
+	ret = vrnic_ib_admin_exec(vdev, &cmd, &qpn);
 	if (ret)
 		return ret;
 	qp->qpn = qpn;
@@ -89,7 +89,7 @@ struct vrnic_qp_lists {
 	size_t sq_size, rq_size;
 };
 
-static void vrnic_qp_lists_free(struct device *dev, struct vrnic_qp_lists *l)
+static void vrnic_ib_qp_lists_free(struct device *dev, struct vrnic_qp_lists *l)
 {
 	if (l->sq)
 		dma_free_coherent(dev, l->sq_size, l->sq, l->sq_dma);
@@ -99,8 +99,8 @@ static void vrnic_qp_lists_free(struct device *dev, struct vrnic_qp_lists *l)
 }
 
 /* The QP's type and its rings' geometry from what was asked for. */
-static int vrnic_qp_init_geometry(struct vrnic_qp *qp,
-				  struct ib_qp_init_attr *init, bool user)
+static int vrnic_ib_qp_init_geometry(struct vrnic_qp *qp,
+				     struct ib_qp_init_attr *init, bool user)
 {
 	struct ib_qp_cap *cap = &init->cap;
 
@@ -147,23 +147,23 @@ static int vrnic_qp_init_geometry(struct vrnic_qp *qp,
 
 	qp->sq_log = order_base_2(max(cap->max_send_wr, 1U));
 	qp->rq_log = order_base_2(max(cap->max_recv_wr, 1U));
-	qp->sq_shift = vrnic_sq_shift(qp->type, cap->max_send_sge,
-				      cap->max_inline_data);
-	qp->rq_shift = vrnic_rq_shift(cap->max_recv_sge);
+	qp->sq_shift = vrnic_ib_sq_shift(qp->type, cap->max_send_sge,
+					 cap->max_inline_data);
+	qp->rq_shift = vrnic_ib_rq_shift(cap->max_recv_sge);
 	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	return 0;
 }
 
 /* A user QP: its rings and doorbell record are in the process's memory. */
-static int vrnic_create_qp_user(struct vrnic_dev *vdev, struct vrnic_qp *qp,
-				struct ib_udata *udata,
+static int vrnic_ib_create_qp_user(struct vrnic_dev *vdev, struct vrnic_qp *qp,
+				   struct ib_udata *udata,
 				struct vrnic_admin_create_qp *cmd,
 				struct vrnic_qp_lists *l)
 {
 	struct vrnic_create_qp_cmd ucmd = {};
 	int ret;
 
-	ret = vrnic_udata_req(udata, &ucmd, sizeof(ucmd));
+	ret = vrnic_ib_udata_req(udata, &ucmd, sizeof(ucmd));
 	if (ret)
 		return ret;
 	/* The provider may ask for more, never for less. */
@@ -179,21 +179,21 @@ static int vrnic_create_qp_user(struct vrnic_dev *vdev, struct vrnic_qp *qp,
 	qp->rq_log = ucmd.rq_log_depth;
 	qp->sq_shift = ucmd.sq_wqe_shift;
 	qp->rq_shift = ucmd.rq_wqe_shift;
-	ret = vrnic_ring_pin(vdev, ucmd.sq_addr,
-			     1UL << (qp->sq_log + qp->sq_shift), &qp->sq_umem,
+	ret = vrnic_ib_ring_pin(vdev, ucmd.sq_addr,
+				1UL << (qp->sq_log + qp->sq_shift), &qp->sq_umem,
 			     &l->sq, &l->sq_dma, &l->sq_size);
 	if (ret)
 		return ret;
 	if (!qp->no_rq) {
-		ret = vrnic_ring_pin(vdev, ucmd.rq_addr,
-				     1UL << (qp->rq_log + qp->rq_shift),
+		ret = vrnic_ib_ring_pin(vdev, ucmd.rq_addr,
+					1UL << (qp->rq_log + qp->rq_shift),
 				     &qp->rq_umem, &l->rq, &l->rq_dma,
 				     &l->rq_size);
 		if (ret)
 			return ret;
 	}
-	ret = vrnic_pin_dbrec(udata, ucmd.dbrec_addr, &qp->dbrec_page,
-			      &qp->dbrec_dma);
+	ret = vrnic_ib_pin_dbrec(udata, ucmd.dbrec_addr, &qp->dbrec_page,
+				 &qp->dbrec_dma);
 	if (ret)
 		return ret;
 	cmd->sq_base = cpu_to_le64(l->sq_dma);
@@ -204,8 +204,8 @@ static int vrnic_create_qp_user(struct vrnic_dev *vdev, struct vrnic_qp *qp,
 }
 
 /* A kernel QP: rings and doorbell record in coherent DMA memory. */
-static int vrnic_create_qp_kernel(struct vrnic_dev *vdev, struct vrnic_qp *qp,
-				  struct vrnic_admin_create_qp *cmd)
+static int vrnic_ib_create_qp_kernel(struct vrnic_dev *vdev, struct vrnic_qp *qp,
+				     struct vrnic_admin_create_qp *cmd)
 {
 	struct device *dev = &vdev->pdev->dev;
 
@@ -225,7 +225,7 @@ static int vrnic_create_qp_kernel(struct vrnic_dev *vdev, struct vrnic_qp *qp,
 }
 
 /* What the rings the device accepted hold, back into the caller's caps. */
-static void vrnic_qp_set_caps(struct vrnic_qp *qp, struct ib_qp_cap *cap)
+static void vrnic_ib_qp_set_caps(struct vrnic_qp *qp, struct ib_qp_cap *cap)
 {
 	u32 send_room = BIT(qp->sq_shift) - vrnic_send_wqe_data_off(qp->type);
 
@@ -244,7 +244,7 @@ static void vrnic_qp_set_caps(struct vrnic_qp *qp, struct ib_qp_cap *cap)
 }
 
 /* What the device was given: the provider posts by it. */
-static int vrnic_create_qp_resp(struct vrnic_qp *qp, struct ib_udata *udata)
+static int vrnic_ib_create_qp_resp(struct vrnic_qp *qp, struct ib_udata *udata)
 {
 	struct vrnic_create_qp_resp uresp = {
 		.qpn = qp->qpn,
@@ -263,10 +263,10 @@ static int vrnic_create_qp_resp(struct vrnic_qp *qp, struct ib_udata *udata)
 				min(sizeof(uresp), udata->outlen));
 }
 
-static void vrnic_qp_link_cqs(struct vrnic_qp *qp);
+static void vrnic_ib_qp_link_cqs(struct vrnic_qp *qp);
 
-int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
-		    struct ib_udata *udata)
+int vrnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		       struct ib_udata *udata)
 {
 	struct vrnic_dev *vdev = to_vdev(ibqp->device);
 	struct vrnic_qp *qp = to_vqp(ibqp);
@@ -282,15 +282,15 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	INIT_LIST_HEAD(&qp->send_cq_node);
 	INIT_LIST_HEAD(&qp->recv_cq_node);
 	if (init->qp_type == IB_QPT_XRC_TGT)
-		return vrnic_create_xrc_tgt(vdev, qp, init);
-	ret = vrnic_qp_init_geometry(qp, init, udata);
+		return vrnic_ib_create_xrc_tgt(vdev, qp, init);
+	ret = vrnic_ib_qp_init_geometry(qp, init, udata);
 	if (ret)
 		return ret;
 	spin_lock_init(&qp->sq_lock);
 	spin_lock_init(&qp->rq_lock);
 
 	c->type = qp->type;
-	c->uctx = cpu_to_le32(vrnic_uctx_of(udata));
+	c->uctx = cpu_to_le32(vrnic_ib_uctx_of(udata));
 	c->pdn = cpu_to_le32(to_vpd(ibqp->pd)->pdn);
 	c->send_cqn = cpu_to_le32(to_vcq(init->send_cq)->cqn);
 	if (init->recv_cq)
@@ -298,9 +298,9 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (init->srq)
 		c->srqn = cpu_to_le32(to_vsrq(init->srq)->srqn);
 	if (udata)
-		ret = vrnic_create_qp_user(vdev, qp, udata, c, &lists);
+		ret = vrnic_ib_create_qp_user(vdev, qp, udata, c, &lists);
 	else
-		ret = vrnic_create_qp_kernel(vdev, qp, c);
+		ret = vrnic_ib_create_qp_kernel(vdev, qp, c);
 	if (ret)
 		goto err_mem;
 	c->dbrec = cpu_to_le64(qp->dbrec_dma);
@@ -308,17 +308,17 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	c->rq_log_depth = qp->rq_log;
 	c->sq_wqe_shift = qp->sq_shift;
 	c->rq_wqe_shift = qp->rq_shift;
-	ret = vrnic_admin_exec(vdev, &cmd, &qpn);
-	vrnic_qp_lists_free(dev, &lists);
+	ret = vrnic_ib_admin_exec(vdev, &cmd, &qpn);
+	vrnic_ib_qp_lists_free(dev, &lists);
 	if (ret)
 		goto err_mem;
 
 	qp->qpn = qpn;
 	ibqp->qp_num = qpn;
 	qp->state = IB_QPS_RESET;
-	vrnic_qp_set_caps(qp, &init->cap);
+	vrnic_ib_qp_set_caps(qp, &init->cap);
 	if (udata) {
-		ret = vrnic_create_qp_resp(qp, udata);
+		ret = vrnic_ib_create_qp_resp(qp, udata);
 		if (ret)
 			goto err_destroy;
 	}
@@ -326,22 +326,22 @@ int vrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (ret)
 		goto err_destroy;
 	if (!udata)
-		vrnic_qp_link_cqs(qp);
+		vrnic_ib_qp_link_cqs(qp);
 	return 0;
 
 err_destroy:
 	vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_QP, qpn, "QP");
 err_mem:
-	vrnic_qp_lists_free(dev, &lists);
-	vrnic_qp_free_mem(vdev, qp);
+	vrnic_ib_qp_lists_free(dev, &lists);
+	vrnic_ib_qp_free_mem(vdev, qp);
 	return ret;
 }
 
 /*
  * A kernel QP joins its CQs' lists, which a dead device's poll_cq flushes
- * (vrnic_cq_flush()); each list under its CQ's lock.
+ * (vrnic_ib_cq_flush()); each list under its CQ's lock.
  */
-static void vrnic_qp_link_cqs(struct vrnic_qp *qp)
+static void vrnic_ib_qp_link_cqs(struct vrnic_qp *qp)
 {
 	struct ib_cq *scq = qp->ibqp.send_cq, *rcq = qp->ibqp.recv_cq;
 	unsigned long flags;
@@ -360,24 +360,24 @@ static void vrnic_qp_link_cqs(struct vrnic_qp *qp)
 
 /*
  * Purge qp's completions from its kernel CQs, one CQ lock at a time.  Lock
- * order: a CQ lock, then a QP's sq_lock or rq_lock (vrnic_qp_flush()).
+ * order: a CQ lock, then a QP's sq_lock or rq_lock (vrnic_ib_qp_flush()).
  */
-static void vrnic_qp_clean_cqs(struct vrnic_qp *qp)
+static void vrnic_ib_qp_clean_cqs(struct vrnic_qp *qp)
 {
 	struct ib_cq *scq = qp->ibqp.send_cq, *rcq = qp->ibqp.recv_cq;
 
 	if (scq)
-		vrnic_cq_clean(to_vcq(scq), qp->qpn);
+		vrnic_ib_cq_clean(to_vcq(scq), qp->qpn);
 	if (rcq && rcq != scq)
-		vrnic_cq_clean(to_vcq(rcq), qp->qpn);
+		vrnic_ib_cq_clean(to_vcq(rcq), qp->qpn);
 }
 
 /*
  * Destroy: leave the CQs' lists, each under its CQ's lock, so that no
  * poller of either CQ reaches qp once it is freed.  A QP taken through
- * RESET stays on them (vrnic_qp_restart() only purges).
+ * RESET stays on them (vrnic_ib_qp_restart() only purges).
  */
-static void vrnic_qp_unlink_cqs(struct vrnic_qp *qp)
+static void vrnic_ib_qp_unlink_cqs(struct vrnic_qp *qp)
 {
 	struct ib_cq *scq = qp->ibqp.send_cq, *rcq = qp->ibqp.recv_cq;
 	unsigned long flags;
@@ -394,7 +394,7 @@ static void vrnic_qp_unlink_cqs(struct vrnic_qp *qp)
 	}
 }
 
-int vrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+int vrnic_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct vrnic_dev *vdev = to_vdev(ibqp->device);
 	struct vrnic_qp *qp = to_vqp(ibqp);
@@ -409,13 +409,13 @@ int vrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	xa_erase_irq(&vdev->qp_xa, qp->qpn);
 	vrnic_pf_sync_events(vdev->pf, 0);	/* QP events: async EQ */
 	/* Out of the table and the CQs' lists: no poller holds qp. */
-	vrnic_qp_clean_cqs(qp);
-	vrnic_qp_unlink_cqs(qp);
-	vrnic_qp_free_mem(vdev, qp);
+	vrnic_ib_qp_clean_cqs(qp);
+	vrnic_ib_qp_unlink_cqs(qp);
+	vrnic_ib_qp_free_mem(vdev, qp);
 	return 0;
 }
 
-void vrnic_qp_completed(struct vrnic_qp *qp, bool send, u32 idx)
+void vrnic_ib_qp_completed(struct vrnic_qp *qp, bool send, u32 idx)
 {
 	if (send)
 		WRITE_ONCE(qp->sq_tail, idx + 1);
@@ -430,7 +430,7 @@ void vrnic_qp_completed(struct vrnic_qp *qp, bool send, u32 idx)
  * so that kernel ULPs' drains and teardowns end.  Every WQE keeps its
  * wr_id first.  Under the lock of the queue's CQ; how many were written.
  */
-int vrnic_qp_flush(struct vrnic_qp *qp, bool send, struct ib_wc *wc, int max)
+int vrnic_ib_qp_flush(struct vrnic_qp *qp, bool send, struct ib_wc *wc, int max)
 {
 	spinlock_t *lock = send ? &qp->sq_lock : &qp->rq_lock;
 	void *ring = send ? qp->sq : qp->rq;
@@ -458,7 +458,7 @@ int vrnic_qp_flush(struct vrnic_qp *qp, bool send, struct ib_wc *wc, int max)
 	return n;
 }
 
-static void vrnic_cq_kick(struct ib_cq *ibcq)
+static void vrnic_ib_cq_kick(struct ib_cq *ibcq)
 {
 	if (ibcq && ibcq->comp_handler && ibcq->poll_ctx != IB_POLL_DIRECT)
 		ibcq->comp_handler(ibcq, ibcq->cq_context);
@@ -472,7 +472,7 @@ static void vrnic_cq_kick(struct ib_cq *ibcq)
  * no QP found can be destroyed (and its CQs freed) meanwhile.  The owner
  * of an IB_POLL_DIRECT CQ polls it itself.
  */
-void vrnic_qp_kick_flush(struct work_struct *work)
+void vrnic_ib_qp_kick_flush(struct work_struct *work)
 {
 	struct vrnic_dev *vdev = container_of(work, struct vrnic_dev,
 					      flush_work);
@@ -482,9 +482,9 @@ void vrnic_qp_kick_flush(struct work_struct *work)
 	xa_lock_irq(&vdev->qp_xa);
 	xa_for_each(&vdev->qp_xa, qpn, qp) {
 		if (qp->sq && READ_ONCE(qp->sq_tail) != READ_ONCE(qp->sq_head))
-			vrnic_cq_kick(qp->ibqp.send_cq);
+			vrnic_ib_cq_kick(qp->ibqp.send_cq);
 		if (qp->rq && READ_ONCE(qp->rq_tail) != READ_ONCE(qp->rq_head))
-			vrnic_cq_kick(qp->ibqp.recv_cq);
+			vrnic_ib_cq_kick(qp->ibqp.recv_cq);
 	}
 	xa_unlock_irq(&vdev->qp_xa);
 }
@@ -497,12 +497,12 @@ void vrnic_qp_kick_flush(struct work_struct *work)
  * QP already taken back to RESET or INIT keeps its state: the event was
  * for its previous life.
  */
-void vrnic_qp_event(struct vrnic_dev *vdev, u32 qpn, enum ib_event_type type)
+void vrnic_ib_qp_event(struct vrnic_dev *vdev, u32 qpn, enum ib_event_type type)
 {
 	struct vrnic_qp *qp;
 	u8 state;
 
-	/* Under RCU, no lock: vrnic_destroy_qp() syncs with this handler. */
+	/* Under RCU, no lock: vrnic_ib_destroy_qp() syncs with this handler. */
 	qp = xa_load(&vdev->qp_xa, qpn);
 	if (qp && type == IB_EVENT_QP_FATAL) {
 		state = READ_ONCE(qp->state);
@@ -527,8 +527,8 @@ void vrnic_qp_event(struct vrnic_dev *vdev, u32 qpn, enum ib_event_type type)
 	IB_QP_RQ_PSN | IB_QP_MAX_QP_RD_ATOMIC | IB_QP_MIN_RNR_TIMER | \
 	IB_QP_SQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_DEST_QPN | IB_QP_QKEY)
 
-static int vrnic_qp_av(struct vrnic_qp *qp, struct ib_qp_attr *attr,
-		       int mask, struct vrnic_qp_attr *a)
+static int vrnic_ib_qp_av(struct vrnic_qp *qp, struct ib_qp_attr *attr,
+			  int mask, struct vrnic_qp_attr *a)
 {
 	const struct ib_global_route *grh = rdma_ah_read_grh(&attr->ah_attr);
 	const struct ib_gid_attr *sgid_attr = grh->sgid_attr;
@@ -555,11 +555,11 @@ static int vrnic_qp_av(struct vrnic_qp *qp, struct ib_qp_attr *attr,
  * otherwise move a tail after the restart), then start the rings and the
  * doorbell record again at zero.
  */
-static void vrnic_qp_restart(struct vrnic_qp *qp)
+static void vrnic_ib_qp_restart(struct vrnic_qp *qp)
 {
 	unsigned long flags;
 
-	vrnic_qp_clean_cqs(qp);
+	vrnic_ib_qp_clean_cqs(qp);
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	qp->sq_head = 0;
 	WRITE_ONCE(qp->sq_tail, 0);
@@ -623,7 +623,7 @@ static int __vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		vmask |= VRNIC_QP_ATTR_ACCESS;
 	}
 	if (mask & IB_QP_AV) {
-		ret = vrnic_qp_av(qp, attr, mask, a);
+		ret = vrnic_ib_qp_av(qp, attr, mask, a);
 		if (ret)
 			goto out;
 		vmask |= VRNIC_QP_ATTR_AV;
@@ -677,7 +677,7 @@ static int __vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	cmd.modify_qp.attr_addr = cpu_to_le64(a_dma);
 	cmd.modify_qp.qpn = cpu_to_le32(qp->qpn);
 	cmd.modify_qp.attr_mask = cpu_to_le32(vmask);
-	ret = vrnic_admin_exec(vdev, &cmd, NULL);
+	ret = vrnic_ib_admin_exec(vdev, &cmd, NULL);
 	/* A dead device has no QP left to ask: ERR and RESET are ours. */
 	if (ret == -ENODEV && READ_ONCE(vdev->dead) &&
 	    (next == IB_QPS_ERR || next == IB_QPS_RESET))
@@ -688,7 +688,7 @@ static int __vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		qp->attr = *a;
 		WRITE_ONCE(qp->state, next);
 		if (next == IB_QPS_RESET && cur != IB_QPS_RESET)
-			vrnic_qp_restart(qp);
+			vrnic_ib_qp_restart(qp);
 	}
 out:
 	vrnic_pf_cmd_buf_free(vdev->pf, a, a_dma);
@@ -699,13 +699,13 @@ out:
  * uverbs takes the QP shared for modify: two callers at once would race on
  * the state checked, qp->attr and the restart of the rings.
  */
-int vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
-		    struct ib_udata *udata)
+int vrnic_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		       struct ib_udata *udata)
 {
 	struct vrnic_qp *qp = to_vqp(ibqp);
 	int ret;
 
-	ret = vrnic_udata_no_req(udata);
+	ret = vrnic_ib_udata_no_req(udata);
 	if (ret)
 		return ret;
 	if (mask & ~VRNIC_QP_SUPPORTED_MASK)
@@ -722,8 +722,8 @@ struct vrnic_qp_hw {
 	dma_addr_t dma;
 };
 
-static int vrnic_qp_hw_query(struct vrnic_dev *vdev, u32 qpn,
-			     struct vrnic_qp_hw *hw)
+static int vrnic_ib_qp_hw_query(struct vrnic_dev *vdev, u32 qpn,
+				struct vrnic_qp_hw *hw)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_QUERY_QP };
 	int ret;
@@ -733,13 +733,13 @@ static int vrnic_qp_hw_query(struct vrnic_dev *vdev, u32 qpn,
 		return -ENOMEM;
 	cmd.query_qp.out_addr = cpu_to_le64(hw->dma);
 	cmd.query_qp.qpn = cpu_to_le32(qpn);
-	ret = vrnic_admin_exec(vdev, &cmd, NULL);
+	ret = vrnic_ib_admin_exec(vdev, &cmd, NULL);
 	if (ret)
 		vrnic_pf_cmd_buf_free(vdev->pf, hw->a, hw->dma);
 	return ret;
 }
 
-static void vrnic_qp_hw_put(struct vrnic_dev *vdev, struct vrnic_qp_hw *hw)
+static void vrnic_ib_qp_hw_put(struct vrnic_dev *vdev, struct vrnic_qp_hw *hw)
 {
 	vrnic_pf_cmd_buf_free(vdev->pf, hw->a, hw->dma);
 }
@@ -749,7 +749,7 @@ static const char *const vrnic_qp_state_name[] = {
 };
 
 /* rdma res show qp -dd: what the device holds for the QP. */
-int vrnic_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
+int vrnic_ib_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 {
 	struct vrnic_dev *vdev = to_vdev(ibqp->device);
 	struct vrnic_qp *qp = to_vqp(ibqp);
@@ -758,7 +758,7 @@ int vrnic_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 	struct vrnic_qp_attr *a;
 	int ret;
 
-	ret = vrnic_qp_hw_query(vdev, qp->qpn, &hw);
+	ret = vrnic_ib_qp_hw_query(vdev, qp->qpn, &hw);
 	if (ret)
 		return ret;
 	a = hw.a;
@@ -788,7 +788,7 @@ int vrnic_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 	} else {
 		nla_nest_end(msg, table);
 	}
-	vrnic_qp_hw_put(vdev, &hw);
+	vrnic_ib_qp_hw_put(vdev, &hw);
 	return ret;
 }
 
@@ -796,14 +796,14 @@ int vrnic_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
  * A connected QP's address vector, as modify_qp gave it to the device
  * (sgid_attr stays NULL: ib_core does not take a reference for a query).
  */
-static void vrnic_qp_read_av(struct vrnic_qp *qp, u8 state,
-			     struct rdma_ah_attr *ah)
+static void vrnic_ib_qp_read_av(struct vrnic_qp *qp, u8 state,
+				struct rdma_ah_attr *ah)
 {
 	const struct vrnic_qp_attr *a = &qp->attr;
 	union ib_gid dgid;
 
 	/* A path is given on the way to RTR; RESET forgets it. */
-	if (vrnic_qp_is_ud(qp) || state == IB_QPS_RESET ||
+	if (vrnic_ib_qp_is_ud(qp) || state == IB_QPS_RESET ||
 	    state == IB_QPS_INIT || !memchr_inv(a->dgid, 0, sizeof(a->dgid)))
 		return;
 	memcpy(dgid.raw, a->dgid, sizeof(dgid.raw));
@@ -814,8 +814,8 @@ static void vrnic_qp_read_av(struct vrnic_qp *qp, u8 state,
 	memcpy(ah->roce.dmac, a->dmac, ETH_ALEN);
 }
 
-int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
-		   struct ib_qp_init_attr *init_attr)
+int vrnic_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		      struct ib_qp_init_attr *init_attr)
 {
 	struct vrnic_dev *vdev = to_vdev(ibqp->device);
 	struct vrnic_qp *qp = to_vqp(ibqp);
@@ -823,7 +823,7 @@ int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	struct vrnic_qp_attr *a;
 	int ret;
 
-	ret = vrnic_qp_hw_query(vdev, qp->qpn, &hw);
+	ret = vrnic_ib_qp_hw_query(vdev, qp->qpn, &hw);
 	if (ret)
 		return ret;
 	a = hw.a;
@@ -835,7 +835,7 @@ int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->cur_qp_state = a->state;
 	attr->path_mtu = a->path_mtu ? a->path_mtu : IB_MTU_1024;
 	attr->path_mig_state = IB_MIG_MIGRATED;
-	attr->qp_access_flags = vrnic_to_ib_access(le32_to_cpu(a->access));
+	attr->qp_access_flags = vrnic_ib_to_ib_access(le32_to_cpu(a->access));
 	attr->timeout = a->timeout;
 	attr->retry_cnt = a->retry_cnt;
 	attr->rnr_retry = a->rnr_retry;
@@ -848,7 +848,7 @@ int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->qkey = le32_to_cpu(a->qkey);
 	attr->port_num = 1;
 	mutex_lock(&qp->state_lock);
-	vrnic_qp_read_av(qp, a->state, &attr->ah_attr);
+	vrnic_ib_qp_read_av(qp, a->state, &attr->ah_attr);
 	mutex_unlock(&qp->state_lock);
 	attr->cap.max_send_wr = BIT(qp->sq_log);
 	attr->cap.max_recv_wr = qp->no_rq ? 0 : BIT(qp->rq_log);
@@ -858,13 +858,13 @@ int vrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	init_attr->cap = attr->cap;
 	init_attr->qp_type = ibqp->qp_type;
 	init_attr->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
-	vrnic_qp_hw_put(vdev, &hw);
+	vrnic_ib_qp_hw_put(vdev, &hw);
 	return 0;
 }
 
 /* ----------------------------------------------- kernel QP data path */
 
-static int vrnic_wr_opcode(enum ib_wr_opcode op)
+static int vrnic_ib_wr_opcode(enum ib_wr_opcode op)
 {
 	switch (op) {
 	case IB_WR_SEND:
@@ -897,7 +897,7 @@ static int vrnic_wr_opcode(enum ib_wr_opcode op)
 	}
 }
 
-static u8 vrnic_wqe_flags(struct vrnic_qp *qp, const struct ib_send_wr *wr)
+static u8 vrnic_ib_wqe_flags(struct vrnic_qp *qp, const struct ib_send_wr *wr)
 {
 	u8 flags = 0;
 
@@ -911,8 +911,8 @@ static u8 vrnic_wqe_flags(struct vrnic_qp *qp, const struct ib_send_wr *wr)
 }
 
 /* IB_WR_REG_MR: hand the page list map_mr_sg built to the device. */
-static int vrnic_build_reg_mr(struct vrnic_qp *qp, const struct ib_reg_wr *wr,
-			      void *slot)
+static int vrnic_ib_build_reg_mr(struct vrnic_qp *qp, const struct ib_reg_wr *wr,
+				 void *slot)
 {
 	struct vrnic_mr *mr = container_of(wr->mr, struct vrnic_mr, ibmr);
 	struct vrnic_reg_mr_wqe *w = slot;
@@ -924,7 +924,7 @@ static int vrnic_build_reg_mr(struct vrnic_qp *qp, const struct ib_reg_wr *wr,
 	memset(w, 0, sizeof(*w));
 	w->wr_id = cpu_to_le64(wr->wr.wr_id);
 	w->opcode = VRNIC_WR_REG_MR;
-	w->flags = vrnic_wqe_flags(qp, &wr->wr);
+	w->flags = vrnic_ib_wqe_flags(qp, &wr->wr);
 	w->page_shift = ilog2(wr->mr->page_size);
 	w->access = cpu_to_le32(vrnic_ib_access(wr->access));
 	w->iova = cpu_to_le64(wr->mr->iova);
@@ -935,20 +935,20 @@ static int vrnic_build_reg_mr(struct vrnic_qp *qp, const struct ib_reg_wr *wr,
 	return 0;
 }
 
-static int vrnic_build_send(struct vrnic_qp *qp, const struct ib_send_wr *wr,
-			    void *slot)
+static int vrnic_ib_build_send(struct vrnic_qp *qp, const struct ib_send_wr *wr,
+			       void *slot)
 {
 	struct vrnic_send_wqe *w = slot;
 	void *data = slot + vrnic_send_wqe_data_off(qp->type);
 	struct vrnic_sge *sge = data;
-	int op = vrnic_wr_opcode(wr->opcode);
+	int op = vrnic_ib_wr_opcode(wr->opcode);
 	int i;
 
 	if (op < 0)
 		return op;
 	if (op == VRNIC_WR_REG_MR)
-		return vrnic_build_reg_mr(qp, reg_wr(wr), slot);
-	if (vrnic_qp_is_ud(qp)) {
+		return vrnic_ib_build_reg_mr(qp, reg_wr(wr), slot);
+	if (vrnic_ib_qp_is_ud(qp)) {
 		const struct ib_ud_wr *ud = ud_wr(wr);
 		struct vrnic_ud_av *av = slot + sizeof(*w);
 
@@ -961,7 +961,7 @@ static int vrnic_build_send(struct vrnic_qp *qp, const struct ib_send_wr *wr,
 	memset(w, 0, sizeof(*w));
 	w->wr_id = cpu_to_le64(wr->wr_id);
 	w->opcode = op;
-	w->flags = vrnic_wqe_flags(qp, wr);
+	w->flags = vrnic_ib_wqe_flags(qp, wr);
 	if (wr->opcode == IB_WR_SEND_WITH_IMM ||
 	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
 		w->imm_data = (__force __le32)wr->ex.imm_data;
@@ -1015,8 +1015,8 @@ static int vrnic_build_send(struct vrnic_qp *qp, const struct ib_send_wr *wr,
 	return 0;
 }
 
-int vrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
-		    const struct ib_send_wr **bad_wr)
+int vrnic_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		       const struct ib_send_wr **bad_wr)
 {
 	struct vrnic_dev *vdev = to_vdev(ibqp->device);
 	struct vrnic_qp *qp = to_vqp(ibqp);
@@ -1035,7 +1035,7 @@ int vrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		}
 		slot = qp->sq + ((qp->sq_head & (BIT(qp->sq_log) - 1)) <<
 				 qp->sq_shift);
-		ret = vrnic_build_send(qp, wr, slot);
+		ret = vrnic_ib_build_send(qp, wr, slot);
 		if (ret)
 			break;
 		qp->sq_head++;
@@ -1045,7 +1045,7 @@ int vrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	/* WQEs before the producer index, the index before the doorbell. */
 	dma_wmb();
 	qp->dbrec->sq_pi = cpu_to_le32(qp->sq_head);
-	vrnic_db(vdev, VRNIC_DB_SQ, qp->qpn);
+	vrnic_ib_db(vdev, VRNIC_DB_SQ, qp->qpn);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 	/* Dead: only a software flush completes it (a ULP's drain WR). */
 	if (unlikely(READ_ONCE(vdev->dead)))
@@ -1054,7 +1054,7 @@ int vrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 }
 
 /* Write one receive WQE (RQ and SRQ layout) into its ring slot. */
-void vrnic_fill_recv_wqe(void *slot, const struct ib_recv_wr *wr)
+void vrnic_ib_fill_recv_wqe(void *slot, const struct ib_recv_wr *wr)
 {
 	struct vrnic_recv_wqe *w = slot;
 	struct vrnic_sge *sge = slot + sizeof(*w);
@@ -1070,8 +1070,8 @@ void vrnic_fill_recv_wqe(void *slot, const struct ib_recv_wr *wr)
 	}
 }
 
-int vrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
-		    const struct ib_recv_wr **bad_wr)
+int vrnic_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr)
 {
 	struct vrnic_dev *vdev = to_vdev(ibqp->device);
 	struct vrnic_qp *qp = to_vqp(ibqp);
@@ -1087,7 +1087,7 @@ int vrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			ret = wr->num_sge > qp->max_recv_sge ? -EINVAL : -ENOMEM;
 			break;
 		}
-		vrnic_fill_recv_wqe(qp->rq + ((qp->rq_head & (BIT(qp->rq_log) - 1))
+		vrnic_ib_fill_recv_wqe(qp->rq + ((qp->rq_head & (BIT(qp->rq_log) - 1))
 					      << qp->rq_shift), wr);
 		qp->rq_head++;
 	}
@@ -1095,7 +1095,7 @@ int vrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		*bad_wr = wr;
 	dma_wmb();
 	qp->dbrec->rq_pi = cpu_to_le32(qp->rq_head);
-	vrnic_db(vdev, VRNIC_DB_RQ, qp->qpn);
+	vrnic_ib_db(vdev, VRNIC_DB_RQ, qp->qpn);
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 	if (unlikely(READ_ONCE(vdev->dead)))
 		schedule_work(&vdev->flush_work);

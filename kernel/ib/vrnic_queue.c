@@ -12,8 +12,8 @@
  * The 4 KiB DMA blocks of a umem as a le64 list in coherent memory, for a
  * device that copies it during the admin command.
  */
-int vrnic_umem_page_list(struct vrnic_dev *vdev, struct ib_umem *umem,
-			 __le64 **list, dma_addr_t *list_dma, size_t *list_size)
+int vrnic_ib_umem_page_list(struct vrnic_dev *vdev, struct ib_umem *umem,
+			    __le64 **list, dma_addr_t *list_dma, size_t *list_size)
 {
 	size_t n = ib_umem_num_dma_blocks(umem, SZ_4K), i = 0;
 	struct ib_block_iter biter;
@@ -34,8 +34,8 @@ int vrnic_umem_page_list(struct vrnic_dev *vdev, struct ib_umem *umem,
 }
 
 /* Pin a user ring and build the page list the device copies. */
-int vrnic_ring_pin(struct vrnic_dev *vdev, u64 addr, size_t size,
-		   struct ib_umem **umem, __le64 **list, dma_addr_t *dma,
+int vrnic_ib_ring_pin(struct vrnic_dev *vdev, u64 addr, size_t size,
+		      struct ib_umem **umem, __le64 **list, dma_addr_t *dma,
 		   size_t *list_size)
 {
 	if (addr & (SZ_4K - 1))
@@ -47,7 +47,7 @@ int vrnic_ring_pin(struct vrnic_dev *vdev, u64 addr, size_t size,
 		*umem = NULL;
 		return ret;
 	}
-	return vrnic_umem_page_list(vdev, *umem, list, dma, list_size);
+	return vrnic_ib_umem_page_list(vdev, *umem, list, dma, list_size);
 }
 
 /*
@@ -55,8 +55,8 @@ int vrnic_ring_pin(struct vrnic_dev *vdev, u64 addr, size_t size,
  * on it when an object of the same context already pinned it (mlx5's
  * mlx5_ib_db_map_user); *dma is the record's bus address.
  */
-int vrnic_pin_dbrec(struct ib_udata *udata, u64 addr,
-		    struct vrnic_dbrec_page **pagep, dma_addr_t *dma)
+int vrnic_ib_pin_dbrec(struct ib_udata *udata, u64 addr,
+		       struct vrnic_dbrec_page **pagep, dma_addr_t *dma)
 {
 	struct vrnic_ucontext *uctx =
 		rdma_udata_to_drv_context(udata, struct vrnic_ucontext,
@@ -107,7 +107,7 @@ out:
 }
 
 /* Drop an object's reference on its doorbell record page (NULL: none). */
-void vrnic_unpin_dbrec(struct vrnic_dbrec_page *page)
+void vrnic_ib_unpin_dbrec(struct vrnic_dbrec_page *page)
 {
 	struct vrnic_ucontext *uctx;
 

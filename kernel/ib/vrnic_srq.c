@@ -12,7 +12,7 @@
 #include "vrnic.h"
 #include "vrnic-abi.h"
 
-static void vrnic_srq_free_mem(struct vrnic_dev *vdev, struct vrnic_srq *srq)
+static void vrnic_ib_srq_free_mem(struct vrnic_dev *vdev, struct vrnic_srq *srq)
 {
 	struct device *dev = &vdev->pdev->dev;
 
@@ -23,25 +23,25 @@ static void vrnic_srq_free_mem(struct vrnic_dev *vdev, struct vrnic_srq *srq)
 		dma_free_coherent(dev, sizeof(*srq->dbrec), srq->dbrec,
 				  srq->dbrec_dma);
 	ib_umem_release(srq->umem);
-	vrnic_unpin_dbrec(srq->dbrec_page);
+	vrnic_ib_unpin_dbrec(srq->dbrec_page);
 }
 
-static int vrnic_srq_arm(struct vrnic_dev *vdev, struct vrnic_srq *srq,
-			 u32 limit)
+static int vrnic_ib_srq_arm(struct vrnic_dev *vdev, struct vrnic_srq *srq,
+			    u32 limit)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_MODIFY_SRQ };
 	int ret;
 
 	cmd.modify_srq.srqn = cpu_to_le32(srq->srqn);
 	cmd.modify_srq.limit = cpu_to_le32(limit);
-	ret = vrnic_admin_exec(vdev, &cmd, NULL);
+	ret = vrnic_ib_admin_exec(vdev, &cmd, NULL);
 	if (!ret)
 		srq->limit = limit;
 	return ret;
 }
 
-int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
-		     struct ib_udata *udata)
+int vrnic_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+			struct ib_udata *udata)
 {
 	struct vrnic_dev *vdev = to_vdev(ibsrq->device);
 	struct vrnic_srq *srq = to_vsrq(ibsrq);
@@ -64,7 +64,7 @@ int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 						 max(attr->max_sge, 1U) *
 						 sizeof(struct vrnic_sge)));
 	spin_lock_init(&srq->lock);
-	cmd.create_srq.uctx = cpu_to_le32(vrnic_uctx_of(udata));
+	cmd.create_srq.uctx = cpu_to_le32(vrnic_ib_uctx_of(udata));
 	cmd.create_srq.pdn = cpu_to_le32(to_vpd(ibsrq->pd)->pdn);
 	if (init->srq_type == IB_SRQT_XRC) {
 		/* Its receives complete on its own CQ, whatever QP they came by. */
@@ -77,7 +77,7 @@ int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (udata) {
 		struct vrnic_create_srq_cmd ucmd = {};
 
-		ret = vrnic_udata_req(udata, &ucmd, sizeof(ucmd));
+		ret = vrnic_ib_udata_req(udata, &ucmd, sizeof(ucmd));
 		if (ret)
 			return ret;
 		if (ucmd.log_depth < srq->log || ucmd.wqe_shift < srq->shift ||
@@ -85,13 +85,13 @@ int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 			return -EINVAL;
 		srq->log = ucmd.log_depth;
 		srq->shift = ucmd.wqe_shift;
-		ret = vrnic_ring_pin(vdev, ucmd.buf_addr,
-				     1UL << (srq->log + srq->shift), &srq->umem,
+		ret = vrnic_ib_ring_pin(vdev, ucmd.buf_addr,
+					1UL << (srq->log + srq->shift), &srq->umem,
 				     &list, &list_dma, &list_size);
 		if (ret)
 			goto err_mem;
-		ret = vrnic_pin_dbrec(udata, ucmd.dbrec_addr, &srq->dbrec_page,
-				      &srq->dbrec_dma);
+		ret = vrnic_ib_pin_dbrec(udata, ucmd.dbrec_addr, &srq->dbrec_page,
+					 &srq->dbrec_dma);
 		if (ret)
 			goto err_mem;
 		cmd.create_srq.base = cpu_to_le64(list_dma);
@@ -110,7 +110,7 @@ int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	cmd.create_srq.dbrec = cpu_to_le64(srq->dbrec_dma);
 	cmd.create_srq.log_depth = srq->log;
 	cmd.create_srq.wqe_shift = srq->shift;
-	ret = vrnic_admin_exec(vdev, &cmd, &srqn);
+	ret = vrnic_ib_admin_exec(vdev, &cmd, &srqn);
 	if (list)
 		dma_free_coherent(dev, list_size, list, list_dma);
 	list = NULL;
@@ -138,7 +138,7 @@ int vrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 			goto err_destroy;
 	}
 	if (attr->srq_limit) {
-		ret = vrnic_srq_arm(vdev, srq, attr->srq_limit);
+		ret = vrnic_ib_srq_arm(vdev, srq, attr->srq_limit);
 		if (ret)
 			goto err_destroy;
 	}
@@ -152,17 +152,17 @@ err_destroy:
 err_mem:
 	if (list)
 		dma_free_coherent(dev, list_size, list, list_dma);
-	vrnic_srq_free_mem(vdev, srq);
+	vrnic_ib_srq_free_mem(vdev, srq);
 	return ret;
 }
 
-int vrnic_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
-		     enum ib_srq_attr_mask mask, struct ib_udata *udata)
+int vrnic_ib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+			enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
 	struct vrnic_srq *srq = to_vsrq(ibsrq);
 	int ret;
 
-	ret = vrnic_udata_no_req(udata);
+	ret = vrnic_ib_udata_no_req(udata);
 	if (ret)
 		return ret;
 	if (mask & IB_SRQ_MAX_WR)
@@ -171,10 +171,10 @@ int vrnic_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		return 0;
 	if (attr->srq_limit > BIT(srq->log))
 		return -EINVAL;
-	return vrnic_srq_arm(to_vdev(ibsrq->device), srq, attr->srq_limit);
+	return vrnic_ib_srq_arm(to_vdev(ibsrq->device), srq, attr->srq_limit);
 }
 
-int vrnic_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
+int vrnic_ib_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 {
 	struct vrnic_srq *srq = to_vsrq(ibsrq);
 
@@ -184,7 +184,7 @@ int vrnic_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 	return 0;
 }
 
-int vrnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
+int vrnic_ib_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
 	struct vrnic_dev *vdev = to_vdev(ibsrq->device);
 	struct vrnic_srq *srq = to_vsrq(ibsrq);
@@ -193,12 +193,12 @@ int vrnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	vrnic_pf_destroy(vdev->pf, VRNIC_ADMIN_DESTROY_SRQ, srq->srqn, "SRQ");
 	xa_erase_irq(&vdev->srq_xa, srq->srqn);
 	vrnic_pf_sync_events(vdev->pf, 0);	/* SRQ events: async EQ */
-	vrnic_srq_free_mem(vdev, srq);
+	vrnic_ib_srq_free_mem(vdev, srq);
 	return 0;
 }
 
-int vrnic_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
-			const struct ib_recv_wr **bad_wr)
+int vrnic_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			   const struct ib_recv_wr **bad_wr)
 {
 	struct vrnic_srq *srq = to_vsrq(ibsrq);
 	unsigned long flags;
@@ -214,7 +214,7 @@ int vrnic_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			ret = wr->num_sge > srq->max_sge ? -EINVAL : -ENOMEM;
 			break;
 		}
-		vrnic_fill_recv_wqe(srq->ring + ((srq->head & (BIT(srq->log) - 1))
+		vrnic_ib_fill_recv_wqe(srq->ring + ((srq->head & (BIT(srq->log) - 1))
 						 << srq->shift), wr);
 		srq->head++;
 	}
@@ -227,11 +227,11 @@ int vrnic_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 }
 
 /* Called from the async EQ handler. */
-void vrnic_srq_event(struct vrnic_dev *vdev, u32 srqn)
+void vrnic_ib_srq_event(struct vrnic_dev *vdev, u32 srqn)
 {
 	struct vrnic_srq *srq;
 
-	/* Under RCU, no lock: vrnic_destroy_srq() syncs with this handler. */
+	/* Under RCU, no lock: vrnic_ib_destroy_srq() syncs with this handler. */
 	srq = xa_load(&vdev->srq_xa, srqn);
 	if (srq) {
 		srq->limit = 0;		/* the device disarmed it */

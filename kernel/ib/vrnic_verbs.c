@@ -18,13 +18,13 @@
  * A device-reported limit as ib_device_attr's int: never negative, and
  * never more than this driver accepts (cap).
  */
-static int vrnic_attr_int(__le32 v, u32 cap)
+static int vrnic_ib_attr_int(__le32 v, u32 cap)
 {
 	return min3(le32_to_cpu(v), cap, (u32)INT_MAX);
 }
 
-static int vrnic_query_device(struct ib_device *ibdev,
-			      struct ib_device_attr *attr,
+static int vrnic_ib_query_device(struct ib_device *ibdev,
+				 struct ib_device_attr *attr,
 			      struct ib_udata *udata)
 {
 	struct vrnic_dev *vdev = to_vdev(ibdev);
@@ -40,20 +40,20 @@ static int vrnic_query_device(struct ib_device *ibdev,
 	attr->vendor_id = vdev->pdev->vendor;
 	attr->vendor_part_id = vdev->pdev->device;
 	attr->hw_ver = vdev->pdev->revision;
-	attr->max_qp = vrnic_attr_int(a->max_qp, INT_MAX);
-	attr->max_qp_wr = vrnic_attr_int(a->max_qp_wr,
-					 1U << VRNIC_MAX_WQ_LOG_DEPTH);
-	attr->max_send_sge = vrnic_attr_int(a->max_sge, VRNIC_MAX_SGE);
-	attr->max_recv_sge = vrnic_attr_int(a->max_sge, VRNIC_MAX_SGE);
-	attr->max_sge_rd = vrnic_attr_int(a->max_sge, VRNIC_MAX_SGE);
-	attr->max_cq = vrnic_attr_int(a->max_cq, INT_MAX);
-	attr->max_cqe = vrnic_attr_int(a->max_cqe,
-				       1U << VRNIC_MAX_CQ_LOG_DEPTH);
-	attr->max_mr = vrnic_attr_int(a->max_mr, INT_MAX);
+	attr->max_qp = vrnic_ib_attr_int(a->max_qp, INT_MAX);
+	attr->max_qp_wr = vrnic_ib_attr_int(a->max_qp_wr,
+					    1U << VRNIC_MAX_WQ_LOG_DEPTH);
+	attr->max_send_sge = vrnic_ib_attr_int(a->max_sge, VRNIC_MAX_SGE);
+	attr->max_recv_sge = vrnic_ib_attr_int(a->max_sge, VRNIC_MAX_SGE);
+	attr->max_sge_rd = vrnic_ib_attr_int(a->max_sge, VRNIC_MAX_SGE);
+	attr->max_cq = vrnic_ib_attr_int(a->max_cq, INT_MAX);
+	attr->max_cqe = vrnic_ib_attr_int(a->max_cqe,
+					  1U << VRNIC_MAX_CQ_LOG_DEPTH);
+	attr->max_mr = vrnic_ib_attr_int(a->max_mr, INT_MAX);
 	attr->max_mw = attr->max_mr;	/* one table for both */
-	attr->max_pd = vrnic_attr_int(a->max_pd, INT_MAX);
-	attr->max_qp_rd_atom = vrnic_attr_int(a->max_qp_rd_atom,
-					      VRNIC_MAX_RD_ATOMIC);
+	attr->max_pd = vrnic_ib_attr_int(a->max_pd, INT_MAX);
+	attr->max_qp_rd_atom = vrnic_ib_attr_int(a->max_qp_rd_atom,
+						 VRNIC_MAX_RD_ATOMIC);
 	attr->max_qp_init_rd_atom = attr->max_qp_rd_atom;
 	if (check_mul_overflow(attr->max_qp, attr->max_qp_rd_atom,
 			       &attr->max_res_rd_atom))
@@ -70,12 +70,12 @@ static int vrnic_query_device(struct ib_device *ibdev,
 	attr->max_fast_reg_page_list_len = VRNIC_MAX_FAST_REG_PAGES;
 	attr->max_pkeys = 1;
 	attr->max_ah = INT_MAX;		/* AHs live in host memory only */
-	attr->max_srq = vrnic_attr_int(a->max_srq, INT_MAX);
+	attr->max_srq = vrnic_ib_attr_int(a->max_srq, INT_MAX);
 	attr->max_srq_wr = attr->max_qp_wr;
 	attr->max_srq_sge = attr->max_recv_sge;
 	/* One device-wide table of (GID, QP) pairs. */
-	attr->max_total_mcast_qp_attach = vrnic_attr_int(a->max_mcast_attach,
-							 INT_MAX);
+	attr->max_total_mcast_qp_attach = vrnic_ib_attr_int(a->max_mcast_attach,
+							    INT_MAX);
 	attr->max_mcast_grp = attr->max_total_mcast_qp_attach;
 	attr->max_mcast_qp_attach = attr->max_total_mcast_qp_attach;
 	/*
@@ -88,12 +88,12 @@ static int vrnic_query_device(struct ib_device *ibdev,
 	return 0;
 }
 
-static int vrnic_query_port(struct ib_device *ibdev, u32 port,
-			    struct ib_port_attr *attr)
+static int vrnic_ib_query_port(struct ib_device *ibdev, u32 port,
+			       struct ib_port_attr *attr)
 {
 	struct vrnic_dev *vdev = to_vdev(ibdev);
 	struct net_device *ndev = vdev->netdev;
-	bool active = vrnic_port_state(vdev);
+	bool active = vrnic_ib_port_state(vdev);
 
 	/* ib_core zeroes *attr before calling us. */
 	attr->state = active ? IB_PORT_ACTIVE : IB_PORT_DOWN;
@@ -113,8 +113,8 @@ static int vrnic_query_port(struct ib_device *ibdev, u32 port,
 	return 0;
 }
 
-static int vrnic_get_port_immutable(struct ib_device *ibdev, u32 port,
-				    struct ib_port_immutable *immutable)
+static int vrnic_ib_get_port_immutable(struct ib_device *ibdev, u32 port,
+				       struct ib_port_immutable *immutable)
 {
 	struct ib_port_attr attr;
 	int ret;
@@ -129,14 +129,14 @@ static int vrnic_get_port_immutable(struct ib_device *ibdev, u32 port,
 	return 0;
 }
 
-static enum rdma_link_layer vrnic_get_link_layer(struct ib_device *ibdev,
-						 u32 port)
+static enum rdma_link_layer vrnic_ib_get_link_layer(struct ib_device *ibdev,
+						    u32 port)
 {
 	return IB_LINK_LAYER_ETHERNET;
 }
 
-static int vrnic_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
-			    u16 *pkey)
+static int vrnic_ib_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
+			       u16 *pkey)
 {
 	if (index > 0)
 		return -EINVAL;
@@ -144,9 +144,9 @@ static int vrnic_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
 	return 0;
 }
 
-/* Completion vector v is served by EQ 1 + v (vrnic_create_cq()). */
-static const struct cpumask *vrnic_get_vector_affinity(struct ib_device *ibdev,
-						       int comp_vector)
+/* Completion vector v is served by EQ 1 + v (vrnic_ib_create_cq()). */
+static const struct cpumask *vrnic_ib_get_vector_affinity(struct ib_device *ibdev,
+							  int comp_vector)
 {
 	struct vrnic_dev *vdev = to_vdev(ibdev);
 
@@ -156,7 +156,7 @@ static const struct cpumask *vrnic_get_vector_affinity(struct ib_device *ibdev,
 }
 
 /* sysfs fw_ver: the device's firmware version, as QUERY_DEVICE gave it. */
-static void vrnic_get_dev_fw_str(struct ib_device *ibdev, char *str)
+static void vrnic_ib_get_dev_fw_str(struct ib_device *ibdev, char *str)
 {
 	struct vrnic_dev *vdev = to_vdev(ibdev);
 
@@ -177,8 +177,8 @@ void vrnic_ib_port_event(struct vrnic_dev *vdev, bool up)
 
 /* ---------------------------------------------------- user contexts --- */
 
-static int vrnic_alloc_ucontext(struct ib_ucontext *ibuctx,
-				struct ib_udata *udata)
+static int vrnic_ib_alloc_ucontext(struct ib_ucontext *ibuctx,
+				   struct ib_udata *udata)
 {
 	struct vrnic_ucontext *uctx =
 		container_of(ibuctx, struct vrnic_ucontext, ibucontext);
@@ -191,7 +191,7 @@ static int vrnic_alloc_ucontext(struct ib_ucontext *ibuctx,
 	int ret;
 
 	/* No request bit is defined yet: a provider asking for one is newer. */
-	ret = vrnic_udata_req(udata, &req, sizeof(req));
+	ret = vrnic_ib_udata_req(udata, &req, sizeof(req));
 	if (ret)
 		return ret;
 	if (req.comp_mask & ~VRNIC_ALLOC_UCTX_REQ_MASK_ALL)
@@ -202,7 +202,7 @@ static int vrnic_alloc_ucontext(struct ib_ucontext *ibuctx,
 	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
 	if (!entry)
 		return -ENOMEM;
-	ret = vrnic_admin_exec(vdev, &cmd, &page);
+	ret = vrnic_ib_admin_exec(vdev, &cmd, &page);
 	if (ret)
 		goto err_free;
 	if (page == 0 || page >= VRNIC_NUM_DB_PAGES) {
@@ -240,7 +240,7 @@ err_free:
 	return ret;
 }
 
-static void vrnic_dealloc_ucontext(struct ib_ucontext *ibuctx)
+static void vrnic_ib_dealloc_ucontext(struct ib_ucontext *ibuctx)
 {
 	struct vrnic_ucontext *uctx =
 		container_of(ibuctx, struct vrnic_ucontext, ibucontext);
@@ -251,7 +251,7 @@ static void vrnic_dealloc_ucontext(struct ib_ucontext *ibuctx)
 	rdma_user_mmap_entry_remove(uctx->db_entry);
 }
 
-static int vrnic_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma)
+static int vrnic_ib_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma)
 {
 	struct rdma_user_mmap_entry *rentry;
 	struct vrnic_user_mmap_entry *entry;
@@ -276,7 +276,7 @@ static int vrnic_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma)
  * left, so a page is never handed to a new context while an old process
  * can still ring it.
  */
-static void vrnic_mmap_free(struct rdma_user_mmap_entry *rentry)
+static void vrnic_ib_mmap_free(struct rdma_user_mmap_entry *rentry)
 {
 	struct vrnic_user_mmap_entry *entry =
 		container_of(rentry, struct vrnic_user_mmap_entry, rdma_entry);
@@ -296,38 +296,38 @@ static void vrnic_mmap_free(struct rdma_user_mmap_entry *rentry)
  * device: its rings and CQ buffers are its own memory.  Having the op lets
  * ib_unregister_device return without waiting for the process to exit.
  */
-static void vrnic_disassociate_ucontext(struct ib_ucontext *ibuctx)
+static void vrnic_ib_disassociate_ucontext(struct ib_ucontext *ibuctx)
 {
 }
 
 /* ------------------------------------------------------------- PDs --- */
 
-static int vrnic_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+static int vrnic_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_CREATE_PD };
 	int ret;
 
-	ret = vrnic_udata_no_req(udata);
+	ret = vrnic_ib_udata_no_req(udata);
 	if (ret)
 		return ret;
-	cmd.create_pd.uctx = cpu_to_le32(vrnic_uctx_of(udata));
-	return vrnic_admin_exec(to_vdev(ibpd->device), &cmd,
+	cmd.create_pd.uctx = cpu_to_le32(vrnic_ib_uctx_of(udata));
+	return vrnic_ib_admin_exec(to_vdev(ibpd->device), &cmd,
 				&to_vpd(ibpd)->pdn);
 }
 
-int vrnic_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+int vrnic_ib_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_ALLOC_XRCD };
 	int ret;
 
-	ret = vrnic_udata_no_req(udata);
+	ret = vrnic_ib_udata_no_req(udata);
 	if (ret)
 		return ret;
-	return vrnic_admin_exec(to_vdev(ibxrcd->device), &cmd,
+	return vrnic_ib_admin_exec(to_vdev(ibxrcd->device), &cmd,
 				&to_vxrcd(ibxrcd)->xrcdn);
 }
 
-int vrnic_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+int vrnic_ib_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 {
 	/* A refusal quiesces the function (vrnic_pf_destroy()). */
 	vrnic_pf_destroy(to_vdev(ibxrcd->device)->pf, VRNIC_ADMIN_DEALLOC_XRCD,
@@ -335,7 +335,7 @@ int vrnic_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 	return 0;
 }
 
-static int vrnic_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+static int vrnic_ib_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	/* A refusal quiesces the function (vrnic_pf_destroy()). */
 	vrnic_pf_destroy(to_vdev(ibpd->device)->pf, VRNIC_ADMIN_DESTROY_PD,
@@ -349,8 +349,8 @@ static int vrnic_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
  * AHs are not device objects: the address vector lives here and goes into
  * every UD WQE.  Never sleeps (no RDMA_CREATE_AH_SLEEPABLE needed).
  */
-static int vrnic_create_ah(struct ib_ah *ibah,
-			   struct rdma_ah_init_attr *init_attr,
+static int vrnic_ib_create_ah(struct ib_ah *ibah,
+			      struct rdma_ah_init_attr *init_attr,
 			   struct ib_udata *udata)
 {
 	struct rdma_ah_attr *ah_attr = init_attr->ah_attr;
@@ -359,7 +359,7 @@ static int vrnic_create_ah(struct ib_ah *ibah,
 	struct vrnic_ud_av *av = &ah->av;
 	int ret;
 
-	ret = vrnic_udata_no_req(udata);
+	ret = vrnic_ib_udata_no_req(udata);
 	if (ret)
 		return ret;
 	if (!(rdma_ah_get_ah_flags(ah_attr) & IB_AH_GRH))
@@ -388,7 +388,7 @@ static int vrnic_create_ah(struct ib_ah *ibah,
 	return 0;
 }
 
-static int vrnic_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr)
+static int vrnic_ib_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr)
 {
 	struct vrnic_ah *ah = to_vah(ibah);
 	union ib_gid dgid;
@@ -404,7 +404,7 @@ static int vrnic_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr)
 	return 0;
 }
 
-static int vrnic_destroy_ah(struct ib_ah *ibah, u32 flags)
+static int vrnic_ib_destroy_ah(struct ib_ah *ibah, u32 flags)
 {
 	return 0;
 }
@@ -416,7 +416,7 @@ static int vrnic_destroy_ah(struct ib_ah *ibah, u32 flags)
  * (and its VLAN uppers); the device takes every packet's source GID, MAC
  * and VLAN from the entry an address vector names.
  */
-static int vrnic_set_gid(const struct ib_gid_attr *attr, bool set)
+static int vrnic_ib_set_gid(const struct ib_gid_attr *attr, bool set)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = VRNIC_ADMIN_SET_GID };
 	struct vrnic_admin_set_gid *g = &cmd.set_gid;
@@ -439,7 +439,7 @@ static int vrnic_set_gid(const struct ib_gid_attr *attr, bool set)
 		g->type = ipv6_addr_v4mapped((const struct in6_addr *)attr->gid.raw) ?
 			  VRNIC_GID_TYPE_ROCE_V2_IPV4 : VRNIC_GID_TYPE_ROCE_V2_IPV6;
 	}
-	ret = vrnic_admin_exec(to_vdev(attr->device), &cmd, NULL);
+	ret = vrnic_ib_admin_exec(to_vdev(attr->device), &cmd, NULL);
 	if (ret == -EOPNOTSUPP && vlan_id != VRNIC_VLAN_NONE)
 		ibdev_warn_ratelimited(attr->device,
 				       "GID %u: VLAN %u not supported by the device\n",
@@ -447,14 +447,14 @@ static int vrnic_set_gid(const struct ib_gid_attr *attr, bool set)
 	return ret;
 }
 
-static int vrnic_add_gid(const struct ib_gid_attr *attr, void **context)
+static int vrnic_ib_add_gid(const struct ib_gid_attr *attr, void **context)
 {
-	return vrnic_set_gid(attr, true);
+	return vrnic_ib_set_gid(attr, true);
 }
 
-static int vrnic_del_gid(const struct ib_gid_attr *attr, void **context)
+static int vrnic_ib_del_gid(const struct ib_gid_attr *attr, void **context)
 {
-	int ret = vrnic_set_gid(attr, false);
+	int ret = vrnic_ib_set_gid(attr, false);
 
 	return ret == -ENODEV ? 0 : ret;
 }
@@ -466,7 +466,7 @@ static int vrnic_del_gid(const struct ib_gid_attr *attr, void **context)
  * attached to its destination GID.  ib_core already joined the IP group
  * on the netdev (rdma_cm) and maps the GID to its multicast MAC in AHs.
  */
-static int vrnic_mcast(struct ib_qp *ibqp, union ib_gid *gid, u8 opcode)
+static int vrnic_ib_mcast(struct ib_qp *ibqp, union ib_gid *gid, u8 opcode)
 {
 	struct vrnic_admin_cmd cmd = { .opcode = opcode };
 
@@ -474,17 +474,17 @@ static int vrnic_mcast(struct ib_qp *ibqp, union ib_gid *gid, u8 opcode)
 		return -EINVAL;
 	memcpy(cmd.mcast.gid, gid->raw, sizeof(cmd.mcast.gid));
 	cmd.mcast.qpn = cpu_to_le32(ibqp->qp_num);
-	return vrnic_admin_exec(to_vdev(ibqp->device), &cmd, NULL);
+	return vrnic_ib_admin_exec(to_vdev(ibqp->device), &cmd, NULL);
 }
 
-static int vrnic_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+static int vrnic_ib_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
 {
-	return vrnic_mcast(ibqp, gid, VRNIC_ADMIN_ATTACH_MCAST);
+	return vrnic_ib_mcast(ibqp, gid, VRNIC_ADMIN_ATTACH_MCAST);
 }
 
-static int vrnic_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+static int vrnic_ib_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
 {
-	return vrnic_mcast(ibqp, gid, VRNIC_ADMIN_DETACH_MCAST);
+	return vrnic_ib_mcast(ibqp, gid, VRNIC_ADMIN_DETACH_MCAST);
 }
 
 /* ------------------------------------------------- hardware counters --- */
@@ -520,8 +520,8 @@ static const struct rdma_stat_desc vrnic_hw_stat_descs[] = {
 	{ .name = "rp_cnp_handled" }, { .name = "rp_cnp_ignored" },
 };
 
-static struct rdma_hw_stats *vrnic_alloc_hw_port_stats(struct ib_device *ibdev,
-						       u32 port)
+static struct rdma_hw_stats *vrnic_ib_alloc_hw_port_stats(struct ib_device *ibdev,
+							  u32 port)
 {
 	BUILD_BUG_ON((VRNIC_ROCE_STATS_FIRST + ARRAY_SIZE(vrnic_hw_stat_descs) -
 		      1) * sizeof(u64) != sizeof(struct vrnic_stats));
@@ -530,16 +530,16 @@ static struct rdma_hw_stats *vrnic_alloc_hw_port_stats(struct ib_device *ibdev,
 					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
 }
 
-static int vrnic_get_hw_stats(struct ib_device *ibdev,
-			      struct rdma_hw_stats *stats, u32 port, int index)
+static int vrnic_ib_get_hw_stats(struct ib_device *ibdev,
+				 struct rdma_hw_stats *stats, u32 port, int index)
 {
 	struct vrnic_stats st;
 	const __le64 *v = (const __le64 *)&st;
 	unsigned int i;
 	int ret;
 
-	ret = vrnic_admin_query(to_vdev(ibdev), VRNIC_ADMIN_QUERY_STATS, &st,
-				sizeof(st));
+	ret = vrnic_ib_admin_query(to_vdev(ibdev), VRNIC_ADMIN_QUERY_STATS, &st,
+				   sizeof(st));
 	if (ret)
 		return ret;
 	stats->value[0] = le64_to_cpu(st.roce_rx_frames);
@@ -554,57 +554,57 @@ static const struct ib_device_ops vrnic_dev_ops = {
 	.driver_id = (enum rdma_driver_id)RDMA_DRIVER_VRNIC,
 	.uverbs_abi_ver = VRNIC_UVERBS_ABI_VERSION,
 
-	.add_gid = vrnic_add_gid,
-	.alloc_hw_port_stats = vrnic_alloc_hw_port_stats,
-	.alloc_mr = vrnic_alloc_mr,
-	.alloc_mw = vrnic_alloc_mw,
-	.alloc_pd = vrnic_alloc_pd,
-	.alloc_xrcd = vrnic_alloc_xrcd,
-	.alloc_ucontext = vrnic_alloc_ucontext,
-	.attach_mcast = vrnic_attach_mcast,
-	.create_ah = vrnic_create_ah,
-	.create_cq = vrnic_create_cq,
-	.create_qp = vrnic_create_qp,
-	.create_srq = vrnic_create_srq,
-	.create_user_ah = vrnic_create_ah,
-	.dealloc_pd = vrnic_dealloc_pd,
-	.del_gid = vrnic_del_gid,
-	.dealloc_ucontext = vrnic_dealloc_ucontext,
-	.dealloc_mw = vrnic_dealloc_mw,
-	.dealloc_xrcd = vrnic_dealloc_xrcd,
-	.dereg_mr = vrnic_dereg_mr,
-	.fill_res_cq_entry = vrnic_fill_res_cq_entry,
-	.fill_res_mr_entry = vrnic_fill_res_mr_entry,
-	.fill_res_qp_entry = vrnic_fill_res_qp_entry,
-	.destroy_ah = vrnic_destroy_ah,
-	.query_ah = vrnic_query_ah,
-	.destroy_cq = vrnic_destroy_cq,
-	.destroy_qp = vrnic_destroy_qp,
-	.destroy_srq = vrnic_destroy_srq,
-	.detach_mcast = vrnic_detach_mcast,
-	.disassociate_ucontext = vrnic_disassociate_ucontext,
-	.get_dev_fw_str = vrnic_get_dev_fw_str,
-	.get_dma_mr = vrnic_get_dma_mr,
-	.get_hw_stats = vrnic_get_hw_stats,
-	.get_link_layer = vrnic_get_link_layer,
-	.get_vector_affinity = vrnic_get_vector_affinity,
-	.get_port_immutable = vrnic_get_port_immutable,
-	.map_mr_sg = vrnic_map_mr_sg,
-	.mmap = vrnic_mmap,
-	.mmap_free = vrnic_mmap_free,
-	.modify_qp = vrnic_modify_qp,
-	.modify_srq = vrnic_modify_srq,
-	.poll_cq = vrnic_poll_cq,
-	.post_recv = vrnic_post_recv,
-	.post_send = vrnic_post_send,
-	.post_srq_recv = vrnic_post_srq_recv,
-	.query_device = vrnic_query_device,
-	.query_pkey = vrnic_query_pkey,
-	.query_port = vrnic_query_port,
-	.query_qp = vrnic_query_qp,
-	.query_srq = vrnic_query_srq,
-	.reg_user_mr = vrnic_reg_user_mr,
-	.req_notify_cq = vrnic_req_notify_cq,
+	.add_gid = vrnic_ib_add_gid,
+	.alloc_hw_port_stats = vrnic_ib_alloc_hw_port_stats,
+	.alloc_mr = vrnic_ib_alloc_mr,
+	.alloc_mw = vrnic_ib_alloc_mw,
+	.alloc_pd = vrnic_ib_alloc_pd,
+	.alloc_xrcd = vrnic_ib_alloc_xrcd,
+	.alloc_ucontext = vrnic_ib_alloc_ucontext,
+	.attach_mcast = vrnic_ib_attach_mcast,
+	.create_ah = vrnic_ib_create_ah,
+	.create_cq = vrnic_ib_create_cq,
+	.create_qp = vrnic_ib_create_qp,
+	.create_srq = vrnic_ib_create_srq,
+	.create_user_ah = vrnic_ib_create_ah,
+	.dealloc_pd = vrnic_ib_dealloc_pd,
+	.del_gid = vrnic_ib_del_gid,
+	.dealloc_ucontext = vrnic_ib_dealloc_ucontext,
+	.dealloc_mw = vrnic_ib_dealloc_mw,
+	.dealloc_xrcd = vrnic_ib_dealloc_xrcd,
+	.dereg_mr = vrnic_ib_dereg_mr,
+	.fill_res_cq_entry = vrnic_ib_fill_res_cq_entry,
+	.fill_res_mr_entry = vrnic_ib_fill_res_mr_entry,
+	.fill_res_qp_entry = vrnic_ib_fill_res_qp_entry,
+	.destroy_ah = vrnic_ib_destroy_ah,
+	.query_ah = vrnic_ib_query_ah,
+	.destroy_cq = vrnic_ib_destroy_cq,
+	.destroy_qp = vrnic_ib_destroy_qp,
+	.destroy_srq = vrnic_ib_destroy_srq,
+	.detach_mcast = vrnic_ib_detach_mcast,
+	.disassociate_ucontext = vrnic_ib_disassociate_ucontext,
+	.get_dev_fw_str = vrnic_ib_get_dev_fw_str,
+	.get_dma_mr = vrnic_ib_get_dma_mr,
+	.get_hw_stats = vrnic_ib_get_hw_stats,
+	.get_link_layer = vrnic_ib_get_link_layer,
+	.get_vector_affinity = vrnic_ib_get_vector_affinity,
+	.get_port_immutable = vrnic_ib_get_port_immutable,
+	.map_mr_sg = vrnic_ib_map_mr_sg,
+	.mmap = vrnic_ib_mmap,
+	.mmap_free = vrnic_ib_mmap_free,
+	.modify_qp = vrnic_ib_modify_qp,
+	.modify_srq = vrnic_ib_modify_srq,
+	.poll_cq = vrnic_ib_poll_cq,
+	.post_recv = vrnic_ib_post_recv,
+	.post_send = vrnic_ib_post_send,
+	.post_srq_recv = vrnic_ib_post_srq_recv,
+	.query_device = vrnic_ib_query_device,
+	.query_pkey = vrnic_ib_query_pkey,
+	.query_port = vrnic_ib_query_port,
+	.query_qp = vrnic_ib_query_qp,
+	.query_srq = vrnic_ib_query_srq,
+	.reg_user_mr = vrnic_ib_reg_user_mr,
+	.req_notify_cq = vrnic_ib_req_notify_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, vrnic_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, vrnic_cq, ibcq),
@@ -635,13 +635,13 @@ int vrnic_ib_register(struct vrnic_dev *vdev)
 	ret = ib_register_device(ibdev, "vrnic%d", &vdev->pdev->dev);
 	if (ret)
 		return ret;
-	vrnic_cc_debugfs_init(vdev);
+	vrnic_ib_cc_debugfs_init(vdev);
 	return 0;
 }
 
 void vrnic_ib_unregister(struct vrnic_dev *vdev)
 {
 	/* No cc_params handler runs once this returns. */
-	vrnic_cc_debugfs_cleanup(vdev);
+	vrnic_ib_cc_debugfs_cleanup(vdev);
 	ib_unregister_device(&vdev->ibdev);
 }

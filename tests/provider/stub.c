@@ -143,7 +143,7 @@ int stub_dev_cqe(uint32_t cqn, const struct vrnic_cqe *src)
 #define DRV_OUT_LEN(resp, size)	((size) - sizeof(*(resp)))
 
 /*
- * vrnic_udata_req(): a shorter request is zero-extended, a longer one is
+ * vrnic_ib_udata_req(): a shorter request is zero-extended, a longer one is
  * refused unless its unknown trailing bytes are zero.
  */
 static int drv_req(void *dst, size_t dst_len, const void *src, size_t len)
@@ -204,7 +204,7 @@ int ibv_cmd_dealloc_pd(struct ibv_pd *pd)
 	return 0;
 }
 
-/* vrnic_create_cq(): check the driver request, make the CQ; its cqn. */
+/* vrnic_ib_create_cq(): check the driver request, make the CQ; its cqn. */
 static int kern_create_cq(int cqe, const void *req, size_t req_len,
 			  void *uresp_out, size_t outlen, uint32_t *cqn,
 			  uint32_t *depth)
@@ -345,7 +345,7 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 	    cap->max_inline_data > VRNIC_MAX_INLINE || !attr->send_cq ||
 	    (!no_rq && !attr->recv_cq))
 		return errno = EINVAL;
-	/* vrnic_sq_shift(), vrnic_rq_shift() of kernel/ib/vrnic_qp.c */
+	/* vrnic_ib_sq_shift(), vrnic_ib_rq_shift() of kernel/ib/vrnic_qp.c */
 	data_off = vrnic_send_wqe_data_off(type);
 	need = cap->max_send_sge * sizeof(struct vrnic_sge);
 	need = data_off + (need > cap->max_inline_data ?
@@ -508,7 +508,7 @@ int ibv_cmd_destroy_qp(struct ibv_qp *qp)
 	return 0;
 }
 
-/* vrnic_query_qp(): the caps the kernel programmed. */
+/* vrnic_ib_query_qp(): the caps the kernel programmed. */
 int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		     int attr_mask, struct ibv_qp_init_attr *init_attr,
 		     struct ibv_query_qp *cmd, size_t cmd_size)
@@ -528,7 +528,7 @@ int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 	return 0;
 }
 
-/* vrnic_create_srq() (basic SRQs) */
+/* vrnic_ib_create_srq() (basic SRQs) */
 int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
 		       struct ibv_srq_init_attr *attr,
 		       struct ibv_create_srq *cmd, size_t cmd_size,
