@@ -371,8 +371,8 @@ struct vrnic_admin_create_mr {
  * Queue memory (CQE, SQ and RQ rings) is either one contiguous block at
  * base (4 KiB aligned), or, with VRNIC_RING_PAGED, base is the address of
  * an array of le64 addresses of the ring's 4 KiB pages, in order; the
- * device copies that list when the queue is created.  User-space rings are
- * paged; the kernel's are contiguous.
+ * device copies that list when the queue is created.  The Linux driver
+ * and the provider page every ring.
  */
 #define VRNIC_RING_PAGED		(1u << 0)
 #define VRNIC_RING_PAGE_SIZE		4096

@@ -149,6 +149,27 @@ struct vrnic_mr {
 	u32 npages;
 };
 
+/*
+ * A kernel ring: 4 KiB coherent pages, so that no ring needs an allocation
+ * above order 0, shown to the device as a page list (VRNIC_RING_PAGED).
+ * An entry is a power of two of at most a page: none straddles two.
+ */
+struct vrnic_ib_kring {
+	void **va;		/* NULL: not a kernel ring */
+	dma_addr_t *dma;
+	u32 npages;
+	u32 shift;		/* log2 of the entry size */
+	u32 mask;		/* entries - 1 */
+};
+
+static inline void *vrnic_ib_kring_slot(const struct vrnic_ib_kring *r,
+					u32 idx)
+{
+	size_t off = (size_t)(idx & r->mask) << r->shift;
+
+	return r->va[off / VRNIC_RING_PAGE_SIZE] + off % VRNIC_RING_PAGE_SIZE;
+}
+
 struct vrnic_cq {
 	struct ib_cq ibcq;
 	u32 cqn;
@@ -159,8 +180,7 @@ struct vrnic_cq {
 	/* kernel QPs on this CQ, flushed by a dead device's poll_cq */
 	struct list_head send_qps, recv_qps;
 	/* kernel CQs */
-	struct vrnic_cqe *ring;
-	dma_addr_t ring_dma;
+	struct vrnic_ib_kring ring;
 	struct vrnic_cq_dbrec *dbrec;
 	dma_addr_t dbrec_dma;
 	/* user CQs */
@@ -175,8 +195,7 @@ struct vrnic_srq {
 	u32 max_sge;
 	u32 limit;		/* as last armed */
 	/* kernel SRQs */
-	void *ring;
-	dma_addr_t ring_dma;
+	struct vrnic_ib_kring ring;
 	struct vrnic_srq_dbrec *dbrec;
 	dma_addr_t dbrec_dma;
 	spinlock_t lock;	/* head */
@@ -198,10 +217,7 @@ struct vrnic_qp {
 	struct mutex state_lock;	/* modify_qp, attr */
 	struct vrnic_qp_attr attr;	/* what the device was last told */
 	/* kernel QPs */
-	void *sq;
-	dma_addr_t sq_dma;
-	void *rq;
-	dma_addr_t rq_dma;
+	struct vrnic_ib_kring sq, rq;
 	struct vrnic_qp_dbrec *dbrec;
 	dma_addr_t dbrec_dma;
 	struct list_head send_cq_node, recv_cq_node;	/* on the CQs' lists */
@@ -348,11 +364,15 @@ u32 vrnic_ib_access(int ib_access);
 int vrnic_ib_to_ib_access(u32 access);
 
 /* vrnic_queue.c */
+int vrnic_ib_kring_alloc(struct vrnic_dev *vdev, struct vrnic_ib_kring *r,
+			 u32 log_depth, u32 shift, __le64 **list,
+			 dma_addr_t *list_dma, size_t *list_size);
+void vrnic_ib_kring_free(struct vrnic_dev *vdev, struct vrnic_ib_kring *r);
 int vrnic_ib_umem_page_list(struct vrnic_dev *vdev, struct ib_umem *umem,
 			    __le64 **list, dma_addr_t *list_dma, size_t *list_size);
 int vrnic_ib_ring_pin(struct vrnic_dev *vdev, u64 addr, size_t size,
 		      struct ib_umem **umem, __le64 **list, dma_addr_t *dma,
-		   size_t *list_size);
+		      size_t *list_size);
 int vrnic_ib_pin_dbrec(struct ib_udata *udata, u64 addr,
 		       struct vrnic_dbrec_page **page, dma_addr_t *dma);
 void vrnic_ib_unpin_dbrec(struct vrnic_dbrec_page *page);

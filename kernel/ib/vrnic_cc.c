@@ -105,7 +105,7 @@ static int vrnic_ib_cc_set_prio(struct vrnic_cc_file *f, bool on)
 	else
 		mask &= ~BIT(f->index);
 	ret = vrnic_ib_cc_set(vdev, np ? VRNIC_CC_OP_SET_NP_ENABLE :
-			   VRNIC_CC_OP_SET_RP_ENABLE, 0, mask);
+			      VRNIC_CC_OP_SET_RP_ENABLE, 0, mask);
 out:
 	mutex_unlock(&vdev->cc_dbg.lock);
 	return ret;
@@ -174,8 +174,8 @@ static ssize_t vrnic_ib_cc_write(struct file *filp, const char __user *buf,
 		if (ret)
 			return ret;
 		ret = vrnic_ib_cc_set(f->vdev, f->kind == VRNIC_CC_FILE_DCQCN ?
-				   VRNIC_CC_OP_SET_DCQCN : VRNIC_CC_OP_SET_SWIFT,
-				   f->index, v);
+				      VRNIC_CC_OP_SET_DCQCN : VRNIC_CC_OP_SET_SWIFT,
+				      f->index, v);
 		break;
 	default:
 		ret = kstrtobool_from_user(buf, count, &on);
@@ -197,7 +197,7 @@ static const struct file_operations vrnic_cc_fops = {
 
 static void vrnic_ib_cc_file(struct vrnic_dev *vdev, unsigned int *n,
 			     struct dentry *dir, const char *name, u8 kind,
-			  u8 index)
+			     u8 index)
 {
 	struct vrnic_cc_file *f;
 

@@ -3,7 +3,7 @@
  * vrnic completion queues.  A CQ is a ring of 32-byte CQEs with an owner
  * (phase) bit and a doorbell record holding the consumer index.  User CQs
  * live in user memory (pinned, described by a page list); kernel CQs in
- * coherent DMA memory, polled here.  Completion events arrive on the CQ's
+ * single coherent pages (also a page list), polled here.  Completion events arrive on the CQ's
  * EQ and are passed to comp_handler.
  */
 #include <linux/dma-mapping.h>
@@ -17,9 +17,7 @@ static void vrnic_ib_cq_free_mem(struct vrnic_dev *vdev, struct vrnic_cq *cq)
 {
 	struct device *dev = &vdev->pdev->dev;
 
-	if (cq->ring)
-		dma_free_coherent(dev, sizeof(*cq->ring) << cq->log_depth,
-				  cq->ring, cq->ring_dma);
+	vrnic_ib_kring_free(vdev, &cq->ring);
 	if (cq->dbrec)
 		dma_free_coherent(dev, sizeof(*cq->dbrec), cq->dbrec,
 				  cq->dbrec_dma);
@@ -98,18 +96,24 @@ int vrnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		if (ret)
 			goto err_destroy;
 	} else {
-		cq->ring = dma_alloc_coherent(dev, sizeof(*cq->ring) << cq->log_depth,
-					      &cq->ring_dma, GFP_KERNEL);
+		ret = vrnic_ib_kring_alloc(vdev, &cq->ring, cq->log_depth,
+					   ilog2(sizeof(struct vrnic_cqe)), &list,
+					   &list_dma, &list_size);
+		if (ret)
+			goto err_mem;
 		cq->dbrec = dma_alloc_coherent(dev, sizeof(*cq->dbrec),
 					       &cq->dbrec_dma, GFP_KERNEL);
-		if (!cq->ring || !cq->dbrec) {
+		if (!cq->dbrec) {
+			dma_free_coherent(dev, list_size, list, list_dma);
 			ret = -ENOMEM;
 			goto err_mem;
 		}
-		cmd.create_cq.base = cpu_to_le64(cq->ring_dma);
+		cmd.create_cq.base = cpu_to_le64(list_dma);
+		cmd.create_cq.ring_flags = VRNIC_RING_PAGED;
 		cmd.create_cq.dbrec = cpu_to_le64(cq->dbrec_dma);
 		cmd.create_cq.log_depth = cq->log_depth;
 		ret = vrnic_ib_admin_exec(vdev, &cmd, &cqn);
+		dma_free_coherent(dev, list_size, list, list_dma);
 		if (ret)
 			goto err_mem;
 	}
@@ -293,15 +297,14 @@ int vrnic_ib_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
 	struct vrnic_dev *vdev = to_vdev(ibcq->device);
 	struct vrnic_cq *cq = to_vcq(ibcq);
-	u32 mask = (1U << cq->log_depth) - 1;
 	unsigned long flags;
 	int n = 0;
 
-	if (!cq->ring)
+	if (!cq->ring.va)
 		return -EOPNOTSUPP;	/* a user CQ: its ring is in user memory */
 	spin_lock_irqsave(&cq->lock, flags);
 	while (n < num_entries) {
-		struct vrnic_cqe *cqe = &cq->ring[cq->ci & mask];
+		struct vrnic_cqe *cqe = vrnic_ib_kring_slot(&cq->ring, cq->ci);
 		u8 phase = ((cq->ci >> cq->log_depth) & 1) ? 0 : VRNIC_CQE_OWNER;
 		struct ib_wc *w = &wc[n];
 		struct vrnic_qp *qp;
@@ -375,22 +378,22 @@ void vrnic_ib_cq_clean(struct vrnic_cq *cq, u32 qpn)
 	unsigned long flags;
 	u8 owner;
 
-	if (!cq->ring)
+	if (!cq->ring.va)
 		return;		/* a user CQ: the provider cleans it */
 	spin_lock_irqsave(&cq->lock, flags);
 	for (pi = cq->ci; pi - cq->ci <= mask; pi++) {
-		src = &cq->ring[pi & mask];
+		src = vrnic_ib_kring_slot(&cq->ring, pi);
 		owner = ((pi >> cq->log_depth) & 1) ? 0 : VRNIC_CQE_OWNER;
 		if ((READ_ONCE(src->owner) & VRNIC_CQE_OWNER) != owner)
 			break;
 	}
 	dma_rmb();
 	for (i = pi; i-- != cq->ci;) {
-		src = &cq->ring[i & mask];
+		src = vrnic_ib_kring_slot(&cq->ring, i);
 		if (le32_to_cpu(src->qpn) == qpn) {
 			nfreed++;
 		} else if (nfreed) {
-			dst = &cq->ring[(i + nfreed) & mask];
+			dst = vrnic_ib_kring_slot(&cq->ring, i + nfreed);
 			owner = (((i + nfreed) >> cq->log_depth) & 1) ?
 				0 : VRNIC_CQE_OWNER;
 			*dst = *src;
@@ -415,11 +418,11 @@ int vrnic_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	int ret = 0;
 
 	spin_lock_irqsave(&cq->lock, irqflags);
-	vrnic_ib_db(vdev, VRNIC_DB_CQ_ARM, FIELD_PREP(VRNIC_CQ_ARM_CQN, cq->cqn) |
-		 FIELD_PREP(VRNIC_CQ_ARM_CMD, cmd));
-	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && cq->ring) {
-		struct vrnic_cqe *cqe =
-			&cq->ring[cq->ci & ((1U << cq->log_depth) - 1)];
+	vrnic_ib_db(vdev, VRNIC_DB_CQ_ARM,
+		    FIELD_PREP(VRNIC_CQ_ARM_CQN, cq->cqn) |
+		    FIELD_PREP(VRNIC_CQ_ARM_CMD, cmd));
+	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && cq->ring.va) {
+		struct vrnic_cqe *cqe = vrnic_ib_kring_slot(&cq->ring, cq->ci);
 		u8 phase = ((cq->ci >> cq->log_depth) & 1) ? 0 : VRNIC_CQE_OWNER;
 
 		ret = (READ_ONCE(cqe->owner) & VRNIC_CQE_OWNER) == phase;

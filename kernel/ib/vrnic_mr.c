@@ -126,7 +126,7 @@ static void vrnic_ib_mr_pbl_free(struct vrnic_dev *vdev, struct vrnic_mr_pbl *p)
 
 static int vrnic_ib_mr_pbl_fill(struct vrnic_dev *vdev, struct ib_umem *umem,
 				unsigned long pgsz, size_t npages,
-			     struct vrnic_mr_pbl *p)
+				struct vrnic_mr_pbl *p)
 {
 	struct device *dev = &vdev->pdev->dev;
 	struct ib_block_iter biter;

@@ -37,12 +37,8 @@ static void vrnic_ib_qp_free_mem(struct vrnic_dev *vdev, struct vrnic_qp *qp)
 {
 	struct device *dev = &vdev->pdev->dev;
 
-	if (qp->sq)
-		dma_free_coherent(dev, 1UL << (qp->sq_log + qp->sq_shift),
-				  qp->sq, qp->sq_dma);
-	if (qp->rq)
-		dma_free_coherent(dev, 1UL << (qp->rq_log + qp->rq_shift),
-				  qp->rq, qp->rq_dma);
+	vrnic_ib_kring_free(vdev, &qp->sq);
+	vrnic_ib_kring_free(vdev, &qp->rq);
 	if (qp->dbrec)
 		dma_free_coherent(dev, sizeof(*qp->dbrec), qp->dbrec,
 				  qp->dbrec_dma);
@@ -82,7 +78,7 @@ static int vrnic_ib_create_xrc_tgt(struct vrnic_dev *vdev, struct vrnic_qp *qp,
 	return ret;
 }
 
-/* The page lists of a user QP's rings: the device copies them at create. */
+/* The page lists of a QP's rings: the device copies them at create. */
 struct vrnic_qp_lists {
 	__le64 *sq, *rq;
 	dma_addr_t sq_dma, rq_dma;
@@ -157,8 +153,8 @@ static int vrnic_ib_qp_init_geometry(struct vrnic_qp *qp,
 /* A user QP: its rings and doorbell record are in the process's memory. */
 static int vrnic_ib_create_qp_user(struct vrnic_dev *vdev, struct vrnic_qp *qp,
 				   struct ib_udata *udata,
-				struct vrnic_admin_create_qp *cmd,
-				struct vrnic_qp_lists *l)
+				   struct vrnic_admin_create_qp *cmd,
+				   struct vrnic_qp_lists *l)
 {
 	struct vrnic_create_qp_cmd ucmd = {};
 	int ret;
@@ -181,14 +177,14 @@ static int vrnic_ib_create_qp_user(struct vrnic_dev *vdev, struct vrnic_qp *qp,
 	qp->rq_shift = ucmd.rq_wqe_shift;
 	ret = vrnic_ib_ring_pin(vdev, ucmd.sq_addr,
 				1UL << (qp->sq_log + qp->sq_shift), &qp->sq_umem,
-			     &l->sq, &l->sq_dma, &l->sq_size);
+				&l->sq, &l->sq_dma, &l->sq_size);
 	if (ret)
 		return ret;
 	if (!qp->no_rq) {
 		ret = vrnic_ib_ring_pin(vdev, ucmd.rq_addr,
 					1UL << (qp->rq_log + qp->rq_shift),
-				     &qp->rq_umem, &l->rq, &l->rq_dma,
-				     &l->rq_size);
+					&qp->rq_umem, &l->rq, &l->rq_dma,
+					&l->rq_size);
 		if (ret)
 			return ret;
 	}
@@ -203,24 +199,33 @@ static int vrnic_ib_create_qp_user(struct vrnic_dev *vdev, struct vrnic_qp *qp,
 	return 0;
 }
 
-/* A kernel QP: rings and doorbell record in coherent DMA memory. */
+/* A kernel QP: paged rings and a doorbell record in coherent memory. */
 static int vrnic_ib_create_qp_kernel(struct vrnic_dev *vdev, struct vrnic_qp *qp,
-				     struct vrnic_admin_create_qp *cmd)
+				     struct vrnic_admin_create_qp *cmd,
+				     struct vrnic_qp_lists *l)
 {
 	struct device *dev = &vdev->pdev->dev;
+	int ret;
 
-	qp->sq = dma_alloc_coherent(dev, 1UL << (qp->sq_log + qp->sq_shift),
-				    &qp->sq_dma, GFP_KERNEL);
-	if (!qp->no_rq)
-		qp->rq = dma_alloc_coherent(dev,
-					    1UL << (qp->rq_log + qp->rq_shift),
-					    &qp->rq_dma, GFP_KERNEL);
+	ret = vrnic_ib_kring_alloc(vdev, &qp->sq, qp->sq_log, qp->sq_shift,
+				   &l->sq, &l->sq_dma, &l->sq_size);
+	if (ret)
+		return ret;
+	if (!qp->no_rq) {
+		ret = vrnic_ib_kring_alloc(vdev, &qp->rq, qp->rq_log,
+					   qp->rq_shift, &l->rq, &l->rq_dma,
+					   &l->rq_size);
+		if (ret)
+			return ret;
+	}
 	qp->dbrec = dma_alloc_coherent(dev, sizeof(*qp->dbrec),
 				       &qp->dbrec_dma, GFP_KERNEL);
-	if (!qp->sq || (!qp->rq && !qp->no_rq) || !qp->dbrec)
+	if (!qp->dbrec)
 		return -ENOMEM;
-	cmd->sq_base = cpu_to_le64(qp->sq_dma);
-	cmd->rq_base = cpu_to_le64(qp->rq_dma);
+	cmd->sq_base = cpu_to_le64(l->sq_dma);
+	cmd->rq_base = cpu_to_le64(l->rq_dma);
+	cmd->sq_flags = VRNIC_RING_PAGED;
+	cmd->rq_flags = VRNIC_RING_PAGED;
 	return 0;
 }
 
@@ -300,7 +305,7 @@ int vrnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (udata)
 		ret = vrnic_ib_create_qp_user(vdev, qp, udata, c, &lists);
 	else
-		ret = vrnic_ib_create_qp_kernel(vdev, qp, c);
+		ret = vrnic_ib_create_qp_kernel(vdev, qp, c, &lists);
 	if (ret)
 		goto err_mem;
 	c->dbrec = cpu_to_le64(qp->dbrec_dma);
@@ -433,17 +438,15 @@ void vrnic_ib_qp_completed(struct vrnic_qp *qp, bool send, u32 idx)
 int vrnic_ib_qp_flush(struct vrnic_qp *qp, bool send, struct ib_wc *wc, int max)
 {
 	spinlock_t *lock = send ? &qp->sq_lock : &qp->rq_lock;
-	void *ring = send ? qp->sq : qp->rq;
+	struct vrnic_ib_kring *ring = send ? &qp->sq : &qp->rq;
 	u32 *tail = send ? &qp->sq_tail : &qp->rq_tail;
-	u32 mask = BIT(send ? qp->sq_log : qp->rq_log) - 1;
-	u32 shift = send ? qp->sq_shift : qp->rq_shift;
 	int n = 0;
 
-	if (!ring)
+	if (!ring->va)
 		return 0;
 	spin_lock(lock);
 	while (n < max && *tail != (send ? qp->sq_head : qp->rq_head)) {
-		const __le64 *wr_id = ring + ((*tail & mask) << shift);
+		const __le64 *wr_id = vrnic_ib_kring_slot(ring, *tail);
 		struct ib_wc *w = &wc[n++];
 
 		memset(w, 0, sizeof(*w));
@@ -481,9 +484,11 @@ void vrnic_ib_qp_kick_flush(struct work_struct *work)
 
 	xa_lock_irq(&vdev->qp_xa);
 	xa_for_each(&vdev->qp_xa, qpn, qp) {
-		if (qp->sq && READ_ONCE(qp->sq_tail) != READ_ONCE(qp->sq_head))
+		if (qp->sq.va &&
+		    READ_ONCE(qp->sq_tail) != READ_ONCE(qp->sq_head))
 			vrnic_ib_cq_kick(qp->ibqp.send_cq);
-		if (qp->rq && READ_ONCE(qp->rq_tail) != READ_ONCE(qp->rq_head))
+		if (qp->rq.va &&
+		    READ_ONCE(qp->rq_tail) != READ_ONCE(qp->rq_head))
 			vrnic_ib_cq_kick(qp->ibqp.recv_cq);
 	}
 	xa_unlock_irq(&vdev->qp_xa);
@@ -1023,7 +1028,7 @@ int vrnic_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	unsigned long flags;
 	int ret = 0;
 
-	if (!qp->sq)
+	if (!qp->sq.va)
 		return -EINVAL;
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	for (; wr; wr = wr->next) {
@@ -1033,8 +1038,7 @@ int vrnic_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			ret = -ENOMEM;
 			break;
 		}
-		slot = qp->sq + ((qp->sq_head & (BIT(qp->sq_log) - 1)) <<
-				 qp->sq_shift);
+		slot = vrnic_ib_kring_slot(&qp->sq, qp->sq_head);
 		ret = vrnic_ib_build_send(qp, wr, slot);
 		if (ret)
 			break;
@@ -1078,7 +1082,7 @@ int vrnic_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int ret = 0;
 
-	if (!qp->rq)
+	if (!qp->rq.va)
 		return -EINVAL;
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	for (; wr; wr = wr->next) {
@@ -1087,8 +1091,8 @@ int vrnic_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			ret = wr->num_sge > qp->max_recv_sge ? -EINVAL : -ENOMEM;
 			break;
 		}
-		vrnic_ib_fill_recv_wqe(qp->rq + ((qp->rq_head & (BIT(qp->rq_log) - 1))
-					      << qp->rq_shift), wr);
+		vrnic_ib_fill_recv_wqe(vrnic_ib_kring_slot(&qp->rq, qp->rq_head),
+				       wr);
 		qp->rq_head++;
 	}
 	if (ret)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * vrnic queue memory from user space: the page lists of pinned user rings,
- * which the device copies at create, and the doorbell record pages that a
- * context's CQs, QPs and SRQs share.
+ * vrnic queue memory: kernel rings in single pages, the page lists of
+ * kernel and pinned user rings, which the device copies at create, and
+ * the doorbell record pages that a context's CQs, QPs and SRQs share.
  */
 #include <linux/dma-mapping.h>
 
@@ -36,7 +36,7 @@ int vrnic_ib_umem_page_list(struct vrnic_dev *vdev, struct ib_umem *umem,
 /* Pin a user ring and build the page list the device copies. */
 int vrnic_ib_ring_pin(struct vrnic_dev *vdev, u64 addr, size_t size,
 		      struct ib_umem **umem, __le64 **list, dma_addr_t *dma,
-		   size_t *list_size)
+		      size_t *list_size)
 {
 	if (addr & (SZ_4K - 1))
 		return -EINVAL;
@@ -121,4 +121,59 @@ void vrnic_ib_unpin_dbrec(struct vrnic_dbrec_page *page)
 		kfree(page);
 	}
 	mutex_unlock(&uctx->dbrec_lock);
+}
+
+void vrnic_ib_kring_free(struct vrnic_dev *vdev, struct vrnic_ib_kring *r)
+{
+	u32 i;
+
+	for (i = 0; r->va && i < r->npages; i++)
+		if (r->va[i])
+			dma_free_coherent(&vdev->pdev->dev, VRNIC_RING_PAGE_SIZE,
+					  r->va[i], r->dma[i]);
+	kvfree(r->va);
+	kvfree(r->dma);
+	memset(r, 0, sizeof(*r));
+}
+
+/*
+ * A kernel ring of 2^log_depth entries of 2^shift bytes, zeroed, and the
+ * list of its pages for the create command (the caller frees it once the
+ * device has copied it).
+ */
+int vrnic_ib_kring_alloc(struct vrnic_dev *vdev, struct vrnic_ib_kring *r,
+			 u32 log_depth, u32 shift, __le64 **list,
+			 dma_addr_t *list_dma, size_t *list_size)
+{
+	struct device *dev = &vdev->pdev->dev;
+	size_t size = (size_t)1 << (log_depth + shift);
+	__le64 *l;
+	u32 i;
+
+	if (shift > ilog2(VRNIC_RING_PAGE_SIZE))
+		return -EINVAL;
+	r->npages = DIV_ROUND_UP(size, VRNIC_RING_PAGE_SIZE);
+	r->shift = shift;
+	r->mask = BIT(log_depth) - 1;
+	r->va = kvcalloc(r->npages, sizeof(*r->va), GFP_KERNEL);
+	r->dma = kvcalloc(r->npages, sizeof(*r->dma), GFP_KERNEL);
+	if (!r->va || !r->dma)
+		goto err;
+	for (i = 0; i < r->npages; i++) {
+		r->va[i] = dma_alloc_coherent(dev, VRNIC_RING_PAGE_SIZE,
+					      &r->dma[i], GFP_KERNEL);
+		if (!r->va[i])
+			goto err;
+	}
+	*list_size = r->npages * sizeof(*l);
+	l = dma_alloc_coherent(dev, *list_size, list_dma, GFP_KERNEL);
+	if (!l)
+		goto err;
+	for (i = 0; i < r->npages; i++)
+		l[i] = cpu_to_le64(r->dma[i]);
+	*list = l;
+	return 0;
+err:
+	vrnic_ib_kring_free(vdev, r);
+	return -ENOMEM;
 }

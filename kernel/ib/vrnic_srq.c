@@ -16,9 +16,7 @@ static void vrnic_ib_srq_free_mem(struct vrnic_dev *vdev, struct vrnic_srq *srq)
 {
 	struct device *dev = &vdev->pdev->dev;
 
-	if (srq->ring)
-		dma_free_coherent(dev, 1UL << (srq->log + srq->shift), srq->ring,
-				  srq->ring_dma);
+	vrnic_ib_kring_free(vdev, &srq->ring);
 	if (srq->dbrec)
 		dma_free_coherent(dev, sizeof(*srq->dbrec), srq->dbrec,
 				  srq->dbrec_dma);
@@ -87,26 +85,28 @@ int vrnic_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		srq->shift = ucmd.wqe_shift;
 		ret = vrnic_ib_ring_pin(vdev, ucmd.buf_addr,
 					1UL << (srq->log + srq->shift), &srq->umem,
-				     &list, &list_dma, &list_size);
+					&list, &list_dma, &list_size);
 		if (ret)
 			goto err_mem;
 		ret = vrnic_ib_pin_dbrec(udata, ucmd.dbrec_addr, &srq->dbrec_page,
 					 &srq->dbrec_dma);
 		if (ret)
 			goto err_mem;
-		cmd.create_srq.base = cpu_to_le64(list_dma);
-		cmd.create_srq.ring_flags = VRNIC_RING_PAGED;
 	} else {
-		srq->ring = dma_alloc_coherent(dev, 1UL << (srq->log + srq->shift),
-					       &srq->ring_dma, GFP_KERNEL);
+		ret = vrnic_ib_kring_alloc(vdev, &srq->ring, srq->log,
+					   srq->shift, &list, &list_dma,
+					   &list_size);
+		if (ret)
+			goto err_mem;
 		srq->dbrec = dma_alloc_coherent(dev, sizeof(*srq->dbrec),
 						&srq->dbrec_dma, GFP_KERNEL);
-		if (!srq->ring || !srq->dbrec) {
+		if (!srq->dbrec) {
 			ret = -ENOMEM;
 			goto err_mem;
 		}
-		cmd.create_srq.base = cpu_to_le64(srq->ring_dma);
 	}
+	cmd.create_srq.base = cpu_to_le64(list_dma);
+	cmd.create_srq.ring_flags = VRNIC_RING_PAGED;
 	cmd.create_srq.dbrec = cpu_to_le64(srq->dbrec_dma);
 	cmd.create_srq.log_depth = srq->log;
 	cmd.create_srq.wqe_shift = srq->shift;
@@ -204,7 +204,7 @@ int vrnic_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int ret = 0;
 
-	if (!srq->ring)
+	if (!srq->ring.va)
 		return -EINVAL;
 	spin_lock_irqsave(&srq->lock, flags);
 	for (; wr; wr = wr->next) {
@@ -214,8 +214,8 @@ int vrnic_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			ret = wr->num_sge > srq->max_sge ? -EINVAL : -ENOMEM;
 			break;
 		}
-		vrnic_ib_fill_recv_wqe(srq->ring + ((srq->head & (BIT(srq->log) - 1))
-						 << srq->shift), wr);
+		vrnic_ib_fill_recv_wqe(vrnic_ib_kring_slot(&srq->ring, srq->head),
+				       wr);
 		srq->head++;
 	}
 	if (ret)

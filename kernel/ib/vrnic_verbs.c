@@ -25,7 +25,7 @@ static int vrnic_ib_attr_int(__le32 v, u32 cap)
 
 static int vrnic_ib_query_device(struct ib_device *ibdev,
 				 struct ib_device_attr *attr,
-			      struct ib_udata *udata)
+				 struct ib_udata *udata)
 {
 	struct vrnic_dev *vdev = to_vdev(ibdev);
 	const struct vrnic_device_attr *a = &vdev->attr;
@@ -312,7 +312,7 @@ static int vrnic_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 		return ret;
 	cmd.create_pd.uctx = cpu_to_le32(vrnic_ib_uctx_of(udata));
 	return vrnic_ib_admin_exec(to_vdev(ibpd->device), &cmd,
-				&to_vpd(ibpd)->pdn);
+				   &to_vpd(ibpd)->pdn);
 }
 
 int vrnic_ib_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
@@ -324,7 +324,7 @@ int vrnic_ib_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 	if (ret)
 		return ret;
 	return vrnic_ib_admin_exec(to_vdev(ibxrcd->device), &cmd,
-				&to_vxrcd(ibxrcd)->xrcdn);
+				   &to_vxrcd(ibxrcd)->xrcdn);
 }
 
 int vrnic_ib_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
@@ -351,7 +351,7 @@ static int vrnic_ib_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
  */
 static int vrnic_ib_create_ah(struct ib_ah *ibah,
 			      struct rdma_ah_init_attr *init_attr,
-			   struct ib_udata *udata)
+			      struct ib_udata *udata)
 {
 	struct rdma_ah_attr *ah_attr = init_attr->ah_attr;
 	const struct ib_global_route *grh;

@@ -13,7 +13,7 @@
  *      buffer and the buffers of messages 1 and 2 (cleared before the
  *      RESET) stay untouched.
  *
- * and the checks of the second review (test 4, then 8-9):
+ * and the checks of the second review (test 4, then 8-10):
  *
  *   4. ib_query_qp(IB_QP_AV) of the connected RC QP returns the address
  *      vector it was given (S12), not zeros.
@@ -21,6 +21,9 @@
  *      page_size_cap (2 GiB) is refused by ib_post_send (S10).
  *   9. an inline send whose SGE lengths add up past 2^32 is refused
  *      (-EINVAL), not copied (S10: the length check wrapped on u32).
+ *  10. a QP with the largest SQ, 2^14 WQEs of 1 KiB (16 MiB), is created:
+ *      its ring is single pages, where one block needs an order-12
+ *      allocation the page allocator does not make (S5).
  *
  * insmod vrnic_kqp_test.ko [gid_index=1]: the result goes to the kernel
  * log as TAP lines prefixed "vrnic_kqp_test: "; the load fails (-EIO) when
@@ -386,6 +389,33 @@ out:
 	return ret ? ret : fails;
 }
 
+/* Test n: a kernel QP with the largest SQ the device takes. */
+static int big_ring(struct kqp *t, int n)
+{
+	struct ib_qp_init_attr ia = {};
+	struct ib_qp *qp;
+	bool ok;
+
+	ia.qp_type = IB_QPT_RC;
+	ia.send_cq = t->cq;
+	ia.recv_cq = t->cq;
+	ia.sq_sig_type = IB_SIGNAL_REQ_WR;
+	ia.cap.max_send_wr = t->dev->attrs.max_qp_wr;
+	ia.cap.max_recv_wr = 1;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = 512;
+	qp = ib_create_qp(t->pd, &ia);
+	ok = !IS_ERR(qp) && ia.cap.max_send_wr >= 16384 &&
+	     ia.cap.max_inline_data >= 512;
+	tap(ok, n, "a kernel QP with %u send WRs of %u inline bytes is created (%ld)",
+	    ia.cap.max_send_wr, ia.cap.max_inline_data,
+	    IS_ERR(qp) ? PTR_ERR(qp) : 0L);
+	if (!IS_ERR(qp))
+		ib_destroy_qp(qp);
+	return !ok;
+}
+
 static void destroy_pair(struct kqp *t)
 {
 	if (!IS_ERR_OR_NULL(t->b))
@@ -423,7 +453,7 @@ static int run(struct kqp *t)
 	bool ok;
 
 	pr_info("vrnic_kqp_test: TAP version 13\n");
-	pr_info("vrnic_kqp_test: 1..9\n");
+	pr_info("vrnic_kqp_test: 1..10\n");
 	for (i = 0; i < 4; i++)
 		memset(slot(t, i), 0xa0 + i, MSG);
 	ret = create_pair(t, IB_QPT_RC);
@@ -463,6 +493,7 @@ static int run(struct kqp *t)
 	if (ret < 0)
 		return ret;
 	fails += ret;
+	fails += big_ring(t, 10);
 	return fails ? -EIO : 0;
 }
 

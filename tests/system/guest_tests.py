@@ -489,7 +489,8 @@ def verbs_tests(stage, a, b):
     # Kernel QPs (a test module as the ULP): reuse after RESET moves the
     # new message exactly once, no stale completion, no replay; query_qp
     # returns the path; post_send refuses a REG_MR page size outside
-    # page_size_cap and inline lengths that wrap (review 2, S10/S12).
+    # page_size_cap and inline lengths that wrap (review 2, S10/S12); a
+    # 16 MiB SQ is created in single pages (S5).
     tap(stage, a, "a: kernel RC and UD QP reuse after RESET",
         "insmod %svrnic_kqp_test.ko; r=$?; dmesg | sed -n "
         "'s/.*vrnic_kqp_test: //p'; rmmod vrnic_kqp_test 2>/dev/null; "
