@@ -66,7 +66,8 @@ struct vrnic_eq {
 };
 
 struct vrnic_eth_buf {
-	struct sk_buff *skb;
+	struct sk_buff *skb;	/* TX */
+	struct page *page;	/* RX, from the ring's page_pool */
 	dma_addr_t dma;
 	u32 len;
 };
@@ -75,6 +76,7 @@ struct vrnic_eth_ring {
 	struct vrnic_eth_desc *desc;
 	dma_addr_t dma;
 	struct vrnic_eth_buf *bufs;
+	struct page_pool *pp;	/* RX: the buffers' pages */
 	u32 depth;
 	u16 pi;			/* next descriptor the driver posts */
 	u16 ci;			/* next descriptor the driver reaps */

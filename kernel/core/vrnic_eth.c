@@ -11,6 +11,7 @@
 #include <linux/ethtool.h>
 #include <linux/if_vlan.h>
 #include <net/netdev_queues.h>
+#include <net/page_pool/helpers.h>
 
 #include "vrnic_core.h"
 
@@ -23,6 +24,8 @@
 #define VRNIC_TX_WAKE_THRS	(1U << (VRNIC_ETH_LOG_DEPTH - 2))
 /* After an RX buffer allocation failed, try again this much later. */
 #define VRNIC_REFILL_DELAY	(HZ / 10)
+/* An RX page: this much headroom, the frame, then the skb_shared_info. */
+#define VRNIC_RX_HEADROOM	(NET_SKB_PAD + NET_IP_ALIGN)
 
 static struct vrnic_netdev_priv *vrnic_priv(struct net_device *ndev)
 {
@@ -63,6 +66,10 @@ static void vrnic_ring_reset(struct vrnic_pf *pf, struct vrnic_eth_ring *r,
 	for (i = 0; i < r->depth; i++) {
 		struct vrnic_eth_buf *b = &r->bufs[i];
 
+		if (b->page) {
+			page_pool_put_full_page(r->pp, b->page, false);
+			b->page = NULL;
+		}
 		if (!b->skb)
 			continue;
 		dma_unmap_single(&pf->pdev->dev, b->dma, b->len, dir);
@@ -79,6 +86,10 @@ static void vrnic_ring_free_bufs(struct vrnic_pf *pf,
 				 enum dma_data_direction dir)
 {
 	vrnic_ring_reset(pf, r, dir);
+	/* Pages still in skbs return to the pool later; it waits for them. */
+	if (r->pp)
+		page_pool_destroy(r->pp);
+	r->pp = NULL;
 	kfree(r->bufs);
 	r->bufs = NULL;
 	dma_free_coherent(&pf->pdev->dev, r->depth * sizeof(*r->desc),
@@ -126,22 +137,17 @@ static void vrnic_ring_arm(struct vrnic_pf *pf, u32 db, u16 ci)
 static bool vrnic_rx_post_one(struct vrnic_netdev_priv *priv,
 			      struct vrnic_eth_ring *r, u32 buf_len)
 {
-	struct device *dev = &priv->pf->pdev->dev;
 	u32 idx = r->pi & (r->depth - 1);
 	struct vrnic_eth_buf *b = &r->bufs[idx];
 	struct vrnic_eth_desc *d = &r->desc[idx];
-	struct sk_buff *skb;
+	struct page *page;
 	dma_addr_t dma;
 
-	skb = netdev_alloc_skb_ip_align(priv->pf->netdev, buf_len);
-	if (!skb)
+	page = page_pool_dev_alloc_pages(r->pp);
+	if (!page)
 		return false;
-	dma = dma_map_single(dev, skb->data, buf_len, DMA_FROM_DEVICE);
-	if (dma_mapping_error(dev, dma)) {
-		dev_kfree_skb_any(skb);
-		return false;
-	}
-	b->skb = skb;
+	dma = page_pool_get_dma_addr(page) + VRNIC_RX_HEADROOM;
+	b->page = page;
 	b->dma = dma;
 	b->len = buf_len;
 	d->addr = cpu_to_le64(dma);
@@ -230,23 +236,33 @@ static int vrnic_rx_poll(struct vrnic_netdev_priv *priv, int budget)
 		u32 idx = r->ci & (r->depth - 1);
 		struct vrnic_eth_desc *d = &r->desc[idx];
 		struct vrnic_eth_buf *b = &r->bufs[idx];
-		struct sk_buff *skb = b->skb;
+		struct page *page = b->page;
+		struct sk_buff *skb;
 		u32 len;
 
 		if (!(READ_ONCE(d->wb_status) & VRNIC_ETH_WB_DONE))
 			break;
 		dma_rmb();
 		len = le16_to_cpu(d->wb_len);
-		dma_unmap_single(dev, b->dma, b->len, DMA_FROM_DEVICE);
-		b->skb = NULL;
+		b->page = NULL;
 		r->ci++;
 		done++;
 		if ((d->wb_status & VRNIC_ETH_WB_ERROR) || len > b->len ||
 		    len < ETH_HLEN) {
 			errors++;
-			dev_kfree_skb_any(skb);
+			page_pool_put_full_page(r->pp, page, true);
 			continue;
 		}
+		dma_sync_single_for_cpu(dev, b->dma, len, DMA_FROM_DEVICE);
+		skb = napi_build_skb(page_address(page),
+				     PAGE_SIZE << r->pp->p.order);
+		if (!skb) {
+			errors++;
+			page_pool_put_full_page(r->pp, page, true);
+			continue;
+		}
+		skb_mark_for_recycle(skb);
+		skb_reserve(skb, VRNIC_RX_HEADROOM);
 		skb_put(skb, len);
 		skb->protocol = eth_type_trans(skb, ndev);
 		bytes += len;
@@ -334,6 +350,38 @@ static void vrnic_eth_link_sync(struct vrnic_pf *pf)
 	enable_irq(irq);
 }
 
+/*
+ * The page_pool of an RX ring: pages of the order one frame of @buf_len
+ * needs with its headroom and skb_shared_info (order 0 up to an MTU of
+ * about 3.5 KiB), mapped for the device and synced for it on recycling.
+ */
+static int vrnic_rx_pool_create(struct vrnic_netdev_priv *priv,
+				struct vrnic_eth_ring *r, u32 buf_len)
+{
+	struct device *dev = &priv->pf->pdev->dev;
+	struct page_pool_params pp = {
+		.order = get_order(SKB_DATA_ALIGN(VRNIC_RX_HEADROOM + buf_len) +
+				   SKB_DATA_ALIGN(sizeof(struct skb_shared_info))),
+		.flags = PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV,
+		.pool_size = r->depth,
+		.nid = dev_to_node(dev),
+		.dev = dev,
+		.dma_dir = DMA_FROM_DEVICE,
+		.offset = VRNIC_RX_HEADROOM,
+		.max_len = buf_len,
+		.netdev = priv->pf->netdev,
+	};
+
+	r->pp = page_pool_create(&pp);
+	if (IS_ERR(r->pp)) {
+		int ret = PTR_ERR(r->pp);
+
+		r->pp = NULL;
+		return ret;
+	}
+	return 0;
+}
+
 /* Allocate a TX and an RX ring in host memory, the RX ring filled with
  * buffers of @buf_len.  Nothing is shown to the device yet.
  */
@@ -350,6 +398,9 @@ static int vrnic_rings_alloc(struct vrnic_netdev_priv *priv,
 	ret = vrnic_ring_alloc(pf, rx);
 	if (ret)
 		goto err_tx;
+	ret = vrnic_rx_pool_create(priv, rx, buf_len);
+	if (ret)
+		goto err_rx;
 	while (vrnic_ring_free(rx)) {
 		if (!vrnic_rx_post_one(priv, rx, buf_len)) {
 			ret = -ENOMEM;
