@@ -145,6 +145,10 @@ def kernel_hw_header(text):
                     flags=re.S)
     text = re.sub(r"^(#define\s+\w+\s+)VRNIC_GENMASK\(", r"\1GENMASK(", text,
                   flags=re.M)
+    text = must_sub(r"FIELD_GET\(\); outside the kernel, VRNIC_GENMASK\(\), "
+                    r"VRNIC_FIELD_PREP\(\)\n \* and VRNIC_FIELD_GET\(\) stand "
+                    r"in for them\.", "FIELD_GET().", text,
+                    "the user-space field macros' mention")
     text = text.replace("#include <linux/types.h>\n",
                         "#include <linux/bits.h>\n#include <linux/build_bug.h>\n"
                         "#include <linux/types.h>\n", 1)

@@ -15,7 +15,7 @@
 #define VRNIC_HW_ASSERT(expr, msg) _Static_assert(expr, msg)
 #define VRNIC_GENMASK(h, l)		((~0u >> (31 - (h))) & (~0u << (l)))
 #define VRNIC_FIELD_PREP(mask, v) \
-	(((uint32_t)(v) << __builtin_ctz(mask)) & (mask))
+	(((__u32)(v) << __builtin_ctz(mask)) & (mask))
 #define VRNIC_FIELD_GET(mask, v)	(((v) & (mask)) >> __builtin_ctz(mask))
 
 /*

@@ -383,7 +383,18 @@ int vrnic_pf_admin_query(struct vrnic_pf *pf, u8 opcode, void *out,
 			dev_warn_once(&pf->pdev->dev,
 				      "query 0x%x: %u-byte result, %u read\n",
 				      opcode, size, VRNIC_CMD_BUF_SIZE);
-		memcpy(out, buf, len);
+		/*
+		 * One device ABI: a result shorter than this driver's layout
+		 * would read as zeros, which are not the device's limits.
+		 */
+		if (size < len) {
+			dev_err_ratelimited(&pf->pdev->dev,
+					    "query 0x%x: %u-byte result, %zu expected\n",
+					    opcode, size, len);
+			ret = -EPROTO;
+		} else {
+			memcpy(out, buf, len);
+		}
 	}
 	vrnic_pf_cmd_buf_free(pf, buf, dma);
 	return ret;

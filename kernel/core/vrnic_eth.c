@@ -335,12 +335,14 @@ void vrnic_eth_link_change(struct vrnic_pf *pf, bool up)
 /*
  * The carrier as VRNIC_REG_LINK has it, read with the AEQ's vector held
  * off: a PORT_UP/DOWN raised after the read is handled after this, so the
- * newest state wins.  A dead function has no link.
+ * newest state wins.  A dead function has no link: fatal_lock keeps a
+ * FATAL's carrier off from landing between the check and the update.
  */
 static void vrnic_eth_link_sync(struct vrnic_pf *pf)
 {
 	unsigned int irq = pci_irq_vector(pf->pdev, VRNIC_AEQ_VECTOR);
 
+	mutex_lock(&pf->fatal_lock);
 	disable_irq(irq);
 	if (!READ_ONCE(pf->aq.dead) &&
 	    (vrnic_rd(pf, VRNIC_REG_LINK) & VRNIC_LINK_UP))
@@ -348,6 +350,7 @@ static void vrnic_eth_link_sync(struct vrnic_pf *pf)
 	else
 		netif_carrier_off(pf->netdev);
 	enable_irq(irq);
+	mutex_unlock(&pf->fatal_lock);
 }
 
 /*

@@ -150,9 +150,11 @@ struct vrnic_mr {
 };
 
 /*
- * A kernel ring: 4 KiB coherent pages, so that no ring needs an allocation
- * above order 0, shown to the device as a page list (VRNIC_RING_PAGED).
- * An entry is a power of two of at most a page: none straddles two.
+ * A kernel ring: 4 KiB coherent pages, so that the ring itself needs no
+ * allocation above order 0, shown to the device as a page list
+ * (VRNIC_RING_PAGED; the list is freed after create, and above order 2
+ * only for a ring over 8 MiB).  An entry is a power of two of at most a
+ * page: none straddles two.
  */
 struct vrnic_ib_kring {
 	void **va;		/* NULL: not a kernel ring */

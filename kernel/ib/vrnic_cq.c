@@ -3,14 +3,17 @@
  * vrnic completion queues.  A CQ is a ring of 32-byte CQEs with an owner
  * (phase) bit and a doorbell record holding the consumer index.  User CQs
  * live in user memory (pinned, described by a page list); kernel CQs in
- * single coherent pages (also a page list), polled here.  Completion events arrive on the CQ's
- * EQ and are passed to comp_handler.
+ * single coherent pages (also a page list), polled here.  Completion
+ * events arrive on the CQ's EQ and are passed to comp_handler.
  */
 #include <linux/dma-mapping.h>
 #include <linux/if_vlan.h>
 
 #include "vrnic.h"
 #include "vrnic-abi.h"
+
+/* A kernel CQ's ring holds 2^n CQEs of 2^m bytes (vrnic_ib_kring). */
+static_assert(!(sizeof(struct vrnic_cqe) & (sizeof(struct vrnic_cqe) - 1)));
 
 /* Release whatever memory a CQ holds; fields never set are NULL. */
 static void vrnic_ib_cq_free_mem(struct vrnic_dev *vdev, struct vrnic_cq *cq)

@@ -366,7 +366,8 @@ static void attack(struct set *s, struct tally *t)
 			memset(&cq->ring[rnd() & ((1u << cq->log_depth) - 1)],
 			       (int)rnd(), sizeof(struct vrnic_cqe) - 1);
 		db_write(vctx, VRNIC_DB_CQ_ARM, (uint32_t)rnd());
-		db_write(vctx, VRNIC_DB_CQ_ARM, cq->cqn | (uint32_t)(rnd() % 16) << 24);
+		db_write(vctx, VRNIC_DB_CQ_ARM, cq->cqn | (uint32_t)(rnd() % 16) <<
+			 __builtin_ctz(VRNIC_CQ_ARM_CMD));
 		break;
 	case 6:	/* anywhere on the doorbell page, any value and width */
 		for (n = rnd() % 16 + 1; n; n--) {

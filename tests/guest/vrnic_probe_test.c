@@ -177,7 +177,8 @@ static void test_verbs_context(void)
 	ksft_test_result(ok, "user context maps its doorbell page, PD, port ACTIVE\n");
 	ksft_test_result(id_ok, "ibv_query_device: vendor_id 0x%x, vendor_part_id 0x%x\n",
 			 VRNIC_PCI_VENDOR_ID, VRNIC_PCI_DEVICE_ID);
-	ksft_test_result(lim_ok, "ibv_query_device: max_srq %d, max_mcast_grp %d, SRQ WR/SGE as the QP's\n",
+	ksft_test_result(lim_ok,
+			 "ibv_query_device: max_srq %d, max_mcast_grp %d, SRQ WR/SGE as the QP's\n",
 			 dattr.max_srq, dattr.max_mcast_grp);
 	ibv_free_device_list(list);
 }
