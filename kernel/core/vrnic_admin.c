@@ -357,8 +357,8 @@ EXPORT_SYMBOL_NS_GPL(vrnic_pf_cmd_buf_free, VRNIC);
 /*
  * Run a QUERY_* command into a bounce buffer and copy out len bytes.  The
  * device writes the prefix that fits (spec "Admin queue"), so a result
- * that grew past what this driver knows costs nothing, and bytes a shorter
- * result leaves out read as zero.
+ * that grew past what this driver knows costs nothing; a result shorter
+ * than len is not this device's (-EPROTO).
  */
 int vrnic_pf_admin_query(struct vrnic_pf *pf, u8 opcode, void *out,
 			 size_t len)

@@ -135,7 +135,7 @@ static void vrnic_ring_arm(struct vrnic_pf *pf, u32 db, u16 ci)
  * The device only looks at it once the producer index is rung.
  */
 static bool vrnic_rx_post_one(struct vrnic_netdev_priv *priv,
-			      struct vrnic_eth_ring *r, u32 buf_len)
+			      struct vrnic_eth_ring *r, u32 buf_len, gfp_t gfp)
 {
 	u32 idx = r->pi & (r->depth - 1);
 	struct vrnic_eth_buf *b = &r->bufs[idx];
@@ -143,7 +143,7 @@ static bool vrnic_rx_post_one(struct vrnic_netdev_priv *priv,
 	struct page *page;
 	dma_addr_t dma;
 
-	page = page_pool_dev_alloc_pages(r->pp);
+	page = page_pool_alloc_pages(r->pp, gfp | __GFP_NOWARN);
 	if (!page)
 		return false;
 	dma = page_pool_get_dma_addr(page) + VRNIC_RX_HEADROOM;
@@ -178,7 +178,7 @@ static bool vrnic_rx_refill(struct vrnic_netdev_priv *priv)
 	bool ok = true;
 
 	while (vrnic_ring_free(r)) {
-		ok = vrnic_rx_post_one(priv, r, priv->rx_buf_len);
+		ok = vrnic_rx_post_one(priv, r, priv->rx_buf_len, GFP_ATOMIC);
 		if (!ok)
 			break;
 	}
@@ -228,10 +228,12 @@ static int vrnic_rx_poll(struct vrnic_netdev_priv *priv, int budget)
 {
 	struct net_device *ndev = priv->pf->netdev;
 	struct vrnic_eth_ring *r = &priv->rx;
-	struct device *dev = &priv->pf->pdev->dev;
 	unsigned int bytes = 0, errors = 0;
 	int done = 0;
 
+	/* netpoll's budget 0: no RX, and no page_pool use (napi.rst). */
+	if (unlikely(!budget))
+		return 0;
 	while (done < budget && r->ci != r->pi) {
 		u32 idx = r->ci & (r->depth - 1);
 		struct vrnic_eth_desc *d = &r->desc[idx];
@@ -253,11 +255,11 @@ static int vrnic_rx_poll(struct vrnic_netdev_priv *priv, int budget)
 			page_pool_put_full_page(r->pp, page, true);
 			continue;
 		}
-		dma_sync_single_for_cpu(dev, b->dma, len, DMA_FROM_DEVICE);
+		page_pool_dma_sync_for_cpu(r->pp, page, 0, len);
 		skb = napi_build_skb(page_address(page),
 				     PAGE_SIZE << r->pp->p.order);
 		if (!skb) {
-			errors++;
+			dev_core_stats_rx_dropped_inc(ndev);
 			page_pool_put_full_page(r->pp, page, true);
 			continue;
 		}
@@ -325,6 +327,9 @@ void vrnic_eth_event(struct vrnic_pf *pf, u8 type)
 
 void vrnic_eth_link_change(struct vrnic_pf *pf, bool up)
 {
+	/* A dead function has no link (vrnic_pf_fatal() waits for this). */
+	if (up && READ_ONCE(pf->aq.dead))
+		return;
 	netdev_info(pf->netdev, "link %s\n", up ? "up" : "down");
 	if (up)
 		netif_carrier_on(pf->netdev);
@@ -341,11 +346,14 @@ void vrnic_eth_link_change(struct vrnic_pf *pf, bool up)
 static void vrnic_eth_link_sync(struct vrnic_pf *pf)
 {
 	unsigned int irq = pci_irq_vector(pf->pdev, VRNIC_AEQ_VECTOR);
+	u32 link;
 
 	mutex_lock(&pf->fatal_lock);
 	disable_irq(irq);
-	if (!READ_ONCE(pf->aq.dead) &&
-	    (vrnic_rd(pf, VRNIC_REG_LINK) & VRNIC_LINK_UP))
+	link = vrnic_rd(pf, VRNIC_REG_LINK);
+	/* All ones: the function is gone from the bus. */
+	if (!READ_ONCE(pf->aq.dead) && link != U32_MAX &&
+	    (link & VRNIC_LINK_UP))
 		netif_carrier_on(pf->netdev);
 	else
 		netif_carrier_off(pf->netdev);
@@ -405,7 +413,7 @@ static int vrnic_rings_alloc(struct vrnic_netdev_priv *priv,
 	if (ret)
 		goto err_rx;
 	while (vrnic_ring_free(rx)) {
-		if (!vrnic_rx_post_one(priv, rx, buf_len)) {
+		if (!vrnic_rx_post_one(priv, rx, buf_len, GFP_KERNEL)) {
 			ret = -ENOMEM;
 			goto err_rx;
 		}
@@ -812,7 +820,7 @@ static int vrnic_change_mtu(struct net_device *ndev, int mtu)
 	vrnic_ring_reset(priv->pf, &priv->tx, DMA_TO_DEVICE);
 	vrnic_ring_reset(priv->pf, &priv->rx, DMA_FROM_DEVICE);
 	while (vrnic_ring_free(&priv->rx) &&
-	       vrnic_rx_post_one(priv, &priv->rx, old_len))
+	       vrnic_rx_post_one(priv, &priv->rx, old_len, GFP_KERNEL))
 		;
 	cmd.set_port.mtu = cpu_to_le32(ndev->mtu);
 	ret2 = vrnic_pf_admin_exec(priv->pf, &cmd, NULL);

@@ -103,6 +103,8 @@ static void __vrnic_pf_fatal(struct vrnic_pf *pf, const char *why,
 	}
 	dev_err(&pf->pdev->dev, "%s: device fatal, quiescing it\n", why);
 	vrnic_pf_quiesce(pf);
+	/* A PORT_UP handled before aq.dead was set lands before carrier off. */
+	synchronize_irq(pci_irq_vector(pf->pdev, VRNIC_AEQ_VECTOR));
 	strscpy(pf->fatal_why, why, sizeof(pf->fatal_why));
 	if (report && pf->fatal_reporter && !READ_ONCE(pf->removing))
 		schedule_work(&pf->health_work);

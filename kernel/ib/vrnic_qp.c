@@ -761,17 +761,20 @@ int vrnic_ib_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 	struct nlattr *table;
 	struct vrnic_qp_hw hw;
 	struct vrnic_qp_attr *a;
+	u8 state;
 	int ret;
 
 	ret = vrnic_ib_qp_hw_query(vdev, qp->qpn, &hw);
 	if (ret)
 		return ret;
 	a = hw.a;
+	/* Once: the device can still write the buffer it answered in. */
+	state = READ_ONCE(a->state);
 	table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
 	if (!table ||
 	    rdma_nl_put_driver_string(msg, "hw_state",
-				      a->state < ARRAY_SIZE(vrnic_qp_state_name) ?
-				      vrnic_qp_state_name[a->state] : "?") ||
+				      state < ARRAY_SIZE(vrnic_qp_state_name) ?
+				      vrnic_qp_state_name[state] : "?") ||
 	    rdma_nl_put_driver_u32_hex(msg, "next_send_psn",
 				       le32_to_cpu(a->sq_psn)) ||
 	    rdma_nl_put_driver_u32_hex(msg, "expected_psn",
@@ -826,18 +829,25 @@ int vrnic_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	struct vrnic_qp *qp = to_vqp(ibqp);
 	struct vrnic_qp_hw hw;
 	struct vrnic_qp_attr *a;
+	u8 state;
 	int ret;
 
 	ret = vrnic_ib_qp_hw_query(vdev, qp->qpn, &hw);
 	if (ret)
 		return ret;
 	a = hw.a;
+	/* Once, and bounded: the device can still write the buffer. */
+	state = READ_ONCE(a->state);
+	if (state > IB_QPS_ERR) {
+		vrnic_ib_qp_hw_put(vdev, &hw);
+		return -EIO;
+	}
 	/* The device's word is the last: an event may still be queued. */
-	if (a->state == IB_QPS_ERR)
+	if (state == IB_QPS_ERR)
 		WRITE_ONCE(qp->state, IB_QPS_ERR);
 	memset(attr, 0, sizeof(*attr));
-	attr->qp_state = a->state;
-	attr->cur_qp_state = a->state;
+	attr->qp_state = state;
+	attr->cur_qp_state = state;
 	attr->path_mtu = a->path_mtu ? a->path_mtu : IB_MTU_1024;
 	attr->path_mig_state = IB_MIG_MIGRATED;
 	attr->qp_access_flags = vrnic_ib_to_ib_access(le32_to_cpu(a->access));
@@ -853,7 +863,7 @@ int vrnic_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->qkey = le32_to_cpu(a->qkey);
 	attr->port_num = 1;
 	mutex_lock(&qp->state_lock);
-	vrnic_ib_qp_read_av(qp, a->state, &attr->ah_attr);
+	vrnic_ib_qp_read_av(qp, state, &attr->ah_attr);
 	mutex_unlock(&qp->state_lock);
 	attr->cap.max_send_wr = BIT(qp->sq_log);
 	attr->cap.max_recv_wr = qp->no_rq ? 0 : BIT(qp->rq_log);
