@@ -121,7 +121,8 @@ def generate():
     names = set().union(*(defines(p) for p in kept))
     asserts = [ln for ln in text[checks:end].splitlines(True)[1:]
                if ln.strip() and uses(ln) <= names]
-    return (HEAD + fields.group(1) + "\n" + "\n".join(kept) + "\n" + "".join(asserts) + TAIL)
+    return (HEAD + fields.group(1) + "\n" + "\n".join(kept) + "\n" +
+            "".join(asserts) + TAIL)
 
 
 def main():

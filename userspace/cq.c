@@ -528,8 +528,11 @@ int vrnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	uint32_t cmd = solicited_only ? VRNIC_CQ_ARM_SOLICITED :
 					VRNIC_CQ_ARM_NEXT;
 
+	/*
+	 * The device reads dbrec->ci at the arm (spec, "Doorbells"): under
+	 * the CQ's lock, the ci a poll on another thread stored is in it.
+	 */
 	vrnic_spin_lock(&cq->lock);
-	/* The device reads dbrec->ci at the arm (spec, "Doorbells"). */
 	udma_to_device_barrier();
 	mmio_write32_le((uint8_t *)ctx->db_page + VRNIC_DB_CQ_ARM,
 			htole32(VRNIC_FIELD_PREP(VRNIC_CQ_ARM_CQN, cq->cqn) |

@@ -134,8 +134,8 @@ static void vrnic_ring_arm(struct vrnic_pf *pf, u32 db, u16 ci)
 /* Post one fresh RX buffer at the producer index; false if out of memory.
  * The device only looks at it once the producer index is rung.
  */
-static bool vrnic_rx_post_one(struct vrnic_netdev_priv *priv,
-			      struct vrnic_eth_ring *r, u32 buf_len, gfp_t gfp)
+static bool vrnic_rx_post_one(struct vrnic_eth_ring *r, u32 buf_len,
+			      gfp_t gfp)
 {
 	u32 idx = r->pi & (r->depth - 1);
 	struct vrnic_eth_buf *b = &r->bufs[idx];
@@ -178,7 +178,7 @@ static bool vrnic_rx_refill(struct vrnic_netdev_priv *priv)
 	bool ok = true;
 
 	while (vrnic_ring_free(r)) {
-		ok = vrnic_rx_post_one(priv, r, priv->rx_buf_len, GFP_ATOMIC);
+		ok = vrnic_rx_post_one(r, priv->rx_buf_len, GFP_ATOMIC);
 		if (!ok)
 			break;
 	}
@@ -413,7 +413,7 @@ static int vrnic_rings_alloc(struct vrnic_netdev_priv *priv,
 	if (ret)
 		goto err_rx;
 	while (vrnic_ring_free(rx)) {
-		if (!vrnic_rx_post_one(priv, rx, buf_len, GFP_KERNEL)) {
+		if (!vrnic_rx_post_one(rx, buf_len, GFP_KERNEL)) {
 			ret = -ENOMEM;
 			goto err_rx;
 		}
@@ -820,7 +820,7 @@ static int vrnic_change_mtu(struct net_device *ndev, int mtu)
 	vrnic_ring_reset(priv->pf, &priv->tx, DMA_TO_DEVICE);
 	vrnic_ring_reset(priv->pf, &priv->rx, DMA_FROM_DEVICE);
 	while (vrnic_ring_free(&priv->rx) &&
-	       vrnic_rx_post_one(priv, &priv->rx, old_len, GFP_KERNEL))
+	       vrnic_rx_post_one(&priv->rx, old_len, GFP_KERNEL))
 		;
 	cmd.set_port.mtu = cpu_to_le32(ndev->mtu);
 	ret2 = vrnic_pf_admin_exec(priv->pf, &cmd, NULL);

@@ -12,6 +12,14 @@
  * The 4 KiB DMA blocks of a umem as a le64 list in coherent memory, for a
  * device that copies it during the admin command.
  */
+static __le64 *vrnic_ib_list_alloc(struct vrnic_dev *vdev, size_t n,
+				   dma_addr_t *list_dma, size_t *list_size)
+{
+	*list_size = max_t(size_t, n, 1) * sizeof(__le64);
+	return dma_alloc_coherent(&vdev->pdev->dev, *list_size, list_dma,
+				  GFP_KERNEL);
+}
+
 int vrnic_ib_umem_page_list(struct vrnic_dev *vdev, struct ib_umem *umem,
 			    __le64 **list, dma_addr_t *list_dma, size_t *list_size)
 {
@@ -19,9 +27,7 @@ int vrnic_ib_umem_page_list(struct vrnic_dev *vdev, struct ib_umem *umem,
 	struct ib_block_iter biter;
 	__le64 *l;
 
-	*list_size = max_t(size_t, n * sizeof(*l), sizeof(*l));
-	l = dma_alloc_coherent(&vdev->pdev->dev, *list_size, list_dma,
-			       GFP_KERNEL);
+	l = vrnic_ib_list_alloc(vdev, n, list_dma, list_size);
 	if (!l)
 		return -ENOMEM;
 	rdma_umem_for_each_dma_block(umem, &biter, SZ_4K) {
@@ -165,8 +171,7 @@ int vrnic_ib_kring_alloc(struct vrnic_dev *vdev, struct vrnic_ib_kring *r,
 		if (!r->va[i])
 			goto err;
 	}
-	*list_size = r->npages * sizeof(*l);
-	l = dma_alloc_coherent(dev, *list_size, list_dma, GFP_KERNEL);
+	l = vrnic_ib_list_alloc(vdev, r->npages, list_dma, list_size);
 	if (!l)
 		goto err;
 	for (i = 0; i < r->npages; i++)
