@@ -20,6 +20,7 @@ pkgs=(
 	python3 libpython3.11 fio nvme-cli
 	libnl-3-200 libnl-route-3-200 libudev1
 	ucx-utils libucx0 openmpi-bin libopenmpi3
+	libfabric-bin
 )
 base_key=$(printf '%s\n' "${pkgs[@]}" | sha1sum | cut -c1-12)
 if [ ! -e "$img/base.cpio" ] || [ "$(cat "$img/base.key" 2>/dev/null)" != "$base_key" ]; then

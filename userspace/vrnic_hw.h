@@ -55,7 +55,7 @@
 #define VRNIC_MAX_SRQ			1024
 #define VRNIC_MAX_MR			16384
 #define VRNIC_MR_KEY_BITS		8
-#define VRNIC_MAX_CQ_LOG_DEPTH		15
+#define VRNIC_MAX_CQ_LOG_DEPTH		22	/* 2^22 CQEs, as mlx5 reports */
 #define VRNIC_MAX_WQ_LOG_DEPTH		14
 #define VRNIC_MAX_SGE			16
 #define VRNIC_MAX_INLINE		512

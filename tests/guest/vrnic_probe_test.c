@@ -127,7 +127,9 @@ static void test_verbs_context(void)
 	struct ibv_device_attr dattr = {};
 	struct ibv_port_attr pattr;
 	struct ibv_context *ctx;
-	int i, n, ok, id_ok = 0, lim_ok = 0;
+	int i, n, ok, id_ok = 0, lim_ok = 0, cq_ok = 0, cq_err = 0;
+	struct ibv_cq *cq = NULL;
+	struct ibv_wc wc;
 	char *maps;
 	struct ibv_pd *pd;
 
@@ -140,6 +142,7 @@ static void test_verbs_context(void)
 		ksft_test_result_skip("user context maps its doorbell page: no device\n");
 		ksft_test_result_skip("ibv_query_device: vendor and part ID: no device\n");
 		ksft_test_result_skip("ibv_query_device: SRQ and multicast limits: no device\n");
+		ksft_test_result_skip("a CQ of max_cqe entries: no device\n");
 		if (list)
 			ibv_free_device_list(list);
 		return;
@@ -172,6 +175,27 @@ static void test_verbs_context(void)
 			 dattr.max_mcast_qp_attach == VRNIC_MAX_MCAST_ATTACH &&
 			 dattr.max_total_mcast_qp_attach ==
 			 VRNIC_MAX_MCAST_ATTACH;
+		/*
+		 * Issue 29: max_cqe is 2^22, as mlx5's (libfabric's
+		 * verbs;ofi_rxm asks for 262144 entries), a CQ that deep is
+		 * made (a 128 MiB ring) and polls empty, one entry more is
+		 * EINVAL.
+		 */
+		if (id_ok && dattr.max_cqe == 1 << VRNIC_MAX_CQ_LOG_DEPTH)
+			cq = ibv_create_cq(ctx, dattr.max_cqe, NULL, NULL, 0);
+		if (cq) {
+			cq_ok = cq->cqe >= dattr.max_cqe &&
+				ibv_poll_cq(cq, 1, &wc) == 0;
+			cq_ok = !ibv_destroy_cq(cq) && cq_ok;
+			errno = 0;
+			cq = ibv_create_cq(ctx, dattr.max_cqe + 1, NULL, NULL, 0);
+			cq_err = errno;
+			if (cq) {
+				ibv_destroy_cq(cq);
+				cq_ok = 0;
+			}
+			cq_ok = cq_ok && cq_err == EINVAL;
+		}
 		ibv_close_device(ctx);
 	}
 	ksft_test_result(ok, "user context maps its doorbell page, PD, port ACTIVE\n");
@@ -180,6 +204,9 @@ static void test_verbs_context(void)
 	ksft_test_result(lim_ok,
 			 "ibv_query_device: max_srq %d, max_mcast_grp %d, SRQ WR/SGE as the QP's\n",
 			 dattr.max_srq, dattr.max_mcast_grp);
+	ksft_test_result(cq_ok,
+			 "a CQ of max_cqe %d entries polls empty, one more is EINVAL (%d)\n",
+			 dattr.max_cqe, cq_err);
 	ibv_free_device_list(list);
 }
 
@@ -212,7 +239,7 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		ksft_exit_fail_msg("usage: %s <vrnic ipv4 address>\n", argv[0]);
 	ksft_print_header();
-	ksft_set_plan(11);
+	ksft_set_plan(12);
 	test_ethtool_self_test();
 	test_pci_identity();
 	test_rdma_link();

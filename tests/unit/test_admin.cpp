@@ -64,6 +64,7 @@ TEST(Admin, QueryDeviceReportsAttributes)
 	// What the driver reports to ib_core instead of its own constants.
 	EXPECT_EQ(attr.max_srq, uint32_t(VRNIC_MAX_SRQ - 1));
 	EXPECT_EQ(attr.max_mcast_attach, uint32_t(VRNIC_MAX_MCAST_ATTACH));
+	EXPECT_EQ(attr.max_cqe, 1u << 22) << "mlx5 reports 2^22; libfabric needs 2^18";
 
 	cmd.query.out_len = 0;
 	EXPECT_EQ(p.admin(cmd).status, VRNIC_ADMIN_ST_BAD_PARAM);

@@ -883,3 +883,76 @@ TEST(HostBudget, AResetGivesBackEveryChargeWhereverTheObjectIs)
 		EXPECT_EQ(std::count(mrs.begin(), mrs.end(), key), 0) << std::hex << key;
 	}
 }
+
+// ------------------------------------------------------------ CQ depth
+
+// A CQ of 2^22 entries (mlx5's max_cqe; libfabric's verbs;ofi_rxm asks
+// for 262144 at its default universe size) takes completions past index
+// 2^15, the old limit, each at its page of the list.  Its 32768 ring
+// pages are 16 real pages here, named over and over: the test clears a
+// CQE's owner byte once it has read it, so an alias reads as empty.
+TEST(CqDepth, A2To22EntryCqTakesCompletionsPastTheOldLimit)
+{
+	constexpr unsigned kLog = VRNIC_MAX_CQ_LOG_DEPTH;
+	static_assert(kLog == 22, "the spec's Limits table says 2^22");
+	constexpr uint64_t kList = B + 0x1800000;	// 32768 x 8 B
+	constexpr uint64_t kPages = B + 0x1900000;	// 16 x 4 KiB
+	constexpr uint64_t kDbrec = Node::kCqDb + 0x80;
+	constexpr uint64_t kRingPages = (32ull << kLog) / 4096;
+	Node a{1}, b{2};
+	Wire wire;
+	for (uint64_t i = 0; i < kRingPages; i++)
+		a.p.store<uint64_t>(kList + i * 8, kPages + (i % 16) * 4096);
+
+	vrnic_admin_cmd c = op(VRNIC_ADMIN_CREATE_CQ);
+	c.create_cq.base = kList;
+	c.create_cq.ring_flags = VRNIC_RING_PAGED;
+	c.create_cq.dbrec = kDbrec;
+	c.create_cq.log_depth = kLog + 1;
+	c.create_cq.eqn = 1;
+	EXPECT_EQ(a.p.admin(c).status, VRNIC_ADMIN_ST_BAD_PARAM) << "2^23 taken";
+	c.create_cq.log_depth = kLog;
+	const uint64_t before = budget_of(a.p).used();
+	const uint32_t deep = a.admin_ok(c);
+	EXPECT_EQ(budget_of(a.p).used() - before, kRingPages * 8)
+		<< "the page list is what the device keeps, and it is charged";
+
+	// A QP whose send completions go to it, on the Node's SQ memory.
+	c = op(VRNIC_ADMIN_CREATE_QP);
+	c.create_qp.sq_base = Node::kSq;
+	c.create_qp.rq_base = Node::kRq;
+	c.create_qp.dbrec = Node::kQpDb;
+	c.create_qp.pdn = a.pd;
+	c.create_qp.send_cqn = deep;
+	c.create_qp.recv_cqn = a.cq;
+	c.create_qp.sq_log_depth = Node::kSqLog;
+	c.create_qp.rq_log_depth = Node::kRqLog;
+	c.create_qp.sq_wqe_shift = Node::kSqShift;
+	c.create_qp.rq_wqe_shift = Node::kRqShift;
+	c.create_qp.type = VRNIC_QPT_RC;
+	a.qp = a.admin_ok(c);
+	a.connect(b, 3, 100, 200);
+	b.connect(a, 3, 200, 100);
+
+	constexpr uint32_t kTotal = (1u << 15) + 4000, kBatch = 128;
+	uint32_t ci = 0;
+	for (uint32_t n = 0; n < kTotal; n += kBatch) {
+		for (uint32_t i = n; i < n + kBatch; i++)
+			a.post_send(send_wqe(i, VRNIC_WR_RDMA_WRITE, Node::kIova, b.mr),
+				    {a.sge(0, 8)});
+		wire.run(a, b, [] { return false; });
+		for (; ci < n + kBatch; ci++) {
+			const uint64_t off = uint64_t(ci) * sizeof(vrnic_cqe);
+			const uint64_t at = kPages + (off / 4096 % 16) * 4096 + off % 4096;
+			const auto cqe = a.p.load<vrnic_cqe>(at);
+			ASSERT_EQ(cqe.owner & VRNIC_CQE_OWNER, VRNIC_CQE_OWNER) << ci;
+			ASSERT_EQ(cqe.wr_id, ci);
+			ASSERT_EQ(cqe.status, VRNIC_WC_ST_SUCCESS) << ci;
+			a.p.store<uint8_t>(at + offsetof(vrnic_cqe, owner), 0);
+		}
+		a.p.store<uint32_t>(kDbrec, ci);
+	}
+	EXPECT_GT(ci, 1u << 15);
+	vrnic_cqe none{};
+	EXPECT_FALSE(a.poll_cq(none)) << "the Node's own CQ got a send completion";
+}
