@@ -59,13 +59,12 @@ void Rdma::reset()
 {
 	// Generations survive a reset so that pre-reset handles stay stale.
 	// Only the slots used since the last reset can differ from new ones.
-	auto renew = [](auto &tab, uint32_t n) {
-		using T = std::remove_reference_t<decltype(tab[0])>;
-		for (auto &o : used(tab, n)) {
+	auto renew = []<typename T>(SlotTable<T> &tab, uint32_t n) {
+		tab.each(n, [](T &o) {
 			const auto gen = o.gen;
 			o = T();
 			o.gen = gen;
-		}
+		});
 	};
 	renew(pds_, used_.pd);
 	renew(cqs_, used_.cq);
@@ -115,15 +114,15 @@ bool RingMem::load(const Platform &plat, HostBudget &budget, uint64_t b,
 }
 
 template <typename T>
-T *Rdma::lookup(std::vector<T> &tab, uint32_t h)
+T *Rdma::lookup(SlotTable<T> &tab, uint32_t h)
 {
 	const uint32_t idx = h & VRNIC_OBJ_INDEX_MASK;
 	const uint32_t gen = h >> VRNIC_OBJ_INDEX_BITS;
+	T *o = idx ? tab.find(idx) : nullptr;
 
-	if (gen > gen_mask<T>() || idx == 0 || idx >= tab.size() ||
-	    !tab[idx].valid || tab[idx].gen != gen)
+	if (gen > gen_mask<T>() || !o || !o->valid || o->gen != gen)
 		return nullptr;
-	return &tab[idx];
+	return o;
 }
 
 // A free slot for a new object, with its next generation.  Slots are
@@ -135,15 +134,23 @@ T *Rdma::lookup(std::vector<T> &tab, uint32_t h)
 // them), but an event about one may be held back in an EQ: it is dropped,
 // as it would name the new object.
 template <typename T>
-T *Rdma::alloc(std::vector<T> &tab, uint32_t first, uint32_t &used_mark,
+T *Rdma::alloc(SlotTable<T> &tab, uint32_t first, uint32_t &used_mark,
 	       uint32_t &next, uint32_t &index)
 {
-	const auto n = uint32_t(tab.size()) - first;
-
-	for (const bool renew : {false, true}) {
+	// The made chunks first; a new chunk only when none of their slots
+	// is free with a generation left, and spent slots start again only
+	// when every chunk is made.
+	for (const int pass : {0, 1, 2}) {
+		const uint32_t n = tab.size() - first;
 		for (uint32_t k = 0; k < n; k++) {
 			const uint32_t i = first + (std::max(next, first) - first + k) % n;
-			T &o = tab[i];
+			if (tab.has(i) != (pass != 1))
+				continue;
+			T *slot = tab.make(i, budget_);
+			if (!slot)
+				return nullptr;
+			T &o = *slot;
+			const bool renew = pass == 2;
 			if (o.valid || (o.gen >= gen_mask<T>()) != renew)
 				continue;
 			mark(used_mark, i);
@@ -188,10 +195,8 @@ const Qp *Rdma::qp(uint32_t qpn) const
 bool Rdma::uctx_in_use(uint32_t uctx) const
 {
 	auto owned = [uctx](const auto &o) { return o.valid && o.uctx == uctx; };
-	return std::ranges::any_of(used(pds_, used_.pd), owned) ||
-	       std::ranges::any_of(used(cqs_, used_.cq), owned) ||
-	       std::ranges::any_of(used(qps_, used_.qp), owned) ||
-	       std::ranges::any_of(used(srqs_, used_.srq), owned);
+	return pds_.any(used_.pd, owned) || cqs_.any(used_.cq, owned) ||
+	       qps_.any(used_.qp, owned) || srqs_.any(used_.srq, owned);
 }
 
 bool Rdma::admin(const vrnic_admin_cmd &cmd, uint8_t &status, uint32_t &result)
@@ -291,23 +296,23 @@ uint8_t Rdma::destroy_pd(uint32_t pdn)
 	if (!pd)
 		return VRNIC_ADMIN_ST_NOT_FOUND;
 	if (mrs_.pd_in_use(pdn) ||
-	    std::ranges::any_of(used(qps_, used_.qp), [pdn](const Qp &q) {
+	    qps_.any(used_.qp, [pdn](const Qp &q) {
 		    return q.valid && q.type != VRNIC_QPT_XRC_TGT && q.pdn == pdn;
 	    }) ||
-	    std::ranges::any_of(used(srqs_, used_.srq), [pdn](const Srq &q) {
+	    srqs_.any(used_.srq, [pdn](const Srq &q) {
 		    return q.valid && q.pdn == pdn;
 	    }))
 		return VRNIC_ADMIN_ST_BUSY;
 	// XRC targets take their PD from the SRQ of each message, and keep
 	// it in the READ and atomic results they may replay: those go with
 	// the PD, so that no later PD with this slot can be named by them.
-	for (auto &q : used(qps_, used_.qp)) {
+	qps_.each(used_.qp, [pdn](Qp &q) {
 		if (!q.valid || q.type != VRNIC_QPT_XRC_TGT)
-			continue;
+			return;
 		std::erase_if(q.resources, [pdn](const RdResource &r) { return r.pdn == pdn; });
 		if (q.pdn == pdn)
 			q.pdn = 0;
-	}
+	});
 	pd->valid = false;
 	return VRNIC_ADMIN_ST_OK;
 }
@@ -405,9 +410,9 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 	Qp *slot = nullptr;
 	if (!gsi) {
 		slot = alloc(qps_, 2, used_.qp, next_.qp, i);
-	} else if (!qps_[i].valid) {
+	} else if (Qp *q1 = qps_.make(i, budget_); q1 && !q1->valid) {
 		mark(used_.qp, i);
-		slot = &qps_[i];
+		slot = q1;
 		*slot = Qp();
 		slot->valid = true;
 	}
@@ -480,10 +485,10 @@ uint8_t Rdma::dealloc_xrcd(uint32_t xrcdn)
 
 	if (!x)
 		return VRNIC_ADMIN_ST_NOT_FOUND;
-	if (std::ranges::any_of(used(qps_, used_.qp), [xrcdn](const Qp &q) {
+	if (qps_.any(used_.qp, [xrcdn](const Qp &q) {
 		    return q.valid && q.type == VRNIC_QPT_XRC_TGT && q.xrcdn == xrcdn;
 	    }) ||
-	    std::ranges::any_of(used(srqs_, used_.srq), [xrcdn](const Srq &q) {
+	    srqs_.any(used_.srq, [xrcdn](const Srq &q) {
 		    return q.valid && q.type == VRNIC_SRQT_XRC && q.xrcdn == xrcdn;
 	    }))
 		return VRNIC_ADMIN_ST_BUSY;
@@ -559,11 +564,11 @@ uint8_t Rdma::set_gid(const vrnic_admin_set_gid &c)
 
 	if (st != VRNIC_ADMIN_ST_OK || !changed)
 		return st;
-	for (auto &qp : used(qps_, used_.qp)) {
+	qps_.each(used_.qp, [this, &c](Qp &qp) {
 		if (qp.valid && !qp.datagram() && qp.attr.sgid_index == c.index &&
 		    qp.attr.state >= VRNIC_QPS_RTR && qp.attr.state <= VRNIC_QPS_SQE)
 			qp_error(qp);
-	}
+	});
 	return st;
 }
 
@@ -630,7 +635,7 @@ uint8_t Rdma::destroy_srq(uint32_t srqn)
 	// An XRC target in the middle of a message into this SRQ holds its
 	// WQE, PD and CQ: the message goes with the SRQ (its next packet
 	// finds no SRQ and is refused), so nothing outlives the handles.
-	for (auto &q : used(qps_, used_.qp))
+	qps_.each(used_.qp, [srqn](Qp &q) {
 		if (q.valid && q.type == VRNIC_QPT_XRC_TGT && q.srqn == srqn) {
 			q.recv_active = false;
 			q.recv = RecvWqe();
@@ -638,6 +643,7 @@ uint8_t Rdma::destroy_srq(uint32_t srqn)
 			q.pdn = 0;
 			q.recv_cqn = 0;
 		}
+	});
 	if (Cq *cq = srq->type == VRNIC_SRQT_XRC ? find_cq(srq->cqn) : nullptr)
 		cq->refs--;
 	srq->valid = false;

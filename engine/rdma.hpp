@@ -24,6 +24,7 @@
 #include "platform.hpp"
 #include "roce.hpp"
 #include "sched.hpp"
+#include "slot_table.hpp"
 #include "vrnic_hw.h"
 
 namespace vrnic {
@@ -106,14 +107,14 @@ struct RingMem {
 
 struct Pd {
 	bool valid = false;
-	uint32_t gen = 0;		// 20 bits (VRNIC_PD_GEN_MASK)
+	uint32_t gen = 0;		// 16 bits (VRNIC_PD_GEN_MASK)
 	uint32_t uctx = 0;
 };
 
 // An XRC domain: kernel-owned, shared by the processes that open it.
 struct Xrcd {
 	bool valid = false;
-	uint32_t gen = 0;		// 20 bits, as a PD's
+	uint32_t gen = 0;		// 16 bits, as a PD's
 };
 
 struct Cq {
@@ -425,11 +426,18 @@ public:
 	// reservation, so a QP can always send whatever the others hold.
 	// Copies beyond it are charged to the budget, per user context.
 	static constexpr unsigned int kReservedCopies = 16;
+	// The object tables' host memory (slot_table.hpp): it grows with
+	// the slots used and stays over resets, with the generations.
+	[[nodiscard]] uint64_t table_bytes() const
+	{
+		return pds_.bytes() + cqs_.bytes() + qps_.bytes() + srqs_.bytes() +
+		       xrcds_.bytes();
+	}
 
 private:
-	template <typename T> T *lookup(std::vector<T> &tab, uint32_t handle);
+	template <typename T> T *lookup(SlotTable<T> &tab, uint32_t handle);
 	template <typename T>
-	T *alloc(std::vector<T> &tab, uint32_t first, uint32_t &used_mark,
+	T *alloc(SlotTable<T> &tab, uint32_t first, uint32_t &used_mark,
 		 uint32_t &next, uint32_t &index);
 	template <typename T> void forget_events(uint32_t handle);
 	Qp *find_qp(uint32_t qpn);
@@ -600,11 +608,11 @@ private:
 	const std::array<uint8_t, 6> &mac_;
 	const uint32_t &port_mtu_;	// L3 MTU of the port
 	PortPause &pfc_;		// Device's: the port's MAC control
-	std::vector<Pd> pds_;
-	std::vector<Cq> cqs_;
-	std::vector<Qp> qps_;
-	std::vector<Srq> srqs_;
-	std::vector<Xrcd> xrcds_;
+	SlotTable<Pd> pds_;
+	SlotTable<Cq> cqs_;
+	SlotTable<Qp> qps_;
+	SlotTable<Srq> srqs_;
+	SlotTable<Xrcd> xrcds_;
 	// The slots of each table used since the last reset are [0, n): a
 	// reset restores only those, and the sweeps over a table stop there.
 	// A slot past the mark is as the constructor or the last reset left it
@@ -614,13 +622,6 @@ private:
 	} used_;
 	Used next_;	// where each table's round-robin allocation goes on
 	static void mark(uint32_t &n, uint32_t i) { n = std::max(n, i + 1); }
-	template <typename T>
-	static std::span<T> used(std::vector<T> &tab, uint32_t n) { return {tab.data(), n}; }
-	template <typename T>
-	static std::span<const T> used(const std::vector<T> &tab, uint32_t n)
-	{
-		return {tab.data(), n};
-	}
 	std::vector<McastAttach> mcast_;	// at most VRNIC_MAX_MCAST_ATTACH
 	MrTable mrs_;
 	GidTable gids_;

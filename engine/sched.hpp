@@ -22,6 +22,7 @@
 // at most a few thousand entries, each push or pop O(log n).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -34,12 +35,19 @@ inline uint32_t handle_slot(uint32_t handle) { return handle & VRNIC_OBJ_INDEX_M
 
 class ActiveList {
 public:
-	explicit ActiveList(size_t slots) : queued_(slots, 0) {}
+	// Its per-slot record grows with the highest slot queued, up to
+	// slots (the QP table's size).
+	explicit ActiveList(size_t slots) : slots_(slots) {}
 
 	// Queue the QP unless its handle is queued already: true if added.
 	bool push(uint32_t handle)
 	{
-		uint32_t &q = queued_[handle_slot(handle)];
+		const uint32_t s = handle_slot(handle);
+		if (s >= slots_)
+			return false;
+		if (s >= queued_.size())
+			queued_.resize(std::min(slots_, std::max<size_t>(s + 1, 2 * queued_.size())), 0);
+		uint32_t &q = queued_[s];
 		if (q == handle)
 			return false;
 		q = handle;
@@ -57,13 +65,18 @@ public:
 	}
 	[[nodiscard]] bool live(uint32_t handle) const
 	{
-		return queued_[handle_slot(handle)] == handle;
+		const uint32_t s = handle_slot(handle);
+		return s < queued_.size() && queued_[s] == handle;
 	}
 	// After a live entry's turn: back to the end, or out of the list.
 	void requeue(uint32_t handle) { list_.push_back(handle); }
 	void leave(uint32_t handle) { queued_[handle_slot(handle)] = 0; }
 	// The slot's QP is gone: an entry still in the list is stale.
-	void forget(uint32_t slot) { queued_[slot] = 0; }
+	void forget(uint32_t slot)
+	{
+		if (slot < queued_.size())
+			queued_[slot] = 0;
+	}
 	// Empty, in O(entries): only slots with an entry can be marked.
 	void clear()
 	{
@@ -75,6 +88,7 @@ public:
 private:
 	std::deque<uint32_t> list_;
 	std::vector<uint32_t> queued_;	// per slot: the handle queued, 0 none
+	size_t slots_;
 };
 
 // kTimerCc: the QP's congestion-control algorithm asked to be woken
@@ -89,7 +103,9 @@ public:
 		uint8_t kind;
 	};
 
-	explicit TimerHeap(size_t slots) : pos_(slots * kTimerKinds, kNone) {}
+	// Its per-slot positions grow with the highest slot armed, up to
+	// slots (the QP table's size).
+	explicit TimerHeap(size_t slots) : slots_(slots) {}
 
 	[[nodiscard]] bool empty() const { return heap_.empty(); }
 	[[nodiscard]] size_t size() const { return heap_.size(); }
@@ -104,6 +120,14 @@ public:
 	void arm(uint32_t handle, TimerKind kind, uint64_t at)
 	{
 		const size_t id = index(handle, kind);
+		if (handle_slot(handle) >= slots_)
+			return;
+		if (id >= pos_.size()) {
+			const size_t want = size_t(handle_slot(handle)) + 1;
+			pos_.resize(std::min(slots_, std::max(want, 2 * pos_.size() / kTimerKinds)) *
+					    kTimerKinds,
+				    kNone);
+		}
 		if (pos_[id] != kNone) {
 			Entry &e = heap_[pos_[id]];
 			if (e.handle == handle && e.at <= at)
@@ -132,7 +156,7 @@ public:
 	{
 		for (unsigned k = 0; k < kTimerKinds; k++) {
 			const size_t id = size_t(slot) * kTimerKinds + k;
-			if (pos_[id] != kNone)
+			if (id < pos_.size() && pos_[id] != kNone)
 				remove_at(pos_[id]);
 		}
 	}
@@ -198,6 +222,7 @@ private:
 
 	std::vector<Entry> heap_;
 	std::vector<uint32_t> pos_;	// per slot and kind: index in heap_
+	size_t slots_;
 };
 
 } // namespace vrnic

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// A table of device objects by slot index that grows with use (issue 29).
+// Its slots come in chunks of kChunk, each made when an allocation first
+// needs it and charged to the host-memory budget then, so a device with a
+// few QPs holds a few chunks, not 2^16 slots.  A chunk stays until the
+// device goes away, over resets too: the generations in its slots must
+// outlive every object, so that no old handle names a new one.  Objects
+// never move; a pointer to one is good for as long as its object is.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "budget.hpp"
+
+namespace vrnic {
+
+template <typename T> class SlotTable {
+public:
+	static constexpr uint32_t kChunk = 256;
+
+	explicit SlotTable(uint32_t slots)
+		: slots_(slots), chunks_((slots + kChunk - 1) / kChunk) {}
+
+	[[nodiscard]] uint32_t size() const { return slots_; }
+	// Slots in chunks made so far.
+	[[nodiscard]] uint32_t made() const { return made_ * kChunk; }
+	[[nodiscard]] static constexpr uint64_t chunk_bytes() { return sizeof(Chunk); }
+	// Host memory held, and charged, for the chunks made.
+	[[nodiscard]] uint64_t bytes() const { return uint64_t(made_) * sizeof(Chunk); }
+
+	// Slot i, or nullptr when its chunk was never made.
+	T *find(uint32_t i)
+	{
+		if (i >= slots_ || !chunks_[i / kChunk])
+			return nullptr;
+		return &chunks_[i / kChunk]->slot[i % kChunk];
+	}
+	[[nodiscard]] bool has(uint32_t i) const
+	{
+		return i < slots_ && chunks_[i / kChunk];
+	}
+	// Slot i, its chunk made and charged first if need be; nullptr when
+	// the budget refuses it.
+	T *make(uint32_t i, HostBudget &budget)
+	{
+		if (i >= slots_)
+			return nullptr;
+		auto &c = chunks_[i / kChunk];
+		if (!c) {
+			Charge charge;
+			if (!charge.take(budget, sizeof(Chunk)))
+				return nullptr;
+			c = std::make_unique<Chunk>();
+			c->charge = std::move(charge);
+			made_++;
+		}
+		return &c->slot[i % kChunk];
+	}
+	// pred(object) for the slots below n in made chunks, until it holds.
+	template <typename P> bool any(uint32_t n, P &&pred) const
+	{
+		for (uint32_t c = 0; c * kChunk < std::min(n, slots_); c++) {
+			if (!chunks_[c])
+				continue;
+			const uint32_t end = std::min(kChunk, std::min(n, slots_) - c * kChunk);
+			for (uint32_t k = 0; k < end; k++)
+				if (pred(chunks_[c]->slot[k]))
+					return true;
+		}
+		return false;
+	}
+	// f(object) for the slots below n in made chunks.
+	template <typename F> void each(uint32_t n, F &&f)
+	{
+		for (uint32_t c = 0; c * kChunk < std::min(n, slots_); c++) {
+			if (!chunks_[c])
+				continue;
+			const uint32_t end = std::min(kChunk, std::min(n, slots_) - c * kChunk);
+			for (uint32_t k = 0; k < end; k++)
+				f(chunks_[c]->slot[k]);
+		}
+	}
+
+private:
+	struct Chunk {
+		std::array<T, kChunk> slot{};
+		Charge charge;		// sizeof(Chunk), to the host budget
+	};
+	uint32_t slots_;
+	uint32_t made_ = 0;
+	std::vector<std::unique_ptr<Chunk>> chunks_;
+};
+
+} // namespace vrnic
