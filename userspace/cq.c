@@ -277,8 +277,7 @@ static int vrnic_poll_one(struct vrnic_context *ctx, struct vrnic_cq *cq,
 	 * free none rather than let a poster overwrite WQEs the device may
 	 * still read.  REG_MR (a WQE asked for it) is the send queue's.
 	 */
-	qp = __atomic_load_n(&ctx->qp_table[qpn & VRNIC_OBJ_INDEX_MASK],
-			     __ATOMIC_ACQUIRE);
+	qp = vrnic_qp_lookup(ctx, qpn);
 	if (qp && qp->qpn == qpn &&
 	    (opcode_ok || cqe->opcode == VRNIC_WC_REG_MR)) {
 		if (cqe->opcode & VRNIC_WC_RECV)

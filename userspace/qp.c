@@ -254,6 +254,27 @@ static int vrnic_qp_answer(struct vrnic_qp *qp, const struct ibv_qp_cap *want,
 }
 
 /*
+ * qpn's qp_table slot, under qp_table_mutex; with make, its page is
+ * allocated and published if it has none yet.  NULL: no page (or no
+ * memory for one).
+ */
+static struct vrnic_qp **vrnic_qp_slot(struct vrnic_context *ctx,
+				       uint32_t qpn, bool make)
+{
+	uint32_t idx = qpn & VRNIC_OBJ_INDEX_MASK;
+	struct vrnic_qp ***page = &ctx->qp_table[idx >> VRNIC_QP_TABLE_SHIFT];
+
+	if (!*page && make) {
+		struct vrnic_qp **p = calloc(VRNIC_QP_TABLE_MASK + 1, sizeof(*p));
+
+		if (!p)
+			return NULL;
+		__atomic_store_n(page, p, __ATOMIC_RELEASE);
+	}
+	return *page ? &(*page)[idx & VRNIC_QP_TABLE_MASK] : NULL;
+}
+
+/*
  * The kernel created the QP: take its answer and publish the QP, or
  * destroy it (errno set, NULL).
  */
@@ -264,6 +285,7 @@ static struct vrnic_qp *vrnic_qp_ready(struct vrnic_context *ctx,
 				       struct ibv_qp_cap *cap)
 {
 	int err = vrnic_qp_answer(qp, want, resp, cap);
+	struct vrnic_qp **slot;
 
 	if (err) {
 		ibv_cmd_destroy_qp(&qp->vqp.qp);
@@ -273,9 +295,16 @@ static struct vrnic_qp *vrnic_qp_ready(struct vrnic_context *ctx,
 	}
 	qp->qpn = resp->qpn;
 	pthread_mutex_lock(&ctx->qp_table_mutex);
-	__atomic_store_n(&ctx->qp_table[qp->qpn & VRNIC_OBJ_INDEX_MASK], qp,
-			 __ATOMIC_RELEASE);
+	slot = vrnic_qp_slot(ctx, qp->qpn, true);
+	if (slot)
+		__atomic_store_n(slot, qp, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ctx->qp_table_mutex);
+	if (!slot) {
+		ibv_cmd_destroy_qp(&qp->vqp.qp);
+		vrnic_qp_free(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
 	return qp;
 }
 
@@ -902,15 +931,16 @@ int vrnic_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct vrnic_context *ctx = to_vctx(ibqp->context);
 	struct vrnic_qp *qp = to_vqp(ibqp);
+	struct vrnic_qp **slot;
 	int ret;
 
 	ret = ibv_cmd_destroy_qp(ibqp);
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&ctx->qp_table_mutex);
-	if (ctx->qp_table[qp->qpn & VRNIC_OBJ_INDEX_MASK] == qp)
-		__atomic_store_n(&ctx->qp_table[qp->qpn & VRNIC_OBJ_INDEX_MASK],
-				 NULL, __ATOMIC_RELEASE);
+	slot = vrnic_qp_slot(ctx, qp->qpn, false);
+	if (slot && *slot == qp)
+		__atomic_store_n(slot, NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ctx->qp_table_mutex);
 	/* After this no poller holds qp (locking order: vrnic.h). */
 	if (qp->type != VRNIC_QPT_XRC_TGT)

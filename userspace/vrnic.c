@@ -65,9 +65,12 @@ static int vrnic_dealloc_pd(struct ibv_pd *pd)
 static void vrnic_free_context(struct ibv_context *ibctx)
 {
 	struct vrnic_context *ctx = to_vctx(ibctx);
+	unsigned int i;
 
 	if (ctx->db_page)
 		munmap(ctx->db_page, ctx->db_page_size);
+	for (i = 0; i < VRNIC_QP_TABLE_PAGES; i++)
+		free(ctx->qp_table[i]);
 	pthread_mutex_destroy(&ctx->qp_table_mutex);
 	pthread_mutex_destroy(&ctx->dbrec_mutex);
 	verbs_uninit_context(&ctx->ibv_ctx);	/* closes the command file */

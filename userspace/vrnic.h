@@ -18,7 +18,15 @@
 
 #include "vrnic_hw.h"
 
-#define VRNIC_QP_TABLE_SIZE	(VRNIC_OBJ_INDEX_MASK + 1)
+/*
+ * The QP table, QPN index -> QP: VRNIC_QP_TABLE_PAGES pages of 4096
+ * pointers, each allocated when a QP of its range is first created (the
+ * shape of mlx5's), so that a context with a few QPs holds a page or two
+ * of the 2^16 slots.
+ */
+#define VRNIC_QP_TABLE_SHIFT	12
+#define VRNIC_QP_TABLE_MASK	((1u << VRNIC_QP_TABLE_SHIFT) - 1)
+#define VRNIC_QP_TABLE_PAGES	((VRNIC_OBJ_INDEX_MASK >> VRNIC_QP_TABLE_SHIFT) + 1)
 
 struct vrnic_device {
 	struct verbs_device ibv_dev;
@@ -38,7 +46,8 @@ struct vrnic_qp;
  * RESET purges the same way, then restarts the rings under sq_lock and
  * rq_lock.  Order: qp_table_mutex, then one CQ lock; sq_lock and rq_lock
  * are never held with a CQ lock.  sq_tail/rq_tail are written by pollers
- * and read by posters: atomics (release/acquire).
+ * and read by posters: atomics (release/acquire).  A qp_table page,
+ * once published, stays until the context is freed.
  */
 
 /*
@@ -94,7 +103,7 @@ struct vrnic_context {
 	pthread_mutex_t qp_table_mutex;
 	pthread_mutex_t dbrec_mutex;	/* dbrec_pages */
 	struct list_head dbrec_pages;	/* doorbell record pool */
-	struct vrnic_qp *qp_table[VRNIC_QP_TABLE_SIZE];	/* by QPN index */
+	struct vrnic_qp **qp_table[VRNIC_QP_TABLE_PAGES];	/* by QPN index */
 };
 
 struct vrnic_cq {
@@ -181,6 +190,19 @@ static inline struct vrnic_ah *to_vah(struct ibv_ah *ibah)
 static inline struct vrnic_qp *to_vqp(struct ibv_qp *ibqp)
 {
 	return container_of(ibqp, struct vrnic_qp, vqp.qp);
+}
+
+/* The QP of qpn's table slot, or NULL (see Locking). */
+static inline struct vrnic_qp *vrnic_qp_lookup(struct vrnic_context *ctx,
+					       uint32_t qpn)
+{
+	uint32_t idx = qpn & VRNIC_OBJ_INDEX_MASK;
+	struct vrnic_qp **page;
+
+	page = __atomic_load_n(&ctx->qp_table[idx >> VRNIC_QP_TABLE_SHIFT],
+			       __ATOMIC_ACQUIRE);
+	return page ? __atomic_load_n(&page[idx & VRNIC_QP_TABLE_MASK],
+				      __ATOMIC_ACQUIRE) : NULL;
 }
 
 /* ceil(log2(v)); 0 for v <= 1 */

@@ -532,7 +532,7 @@ TEST_F(Pair, DoorbellsOnlyForTheOwningContext)
 	const uint32_t v0 = a.p.rd(VRNIC_REG_CNT_DB_VIOLATIONS);
 	a.p.db(page, VRNIC_DB_SQ, a.qp);		// kernel QP from a user page
 	a.p.db(page, VRNIC_DB_CQ_ARM, a.cq | 1u << 24);
-	a.p.db(0, VRNIC_DB_SQ, a.qp ^ (1u << 12));	// stale generation
+	a.p.db(0, VRNIC_DB_SQ, a.qp ^ (1u << VRNIC_OBJ_INDEX_BITS));	// stale generation
 	EXPECT_EQ(a.p.rd(VRNIC_REG_CNT_DB_VIOLATIONS), v0 + 3);
 	// The context cannot go while it owns nothing, but can when empty.
 	c.opcode = VRNIC_ADMIN_DESTROY_UCTX;
