@@ -2,6 +2,7 @@
 #include "eq.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "device.hpp"
 
@@ -55,27 +56,31 @@ bool EventQueue::hold(const Platform &plat, DeviceCounters &cnt,
 		      const Held &e)
 {
 	cnt.eq_overflows++;
-	const auto same = std::find_if(held_.begin(), held_.end(),
-				       [&e](const Held &h) {
-					       return h.type == e.type &&
-						      h.id == e.id;
-				       });
-	if (same != held_.end()) {
-		held_.erase(same);
+	const auto same = where_.find(key(e.type, e.id));
+	if (same != where_.end()) {
+		held_.erase(same->second);
+		where_.erase(same);
 	} else if (held_.size() >= kMaxHeld) {
 		plat.trace(VRNIC_TRACE_EQ_OVERFLOW, eqn_, e.type, 1);
 		return false;
 	}
 	plat.trace(VRNIC_TRACE_EQ_OVERFLOW, eqn_, e.type, 0);
 	held_.push_back(e);
+	where_.emplace(key(e.type, e.id), std::prev(held_.end()));
 	return true;
 }
 
 void EventQueue::forget(uint64_t types, uint32_t id)
 {
-	std::erase_if(held_, [types, id](const Held &h) {
-		return h.id == id && h.type < 64 && (types >> h.type & 1);
-	});
+	for (unsigned int t = 0; t < 64; t++) {
+		if (!(types >> t & 1))
+			continue;
+		const auto it = where_.find(key(uint8_t(t), id));
+		if (it != where_.end()) {
+			held_.erase(it->second);
+			where_.erase(it);
+		}
+	}
 }
 
 bool EventQueue::post(const Platform &plat, DeviceCounters &cnt, uint8_t type,
@@ -102,6 +107,7 @@ bool EventQueue::doorbell(const Platform &plat, DeviceCounters &cnt,
 	// Room freed: write what was held, oldest first, never past ci.
 	while (!held_.empty() && !full()) {
 		const Held e = held_.front();
+		where_.erase(key(e.type, e.id));
 		held_.pop_front();
 		write(plat, cnt, e);	// a DMA error is counted; go on
 	}

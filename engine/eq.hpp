@@ -8,7 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <list>
+#include <unordered_map>
 
 #include "platform.hpp"
 #include "vrnic_hw.h"
@@ -20,9 +21,11 @@ struct DeviceCounters;
 class EventQueue {
 public:
 	// Events one EQ holds back at most.  An event per (type, id) is held
-	// once, so this is only reached by a driver that stops consuming and
-	// keeps making objects: the async EQ of a device with every CQ, QP and
-	// SRQ holding an event of each type needs far fewer.
+	// once, and this is more than every CQ, QP and SRQ can post at once
+	// (a CQ event and a CQ error per CQ, a fatal error and a last WQE per
+	// QP, a limit event per SRQ), so no event is lost to it.  Each held
+	// event costs the host about 100 bytes (a list node and an index
+	// entry), at most about 32 MiB for all EQs together.
 	static constexpr size_t kMaxHeld = VRNIC_EQ_MAX_HELD;
 
 	// Validate and take a configuration; false when it is unusable.
@@ -60,6 +63,7 @@ private:
 		uint32_t id;
 		uint64_t data;
 	};
+	static uint64_t key(uint8_t type, uint32_t id) { return uint64_t(type) << 32 | id; }
 
 	[[nodiscard]] bool full() const
 	{
@@ -76,7 +80,11 @@ private:
 	uint64_t base_ = 0;
 	uint32_t pi_ = 0;	// events written, free running
 	uint16_t ci_ = 0;	// consumer index from the last doorbell
-	std::deque<Held> held_;	// oldest first, at most kMaxHeld
+	// Held events, oldest first, at most kMaxHeld, and where each
+	// (type, id) is in that list: holding, replacing and forgetting one
+	// are O(1), however many are held.
+	std::list<Held> held_;
+	std::unordered_map<uint64_t, std::list<Held>::iterator> where_;
 };
 
 } // namespace vrnic

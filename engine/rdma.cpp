@@ -137,21 +137,34 @@ template <typename T>
 T *Rdma::alloc(SlotTable<T> &tab, uint32_t first, uint32_t &used_mark,
 	       uint32_t &next, uint32_t &index)
 {
-	// The made chunks first; a new chunk only when none of their slots
-	// is free with a generation left, and spent slots start again only
-	// when every chunk is made.
+	constexpr uint32_t kChunk = SlotTable<T>::kChunk;
+	// A slot whose next generation cannot be given: past the mask, or,
+	// for a QP, the multicast QPN 0xffffff (index 0xffff, generation
+	// 0xff), which packets could never be addressed to.
+	auto spent = [](uint32_t i, uint32_t gen) {
+		return gen >= gen_mask<T>() ||
+		       (std::is_same_v<T, Qp> && handle<T>(i, gen + 1) == VRNIC_MCAST_QPN);
+	};
+
+	// Pass 0: a free slot of the chunks made, with a generation left.
+	// Pass 1: a new chunk.  Pass 2 (every chunk made, or the budget
+	// refused one): a spent slot starts its generations again.
 	for (const int pass : {0, 1, 2}) {
 		const uint32_t n = tab.size() - first;
 		for (uint32_t k = 0; k < n; k++) {
 			const uint32_t i = first + (std::max(next, first) - first + k) % n;
-			if (tab.has(i) != (pass != 1))
+			if (tab.has(i) != (pass != 1)) {
+				// The rest of this chunk is the same: step over it
+				// (it ends before the scan wraps at the table's end).
+				k += kChunk - 1 - i % kChunk;
 				continue;
+			}
 			T *slot = tab.make(i, budget_);
 			if (!slot)
-				return nullptr;
+				break;	// no budget for a new chunk
 			T &o = *slot;
 			const bool renew = pass == 2;
-			if (o.valid || (o.gen >= gen_mask<T>()) != renew)
+			if (o.valid || spent(i, o.gen) != renew)
 				continue;
 			mark(used_mark, i);
 			next = i + 1;

@@ -150,8 +150,12 @@
 #define VRNIC_AQ_MAX_LOG_DEPTH		12
 #define VRNIC_EQ_MIN_LOG_DEPTH		4
 #define VRNIC_EQ_MAX_LOG_DEPTH		15
-/* Events a full EQ holds back, one per (type, id), until it has room. */
-#define VRNIC_EQ_MAX_HELD		8192
+/*
+ * Events a full EQ holds back, one per (type, id), until it has room: more
+ * than all objects can post at once (2 per CQ, 2 per QP, 1 per SRQ, and
+ * the device's own).
+ */
+#define VRNIC_EQ_MAX_HELD		(5u * 65536 + 64)
 #define VRNIC_RING_ALIGN		4096	/* every ring base */
 
 /* ------------------------------------------------------- doorbells --- */

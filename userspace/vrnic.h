@@ -26,7 +26,8 @@
  */
 #define VRNIC_QP_TABLE_SHIFT	12
 #define VRNIC_QP_TABLE_MASK	((1u << VRNIC_QP_TABLE_SHIFT) - 1)
-#define VRNIC_QP_TABLE_PAGES	((VRNIC_OBJ_INDEX_MASK >> VRNIC_QP_TABLE_SHIFT) + 1)
+#define VRNIC_QP_TABLE_PAGES \
+	((VRNIC_OBJ_INDEX_MASK >> VRNIC_QP_TABLE_SHIFT) + 1)
 
 struct vrnic_device {
 	struct verbs_device ibv_dev;

@@ -892,9 +892,10 @@ TEST(HostBudget, AResetGivesBackEveryChargeWhereverTheObjectIs)
 
 // A CQ of 2^22 entries (mlx5's max_cqe; libfabric's verbs;ofi_rxm asks
 // for 262144 at its default universe size) takes completions past index
-// 2^15, the old limit, each at its page of the list.  Its 32768 ring
-// pages are 16 real pages here, named over and over: the test clears a
-// CQE's owner byte once it has read it, so an alias reads as empty.
+// 2^15, the old limit, and past 2^16, each at its page of the list.  Its
+// 32768 ring pages are 16 real pages here, named over and over: the test
+// clears a CQE's owner byte once it has read it, so an alias reads as
+// empty.
 TEST(CqDepth, A2To22EntryCqTakesCompletionsPastTheOldLimit)
 {
 	constexpr unsigned kLog = VRNIC_MAX_CQ_LOG_DEPTH;
@@ -938,7 +939,7 @@ TEST(CqDepth, A2To22EntryCqTakesCompletionsPastTheOldLimit)
 	a.connect(b, 3, 100, 200);
 	b.connect(a, 3, 200, 100);
 
-	constexpr uint32_t kTotal = (1u << 15) + 4000, kBatch = 128;
+	constexpr uint32_t kTotal = (1u << 16) + 4000, kBatch = 128;	// past 16 bits
 	uint32_t ci = 0;
 	for (uint32_t n = 0; n < kTotal; n += kBatch) {
 		for (uint32_t i = n; i < n + kBatch; i++)

@@ -123,26 +123,115 @@ TEST(Scale, ChurnReusesTheChunksItHas)
 	EXPECT_EQ(rdma_of(a.p).table_bytes(), tables0);
 }
 
-// The budget, not the table, is what runs out first with a small one: a
-// create that needs a new chunk it cannot charge is refused cleanly, and
-// the device goes on.
-TEST(Scale, ABudgetTooSmallForAnotherChunkRefusesTheCreate)
+// A slot whose generations are spent starts them again when the budget
+// cannot take a new chunk: a device whose budget is full keeps creating
+// in the slots it has (before, a create was NO_RESOURCE once the free
+// slot's 255 generations were spent, free slot or not).  CQs here: the
+// budget is spent on FAST MRs first, then CQs fill the chunk made.
+TEST(Scale, SpentSlotsAreRenewedWhenTheBudgetRefusesAChunk)
 {
 	Node a{1, false, Node::kCqLog, VRNIC_QPT_RC, VRNIC_HOST_MEM_BUDGET_MIN};
-	const vrnic_admin_cmd c = rc_qp(a);
-	std::vector<uint32_t> qpns;
+	for (uint32_t pages : {512u, 1u}) {
+		for (;;) {
+			vrnic_admin_cmd m = op(VRNIC_ADMIN_CREATE_MR);
+			m.create_mr.pdn = a.pd;
+			m.create_mr.npages = pages;
+			m.create_mr.pbl_mode = VRNIC_PBL_FAST;
+			if (a.p.admin(m).status != VRNIC_ADMIN_ST_OK)
+				break;
+		}
+	}
+	vrnic_admin_cmd c = op(VRNIC_ADMIN_CREATE_CQ);
+	c.create_cq.base = Node::kCq;
+	c.create_cq.dbrec = Node::kCqDb + 0x40;
+	c.create_cq.log_depth = 4;
+	c.create_cq.eqn = 1;
+	const uint64_t tables = rdma_of(a.p).table_bytes();
+	std::vector<uint32_t> cqns;
 	for (;;) {
 		const auto cqe = a.p.admin(c);
 		if (cqe.status != VRNIC_ADMIN_ST_OK) {
 			EXPECT_EQ(cqe.status, VRNIC_ADMIN_ST_NO_RESOURCE);
 			break;
 		}
-		qpns.push_back(cqe.result);
-		ASSERT_LT(qpns.size(), 65534u);
+		cqns.push_back(cqe.result);
+		ASSERT_LT(cqns.size(), 65535u);
 	}
-	EXPECT_GT(qpns.size(), 1024u);
-	vrnic_admin_cmd d = op(VRNIC_ADMIN_DESTROY_QP);
-	d.destroy.id = qpns.back();
-	ASSERT_EQ(a.p.admin(d).status, VRNIC_ADMIN_ST_OK);
-	EXPECT_EQ(a.p.admin(c).status, VRNIC_ADMIN_ST_OK) << "a freed slot is usable";
+	EXPECT_EQ(cqns.size(), vrnic::SlotTable<vrnic::Cq>::kChunk - 2)
+		<< "the first chunk (CQ index 0 reserved, one the Node's) filled";
+	EXPECT_EQ(rdma_of(a.p).table_bytes(), tables) << "no chunk could be made";
+	// One slot free: 600 creates and destroys, more than its 255
+	// generations, all in that slot, no handle repeated early.
+	uint32_t cqn = cqns.back();
+	const uint32_t slot = cqn & VRNIC_OBJ_INDEX_MASK;
+	std::set<uint32_t> seen;
+	for (int i = 0; i < 600; i++) {
+		vrnic_admin_cmd d = op(VRNIC_ADMIN_DESTROY_CQ);
+		d.destroy.id = cqn;
+		ASSERT_EQ(a.p.admin(d).status, VRNIC_ADMIN_ST_OK);
+		const auto cqe = a.p.admin(c);
+		ASSERT_EQ(cqe.status, VRNIC_ADMIN_ST_OK) << "create " << i;
+		cqn = cqe.result;
+		ASSERT_EQ(cqn & VRNIC_OBJ_INDEX_MASK, slot);
+		if (i < 250) {
+			EXPECT_TRUE(seen.insert(cqn).second) << "a handle came back early";
+		}
+	}
+}
+
+// QPN 0xffffff is the multicast QPN: the QP slot 0xffff never gets
+// generation 0xff, which would make it (packets to that QP would be taken
+// for multicast and it would never receive).
+TEST(Scale, TheMulticastQpnIsNeverAQpsNumber)
+{
+	Node a{1, false, Node::kCqLog, VRNIC_QPT_RC, 1ull << 30};
+	const vrnic_admin_cmd c = rc_qp(a);
+	uint32_t last = 0;
+	for (;;) {
+		const auto cqe = a.p.admin(c);
+		if (cqe.status != VRNIC_ADMIN_ST_OK)
+			break;
+		if ((cqe.result & VRNIC_OBJ_INDEX_MASK) == VRNIC_OBJ_INDEX_MASK)
+			last = cqe.result;
+	}
+	ASSERT_NE(last, 0u) << "the table did not fill up to slot 0xffff";
+	uint32_t qpn = last;
+	for (int i = 0; i < 600; i++) {
+		vrnic_admin_cmd d = op(VRNIC_ADMIN_DESTROY_QP);
+		d.destroy.id = qpn;
+		ASSERT_EQ(a.p.admin(d).status, VRNIC_ADMIN_ST_OK);
+		qpn = a.admin_ok(c);
+		ASSERT_EQ(qpn & VRNIC_OBJ_INDEX_MASK, VRNIC_OBJ_INDEX_MASK);
+		ASSERT_NE(qpn, uint32_t(VRNIC_MCAST_QPN)) << "create " << i;
+	}
+}
+
+// A GID change puts every QP using the entry into ERR at once, and each
+// gets its QP_FATAL event however many there are (past the 8192 events an
+// EQ held before, 809 of 9000 were lost).
+TEST(Scale, ThousandsOfQpsInErrorAtOnceLoseNoEvent)
+{
+	constexpr unsigned kQps = 9000;
+	Node a{1}, b{2};
+	a.p.drain_aeq();
+	const vrnic_admin_cmd c = rc_qp(a);
+	std::set<uint32_t> qpns;
+	for (unsigned i = 0; i < kQps; i++) {
+		a.qp = a.admin_ok(c);
+		a.connect(b, 3, 100, 200);
+		qpns.insert(a.qp);
+	}
+	auto g = a.gid();
+	g[15] ^= 0x80;
+	ASSERT_EQ(a.set_gid(Node::kGid4, g, a.mac()), VRNIC_ADMIN_ST_OK);
+	std::set<uint32_t> fatal;
+	for (;;) {
+		const auto ev = a.p.drain_aeq();
+		if (ev.empty())
+			break;
+		for (const auto &e : ev)
+			if (e.type == VRNIC_EQE_QP_FATAL)
+				fatal.insert(e.id);
+	}
+	EXPECT_EQ(fatal, qpns);
 }
