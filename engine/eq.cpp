@@ -58,9 +58,14 @@ bool EventQueue::hold(const Platform &plat, DeviceCounters &cnt,
 	cnt.eq_overflows++;
 	const auto same = where_.find(key(e.type, e.id));
 	if (same != where_.end()) {
-		held_.erase(same->second);
-		where_.erase(same);
-	} else if (held_.size() >= kMaxHeld) {
+		// Replaced: it moves to the back with the new data, no
+		// allocation (the index stays valid across the splice).
+		held_.splice(held_.end(), held_, same->second);
+		same->second->data = e.data;
+		plat.trace(VRNIC_TRACE_EQ_OVERFLOW, eqn_, e.type, 0);
+		return true;
+	}
+	if (held_.size() >= kMaxHeld) {
 		plat.trace(VRNIC_TRACE_EQ_OVERFLOW, eqn_, e.type, 1);
 		return false;
 	}

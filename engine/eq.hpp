@@ -23,10 +23,19 @@ public:
 	// Events one EQ holds back at most.  An event per (type, id) is held
 	// once, and this is more than every CQ, QP and SRQ can post at once
 	// (a CQ event and a CQ error per CQ, a fatal error and a last WQE per
-	// QP, a limit event per SRQ), so no event is lost to it.  Each held
-	// event costs the host about 100 bytes (a list node and an index
-	// entry), at most about 32 MiB for all EQs together.
+	// QP, a limit event per SRQ), so no event is lost to it.  A
+	// destroyed object's held events go with it (Rdma's destroys), so
+	// what is held is bounded by live objects, which the budget pays for.
+	// Each held event costs the host about 100 bytes (a list node and an
+	// index entry), at most about 32 MiB for all EQs together.
 	static constexpr size_t kMaxHeld = VRNIC_EQ_MAX_HELD;
+
+	EventQueue() = default;
+	// Not copyable: where_ points into held_.
+	EventQueue(const EventQueue &) = delete;
+	EventQueue &operator=(const EventQueue &) = delete;
+	EventQueue(EventQueue &&) = default;
+	EventQueue &operator=(EventQueue &&) = default;
 
 	// Validate and take a configuration; false when it is unusable.
 	[[nodiscard]] static bool valid_config(uint64_t base,

@@ -148,7 +148,11 @@ T *Rdma::alloc(SlotTable<T> &tab, uint32_t first, uint32_t &used_mark,
 
 	// Pass 0: a free slot of the chunks made, with a generation left.
 	// Pass 1: a new chunk.  Pass 2 (every chunk made, or the budget
-	// refused one): a spent slot starts its generations again.
+	// refused one): a spent slot starts its generations again.  The scan
+	// steps over whole unmade chunks: tables are whole chunks.
+	static_assert(VRNIC_MAX_PD % kChunk == 0 && VRNIC_MAX_CQ % kChunk == 0 &&
+		      VRNIC_MAX_QP % kChunk == 0 && VRNIC_MAX_SRQ % kChunk == 0 &&
+		      VRNIC_MAX_XRCD % kChunk == 0);
 	for (const int pass : {0, 1, 2}) {
 		const uint32_t n = tab.size() - first;
 		for (uint32_t k = 0; k < n; k++) {
@@ -367,6 +371,7 @@ uint8_t Rdma::destroy_cq(uint32_t cqn)
 		return VRNIC_ADMIN_ST_BUSY;
 	cq->valid = false;
 	cq->ring = RingMem();	// its page list goes back to the budget
+	forget_events<Cq>(cqn);
 	return VRNIC_ADMIN_ST_OK;
 }
 
@@ -535,6 +540,7 @@ uint8_t Rdma::destroy_qp(uint32_t qpn)
 	const uint16_t gen = qp->gen;
 	*qp = Qp();
 	qp->gen = gen;
+	forget_events<Qp>(qpn);
 	return VRNIC_ADMIN_ST_OK;
 }
 
@@ -661,6 +667,7 @@ uint8_t Rdma::destroy_srq(uint32_t srqn)
 		cq->refs--;
 	srq->valid = false;
 	srq->ring = RingMem();	// its page list goes back to the budget
+	forget_events<Srq>(srqn);
 	return VRNIC_ADMIN_ST_OK;
 }
 

@@ -235,3 +235,48 @@ TEST(Scale, ThousandsOfQpsInErrorAtOnceLoseNoEvent)
 	}
 	EXPECT_EQ(fatal, qpns);
 }
+
+// A destroyed object's held events go with it: a guest that stops
+// consuming its async EQ and cycles SRQ QPs through ERR (each posts a
+// LAST_WQE) holds events of live objects only, not of every handle ever
+// issued (before, they piled up to the EQ's bound, outside the budget,
+// and one reached the next QP given the same handle).
+TEST(Scale, ADestroyedObjectsHeldEventsGoWithIt)
+{
+	Node a{1};
+	a.p.drain_aeq();
+	const uint32_t srq = a.create_srq(Node::kData + 0x800000, Node::kData + 0x900000);
+	const vrnic_admin_cmd c = a.srq_qp_cmd(srq);
+	constexpr uint32_t kDepth = 1u << FakePlatform::kAeqLog, kCycles = 4 * kDepth;
+	uint32_t live = 0;
+	for (uint32_t i = 0; i < kCycles + 1; i++) {
+		a.qp = a.admin_ok(c);
+		vrnic_qp_attr at{};
+		at.state = VRNIC_QPS_ERR;
+		ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK) << i;
+		a.p.run();
+		if (i == kCycles) {
+			live = a.qp;	// the last one stays
+			break;
+		}
+		vrnic_admin_cmd d = op(VRNIC_ADMIN_DESTROY_QP);
+		d.destroy.id = a.qp;
+		ASSERT_EQ(a.p.admin(d).status, VRNIC_ADMIN_ST_OK) << i;
+	}
+	unsigned last_wqe = 0;
+	bool got_live = false;
+	for (;;) {
+		const auto ev = a.p.drain_aeq();
+		if (ev.empty())
+			break;
+		for (const auto &e : ev) {
+			if (e.type != VRNIC_EQE_QP_LAST_WQE)
+				continue;
+			last_wqe++;
+			got_live |= e.id == live;
+		}
+	}
+	// What the ring took before it filled, and the live QP's, held.
+	EXPECT_LE(last_wqe, kDepth + 1);
+	EXPECT_TRUE(got_live) << "the live QP's LAST_WQE was lost";
+}
