@@ -150,9 +150,11 @@ T *Rdma::alloc(SlotTable<T> &tab, uint32_t first, uint32_t &used_mark,
 	// Pass 1: a new chunk.  Pass 2 (every chunk made, or the budget
 	// refused one): a spent slot starts its generations again.  The scan
 	// steps over whole unmade chunks: tables are whole chunks.
-	static_assert(VRNIC_MAX_PD % kChunk == 0 && VRNIC_MAX_CQ % kChunk == 0 &&
-		      VRNIC_MAX_QP % kChunk == 0 && VRNIC_MAX_SRQ % kChunk == 0 &&
-		      VRNIC_MAX_XRCD % kChunk == 0);
+	static_assert(VRNIC_MAX_PD % kChunk == 0);
+	static_assert(VRNIC_MAX_CQ % kChunk == 0);
+	static_assert(VRNIC_MAX_QP % kChunk == 0);
+	static_assert(VRNIC_MAX_SRQ % kChunk == 0);
+	static_assert(VRNIC_MAX_XRCD % kChunk == 0);
 	for (const int pass : {0, 1, 2}) {
 		const uint32_t n = tab.size() - first;
 		for (uint32_t k = 0; k < n; k++) {
