@@ -41,22 +41,6 @@ vrnic_admin_cmd rc_qp(const Node &a)
 
 } // namespace
 
-TEST(Scale, QueryDeviceReportsTheTables)
-{
-	FakePlatform p;
-	p.enable();
-	const uint64_t out = FakePlatform::kMemBase + 0x8000;
-	auto cmd = op(VRNIC_ADMIN_QUERY_DEVICE);
-	cmd.query.out_addr = out;
-	cmd.query.out_len = sizeof(vrnic_device_attr);
-	ASSERT_EQ(p.admin(cmd).status, VRNIC_ADMIN_ST_OK);
-	const auto attr = p.load<vrnic_device_attr>(out);
-	EXPECT_EQ(attr.max_qp, (1u << 16) - 2);	// QPN indices 0 and 1 reserved
-	EXPECT_EQ(attr.max_cq, (1u << 16) - 1);
-	EXPECT_EQ(attr.max_srq, (1u << 16) - 1);
-	EXPECT_EQ(attr.max_pd, (1u << 16) - 1);
-}
-
 // 5000 QPs, more than the 1022 there were: every handle distinct and
 // valid on the wire (24 bits), the QP table grown by whole chunks, each
 // charged, and the host cost of an idle QP within its stated bound.  The
