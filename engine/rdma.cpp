@@ -125,14 +125,13 @@ T *Rdma::lookup(SlotTable<T> &tab, uint32_t h)
 	return o;
 }
 
-// A free slot for a new object, with its next generation.  Slots are
-// handed out round robin from `next`, so a freed slot waits until every
-// other free slot was used before its handle changes again.  A slot whose
-// generation is spent is passed over while any other slot is free; when
-// none is, it starts its generations again (spec "Handles").  Nothing in
-// the device still names its old handles then (destroy purges what named
-// them), but an event about one may be held back in an EQ: it is dropped,
-// as it would name the new object.
+// A free slot for a new object, with its next generation (spec
+// "Handles").  Slots are handed out round robin from `next` among the
+// chunks made, so a freed slot waits until every other free one was used
+// before its handle changes again.  Nothing in the device names a
+// destroyed object's handles (destroy purges what did, held events
+// included), so a spent slot may start its generations again; the events
+// of the handle it starts at are dropped all the same.
 template <typename T>
 T *Rdma::alloc(SlotTable<T> &tab, uint32_t first, uint32_t &used_mark,
 	       uint32_t &next, uint32_t &index)

@@ -632,8 +632,8 @@ private:
 	// poll() is running (its own activation only asks for another turn:
 	// turn_again_); in_pass_ and activated_: a QP became active during
 	// the pass, so poll() asks to run again.
-	ActiveList active_{VRNIC_MAX_QP};
-	TimerHeap timers_{VRNIC_MAX_QP};
+	ActiveList active_;
+	TimerHeap timers_;
 	SchedCounters sched_cnt_;
 	uint32_t turn_ = 0;
 	bool turn_again_ = false;

@@ -33,20 +33,24 @@ namespace vrnic {
 
 inline uint32_t handle_slot(uint32_t handle) { return handle & VRNIC_OBJ_INDEX_MASK; }
 
+// How many slots a per-slot record of `have` grows to so that it holds
+// `slot`: at least double, never past what a handle can name.
+inline size_t grown(uint32_t slot, size_t have)
+{
+	return std::min<size_t>(VRNIC_OBJ_INDEX_MASK + 1, std::max<size_t>(slot + 1, 2 * have));
+}
+
 class ActiveList {
 public:
-	// Its per-slot record grows with the highest slot queued, up to
-	// slots (the QP table's size).
-	explicit ActiveList(size_t slots) : slots_(slots) {}
+	// Its per-slot record grows with the highest slot queued (doubling,
+	// up to the 2^16 a handle can name).
 
 	// Queue the QP unless its handle is queued already: true if added.
 	bool push(uint32_t handle)
 	{
 		const uint32_t s = handle_slot(handle);
-		if (s >= slots_)
-			return false;
 		if (s >= queued_.size())
-			queued_.resize(std::min(slots_, std::max<size_t>(s + 1, 2 * queued_.size())), 0);
+			queued_.resize(grown(s, queued_.size()), 0);
 		uint32_t &q = queued_[s];
 		if (q == handle)
 			return false;
@@ -88,7 +92,6 @@ public:
 private:
 	std::deque<uint32_t> list_;
 	std::vector<uint32_t> queued_;	// per slot: the handle queued, 0 none
-	size_t slots_;
 };
 
 // kTimerCc: the QP's congestion-control algorithm asked to be woken
@@ -103,9 +106,8 @@ public:
 		uint8_t kind;
 	};
 
-	// Its per-slot positions grow with the highest slot armed, up to
-	// slots (the QP table's size).
-	explicit TimerHeap(size_t slots) : slots_(slots) {}
+	// Its per-slot positions grow with the highest slot armed (doubling,
+	// up to the 2^16 a handle can name).
 
 	[[nodiscard]] bool empty() const { return heap_.empty(); }
 	[[nodiscard]] size_t size() const { return heap_.size(); }
@@ -120,14 +122,9 @@ public:
 	void arm(uint32_t handle, TimerKind kind, uint64_t at)
 	{
 		const size_t id = index(handle, kind);
-		if (handle_slot(handle) >= slots_)
-			return;
-		if (id >= pos_.size()) {
-			const size_t want = size_t(handle_slot(handle)) + 1;
-			pos_.resize(std::min(slots_, std::max(want, 2 * pos_.size() / kTimerKinds)) *
-					    kTimerKinds,
+		if (id >= pos_.size())
+			pos_.resize(grown(handle_slot(handle), pos_.size() / kTimerKinds) * kTimerKinds,
 				    kNone);
-		}
 		if (pos_[id] != kNone) {
 			Entry &e = heap_[pos_[id]];
 			if (e.handle == handle && e.at <= at)
@@ -222,7 +219,6 @@ private:
 
 	std::vector<Entry> heap_;
 	std::vector<uint32_t> pos_;	// per slot and kind: index in heap_
-	size_t slots_;
 };
 
 } // namespace vrnic

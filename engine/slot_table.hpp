@@ -26,8 +26,6 @@ public:
 		: slots_(slots), chunks_((slots + kChunk - 1) / kChunk) {}
 
 	[[nodiscard]] uint32_t size() const { return slots_; }
-	// Slots in chunks made so far.
-	[[nodiscard]] uint32_t made() const { return made_ * kChunk; }
 	[[nodiscard]] static constexpr uint64_t chunk_bytes() { return sizeof(Chunk); }
 	// Host memory held, and charged, for the chunks made.
 	[[nodiscard]] uint64_t bytes() const { return uint64_t(made_) * sizeof(Chunk); }
@@ -63,26 +61,15 @@ public:
 	// pred(object) for the slots below n in made chunks, until it holds.
 	template <typename P> bool any(uint32_t n, P &&pred) const
 	{
-		for (uint32_t c = 0; c * kChunk < std::min(n, slots_); c++) {
-			if (!chunks_[c])
-				continue;
-			const uint32_t end = std::min(kChunk, std::min(n, slots_) - c * kChunk);
-			for (uint32_t k = 0; k < end; k++)
-				if (pred(chunks_[c]->slot[k]))
-					return true;
-		}
-		return false;
+		return scan(*this, n, pred);
 	}
 	// f(object) for the slots below n in made chunks.
 	template <typename F> void each(uint32_t n, F &&f)
 	{
-		for (uint32_t c = 0; c * kChunk < std::min(n, slots_); c++) {
-			if (!chunks_[c])
-				continue;
-			const uint32_t end = std::min(kChunk, std::min(n, slots_) - c * kChunk);
-			for (uint32_t k = 0; k < end; k++)
-				f(chunks_[c]->slot[k]);
-		}
+		scan(*this, n, [&f](T &o) {
+			f(o);
+			return false;
+		});
 	}
 
 private:
@@ -90,6 +77,20 @@ private:
 		std::array<T, kChunk> slot{};
 		Charge charge;		// sizeof(Chunk), to the host budget
 	};
+	// The one walk of any() and each(), const or not.
+	template <typename Self, typename P> static bool scan(Self &self, uint32_t n, P &&pred)
+	{
+		n = std::min(n, self.slots_);
+		for (uint32_t c = 0; c * kChunk < n; c++) {
+			if (!self.chunks_[c])
+				continue;
+			for (uint32_t k = 0; k < std::min(kChunk, n - c * kChunk); k++)
+				if (pred(self.chunks_[c]->slot[k]))
+					return true;
+		}
+		return false;
+	}
+
 	uint32_t slots_;
 	uint32_t made_ = 0;
 	std::vector<std::unique_ptr<Chunk>> chunks_;

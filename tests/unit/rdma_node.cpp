@@ -420,6 +420,22 @@ vrnic_admin_cmd Node::srq_qp_cmd(uint32_t srqn) const
 	return c;
 }
 
+vrnic_admin_cmd Node::idle_qp_cmd(unsigned sq_log) const
+{
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_CREATE_QP;
+	c.create_qp.sq_base = kSq;
+	c.create_qp.rq_base = kRq;
+	c.create_qp.dbrec = kQpDb + 0x40;
+	c.create_qp.pdn = pd;
+	c.create_qp.send_cqn = c.create_qp.recv_cqn = cq;
+	c.create_qp.sq_log_depth = uint8_t(sq_log);
+	c.create_qp.sq_wqe_shift = 6;
+	c.create_qp.rq_wqe_shift = 5;
+	c.create_qp.type = VRNIC_QPT_RC;
+	return c;
+}
+
 void Node::post_srq(uint64_t ring, uint64_t dbrec, uint32_t count,
 		    uint64_t first_wr, uint64_t data_off)
 {

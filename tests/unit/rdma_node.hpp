@@ -69,6 +69,10 @@ struct Node {
 	// The admin command for an RC QP of this node that receives from
 	// SRQ srqn (its doorbell record next to the first QP's).
 	vrnic_admin_cmd srq_qp_cmd(uint32_t srqn) const;
+	// The admin command for one more idle RC QP of this node on its
+	// (contiguous) rings: 2^sq_log SQ WQEs of 64 B, an RQ of one 32-byte
+	// WQE, its doorbell record next to the first QP's.
+	vrnic_admin_cmd idle_qp_cmd(unsigned sq_log = 0) const;
 	// Post count receive WQEs of 4 KiB at data(data_off + i * 4 KiB),
 	// wr_id first_wr + i, and publish them.
 	void post_srq(uint64_t ring, uint64_t dbrec, uint32_t count,

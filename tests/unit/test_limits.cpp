@@ -785,15 +785,7 @@ TEST(HostBudget, RingsAndQpsAreChargedAndCredited)
 		}
 	}
 	EXPECT_EQ(a.p.admin(c).status, VRNIC_ADMIN_ST_NO_RESOURCE);
-	vrnic_admin_cmd q = op(VRNIC_ADMIN_CREATE_QP);
-	q.create_qp.sq_base = Node::kSq;
-	q.create_qp.rq_base = Node::kRq;
-	q.create_qp.dbrec = Node::kQpDb + 0x40;
-	q.create_qp.pdn = a.pd;
-	q.create_qp.send_cqn = q.create_qp.recv_cqn = a.cq;
-	q.create_qp.sq_wqe_shift = 6;
-	q.create_qp.rq_wqe_shift = 5;
-	q.create_qp.type = VRNIC_QPT_RC;
+	vrnic_admin_cmd q = a.idle_qp_cmd();
 	EXPECT_EQ(a.p.admin(q).status, VRNIC_ADMIN_ST_NO_RESOURCE);
 	const uint64_t full = hb.used();
 	vrnic_admin_cmd m = op(VRNIC_ADMIN_DESTROY_MR);
@@ -815,15 +807,7 @@ TEST(HostBudget, AResetGivesBackEveryChargeWhereverTheObjectIs)
 {
 	Node a{1, true};
 	const vrnic::HostBudget &hb = budget_of(a.p);
-	vrnic_admin_cmd q = op(VRNIC_ADMIN_CREATE_QP);
-	q.create_qp.sq_base = Node::kSq;
-	q.create_qp.rq_base = Node::kRq;
-	q.create_qp.dbrec = Node::kQpDb + 0x40;
-	q.create_qp.pdn = a.pd;
-	q.create_qp.send_cqn = q.create_qp.recv_cqn = a.cq;
-	q.create_qp.sq_wqe_shift = 6;
-	q.create_qp.rq_wqe_shift = 5;
-	q.create_qp.type = VRNIC_QPT_RC;
+	vrnic_admin_cmd q = a.idle_qp_cmd();
 	std::vector<uint32_t> qps{a.qp}, mrs;
 	for (int i = 0; i < 40; i++)
 		qps.push_back(a.admin_ok(q));

@@ -23,22 +23,6 @@ vrnic_admin_cmd op(uint8_t opcode)
 const vrnic::HostBudget &budget_of(const FakePlatform &p) { return p.eng->dev.budget(); }
 const vrnic::Rdma &rdma_of(const FakePlatform &p) { return p.eng->dev.rdma(); }
 
-// An idle RC QP on the Node's (contiguous) rings: 16 SQ WQEs of 64 B.
-vrnic_admin_cmd rc_qp(const Node &a)
-{
-	vrnic_admin_cmd c = op(VRNIC_ADMIN_CREATE_QP);
-	c.create_qp.sq_base = Node::kSq;
-	c.create_qp.rq_base = Node::kRq;
-	c.create_qp.dbrec = Node::kQpDb + 0x40;
-	c.create_qp.pdn = a.pd;
-	c.create_qp.send_cqn = c.create_qp.recv_cqn = a.cq;
-	c.create_qp.sq_log_depth = 4;
-	c.create_qp.sq_wqe_shift = 6;
-	c.create_qp.rq_wqe_shift = 5;
-	c.create_qp.type = VRNIC_QPT_RC;
-	return c;
-}
-
 } // namespace
 
 // 5000 QPs, more than the 1022 there were: every handle distinct and
@@ -51,7 +35,7 @@ TEST(Scale, TablesGrowWithUseAndAnIdleQpsCostIsBounded)
 	Node a{1};
 	const auto &hb = budget_of(a.p);
 	const uint64_t tables0 = rdma_of(a.p).table_bytes(), used0 = hb.used();
-	const vrnic_admin_cmd c = rc_qp(a);
+	const vrnic_admin_cmd c = a.idle_qp_cmd(4);
 	std::set<uint32_t> qpns;
 	for (unsigned i = 0; i < kQps; i++) {
 		const uint32_t qpn = a.admin_ok(c);
@@ -95,7 +79,7 @@ TEST(Scale, ChurnReusesTheChunksItHas)
 {
 	Node a{1};
 	const uint64_t tables0 = rdma_of(a.p).table_bytes();
-	const vrnic_admin_cmd c = rc_qp(a);
+	const vrnic_admin_cmd c = a.idle_qp_cmd(4);
 	std::set<uint32_t> seen;
 	for (unsigned i = 0; i < 3000; i++) {
 		const uint32_t qpn = a.admin_ok(c);
@@ -169,7 +153,7 @@ TEST(Scale, SpentSlotsAreRenewedWhenTheBudgetRefusesAChunk)
 TEST(Scale, TheMulticastQpnIsNeverAQpsNumber)
 {
 	Node a{1, false, Node::kCqLog, VRNIC_QPT_RC, 1ull << 30};
-	const vrnic_admin_cmd c = rc_qp(a);
+	const vrnic_admin_cmd c = a.idle_qp_cmd(4);
 	uint32_t last = 0;
 	for (;;) {
 		const auto cqe = a.p.admin(c);
@@ -198,7 +182,7 @@ TEST(Scale, ThousandsOfQpsInErrorAtOnceLoseNoEvent)
 	constexpr unsigned kQps = 9000;
 	Node a{1}, b{2};
 	a.p.drain_aeq();
-	const vrnic_admin_cmd c = rc_qp(a);
+	const vrnic_admin_cmd c = a.idle_qp_cmd(4);
 	std::set<uint32_t> qpns;
 	for (unsigned i = 0; i < kQps; i++) {
 		a.qp = a.admin_ok(c);

@@ -421,7 +421,7 @@ TEST(Sched, TimerHeapOrder)
 {
 	using vrnic::TimerHeap;
 	constexpr unsigned kSlots = 64;
-	TimerHeap h(kSlots);
+	TimerHeap h;
 	std::map<std::pair<uint32_t, unsigned>, std::pair<uint32_t, uint64_t>> ref;
 	std::mt19937 rng(7);
 	for (int i = 0; i < 20000; i++) {
