@@ -436,6 +436,25 @@ vrnic_admin_cmd Node::idle_qp_cmd(unsigned sq_log) const
 	return c;
 }
 
+std::vector<uint32_t> Node::spend_budget_on_mrs()
+{
+	std::vector<uint32_t> keys;
+	for (uint32_t pages : {512u, 1u}) {
+		for (;;) {
+			vrnic_admin_cmd m{};
+			m.opcode = VRNIC_ADMIN_CREATE_MR;
+			m.create_mr.pdn = pd;
+			m.create_mr.npages = pages;
+			m.create_mr.pbl_mode = VRNIC_PBL_FAST;
+			const auto cqe = p.admin(m);
+			if (cqe.status != VRNIC_ADMIN_ST_OK)
+				break;
+			keys.push_back(cqe.result);
+		}
+	}
+	return keys;
+}
+
 void Node::post_srq(uint64_t ring, uint64_t dbrec, uint32_t count,
 		    uint64_t first_wr, uint64_t data_off)
 {

@@ -73,6 +73,9 @@ struct Node {
 	// (contiguous) rings: 2^sq_log SQ WQEs of 64 B, an RQ of one 32-byte
 	// WQE, its doorbell record next to the first QP's.
 	vrnic_admin_cmd idle_qp_cmd(unsigned sq_log = 0) const;
+	// Spend the host budget on FAST MRs of 512 pages, then of 1, until
+	// it refuses one; their keys.
+	std::vector<uint32_t> spend_budget_on_mrs();
 	// Post count receive WQEs of 4 KiB at data(data_off + i * 4 KiB),
 	// wr_id first_wr + i, and publish them.
 	void post_srq(uint64_t ring, uint64_t dbrec, uint32_t count,

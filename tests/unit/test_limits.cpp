@@ -771,19 +771,7 @@ TEST(HostBudget, RingsAndQpsAreChargedAndCredited)
 	EXPECT_EQ(hb.used(), base) << "a destroyed CQ kept its page list";
 
 	// Spend the budget with FAST MRs, then ask for a CQ and a QP.
-	std::vector<uint32_t> fillers;
-	for (uint32_t pages : {512u, 1u}) {
-		for (;;) {
-			vrnic_admin_cmd m = op(VRNIC_ADMIN_CREATE_MR);
-			m.create_mr.pdn = a.pd;
-			m.create_mr.npages = pages;
-			m.create_mr.pbl_mode = VRNIC_PBL_FAST;
-			const auto cqe = a.p.admin(m);
-			if (cqe.status != VRNIC_ADMIN_ST_OK)
-				break;
-			fillers.push_back(cqe.result);
-		}
-	}
+	const std::vector<uint32_t> fillers = a.spend_budget_on_mrs();
 	EXPECT_EQ(a.p.admin(c).status, VRNIC_ADMIN_ST_NO_RESOURCE);
 	vrnic_admin_cmd q = a.idle_qp_cmd();
 	EXPECT_EQ(a.p.admin(q).status, VRNIC_ADMIN_ST_NO_RESOURCE);

@@ -99,16 +99,7 @@ TEST(Scale, ChurnReusesTheChunksItHas)
 TEST(Scale, SpentSlotsAreRenewedWhenTheBudgetRefusesAChunk)
 {
 	Node a{1, false, Node::kCqLog, VRNIC_QPT_RC, VRNIC_HOST_MEM_BUDGET_MIN};
-	for (uint32_t pages : {512u, 1u}) {
-		for (;;) {
-			vrnic_admin_cmd m = op(VRNIC_ADMIN_CREATE_MR);
-			m.create_mr.pdn = a.pd;
-			m.create_mr.npages = pages;
-			m.create_mr.pbl_mode = VRNIC_PBL_FAST;
-			if (a.p.admin(m).status != VRNIC_ADMIN_ST_OK)
-				break;
-		}
-	}
+	a.spend_budget_on_mrs();
 	vrnic_admin_cmd c = op(VRNIC_ADMIN_CREATE_CQ);
 	c.create_cq.base = Node::kCq;
 	c.create_cq.dbrec = Node::kCqDb + 0x40;
