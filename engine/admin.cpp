@@ -418,6 +418,12 @@ vrnic_stats Device::stats() const
 	s.np_cnp_sent = le(r.np_cnp_sent);
 	s.rp_cnp_handled = le(r.rp_cnp_handled);
 	s.rp_cnp_ignored = le(r.rp_cnp_ignored);
+	s.roce_adp_retrans = le(r.roce_adp_retrans);
+	s.roce_adp_retrans_to = le(r.roce_adp_retrans_to);
+	s.sack_sent = le(r.sack_sent);
+	s.sack_rcvd = le(r.sack_rcvd);
+	s.ooo_placed = le(r.ooo_placed);
+	s.ooo_dropped = le(r.ooo_dropped);
 	return s;
 }
 

@@ -110,7 +110,8 @@ public:
 	void set_link(bool up);
 
 	static constexpr uint32_t kCaps = VRNIC_CAP_ETH | VRNIC_CAP_ROCE_V2 |
-					  VRNIC_CAP_TEST_REGS;
+					  VRNIC_CAP_TEST_REGS |
+					  VRNIC_CAP_SELECTIVE_REPEAT;
 	// Work bounds: admin commands and TX frames handled per poll().
 	static constexpr unsigned int kAdminBudget = 64;
 	static constexpr unsigned int kTxBudget = 256;

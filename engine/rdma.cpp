@@ -692,10 +692,14 @@ constexpr uint32_t kSqdOpt = kRtsOpt | VRNIC_QP_ATTR_AV | VRNIC_QP_ATTR_TIMEOUT 
 
 // The IB QP state machine (IBA 10.3.1) with the RC attributes; UC takes
 // the same minus the reliability ones, UD only Q_Key and SQ PSN.
+// What the peer agreed to is set before any packet is exchanged.
 constexpr Transition kTransitions[] = {
-	{VRNIC_QPS_RESET, VRNIC_QPS_INIT, 0, VRNIC_QP_ATTR_ACCESS},
-	{VRNIC_QPS_INIT, VRNIC_QPS_INIT, 0, VRNIC_QP_ATTR_ACCESS},
-	{VRNIC_QPS_INIT, VRNIC_QPS_RTR, kRtrReq, VRNIC_QP_ATTR_ACCESS},
+	{VRNIC_QPS_RESET, VRNIC_QPS_INIT, 0,
+	 VRNIC_QP_ATTR_ACCESS | VRNIC_QP_ATTR_TRANSPORT},
+	{VRNIC_QPS_INIT, VRNIC_QPS_INIT, 0,
+	 VRNIC_QP_ATTR_ACCESS | VRNIC_QP_ATTR_TRANSPORT},
+	{VRNIC_QPS_INIT, VRNIC_QPS_RTR, kRtrReq,
+	 VRNIC_QP_ATTR_ACCESS | VRNIC_QP_ATTR_TRANSPORT},
 	{VRNIC_QPS_RTR, VRNIC_QPS_RTS, kRtsReq, kRtsOpt},
 	{VRNIC_QPS_RTS, VRNIC_QPS_RTS, 0, kRtsOpt},
 	{VRNIC_QPS_RTS, VRNIC_QPS_SQD, 0, 0},
@@ -706,7 +710,8 @@ constexpr Transition kTransitions[] = {
 
 constexpr uint32_t kRcOnly = VRNIC_QP_ATTR_TIMEOUT | VRNIC_QP_ATTR_RETRY_CNT |
 	VRNIC_QP_ATTR_RNR_RETRY | VRNIC_QP_ATTR_MIN_RNR_TIMER |
-	VRNIC_QP_ATTR_MAX_RD_ATOMIC | VRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC;
+	VRNIC_QP_ATTR_MAX_RD_ATOMIC | VRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC |
+	VRNIC_QP_ATTR_TRANSPORT;
 
 // Required and allowed attributes of a transition for a QP type.
 bool transition_attrs(uint8_t type, uint8_t from, uint8_t to,
@@ -781,6 +786,8 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 	    ((attrs & VRNIC_QP_ATTR_SQ_PSN) && le(a.sq_psn) > roce::kPsnMask) ||
 	    ((attrs & VRNIC_QP_ATTR_RQ_PSN) && le(a.rq_psn) > roce::kPsnMask) ||
 	    ((attrs & VRNIC_QP_ATTR_DEST_QPN) && le(a.dest_qpn) > roce::kPsnMask) ||
+	    ((attrs & VRNIC_QP_ATTR_TRANSPORT) &&
+	     (le(a.transport_flags) & ~VRNIC_QP_TF_SELECTIVE_REPEAT)) ||
 	    ((attrs & VRNIC_QP_ATTR_ACCESS) &&
 	     (le(a.access) & ~(VRNIC_ACCESS_REMOTE_WRITE | VRNIC_ACCESS_REMOTE_READ |
 			       VRNIC_ACCESS_REMOTE_ATOMIC |
@@ -825,6 +832,10 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 		qp.attr.max_dest_rd_atomic = a.max_dest_rd_atomic;
 	if (attrs & VRNIC_QP_ATTR_DEST_QPN) qp.attr.dest_qpn = a.dest_qpn;
 	if (attrs & VRNIC_QP_ATTR_QKEY) qp.attr.qkey = a.qkey;
+	if (attrs & VRNIC_QP_ATTR_TRANSPORT) {
+		qp.attr.transport_flags = a.transport_flags;
+		qp.sr = le(a.transport_flags) & VRNIC_QP_TF_SELECTIVE_REPEAT;
+	}
 	if (attrs & VRNIC_QP_ATTR_RQ_PSN) {
 		qp.attr.rq_psn = a.rq_psn;
 		qp.epsn = le(a.rq_psn);
@@ -1071,6 +1082,8 @@ void Rdma::flush(Qp &qp, unsigned int &budget)
 	vrnic_qp_dbrec rec{};
 
 	qp.resources.clear();	// a QP in ERR answers nothing any more
+	qp.sr_st.reset();	// nor holds or resends anything
+	qp.sack_pending = false;
 	if (qp.type == VRNIC_QPT_XRC_TGT) {
 		// No queues of its own: only a receive in progress, on the
 		// SRQ it came from.

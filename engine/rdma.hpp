@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cstring>
 #include <array>
+#include <bitset>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
@@ -73,6 +75,16 @@ struct RdmaCounters {
 	uint64_t np_cnp_sent = 0;
 	uint64_t rp_cnp_handled = 0;
 	uint64_t rp_cnp_ignored = 0;
+	// Selective repeat: packets resent because a SACK or a timeout
+	// showed them missing, and such QPs' ack timeouts (mlx5's adaptive
+	// retransmission counters); SACKs sent and received; requests held
+	// out of order, and those dropped past the window or refused.
+	uint64_t roce_adp_retrans = 0;
+	uint64_t roce_adp_retrans_to = 0;
+	uint64_t sack_sent = 0;
+	uint64_t sack_rcvd = 0;
+	uint64_t ooo_placed = 0;
+	uint64_t ooo_dropped = 0;
 };
 
 // Congestion control, device-wide (SET_CC / QUERY_CC): the algorithm and
@@ -212,6 +224,42 @@ struct RdResource {
 	bool pending = false;
 };
 
+// Selective repeat (spec: "Selective repeat"), for a QP whose peer agreed
+// to it; made on first need and charged to the budget.  As responder, the
+// QP holds the requests that arrive after a gap, within kSlots PSNs of
+// the one it misses, and answers each with a SACK; they are taken in
+// order once the gap fills.  As requester, it resends only what a SACK
+// shows missing below the highest PSN held, or, on a timeout, everything
+// unacknowledged the peer has not reported held.  Slots are by PSN modulo
+// kSlots and remember their PSN, so a stale one never matches.
+struct SrState {
+	static constexpr unsigned int kSlots = roce::kSackBits;
+	struct Held {
+		std::vector<uint8_t> frame;
+		Charge charge;
+		uint32_t psn = 0;
+		bool held = false;
+	};
+	// responder
+	std::array<Held, kSlots> rx;
+	unsigned int nheld = 0;
+	// requester: reported held by the peer, resent in this round
+	std::array<uint32_t, kSlots> sacked_psn{};
+	std::array<uint32_t, kSlots> resent_psn{};
+	std::bitset<kSlots> sacked, resent;
+	std::deque<uint32_t> redo;	// PSNs to resend, at most kSlots
+	Charge self;
+
+	[[nodiscard]] bool is_sacked(uint32_t psn) const
+	{
+		return sacked[psn % kSlots] && sacked_psn[psn % kSlots] == psn;
+	}
+	[[nodiscard]] bool is_resent(uint32_t psn) const
+	{
+		return resent[psn % kSlots] && resent_psn[psn % kSlots] == psn;
+	}
+};
+
 struct Qp {
 	bool valid = false;
 	uint8_t type = VRNIC_QPT_RC;	// enum vrnic_qp_type
@@ -300,6 +348,12 @@ struct Qp {
 	uint32_t ack_psn = 0;
 
 	bool flush_pending = false;
+
+	// Selective repeat, as MODIFY_QP's transport flags set it; its state
+	// once needed.  sack_pending: a SACK PFC held back.
+	bool sr = false;
+	bool sack_pending = false;
+	std::unique_ptr<SrState> sr_st;
 
 	// Rate limiter of its request packets (transmit()): rate 0, the
 	// default, is unlimited and costs one test per packet.  pace_at: the
@@ -567,6 +621,16 @@ private:
 	// force: even on a paused priority (the QP is going away).
 	void send_ack(Qp &qp, uint8_t syndrome, uint32_t psn, bool force = false);
 	void send_read_response(Qp &qp, RdResource &r, unsigned int &budget);
+
+	// selective repeat
+	SrState *sr_state(Qp &qp);
+	void sr_hold(Qp &qp, std::span<const uint8_t> frame, const roce::Packet &p);
+	void sr_drain(Qp &qp);
+	void sr_discard(Qp &qp);
+	void send_sack(Qp &qp);
+	void handle_sack(Qp &qp, const roce::Packet &p);
+	void sr_queue_holes(Qp &qp, SrState &s, uint32_t end, bool timeout);
+	bool sr_resend(Qp &qp, uint32_t psn);
 
 	void xmit(const Qp &qp, const roce::Headers &h,
 		  std::span<const uint8_t> payload);

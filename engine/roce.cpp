@@ -49,6 +49,7 @@ size_t ext_len(uint16_t f)
 	if (f & H_FETH) n += kFethLen;
 	if (f & H_XRCETH) n += kXrcethLen;
 	if (f & H_CNP) n += kCnpRsvdLen;
+	if (f & H_SACK) n += kSackLen;
 	return n;
 }
 
@@ -126,6 +127,8 @@ uint16_t opcode_headers(uint8_t full)
 		       rc_headers(op) : uint16_t(rc_headers(op) | H_XRCETH);
 	case CNP_GROUP:
 		return op == kCnpOp ? uint16_t(H_VALID | H_CNP) : 0;
+	case VENDOR:
+		return op == kSackOp ? uint16_t(H_VALID | H_AETH | H_SACK) : 0;
 	default:
 		return 0;
 	}
@@ -287,6 +290,12 @@ size_t build_headers(uint8_t *b, const Path &p, const Headers &h)
 		std::memset(q, 0, kCnpRsvdLen);
 		q += kCnpRsvdLen;
 	}
+	if (f & H_SACK) {
+		put32(q, h.sack_base & kPsnMask);
+		for (size_t i = 0; i < h.sack.size(); i++)
+			put64(q + 4 + 8 * i, h.sack[i]);
+		q += kSackLen;
+	}
 	return size_t(q - b);
 }
 
@@ -443,6 +452,16 @@ ParseResult parse(std::span<const uint8_t> f, Packet &out)
 	}
 	if (flags & H_CNP)
 		q += kCnpRsvdLen;	// reserved: ignored on receipt
+	if (flags & H_SACK) {
+		// Bit 0 is the PSN after the first one missing, and the top
+		// byte is reserved: anything else is no SACK of this format.
+		h.sack_base = get32(b + q);
+		if (h.sack_base != ((h.psn + 2) & kPsnMask))
+			return ParseResult::Malformed;
+		for (size_t i = 0; i < h.sack.size(); i++)
+			h.sack[i] = get64(b + q + 4 + 8 * i);
+		q += kSackLen;
+	}
 	const size_t payload_len = end - q - h.pad - kIcrcLen;
 	if (!(flags & H_PAYLOAD) && payload_len != 0)
 		return ParseResult::Malformed;

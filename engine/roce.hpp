@@ -12,13 +12,22 @@ namespace vrnic::roce {
 
 // Transport bases (the opcode's top three bits).
 enum Transport : uint8_t {
-	RC = 0x00, UC = 0x20, UD = 0x60, CNP_GROUP = 0x80, XRC = 0xa0
+	RC = 0x00, UC = 0x20, UD = 0x60, CNP_GROUP = 0x80, XRC = 0xa0,
+	VENDOR = 0xc0,		// IBA's manufacturer-specific opcodes
 };
 // The congestion notification packet (IBA annex A17): opcode 0x81, BECN
 // set, PSN 0, 16 reserved bytes, no payload.
 constexpr uint8_t kCnpOp = 0x01;
 constexpr uint8_t kCnpOpcode = CNP_GROUP | kCnpOp;
 constexpr uint8_t kTransportMask = 0xe0;
+// vrnic's selective acknowledgement (spec: "Selective repeat"), sent only
+// to a peer that negotiated it: opcode 0xc0, the BTH PSN the last one
+// received in order (as an ACK's), an AETH, then the SACK extended header:
+// the PSN of bit 0 (the BTH PSN + 2; the top byte 0) and a bitmap of
+// kSackBits packets from it, 1 = held by the receiver.
+constexpr uint8_t kSackOp = 0x00;
+constexpr uint8_t kSackOpcode = VENDOR | kSackOp;
+constexpr unsigned int kSackBits = 128;
 
 // Operations, as the RC opcodes (transport base 0x00); UC uses the SEND
 // and WRITE ones, UD only SEND_ONLY and SEND_ONLY_IMM.
@@ -39,7 +48,8 @@ enum HdrFlags : uint16_t {
 	H_RETH = 1 << 0, H_AETH = 1 << 1, H_ATOMIC = 1 << 2,
 	H_ATOMIC_ACK = 1 << 3, H_IMM = 1 << 4, H_IETH = 1 << 5,
 	H_PAYLOAD = 1 << 6, H_DETH = 1 << 7, H_FETH = 1 << 8,
-	H_XRCETH = 1 << 9, H_CNP = 1 << 10, H_VALID = 1 << 15,
+	H_XRCETH = 1 << 9, H_CNP = 1 << 10, H_SACK = 1 << 11,
+	H_VALID = 1 << 15,
 };
 // For a full opcode byte (transport | operation); 0 if invalid.
 uint16_t opcode_headers(uint8_t opcode);
@@ -49,6 +59,7 @@ constexpr size_t kBthLen = 12, kRethLen = 16, kAethLen = 4, kAtomicLen = 28;
 constexpr size_t kAtomicAckLen = 8, kImmLen = 4, kIethLen = 4, kIcrcLen = 4;
 constexpr size_t kDethLen = 8, kFethLen = 4, kXrcethLen = 4;
 constexpr size_t kCnpRsvdLen = 16;
+constexpr size_t kSackLen = 4 + kSackBits / 8;
 // An 802.1Q tag (TPID 0x8100, then PCP/DEI/VID), after the source MAC.
 constexpr size_t kVlanLen = 4;
 constexpr uint16_t kNoVlan = 0xffff;	// VRNIC_VLAN_NONE: untagged
@@ -124,6 +135,9 @@ struct Headers {
 	// DETH
 	uint32_t qkey = 0;
 	uint32_t src_qp = 0;
+	// SACK extended header: bit i of sack[i / 64] is PSN sack_base + i
+	uint32_t sack_base = 0;
+	std::array<uint64_t, kSackBits / 64> sack{};
 };
 
 struct Packet {

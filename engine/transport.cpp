@@ -555,6 +555,23 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 	if (qp.attr.state != VRNIC_QPS_RTS || qp.rnr_deadline)
 		return;
 	cc_sync(qp);
+	// Selective repeat: the holes first, each a packet of its own.
+	while (budget > 0 && qp.sr_st && !qp.sr_st->redo.empty()) {
+		if (qp.pacer.rate() && !pace_ok(qp, qp.mtu))
+			return;
+		const uint32_t psn = qp.sr_st->redo.front();
+		qp.sr_st->redo.pop_front();
+		const uint64_t sent = cnt_.sent_bytes;
+		if (!sr_resend(qp, psn))
+			continue;
+		if (qp.pacer.rate())
+			qp.pacer.consume(plat_.now_ns(),
+					 uint32_t(cnt_.sent_bytes - sent));
+		budget--;
+		if (qp.attr.state != VRNIC_QPS_RTS)
+			return;		// a local error moved the QP to ERR
+		arm_ack_timer(qp);
+	}
 	while (budget > 0 && qp.send_idx < qp.inflight.size()) {
 		SendWqe &w = qp.inflight[qp.send_idx];
 		const bool rd = is_rd_atomic(w.opcode);
@@ -584,7 +601,9 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 		const uint32_t psn = !w.psn_assigned ? qp.next_psn :
 				     rd ? w.psn_first :
 				     psn_add(w.psn_first, qp.send_off / qp.mtu);
-		if (psn_diff(psn, qp.una_psn) >= int32_t(kWindow))
+		// Selective repeat: no more than the peer's window holds.
+		if (psn_diff(psn, qp.una_psn) >=
+		    int32_t(qp.sr ? SrState::kSlots : kWindow))
 			break;
 		// A window-based algorithm's limit on bytes in flight (at
 		// least one packet always may go).
@@ -765,6 +784,14 @@ void Rdma::rewind(Qp &qp, uint32_t psn)
 			continue;
 		qp.send_idx = i;
 		qp.send_off = 0;
+		// Everything from psn goes again: what the peer reported
+		// held (it dropped it, if an RNR NAK answered the gap) and
+		// the holes queued are moot.
+		if (SrState *st = qp.sr_st.get()) {
+			st->sacked.reset();
+			st->resent.reset();
+			st->redo.clear();
+		}
 		// What is sent again gives no round-trip sample (Karn).
 		qp.nprobes = 0;
 		qp.probe_floor = qp.next_psn;
@@ -1073,6 +1100,18 @@ void Rdma::expire(const TimerHeap::Entry &e, uint64_t now)
 	}
 	qp.retry_left--;
 	qp.nak_retrying = false;
+	// Selective repeat: a new round resends whatever is unacknowledged
+	// and not held by the peer, and the send cursor stays.
+	if (qp.sr) {
+		if (SrState *s = sr_state(qp)) {
+			cnt_.roce_adp_retrans_to++;
+			s->resent.reset();
+			s->redo.clear();
+			sr_queue_holes(qp, *s, qp.next_psn, true);
+			arm_ack_timer(qp);
+			return;
+		}
+	}
 	rewind(qp, resume_psn(qp));
 }
 
@@ -1647,6 +1686,265 @@ void Rdma::respond(Qp &qp, unsigned int &budget)
 		send_ack(qp, qp.ack_syndrome, qp.ack_psn);
 		budget--;
 	}
+	if (qp.sack_pending && budget > 0) {
+		send_sack(qp);
+		budget--;
+	}
+}
+
+// ---------------------------------------------------- selective repeat
+
+SrState *Rdma::sr_state(Qp &qp)
+{
+	if (!qp.sr_st) {
+		auto st = std::make_unique<SrState>();
+		if (!st->self.take(budget_, sizeof(SrState)))
+			return nullptr;
+		qp.sr_st = std::move(st);
+	}
+	return qp.sr_st.get();
+}
+
+// A request after a gap (psn past epsn): held once if it is within the
+// window and the budget allows, dropped otherwise (the requester resends
+// it); either way the requester hears what is held.
+void Rdma::sr_hold(Qp &qp, std::span<const uint8_t> frame, const Packet &p)
+{
+	const uint32_t psn = p.h.psn;
+	SrState *s = psn_diff(psn, qp.epsn) < int32_t(SrState::kSlots) ?
+		     sr_state(qp) : nullptr;
+
+	cnt_.out_of_seq_request++;
+	if (!s) {
+		cnt_.ooo_dropped++;
+	} else {
+		SrState::Held &slot = s->rx[psn % SrState::kSlots];
+		if (slot.held && slot.psn == psn) {
+			cnt_.duplicate_request++;
+		} else {
+			// Another PSN in the slot is out of the window: stale.
+			if (slot.held) {
+				slot.held = false;
+				s->nheld--;
+			}
+			if (!slot.charge.take(budget_, frame.size())) {
+				slot.frame = {};
+				cnt_.ooo_dropped++;
+			} else {
+				slot.frame.assign(frame.begin(), frame.end());
+				slot.psn = psn;
+				slot.held = true;
+				s->nheld++;
+				cnt_.ooo_placed++;
+			}
+		}
+	}
+	send_sack(qp);
+}
+
+// Drop everything held: the requester resends it (an RNR NAK or an error
+// answered the request the gap was waiting for).
+void Rdma::sr_discard(Qp &qp)
+{
+	SrState *s = qp.sr_st.get();
+
+	if (!s || !s->nheld)
+		return;
+	for (auto &slot : s->rx) {
+		slot.held = false;
+		slot.frame = {};
+		slot.charge.reset();
+	}
+	s->nheld = 0;
+}
+
+// The request at epsn was taken: take those held after it, in order, while
+// each one moves epsn on.  Each is parsed again from its own copy; the QP
+// is looked at afresh after every request, which may fail it.
+void Rdma::sr_drain(Qp &qp)
+{
+	for (;;) {
+		SrState *s = qp.sr_st.get();
+		const uint8_t st = qp.attr.state;
+		if (!s || !s->nheld)
+			return;
+		if (st != VRNIC_QPS_RTR && st != VRNIC_QPS_RTS &&
+		    st != VRNIC_QPS_SQD && st != VRNIC_QPS_SQE) {
+			sr_discard(qp);
+			return;
+		}
+		SrState::Held &slot = s->rx[qp.epsn % SrState::kSlots];
+		if (!slot.held)
+			return;
+		const bool match = slot.psn == qp.epsn;
+		std::vector<uint8_t> frame = std::move(slot.frame);
+		slot.frame = {};
+		slot.held = false;
+		slot.charge.reset();
+		s->nheld--;
+		if (!match)
+			continue;	// stale: a READ's PSNs stepped over it
+		Packet p;
+		if (parse(frame, p) != ParseResult::Ok)
+			return;		// parsed once already: cannot happen
+		const uint32_t before = qp.epsn;
+		handle_request(qp, p);
+		if (qp.epsn == before) {
+			sr_discard(qp);
+			return;
+		}
+	}
+}
+
+// What the responder holds after the gap at epsn.  Under a PFC pause it
+// waits (sack_pending) and respond() sends the then current one.
+void Rdma::send_sack(Qp &qp)
+{
+	Headers h;
+
+	if (prio_paused(qp.path.traffic_class, qp.path.dmac.data())) {
+		qp.sack_pending = true;
+		return;
+	}
+	qp.sack_pending = false;
+	h.transport = VENDOR;
+	h.opcode = kSackOp;
+	h.dqpn = le(qp.attr.dest_qpn);
+	h.psn = psn_add(qp.epsn, kPsnMask);	// epsn - 1, as an ACK's
+	h.syndrome = kCredits;
+	h.msn = qp.msn & kPsnMask;
+	h.sack_base = psn_add(qp.epsn, 1);
+	if (const SrState *s = qp.sr_st.get()) {
+		for (unsigned int i = 0; s->nheld && i < kSackBits; i++) {
+			const uint32_t psn = psn_add(h.sack_base, i);
+			const SrState::Held &slot = s->rx[psn % SrState::kSlots];
+			if (slot.held && slot.psn == psn)
+				h.sack[i / 64] |= 1ull << (i % 64);
+		}
+	}
+	xmit(qp, h, {});
+	cnt_.sack_sent++;
+}
+
+// Queue for resending each request packet from una_psn up to end that the
+// peer has not reported held and that was not resent in this round.  A
+// READ or atomic is resent when its request is missing; on a timeout, also
+// when it is unanswered (its response may be what was lost).
+void Rdma::sr_queue_holes(Qp &qp, SrState &s, uint32_t end, bool timeout)
+{
+	for (size_t i = 0; i < qp.inflight.size() && i <= qp.send_idx; i++) {
+		const SendWqe &w = qp.inflight[i];
+		if (!w.psn_assigned || psn_diff(w.psn_first, end) >= 0)
+			break;
+		if (is_local(w.opcode))
+			continue;
+		// held: the peer reported it held (a READ's or atomic's
+		// request may be, and its response lost).
+		auto queue = [&](uint32_t psn, bool held) {
+			if (held || s.is_resent(psn) ||
+			    s.redo.size() >= SrState::kSlots)
+				return;
+			s.resent[psn % SrState::kSlots] = true;
+			s.resent_psn[psn % SrState::kSlots] = psn;
+			s.redo.push_back(psn);
+		};
+		if (is_rd_atomic(w.opcode)) {
+			if (timeout ? !w.done :
+			    !w.done && psn_diff(w.psn_first, qp.una_psn) >= 0)
+				queue(w.psn_first, !timeout && s.is_sacked(w.psn_first));
+			continue;
+		}
+		// The packets of this message already sent, from una_psn.
+		const uint32_t sent = i < qp.send_idx ? psn_add(w.psn_last, 1) :
+				      psn_add(w.psn_first, qp.send_off / qp.mtu);
+		uint32_t psn = psn_diff(qp.una_psn, w.psn_first) > 0 ?
+			       qp.una_psn : w.psn_first;
+		for (; psn_diff(psn, sent) < 0 && psn_diff(psn, end) < 0;
+		     psn = psn_add(psn, 1))
+			queue(psn, s.is_sacked(psn));
+	}
+	if (!s.redo.empty()) {
+		activate(qp);
+		plat_.schedule();
+	}
+}
+
+// Send the one request packet at psn again, the send cursor untouched;
+// false if nothing went (answered meanwhile, or held by the peer).
+bool Rdma::sr_resend(Qp &qp, uint32_t psn)
+{
+	const SrState *s = qp.sr_st.get();
+
+	for (size_t i = 0; i < qp.inflight.size() && i <= qp.send_idx; i++) {
+		SendWqe &w = qp.inflight[i];
+		if (!w.psn_assigned)
+			return false;
+		if (is_local(w.opcode) || psn_diff(psn, w.psn_first) < 0 ||
+		    psn_diff(psn, w.psn_last) > 0)
+			continue;
+		if (is_rd_atomic(w.opcode)) {
+			if (w.done || psn != w.psn_first)
+				return false;
+		} else if (psn_diff(psn, qp.una_psn) < 0 || (s && s->is_sacked(psn))) {
+			return false;
+		}
+		const uint32_t off = ((psn - w.psn_first) & kPsnMask) * qp.mtu;
+		if (i == qp.send_idx && !is_rd_atomic(w.opcode) && off >= qp.send_off)
+			return false;	// not sent yet
+		const size_t idx = qp.send_idx;
+		const uint32_t cur = qp.send_off;
+		qp.send_off = is_rd_atomic(w.opcode) ? 0 : off;
+		send_request_packet(qp, w);
+		qp.send_idx = idx;
+		qp.send_off = cur;
+		// What is sent again gives no round-trip sample (Karn).
+		qp.nprobes = 0;
+		qp.probe_floor = qp.next_psn;
+		qp.probe_floor_on = true;
+		cnt_.roce_adp_retrans++;
+		return true;
+	}
+	return false;
+}
+
+// A SACK: an ACK of what precedes its PSN, and the PSNs after the gap the
+// responder holds.  The holes below the highest one held are resent once
+// in this round; a hole whose resend is lost again waits for the timer.
+void Rdma::handle_sack(Qp &qp, const Packet &p)
+{
+	const Headers &h = p.h;
+	const uint8_t st = qp.attr.state;
+
+	if (st != VRNIC_QPS_RTS && st != VRNIC_QPS_SQD && st != VRNIC_QPS_SQE)
+		return;
+	// As an ACK: nothing not yet sent, nothing acknowledged already.
+	if (psn_diff(h.psn, qp.next_psn) >= 0 ||
+	    psn_diff(h.psn, qp.una_psn) < -1) {
+		cnt_.malformed++;
+		return;
+	}
+	cnt_.sack_rcvd++;
+	ack_upto(qp, psn_add(h.psn, 1));
+	retire(qp);
+	if (qp.attr.state != st || qp.inflight.empty())
+		return;
+	SrState *s = sr_state(qp);
+	if (!s)
+		return;		// no memory: the timer recovers
+	uint32_t end = qp.una_psn;
+	for (unsigned int i = 0; i < kSackBits; i++) {
+		if (!(h.sack[i / 64] >> (i % 64) & 1))
+			continue;
+		const uint32_t psn = psn_add(h.sack_base, i);
+		if (psn_diff(psn, qp.next_psn) >= 0) {
+			cnt_.malformed++;	// never sent: the rest neither
+			break;
+		}
+		s->sacked[psn % SrState::kSlots] = true;
+		s->sacked_psn[psn % SrState::kSlots] = psn;
+		end = psn;
+	}
+	sr_queue_holes(qp, *s, end, false);
 }
 
 // --------------------------------------------------------------- entry
@@ -1695,8 +1993,10 @@ void Rdma::receive(std::span<const uint8_t> frame)
 		cnt_.bad_qp++;
 		return;
 	}
-	// The opcode's transport must be the QP's.
-	if (p.h.transport != qp->wire_transport()) {
+	// The opcode's transport must be the QP's; a SACK is for a QP that
+	// agreed to selective repeat.
+	const bool sack = p.h.transport == VENDOR;
+	if (sack ? !qp->sr : p.h.transport != qp->wire_transport()) {
 		cnt_.bad_qp++;
 		return;
 	}
@@ -1716,7 +2016,7 @@ void Rdma::receive(std::span<const uint8_t> frame)
 	if (ce)
 		notify_congestion(*qp, p);
 	// Requesters take responses, responders requests; XRC splits them.
-	const bool response = is_response(p.h.opcode);
+	const bool response = sack || is_response(p.h.opcode);
 	if (response ? qp->type == VRNIC_QPT_UC || qp->type == VRNIC_QPT_XRC_TGT :
 		       qp->type == VRNIC_QPT_XRC_INI) {
 		cnt_.bad_qp++;
@@ -1725,10 +2025,20 @@ void Rdma::receive(std::span<const uint8_t> frame)
 	// Whatever the packet does (opens the window, asks for an ACK or
 	// a READ response, fails the QP), the QP's next turn sees it.
 	activate(*qp);
-	if (response)
+	const uint8_t st = qp->attr.state;
+	if (sack) {
+		handle_sack(*qp, p);
+	} else if (response) {
 		handle_response(*qp, p);
-	else
+	} else if (qp->sr && psn_diff(p.h.psn, qp->epsn) > 0 &&
+		   (st == VRNIC_QPS_RTR || st == VRNIC_QPS_RTS ||
+		    st == VRNIC_QPS_SQD || st == VRNIC_QPS_SQE)) {
+		sr_hold(*qp, frame, p);
+	} else {
 		handle_request(*qp, p);
+		if (qp->sr_st && qp->sr_st->nheld)
+			sr_drain(*qp);
+	}
 }
 
 // One QP's turn in poll(): flush, send, respond, fetch and transmit.
@@ -1846,7 +2156,8 @@ bool Rdma::has_work(const Qp &qp)
 	// stopped on the budget or on host memory, and tries again.
 	const bool fetch = qp.sq_kick && qp.type != VRNIC_QPT_XRC_TGT &&
 			   qp.inflight.size() < fetch_cap(qp);
-	return fetch || qp.ack_pending || responses_due(qp.resources);
+	return fetch || qp.ack_pending || qp.sack_pending ||
+	       responses_due(qp.resources);
 }
 
 void Rdma::sched_forget(uint32_t slot)

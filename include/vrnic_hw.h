@@ -51,7 +51,7 @@
 #define VRNIC_PCI_CLASS			0x0200	/* Ethernet controller */
 
 #define VRNIC_SPEC_VERSION_MAJOR	1
-#define VRNIC_SPEC_VERSION_MINOR	0
+#define VRNIC_SPEC_VERSION_MINOR	1
 #define VRNIC_SPEC_VERSION \
 	((VRNIC_SPEC_VERSION_MAJOR << 16) | VRNIC_SPEC_VERSION_MINOR)
 
@@ -119,6 +119,7 @@
 #define VRNIC_CAP_ETH			(1u << 0)
 #define VRNIC_CAP_ROCE_V2		(1u << 1)
 #define VRNIC_CAP_TEST_REGS		(1u << 2)
+#define VRNIC_CAP_SELECTIVE_REPEAT	(1u << 3)	/* 1.1: VRNIC_QP_TF_* */
 
 #define VRNIC_STATUS_READY		(1u << 0)	/* CTRL.ENABLE accepted */
 #define VRNIC_STATUS_FATAL		(1u << 1)	/* see REG_ERROR */
@@ -645,6 +646,10 @@ enum vrnic_qp_state {
 #define VRNIC_QP_ATTR_RQ_PSN		(1u << 11)
 #define VRNIC_QP_ATTR_DEST_QPN		(1u << 12)
 #define VRNIC_QP_ATTR_QKEY		(1u << 13)	/* UD and GSI */
+#define VRNIC_QP_ATTR_TRANSPORT		(1u << 14)	/* RC, XRC; to INIT, RTR */
+
+/* transport_flags of struct vrnic_qp_attr: what the peer agreed to. */
+#define VRNIC_QP_TF_SELECTIVE_REPEAT	(1u << 0)	/* SACKs, hole resends */
 
 /* QP attributes, in guest memory for MODIFY_QP and QUERY_QP (128 B). */
 struct vrnic_qp_attr {
@@ -673,7 +678,8 @@ struct vrnic_qp_attr {
 	__le32 qkey;			/* UD and GSI */
 	/* QUERY_QP only: the QP's congestion-control rate, 0: not limited */
 	__le32 cc_rate_mbps;
-	__u8 rsvd[44];
+	__le32 transport_flags;		/* VRNIC_QP_TF_* */
+	__u8 rsvd[40];
 };
 
 struct vrnic_admin_modify_qp {
@@ -1045,6 +1051,14 @@ struct vrnic_stats {
 	__le64 np_cnp_sent;		/* CNPs sent for them */
 	__le64 rp_cnp_handled;		/* CNPs a QP's algorithm acted on */
 	__le64 rp_cnp_ignored;		/* CNPs for no QP, CC off, or too soon */
+	/* Selective repeat (mlx5's names where it has one) */
+	__le64 roce_adp_retrans;	/* packets resent because a SACK or
+					 * timeout showed them missing */
+	__le64 roce_adp_retrans_to;	/* ack timeouts of selective-repeat QPs */
+	__le64 sack_sent;
+	__le64 sack_rcvd;
+	__le64 ooo_placed;		/* requests held out of order */
+	__le64 ooo_dropped;		/* past the window, or the budget refused */
 };
 
 #define VRNIC_NUM_PRIOS			8
@@ -1127,7 +1141,7 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_eqe) == 16, "eqe is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_eth_desc) == 16, "eth desc is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_device_attr) == 104, "device attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_port_attr) == 16, "port attr");
-VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 328, "stats");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 376, "stats");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_port_stats) == 280, "port stats");
 VRNIC_HW_ASSERT(VRNIC_DB_BAR_SIZE == 1024 * 1024, "doorbell BAR is 1 MiB");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_mr) == 56, "create_mr");

@@ -518,6 +518,9 @@ static const struct rdma_stat_desc vrnic_hw_stat_descs[] = {
 	{ .name = "vlan_drops" },
 	{ .name = "np_ecn_marked_roce_packets" }, { .name = "np_cnp_sent" },
 	{ .name = "rp_cnp_handled" }, { .name = "rp_cnp_ignored" },
+	{ .name = "roce_adp_retrans" }, { .name = "roce_adp_retrans_to" },
+	{ .name = "sack_sent" }, { .name = "sack_rcvd" },
+	{ .name = "ooo_placed" }, { .name = "ooo_dropped" },
 };
 
 static struct rdma_hw_stats *vrnic_ib_alloc_hw_port_stats(struct ib_device *ibdev,

@@ -329,6 +329,10 @@ void Dev::to_state(QpInfo &q, uint8_t target, uint8_t peer_id, uint32_t peer_qpn
 			mask |= VRNIC_QP_ATTR_AV | VRNIC_QP_ATTR_PATH_MTU | VRNIC_QP_ATTR_DEST_QPN |
 				VRNIC_QP_ATTR_RQ_PSN | VRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC |
 				VRNIC_QP_ATTR_MIN_RNR_TIMER;
+			if (q.sr) {
+				a.transport_flags = VRNIC_QP_TF_SELECTIVE_REPEAT;
+				mask |= VRNIC_QP_ATTR_TRANSPORT;
+			}
 		}
 		modify(mask, a);
 		q.state = VRNIC_QPS_RTR;
@@ -574,6 +578,9 @@ void Dev::setup(uint8_t peer_id, bool eth)
 		q.peer = int(i);
 		q.mtu = i == Q_RC4K ? 4096 : i == Q_SRQ6 ? 1024 : 256;
 		q.ipv6 = i == Q_SRQ6;
+		// Selective repeat on two RC QPs (and their peers'): SACKs,
+		// held requests and resent holes are reachable.
+		q.sr = i == Q_SRQ6 || i == Q_RC4K;
 		q.qkey = q.type == VRNIC_QPT_GSI ? VRNIC_GSI_QKEY : 0x11111111;
 		if (i == Q_USER) {
 			q.uctx = uctxs[0];
@@ -855,7 +862,8 @@ void op_frame(Ctx &x)
 		if (h.transport == UD)
 			h.opcode = (opb & 1) ? SEND_ONLY_IMM : SEND_ONLY;
 	}
-	const bool resp = is_response(h.opcode);
+	const bool sack = h.transport == VENDOR;
+	const bool resp = sack || is_response(h.opcode);
 	h.solicited = fl & 0x01;
 	h.ackreq = fl & 0x02;
 	Path path = q.rx_path;
@@ -897,6 +905,10 @@ void op_frame(Ctx &x)
 	h.xrc_srqn = (fl & 0x20) ? misc & kPsnMask : d.srqs[1].srqn;
 	h.qkey = (fl & 0x08) ? misc : q.qkey;
 	h.src_qp = d.qps[size_t(q.peer >= 0 ? q.peer : 0)].qpn;
+	// A SACK's bitmap starts after its PSN's successor (else it is no
+	// SACK at all), unless the fuzzer asks for a wrong start.
+	h.sack_base = psn_add(h.psn, sack && (lenf & 0x8000) ? misc & 0xff : 2);
+	h.sack = {uint64_t(misc) * 0x9e3779b97f4a7c15ull, uint64_t(vaoff) << 32 | lenf};
 
 	size_t payload = plen + size_t(plen_hi & 0x1f) * 256;
 	const size_t hdr = header_len(path, h.transport, h.opcode);

@@ -89,6 +89,7 @@ struct QpInfo {
 	bool loopback = false;	// its peer is on the same device
 	bool ipv6 = false;
 	bool paged = false;
+	bool sr = false;	// selective repeat agreed (VRNIC_QP_TF_*)
 	uint64_t sq = 0, rq = 0, dbrec = 0;
 	unsigned sq_log = 0, sq_shift = 0, rq_log = 0, rq_shift = 0;
 	uint32_t mtu = 256;

@@ -137,6 +137,21 @@ def wire_seeds(rng):
         frame(s, qp, 0x81, fl=0x14, plen=0)
     s.op("POLL").op("TIME", u8(12))
     out.append(s.b)
+    # Selective repeat (QPs 7 and 14): requests past a gap are held and
+    # answered with SACKs, the gap filled drains them; SACKs (opcode
+    # 0xc0) to those QPs and to one that did not agree to them.
+    for qp in (7, 14):
+        s = Seq("wire", rng)
+        for d in (2, 1, 5, 0, 3):
+            frame(s, qp, 0x04, psnd=d)
+        frame(s, qp, 0x06, psnd=7, key=1, plen=255)
+        frame(s, qp, 0x07, psnd=8, plen=255)
+        frame(s, qp, 0x08, psnd=6, plen=255)
+        for fl in (0x04, 0x44):
+            frame(s, qp, 0xc0, fl=fl, plen=0)
+        frame(s, 0, 0xc0, fl=0x04, plen=0)
+        s.op("POLL").op("TIME", u8(24)).op("CQ")
+        out.append(s.b)
     return out
 
 

@@ -106,6 +106,8 @@ struct Node {
 	uint8_t qp_type;
 	uint32_t pd = 0, cq = 0, qp = 0, mr = 0;
 	uint32_t sq_pi = 0, rq_pi = 0, cq_ci = 0;
+	// VRNIC_QP_TF_*: what connect() tells the QP the peer agreed to.
+	uint32_t transport_flags = 0;
 };
 
 // A signaled send WQE (header only), as most tests post it.
@@ -134,6 +136,9 @@ inline void run_alone(Node &n)
 
 struct Wire {
 	double drop = 0, dup = 0, reorder = 0, corrupt = 0;
+	// A frame for which this says true is dropped (after the random
+	// impairments are drawn for it).
+	std::function<bool(const std::vector<uint8_t> &)> drop_if;
 	uint64_t ns_per_frame = 0;	// simulated time each frame takes
 	std::mt19937 rng{12345};
 	uint64_t frames_ = 0, dropped = 0, corrupted = 0;

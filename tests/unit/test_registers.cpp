@@ -8,10 +8,11 @@ TEST(Registers, IdentityAndMac)
 {
 	FakePlatform p;
 	EXPECT_EQ(p.rd(VRNIC_REG_VERSION), uint32_t(VRNIC_SPEC_VERSION));
-	EXPECT_EQ(p.rd(VRNIC_REG_VERSION), 0x10000u) << "spec 1.0";
-	// Spec "Versions and discovery": every optional part of 1.0.
+	EXPECT_EQ(p.rd(VRNIC_REG_VERSION), 0x10001u) << "spec 1.1";
+	// Spec "Versions and discovery": every optional part of 1.1.
 	EXPECT_EQ(p.rd(VRNIC_REG_CAPS),
-		  VRNIC_CAP_ETH | VRNIC_CAP_ROCE_V2 | VRNIC_CAP_TEST_REGS);
+		  VRNIC_CAP_ETH | VRNIC_CAP_ROCE_V2 | VRNIC_CAP_TEST_REGS |
+		  VRNIC_CAP_SELECTIVE_REPEAT);
 	EXPECT_EQ(p.rd(VRNIC_REG_NUM_MSIX), uint32_t(VRNIC_NUM_MSIX));
 	EXPECT_EQ(p.rd(VRNIC_REG_NUM_DB_PAGES), uint32_t(VRNIC_NUM_DB_PAGES));
 	EXPECT_EQ(p.rd(VRNIC_REG_MAX_MTU), uint32_t(VRNIC_ETH_MAX_MTU));

@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Selective repeat (issue 25, engine part): requests after a gap held by
+// the responder and reported in SACKs, only the holes resent, the window
+// and the budget bounding what is held, and a peer that did not agree
+// still served by go-back-N.  The lossy-wire suite of test_rdma.cpp runs
+// every opcode under loss, duplication and reordering in both modes.
+#include <gtest/gtest.h>
+
+#include "engine_internal.hpp"
+#include "rdma_node.hpp"
+
+namespace {
+
+constexpr uint32_t kMtuCode = 3;	// 1024 B
+constexpr uint32_t kMtu = 1024;
+constexpr uint32_t kPsnA = 100, kPsnB = 5000;
+
+vrnic_send_wqe write_wqe(uint64_t wr_id, uint64_t raddr, uint32_t rkey)
+{
+	vrnic_send_wqe w{};
+	w.wr_id = wr_id;
+	w.opcode = VRNIC_WR_RDMA_WRITE;
+	w.flags = VRNIC_WQE_SIGNALED;
+	w.remote_addr = raddr;
+	w.rkey = rkey;
+	return w;
+}
+
+// The BTH of an IPv4 RoCE frame (the nodes' GID entry 0): opcode, PSN.
+uint8_t bth_opcode(const std::vector<uint8_t> &f)
+{
+	return f.size() > 54 ? f[42] : 0xff;
+}
+uint32_t bth_psn(const std::vector<uint8_t> &f)
+{
+	return f.size() > 54 ? uint32_t(f[51]) << 16 | f[52] << 8 | f[53] : 0;
+}
+bool is_write_request(const std::vector<uint8_t> &f)
+{
+	const uint8_t op = bth_opcode(f);
+	return op >= 0x06 && op <= 0x0b;
+}
+
+struct Sr : ::testing::Test {
+	Node a{1}, b{2};
+	Wire wire;
+
+	void connect(bool sr_a = true, bool sr_b = true, uint8_t timeout = 14)
+	{
+		a.transport_flags = sr_a ? VRNIC_QP_TF_SELECTIVE_REPEAT : 0;
+		b.transport_flags = sr_b ? VRNIC_QP_TF_SELECTIVE_REPEAT : 0;
+		a.connect(b, kMtuCode, kPsnA, kPsnB, 7, 7, timeout);
+		b.connect(a, kMtuCode, kPsnB, kPsnA, 7, 7, timeout);
+	}
+	void fill(Node &n, uint64_t off, size_t len, uint8_t seed)
+	{
+		for (size_t i = 0; i < len; i++)
+			*n.data(off + i) = uint8_t(i * 31 + seed);
+	}
+	// count WRITEs of len bytes from a to b; their completions, in order
+	std::vector<vrnic_cqe> write_all(unsigned count, uint32_t len)
+	{
+		fill(a, 0, size_t(count) * len, 7);
+		for (unsigned i = 0; i < count; i++)
+			a.post_send(write_wqe(i, Node::kIova + 0x800000 + uint64_t(i) * len,
+					      b.mr),
+				    {a.sge(uint64_t(i) * len, len)});
+		return wire.completions(a, b, a, count);
+	}
+	void expect_written(unsigned count, uint32_t len)
+	{
+		EXPECT_EQ(std::memcmp(a.data(0), b.data(0x800000), size_t(count) * len), 0)
+			<< "the data differs";
+	}
+};
+
+} // namespace
+
+// Lumina-style: the first copy of one chosen WRITE packet is lost.  The
+// responder holds what follows (at most the window: nothing is dropped),
+// the requester resends that packet once, and nothing else.
+TEST_F(Sr, OneLostPacketIsResentOnceAndAlone)
+{
+	connect();
+	const uint32_t target = kPsnA + 10;
+	bool lost = false;
+	wire.drop_if = [&](const std::vector<uint8_t> &f) {
+		if (lost || !is_write_request(f) || bth_psn(f) != target)
+			return false;
+		lost = true;
+		return true;
+	};
+	const auto sc = write_all(1, 256 * kMtu);	// 256 packets
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	expect_written(1, 256 * kMtu);
+	EXPECT_TRUE(lost);
+	const auto &ca = a.counters();
+	const auto &cb = b.counters();
+	EXPECT_EQ(ca.roce_adp_retrans, 1u) << "only the lost packet goes again";
+	EXPECT_EQ(ca.sent_pkts, 256u + 1u);
+	EXPECT_EQ(ca.retry_timeouts, 0u);
+	EXPECT_EQ(ca.rcvd_seq_err, 0u) << "no go-back-N";
+	EXPECT_GT(ca.sack_rcvd, 0u);
+	EXPECT_EQ(cb.sack_sent, ca.sack_rcvd);
+	EXPECT_GT(cb.ooo_placed, 0u);
+	EXPECT_LT(cb.ooo_placed, uint64_t(vrnic::SrState::kSlots))
+		<< "the requester kept within the window";
+	EXPECT_EQ(cb.ooo_dropped, 0u);
+	EXPECT_EQ(cb.duplicate_request, 0u);
+}
+
+// The same loss under go-back-N resends the whole window behind it: the
+// comparison the mode exists for.
+TEST_F(Sr, GoBackNResendsEverythingAfterTheLoss)
+{
+	connect(false, false);
+	const uint32_t target = kPsnA + 10;
+	bool lost = false;
+	wire.drop_if = [&](const std::vector<uint8_t> &f) {
+		if (lost || !is_write_request(f) || bth_psn(f) != target)
+			return false;
+		lost = true;
+		return true;
+	};
+	const auto sc = write_all(1, 256 * kMtu);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	expect_written(1, 256 * kMtu);
+	EXPECT_GT(a.counters().sent_pkts, 256u + 10u);
+	EXPECT_EQ(a.counters().roce_adp_retrans, 0u);
+	EXPECT_EQ(b.counters().sack_sent, 0u);
+}
+
+// Random loss on a stream of WRITEs: selective repeat resends about what
+// was lost, go-back-N many times that.
+TEST_F(Sr, ResendsAboutWhatWasLost)
+{
+	uint64_t resent[2] = {};
+	for (int sr = 0; sr < 2; sr++) {
+		Node x{1}, y{2};
+		Wire w;
+		w.drop = 0.02;
+		x.transport_flags = y.transport_flags =
+			sr ? VRNIC_QP_TF_SELECTIVE_REPEAT : 0;
+		x.connect(y, kMtuCode, kPsnA, kPsnB);
+		y.connect(x, kMtuCode, kPsnB, kPsnA);
+		const unsigned n = 32;
+		const uint32_t len = 64 * kMtu;
+		for (unsigned i = 0; i < n; i++)
+			x.post_send(write_wqe(i, Node::kIova + 0x800000 + uint64_t(i) * len,
+					      y.mr),
+				    {x.sge(uint64_t(i) * len, len)});
+		const auto sc = w.completions(x, y, x, n);
+		ASSERT_EQ(sc.size(), n);
+		for (const auto &c : sc)
+			EXPECT_EQ(c.status, VRNIC_WC_ST_SUCCESS);
+		EXPECT_EQ(std::memcmp(x.data(0), y.data(0x800000), size_t(n) * len), 0);
+		resent[sr] = x.counters().sent_pkts - n * 64;
+		if (sr) {
+			// Each lost request resent about once; timeouts (a lost
+			// resend, a lost tail) may add a window's worth each.
+			EXPECT_LE(resent[sr], 2 * w.dropped +
+				  x.counters().roce_adp_retrans_to * vrnic::SrState::kSlots);
+			EXPECT_EQ(x.counters().rcvd_seq_err, 0u);
+		}
+		std::printf("[          ] %s: %lu frames dropped, %lu requests resent\n",
+			    sr ? "selective repeat" : "go-back-N",
+			    (unsigned long)w.dropped, (unsigned long)resent[sr]);
+	}
+	EXPECT_LT(resent[1] * 5, resent[0]) << "selective repeat resent "
+					     << resent[1] << ", go-back-N " << resent[0];
+}
+
+// ACKs held up 50 ms (a TCG stall) below the ack timeout (14: 67 ms):
+// nothing is resent, however many requests are in flight.
+TEST_F(Sr, NoResendUnderA50msStall)
+{
+	connect();
+	fill(a, 0, 64 * kMtu, 3);
+	a.post_send(write_wqe(1, Node::kIova + 0x800000, b.mr), {a.sge(0, 64 * kMtu)});
+	run_alone(a);
+	for (auto &f : a.p.frames)
+		vrnic_engine_receive(b.p.eng, f.data(), f.size());
+	a.p.frames.clear();
+	run_alone(b);
+	a.p.now += 50'000'000;
+	b.p.now += 50'000'000;
+	for (Node *n : {&a, &b})
+		if (n->p.deadline && n->p.deadline <= n->p.now) {
+			n->p.deadline = 0;
+			vrnic_engine_timer(n->p.eng);
+		}
+	const auto sc = wire.completions(a, b, a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(a.counters().retry_timeouts, 0u);
+	EXPECT_EQ(a.counters().roce_adp_retrans, 0u);
+	EXPECT_EQ(a.counters().sent_pkts, 64u);
+}
+
+// Selective repeat is agreed, never assumed: with a peer that did not
+// agree, each side works as that peer expects.  The selective one takes
+// the plain peer's sequence NAKs as go-back-N; the plain one drops the
+// SACKs it does not know (bad_qp_pkts) and recovers by its timer.
+TEST_F(Sr, APeerThatDidNotAgreeIsServedByGoBackN)
+{
+	connect(true, false, 10);
+	wire.drop = 0.03;
+	const auto sc = write_all(8, 32 * kMtu);	// a (selective) to b
+	ASSERT_EQ(sc.size(), 8u);
+	for (const auto &c : sc)
+		EXPECT_EQ(c.status, VRNIC_WC_ST_SUCCESS);
+	expect_written(8, 32 * kMtu);
+	EXPECT_EQ(b.counters().sack_sent, 0u);
+
+	bool lost = false;
+	wire.drop_if = [&](const std::vector<uint8_t> &f) {
+		if (lost || !is_write_request(f) || bth_psn(f) != kPsnB + 5)
+			return false;
+		lost = true;
+		return true;
+	};
+	fill(b, 0x400000, 8 * 32 * kMtu, 9);
+	for (unsigned i = 0; i < 8; i++)
+		b.post_send(write_wqe(100 + i, Node::kIova + 0xc00000 + i * 32 * kMtu, a.mr),
+			    {b.sge(0x400000 + i * 32 * kMtu, 32 * kMtu)});
+	const auto sb = wire.completions(a, b, b, 8);
+	ASSERT_EQ(sb.size(), 8u);
+	for (const auto &c : sb)
+		EXPECT_EQ(c.status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(std::memcmp(b.data(0x400000), a.data(0xc00000), 8 * 32 * kMtu), 0);
+	EXPECT_TRUE(lost);
+	EXPECT_GT(a.counters().sack_sent, 0u);
+	EXPECT_GT(b.counters().bad_qp, 0u) << "a SACK to a QP that did not agree is dropped";
+	EXPECT_EQ(b.counters().sack_rcvd, 0u);
+}
+
+// What the responder holds is charged to its host budget: with none
+// left, it drops what follows a gap and the requester's timer resends
+// it.  Nothing is lost, and the budget is whole again afterwards.
+TEST_F(Sr, HeldRequestsAreChargedAndRefusedWhenTheBudgetIsSpent)
+{
+	Node x{1}, y{2, false, Node::kCqLog, VRNIC_QPT_RC, 8 << 20};
+	x.transport_flags = y.transport_flags = VRNIC_QP_TF_SELECTIVE_REPEAT;
+	x.connect(y, kMtuCode, kPsnA, kPsnB, 7, 7, 10);
+	y.connect(x, kMtuCode, kPsnB, kPsnA, 7, 7, 10);
+	const auto keys = y.spend_budget_on_mrs();
+	ASSERT_FALSE(keys.empty());
+	const uint64_t used = y.p.eng->dev.budget().used();
+	bool lost = false;
+	wire.drop_if = [&](const std::vector<uint8_t> &f) {
+		if (lost || !is_write_request(f) || bth_psn(f) != kPsnA + 3)
+			return false;
+		lost = true;
+		return true;
+	};
+	for (size_t i = 0; i < 64 * kMtu; i++)
+		*x.data(i) = uint8_t(i * 13);
+	x.post_send(write_wqe(1, Node::kIova + 0x800000, y.mr), {x.sge(0, 64 * kMtu)});
+	const auto sc = wire.completions(x, y, x, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(std::memcmp(x.data(0), y.data(0x800000), 64 * kMtu), 0);
+	EXPECT_GT(y.counters().ooo_dropped, 0u);
+	EXPECT_EQ(y.counters().ooo_placed, 0u);
+	EXPECT_GT(x.counters().retry_timeouts, 0u);
+	EXPECT_EQ(y.p.eng->dev.budget().used(), used);
+}
+
+// MODIFY_QP's transport flags: RC and XRC only, before RTS, known bits
+// only; QUERY_QP reports them.
+TEST(SrAttr, OnlyReliableQpsBeforeRtsAndKnownBits)
+{
+	Node rc{1}, peer{2};
+	vrnic_qp_attr at{};
+	at.state = VRNIC_QPS_INIT;
+	at.transport_flags = 1u << 1;	// not defined
+	EXPECT_EQ(rc.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_TRANSPORT, at),
+		  VRNIC_ADMIN_ST_BAD_PARAM);
+	at.transport_flags = VRNIC_QP_TF_SELECTIVE_REPEAT;
+	EXPECT_EQ(rc.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_TRANSPORT, at),
+		  VRNIC_ADMIN_ST_OK);
+	EXPECT_TRUE(rc.p.eng->dev.rdma().qp(rc.qp)->sr);
+
+	rc.transport_flags = 0;
+	Node fresh{3}, other{4};
+	fresh.connect(other, kMtuCode, kPsnA, kPsnB);
+	vrnic_qp_attr rts{};
+	rts.state = VRNIC_QPS_RTS;
+	rts.transport_flags = VRNIC_QP_TF_SELECTIVE_REPEAT;
+	EXPECT_EQ(fresh.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_TRANSPORT, rts),
+		  VRNIC_ADMIN_ST_BAD_PARAM) << "not once packets flow";
+	EXPECT_FALSE(fresh.p.eng->dev.rdma().qp(fresh.qp)->sr);
+
+	Node uc{5, false, Node::kCqLog, VRNIC_QPT_UC};
+	at.transport_flags = VRNIC_QP_TF_SELECTIVE_REPEAT;
+	EXPECT_EQ(uc.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_TRANSPORT, at),
+		  VRNIC_ADMIN_ST_BAD_PARAM);
+
+	Node q{6}, p2{7};
+	q.transport_flags = VRNIC_QP_TF_SELECTIVE_REPEAT;
+	q.connect(p2, kMtuCode, kPsnA, kPsnB);
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_QUERY_QP;
+	c.query_qp.out_addr = Node::kAttr;
+	c.query_qp.qpn = q.qp;
+	q.admin_ok(c);
+	vrnic_qp_attr got{};
+	std::memcpy(&got, q.p.ptr(Node::kAttr), sizeof(got));
+	EXPECT_EQ(got.transport_flags, VRNIC_QP_TF_SELECTIVE_REPEAT);
+}
+
+// A SACK naming PSNs never sent is counted malformed and resends
+// nothing; one to a QP that did not agree is not for it.
+TEST_F(Sr, ForgedSacksAreRefused)
+{
+	connect();
+	fill(a, 0, 4 * kMtu, 1);
+	a.post_send(write_wqe(1, Node::kIova + 0x800000, b.mr), {a.sge(0, 4 * kMtu)});
+	run_alone(a);
+	ASSERT_EQ(a.p.frames.size(), 4u);
+	a.p.frames.clear();	// all four lost
+	// b "holds" PSNs far past what a sent.
+	vrnic::roce::Headers h;
+	h.transport = vrnic::roce::VENDOR;
+	h.opcode = vrnic::roce::kSackOp;
+	h.dqpn = a.qp;
+	h.psn = kPsnA - 1;
+	h.syndrome = 0x1f;
+	h.sack_base = kPsnA + 1;
+	h.sack[1] = ~0ull;		// PSNs kPsnA + 65 on: never sent
+	vrnic::roce::Path path;
+	const auto ga = a.gid(), gb = b.gid();
+	std::memcpy(path.sgid.data(), gb.data(), 16);
+	std::memcpy(path.dgid.data(), ga.data(), 16);
+	path.smac = b.mac();
+	path.dmac = a.mac();
+	std::vector<uint8_t> f(vrnic::roce::kMaxFrame);
+	const size_t hl = vrnic::roce::build_headers(f.data(), path, h);
+	f.resize(vrnic::roce::finish(f.data(), path, hl, 0));
+	const uint64_t malformed = a.counters().malformed;
+	vrnic_engine_receive(a.p.eng, f.data(), f.size());
+	run_alone(a);
+	EXPECT_EQ(a.counters().sack_rcvd, 1u);
+	EXPECT_EQ(a.counters().malformed, malformed + 1);
+	EXPECT_EQ(a.counters().roce_adp_retrans, 0u);
+	EXPECT_TRUE(a.p.frames.empty());
+	// Its bitmap must start two past its PSN.
+	h.sack_base = kPsnA + 5;
+	h.sack = {};
+	f.assign(vrnic::roce::kMaxFrame, 0);
+	f.resize(vrnic::roce::finish(f.data(), path,
+				     vrnic::roce::build_headers(f.data(), path, h), 0));
+	vrnic_engine_receive(a.p.eng, f.data(), f.size());
+	EXPECT_EQ(a.counters().sack_rcvd, 1u);
+	EXPECT_EQ(a.counters().malformed, malformed + 2);
+	// The timer recovers the four.
+	const auto sc = wire.completions(a, b, a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	expect_written(1, 4 * kMtu);
+}
