@@ -82,6 +82,13 @@ struct vrnic_dev {
 	struct xarray qp_xa;	/* qpn -> struct vrnic_qp, for events */
 	struct xarray srq_xa;	/* srqn -> struct vrnic_srq, for events */
 	struct vrnic_cc_debugfs cc_dbg;
+	/*
+	 * debugfs selective_repeat: RC and XRC QPs moved to RTR from now on
+	 * tell the device their peer agreed to selective repeat (both ends
+	 * must set it; off by default, as a standard peer only knows
+	 * go-back-N).
+	 */
+	bool selective_repeat;
 };
 
 struct vrnic_ucontext {

@@ -679,6 +679,14 @@ static int __vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		a->qkey = cpu_to_le32(attr->qkey);
 		vmask |= VRNIC_QP_ATTR_QKEY;
 	}
+	/* The device default, for a peer told the same way (spec 1.1). */
+	if (cur == IB_QPS_INIT && next == IB_QPS_RTR &&
+	    READ_ONCE(vdev->selective_repeat) &&
+	    (ibqp->qp_type == IB_QPT_RC || ibqp->qp_type == IB_QPT_XRC_INI ||
+	     ibqp->qp_type == IB_QPT_XRC_TGT)) {
+		a->transport_flags = cpu_to_le32(VRNIC_QP_TF_SELECTIVE_REPEAT);
+		vmask |= VRNIC_QP_ATTR_TRANSPORT;
+	}
 	cmd.modify_qp.attr_addr = cpu_to_le64(a_dma);
 	cmd.modify_qp.qpn = cpu_to_le32(qp->qpn);
 	cmd.modify_qp.attr_mask = cpu_to_le32(vmask);
@@ -789,7 +797,10 @@ int vrnic_ib_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 	    rdma_nl_put_driver_u32(msg, "max_dest_rd_atomic",
 				   a->max_dest_rd_atomic) ||
 	    rdma_nl_put_driver_u32(msg, "cc_rate_mbps",
-				   le32_to_cpu(a->cc_rate_mbps))) {
+				   le32_to_cpu(a->cc_rate_mbps)) ||
+	    rdma_nl_put_driver_u32(msg, "selective_repeat",
+				   le32_to_cpu(a->transport_flags) &
+				   VRNIC_QP_TF_SELECTIVE_REPEAT)) {
 		if (table)
 			nla_nest_cancel(msg, table);
 		ret = -EMSGSIZE;
