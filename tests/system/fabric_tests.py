@@ -15,7 +15,9 @@ keep running:
                     rxe interop, ib_write_bw between s2's vrnic and rxe
                     both ways; an injected drop at a chosen PSN of an
                     ibv_rc_pingpong -c (data checked) is retransmitted
-                    exactly once;
+                    exactly once; again with selective repeat on both
+                    devices (debugfs): that packet alone is resent, on
+                    r's SACKs (issue 25);
   ecn.json          r's port at 500 Mb/s, marking from 4 KiB on priority
                     3, DWRR (with strict priority a DCQCN flow on
                     priority 3 starved the second client's TCP exchange
@@ -262,14 +264,55 @@ ADDR = re.compile(r"(local|remote) address:.*QPN (0x[0-9a-f]+), "
                   r"PSN (0x[0-9a-f]+)")
 
 
-def inject_test(stage, fab, s1, r):
+SR_KNOB = "/sys/kernel/debug/vrnic/%s/selective_repeat"
+
+
+def set_sr(nics, on):
+    """The driver's selective-repeat default (debugfs) on each nic's
+    device: QPs moved to RTR from now on use it."""
+    for n in nics:
+        n.vm.check("mountpoint -q /sys/kernel/debug || mount -t debugfs none "
+                   "/sys/kernel/debug; echo %d > %s && grep -qx %s %s"
+                   % (on, SR_KNOB % n.rdma, "Y" if on else "N",
+                      SR_KNOB % n.rdma))
+
+
+def link_stats(nic, names):
+    """Counters of nic's rdma link by name (absent: None)."""
+    out = nic.vm.check("rdma statistic show link %s/1" % nic.rdma)
+    got = {}
+    for k in names:
+        m = re.search(r"\b%s (\d+)" % k, out)
+        got[k] = int(m.group(1)) if m else None
+    return got
+
+
+def inject_test(stage, fab, s1, r, sr=False):
     """c: drop the packet of s1's ibv_rc_pingpong at a chosen PSN, once.
     r's port is slowed to 100 Mb/s so that the transfer lasts long enough
     to install the rule after the QPs exchanged their numbers.  A second
     rule on the same QPN/PSN that never fires (nth 10^9, installed first)
     counts every time the switch saw the packet: the original and exactly
-    one retransmission.  -c checks every byte received."""
-    name = "inject: drop one PSN of ibv_rc_pingpong -c s1->r"
+    one retransmission.  -c checks every byte received.  With sr, both
+    devices use selective repeat (issue 25): s1 resends that one packet
+    and no other (roce_adp_retrans), on r's SACKs."""
+    name = "inject: drop one PSN of ibv_rc_pingpong -c s1->r" + (
+        ", selective repeat" if sr else "")
+    keys = ("roce_adp_retrans", "sack_sent", "sack_rcvd", "ooo_placed",
+            "rcvd_seq_err")
+    if sr:
+        try:
+            set_sr([s1, r], 1)
+        except vmlib.VMError as e:
+            stage.record("%s: debugfs selective_repeat" % name, "fail",
+                         str(e))
+            return
+    st0 = {"s1": link_stats(s1, keys), "r": link_stats(r, keys)}
+    try:    # the switch's inject drops so far (an earlier run's)
+        drops0 = fabric.drops(fab.counters()).get("inject", 0)
+    except fabric.FabricError as e:
+        stage.record(name, "fail", str(e))
+        return
     iters, size = 300, 65536
     pp = "ibv_rc_pingpong -c -s %d -n %d -m 1024 -p 18640" % (size, iters)
     try:
@@ -307,7 +350,9 @@ def inject_test(stage, fab, s1, r):
     finally:
         try:
             fab.set_link("r", {"rate_mbps": 0}, "b_to_a")
-        except fabric.FabricError:
+            if sr:
+                set_sr([s1, r], 0)
+        except (fabric.FabricError, vmlib.VMError):
             pass
     show(cout, 4)
     done = crc == "0" and src == "0" and "bytes in" in cout and \
@@ -320,7 +365,7 @@ def inject_test(stage, fab, s1, r):
         return
     rules = c["injections"][-2:]
     print("  | injections: %s" % rules, flush=True)
-    dropped = fabric.drops(c).get("inject", 0)
+    dropped = fabric.drops(c).get("inject", 0) - drops0
     ok = len(rules) == 2 and rules[1]["fired"] and dropped == 1
     stage.record("%s: the rule fired, one inject drop" % name,
                  "pass" if ok else "fail", "%s, inject drops %d"
@@ -329,6 +374,20 @@ def inject_test(stage, fab, s1, r):
     stage.record("%s: the switch saw the PSN exactly twice (once "
                  "retransmitted)" % name, "pass" if seen == 2 else "fail",
                  "seen %d times" % seen)
+    if not sr:
+        return
+    d = {}
+    for h, nic in (("s1", s1), ("r", r)):
+        after = link_stats(nic, keys)
+        d[h] = {k: (after[k] - st0[h][k]) if after[k] is not None and
+                st0[h][k] is not None else None for k in keys}
+    print("  | counter deltas: s1 %s, r %s" % (d["s1"], d["r"]), flush=True)
+    ok = d["s1"]["roce_adp_retrans"] == 1 and \
+        d["s1"]["rcvd_seq_err"] == 0 and \
+        (d["s1"]["sack_rcvd"] or 0) > 0 and (d["r"]["ooo_placed"] or 0) > 0
+    stage.record("%s: s1 resent that packet alone, on r's SACKs" % name,
+                 "pass" if ok else "fail",
+                 "s1 %s, r %s" % (d["s1"], d["r"]))
 
 
 ECN_COUNTER = "np_ecn_marked_roce_packets"
@@ -860,6 +919,7 @@ def main():
         (None, "pair", lambda: pair_tests(stage, fab, s1, r)),
         (None, "rxe", lambda: rxe_tests(stage, s2, rxe)),
         (None, "inject", lambda: inject_test(stage, fab, s1, r)),
+        (None, "inject sr", lambda: inject_test(stage, fab, s1, r, True)),
         ("ecn.json", "ecn", lambda: ecn_test(stage, fab, s1, r)),
         (None, "dcqcn", lambda: dcqcn_tests(stage, fab, s1, s2, r)),
         ("incast-drop.json", "incast lossy",
