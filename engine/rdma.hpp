@@ -76,7 +76,8 @@ struct RdmaCounters {
 	uint64_t rp_cnp_handled = 0;
 	uint64_t rp_cnp_ignored = 0;
 	// Selective repeat: packets resent because a SACK or a timeout
-	// showed them missing, and such QPs' ack timeouts (mlx5's adaptive
+	// showed them missing, and such QPs' ack or hole timer expiries that
+	// resent something (mlx5's adaptive
 	// retransmission counters); SACKs sent and received; requests held
 	// out of order, and those dropped past the window or refused.
 	uint64_t roce_adp_retrans = 0;
@@ -241,13 +242,23 @@ struct SrState {
 		bool held = false;
 	};
 	// responder
+	// A SACK for a request held in order after the last one at least
+	// this often.
+	static constexpr unsigned int kSackEvery = 16;
 	std::array<Held, kSlots> rx;
 	unsigned int nheld = 0;
+	uint32_t rx_high = 0;		// the highest PSN held (nheld > 0)
+	unsigned int unsacked = 0;	// held in order since the last SACK
 	// requester: reported held by the peer, resent in this round
 	std::array<uint32_t, kSlots> sacked_psn{};
 	std::array<uint32_t, kSlots> resent_psn{};
 	std::bitset<kSlots> sacked, resent;
 	std::deque<uint32_t> redo;	// PSNs to resend, at most kSlots
+	// The highest PSN reported held (valid while past una_psn), and the
+	// hole timer's doublings since the oldest PSN last moved.
+	uint32_t high_sack = 0;
+	bool any_sack = false;
+	uint8_t hole_backoff = 0;
 	Charge self;
 
 	[[nodiscard]] bool is_sacked(uint32_t psn) const
@@ -354,6 +365,7 @@ struct Qp {
 	bool sr = false;
 	bool sack_pending = false;
 	std::unique_ptr<SrState> sr_st;
+	uint64_t sr_at = 0;		// the hole timer (0: not armed)
 
 	// Rate limiter of its request packets (transmit()): rate 0, the
 	// default, is unlimited and costs one test per packet.  pace_at: the
@@ -631,6 +643,7 @@ private:
 	void handle_sack(Qp &qp, const roce::Packet &p);
 	void sr_queue_holes(Qp &qp, SrState &s, uint32_t end, bool timeout);
 	bool sr_resend(Qp &qp, uint32_t psn);
+	void sr_hole_timer(Qp &qp);
 
 	void xmit(const Qp &qp, const roce::Headers &h,
 		  std::span<const uint8_t> payload);

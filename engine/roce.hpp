@@ -27,7 +27,7 @@ constexpr uint8_t kTransportMask = 0xe0;
 // kSackBits packets from it, 1 = held by the receiver.
 constexpr uint8_t kSackOp = 0x00;
 constexpr uint8_t kSackOpcode = VENDOR | kSackOp;
-constexpr unsigned int kSackBits = 128;
+constexpr unsigned int kSackBits = 512;
 
 // Operations, as the RC opcodes (transport base 0x00); UC uses the SEND
 // and WRITE ones, UD only SEND_ONLY and SEND_ONLY_IMM.
@@ -150,8 +150,10 @@ struct Packet {
 enum class ParseResult { Ok, NotRoce, Malformed, BadIcrc };
 
 // Validate and decode one frame; checks lengths, the UDP port, the BTH
-// version and opcode, and the ICRC.
-ParseResult parse(std::span<const uint8_t> frame, Packet &out);
+// version and opcode, and (unless told it was checked already: a frame
+// held since it passed) the ICRC.
+ParseResult parse(std::span<const uint8_t> frame, Packet &out,
+		  bool check_icrc = true);
 
 // Size of the headers (Ethernet to the last extended header).
 size_t header_len(const Path &p, uint8_t transport, uint8_t opcode);

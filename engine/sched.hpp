@@ -95,8 +95,11 @@ private:
 };
 
 // kTimerCc: the QP's congestion-control algorithm asked to be woken
-// (DCQCN's rate-increase timer, for one).
-enum TimerKind : uint8_t { kTimerAck, kTimerRnr, kTimerPace, kTimerCc, kTimerKinds };
+// (DCQCN's rate-increase timer, for one).  kTimerSr: a selective-repeat
+// QP's resent holes are still missing (its resends may be lost too).
+enum TimerKind : uint8_t {
+	kTimerAck, kTimerRnr, kTimerPace, kTimerCc, kTimerSr, kTimerKinds
+};
 
 class TimerHeap {
 public:

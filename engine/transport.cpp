@@ -571,6 +571,16 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 		if (qp.attr.state != VRNIC_QPS_RTS)
 			return;		// a local error moved the QP to ERR
 		arm_ack_timer(qp);
+		if (!qp.sr_at) {
+			// A sixteenth of the ack timeout (at least 100 us;
+			// 4 ms without one), doubled per expiry in a row.
+			const uint64_t ack = qp.attr.timeout ?
+					     4096ull << qp.attr.timeout : 0;
+			const uint64_t base = ack ? std::max<uint64_t>(ack >> 4, 100000) :
+						    4000000;
+			qp.sr_at = plat_.now_ns() + (base << qp.sr_st->hole_backoff);
+			set_deadline(qp, kTimerSr, qp.sr_at);
+		}
 	}
 	while (budget > 0 && qp.send_idx < qp.inflight.size()) {
 		SendWqe &w = qp.inflight[qp.send_idx];
@@ -837,6 +847,8 @@ void Rdma::ack_upto(Qp &qp, uint32_t psn_after)
 
 	if (acked > 0) {
 		qp.una_psn = psn_after;
+		if (qp.sr_st)
+			qp.sr_st->hole_backoff = 0;
 		progress(qp);
 		if (qp.cc_on)
 			cc_acked(qp, psn_after, uint32_t(acked));
@@ -1069,7 +1081,8 @@ void Rdma::expire(const TimerHeap::Entry &e, uint64_t now)
 	const auto kind = TimerKind(e.kind);
 	uint64_t &deadline = kind == kTimerAck ? qp.ack_deadline :
 			     kind == kTimerRnr ? qp.rnr_deadline :
-			     kind == kTimerCc ? qp.cc_at : qp.pace_at;
+			     kind == kTimerCc ? qp.cc_at :
+			     kind == kTimerSr ? qp.sr_at : qp.pace_at;
 	if (!deadline)
 		return;		// cleared meanwhile
 	if (now < deadline) {
@@ -1082,6 +1095,10 @@ void Rdma::expire(const TimerHeap::Entry &e, uint64_t now)
 			qp.rp->on_timer(now);
 			cc_apply(qp, now);
 		}
+		return;
+	}
+	if (kind == kTimerSr) {
+		sr_hole_timer(qp);
 		return;
 	}
 	if (kind != kTimerAck) {
@@ -1707,12 +1724,15 @@ SrState *Rdma::sr_state(Qp &qp)
 
 // A request after a gap (psn past epsn): held once if it is within the
 // window and the budget allows, dropped otherwise (the requester resends
-// it); either way the requester hears what is held.
+// it).  The requester hears what is held when this request opens a new
+// gap, was dropped or came twice, and every kSackEvery requests held
+// otherwise (what follows a gap in order tells it nothing new).
 void Rdma::sr_hold(Qp &qp, std::span<const uint8_t> frame, const Packet &p)
 {
 	const uint32_t psn = p.h.psn;
 	SrState *s = psn_diff(psn, qp.epsn) < int32_t(SrState::kSlots) ?
 		     sr_state(qp) : nullptr;
+	bool tell = true;
 
 	cnt_.out_of_seq_request++;
 	if (!s) {
@@ -1734,12 +1754,21 @@ void Rdma::sr_hold(Qp &qp, std::span<const uint8_t> frame, const Packet &p)
 				slot.frame.assign(frame.begin(), frame.end());
 				slot.psn = psn;
 				slot.held = true;
+				const bool next = s->nheld &&
+						  psn_diff(psn, s->rx_high) == 1;
+				if (!s->nheld || psn_diff(psn, s->rx_high) > 0)
+					s->rx_high = psn;
 				s->nheld++;
 				cnt_.ooo_placed++;
+				tell = !next || ++s->unsacked >= SrState::kSackEvery;
 			}
 		}
 	}
-	send_sack(qp);
+	if (tell) {
+		if (s)
+			s->unsacked = 0;
+		send_sack(qp);
+	}
 }
 
 // Drop everything held: the requester resends it (an RNR NAK or an error
@@ -1784,8 +1813,9 @@ void Rdma::sr_drain(Qp &qp)
 		s->nheld--;
 		if (!match)
 			continue;	// stale: a READ's PSNs stepped over it
+		// Its own copy, parsed and its ICRC checked when it came.
 		Packet p;
-		if (parse(frame, p) != ParseResult::Ok)
+		if (parse(frame, p, false) != ParseResult::Ok)
 			return;		// parsed once already: cannot happen
 		const uint32_t before = qp.epsn;
 		handle_request(qp, p);
@@ -1814,8 +1844,12 @@ void Rdma::send_sack(Qp &qp)
 	h.syndrome = kCredits;
 	h.msn = qp.msn & kPsnMask;
 	h.sack_base = psn_add(qp.epsn, 1);
-	if (const SrState *s = qp.sr_st.get()) {
-		for (unsigned int i = 0; s->nheld && i < kSackBits; i++) {
+	if (const SrState *s = qp.sr_st.get(); s && s->nheld) {
+		// Up to the highest PSN held (stale slots never match).
+		const int32_t top = psn_diff(s->rx_high, h.sack_base);
+		const unsigned int n = top < 0 ? 0 :
+			std::min<unsigned int>(uint32_t(top) + 1, kSackBits);
+		for (unsigned int i = 0; i < n; i++) {
 			const uint32_t psn = psn_add(h.sack_base, i);
 			const SrState::Held &slot = s->rx[psn % SrState::kSlots];
 			if (slot.held && slot.psn == psn)
@@ -1932,19 +1966,49 @@ void Rdma::handle_sack(Qp &qp, const Packet &p)
 	if (!s)
 		return;		// no memory: the timer recovers
 	uint32_t end = qp.una_psn;
-	for (unsigned int i = 0; i < kSackBits; i++) {
-		if (!(h.sack[i / 64] >> (i % 64) & 1))
-			continue;
-		const uint32_t psn = psn_add(h.sack_base, i);
-		if (psn_diff(psn, qp.next_psn) >= 0) {
-			cnt_.malformed++;	// never sent: the rest neither
-			break;
+	bool forged = false;
+	for (unsigned int w = 0; w < h.sack.size() && !forged; w++) {
+		for (uint64_t bits = h.sack[w]; bits; bits &= bits - 1) {
+			const unsigned int i = w * 64 + unsigned(__builtin_ctzll(bits));
+			const uint32_t psn = psn_add(h.sack_base, i);
+			if (psn_diff(psn, qp.next_psn) >= 0) {
+				cnt_.malformed++;	// never sent: the rest neither
+				forged = true;
+				break;
+			}
+			s->sacked[psn % SrState::kSlots] = true;
+			s->sacked_psn[psn % SrState::kSlots] = psn;
+			end = psn;
 		}
-		s->sacked[psn % SrState::kSlots] = true;
-		s->sacked_psn[psn % SrState::kSlots] = psn;
-		end = psn;
+	}
+	if (end != qp.una_psn &&
+	    (!s->any_sack || psn_diff(end, s->high_sack) > 0 ||
+	     psn_diff(s->high_sack, qp.una_psn) <= 0)) {
+		s->high_sack = end;
+		s->any_sack = true;
 	}
 	sr_queue_holes(qp, *s, end, false);
+}
+
+// The hole timer expired with resent holes still missing: their resends
+// were lost too (no SACK can say so while the window is full behind the
+// hole).  They go again, and the period doubles until the oldest PSN
+// moves.  It only resends what the peer reported missing below a PSN it
+// holds, and costs no retry: a stall makes it resend holes, never new
+// data, and no less surely than the ack timer would.
+void Rdma::sr_hole_timer(Qp &qp)
+{
+	SrState *s = qp.sr_st.get();
+
+	if (!s || qp.attr.state != VRNIC_QPS_RTS || !s->any_sack ||
+	    psn_diff(s->high_sack, qp.una_psn) <= 0)
+		return;
+	s->resent.reset();
+	s->hole_backoff = uint8_t(std::min(s->hole_backoff + 1, 6));
+	const size_t before = s->redo.size();
+	sr_queue_holes(qp, *s, s->high_sack, false);
+	if (s->redo.size() > before)
+		cnt_.roce_adp_retrans_to++;
 }
 
 // --------------------------------------------------------------- entry

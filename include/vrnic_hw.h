@@ -1054,7 +1054,7 @@ struct vrnic_stats {
 	/* Selective repeat (mlx5's names where it has one) */
 	__le64 roce_adp_retrans;	/* packets resent because a SACK or
 					 * timeout showed them missing */
-	__le64 roce_adp_retrans_to;	/* ack timeouts of selective-repeat QPs */
+	__le64 roce_adp_retrans_to;	/* their ack or hole timers resending */
 	__le64 sack_sent;
 	__le64 sack_rcvd;
 	__le64 ooo_placed;		/* requests held out of order */

@@ -90,15 +90,16 @@ TEST_F(Sr, OneLostPacketIsResentOnceAndAlone)
 		lost = true;
 		return true;
 	};
-	const auto sc = write_all(1, 256 * kMtu);	// 256 packets
+	// 1024 packets: twice the window, so the requester stops at it.
+	const auto sc = write_all(1, 1024 * kMtu);
 	ASSERT_EQ(sc.size(), 1u);
 	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
-	expect_written(1, 256 * kMtu);
+	expect_written(1, 1024 * kMtu);
 	EXPECT_TRUE(lost);
 	const auto &ca = a.counters();
 	const auto &cb = b.counters();
 	EXPECT_EQ(ca.roce_adp_retrans, 1u) << "only the lost packet goes again";
-	EXPECT_EQ(ca.sent_pkts, 256u + 1u);
+	EXPECT_EQ(ca.sent_pkts, 1024u + 1u);
 	EXPECT_EQ(ca.retry_timeouts, 0u);
 	EXPECT_EQ(ca.rcvd_seq_err, 0u) << "no go-back-N";
 	EXPECT_GT(ca.sack_rcvd, 0u);
@@ -108,6 +109,30 @@ TEST_F(Sr, OneLostPacketIsResentOnceAndAlone)
 		<< "the requester kept within the window";
 	EXPECT_EQ(cb.ooo_dropped, 0u);
 	EXPECT_EQ(cb.duplicate_request, 0u);
+}
+
+// The resend of the hole is lost as well.  The window is full behind the
+// hole, so no SACK can say so: the hole timer (a sixteenth of the ack
+// timeout) resends it again, long before the ack timer would, and no
+// retry is spent.
+TEST_F(Sr, ALostResendGoesAgainOnTheHoleTimer)
+{
+	connect();
+	const uint32_t target = kPsnA + 10;
+	int seen = 0;
+	wire.drop_if = [&](const std::vector<uint8_t> &f) {
+		return is_write_request(f) && bth_psn(f) == target && ++seen <= 2;
+	};
+	const auto sc = write_all(1, 256 * kMtu);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	expect_written(1, 256 * kMtu);
+	EXPECT_EQ(seen, 3);
+	const auto &ca = a.counters();
+	EXPECT_EQ(ca.roce_adp_retrans, 2u);
+	EXPECT_EQ(ca.roce_adp_retrans_to, 1u) << "the hole timer, once";
+	EXPECT_EQ(ca.retry_timeouts, 0u) << "not the ack timer";
+	EXPECT_EQ(ca.sent_pkts, 256u + 2u);
 }
 
 // The same loss under go-back-N resends the whole window behind it: the
