@@ -230,9 +230,10 @@ struct RdResource {
 // QP holds the requests that arrive after a gap, within kSlots PSNs of
 // the one it misses, and answers each with a SACK; they are taken in
 // order once the gap fills.  As requester, it resends only what a SACK
-// shows missing below the highest PSN held, or, on a timeout, everything
-// unacknowledged the peer has not reported held.  Slots are by PSN modulo
-// kSlots and remember their PSN, so a stale one never matches.
+// shows missing below the highest PSN held (again on the hole timer), or,
+// on an ack timeout, everything unacknowledged.  Slots are by PSN modulo
+// kSlots and remember their PSN, so a stale one never matches; marks of
+// acknowledged PSNs are cleared.
 struct SrState {
 	static constexpr unsigned int kSlots = roce::kSackBits;
 	struct Held {

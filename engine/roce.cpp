@@ -456,8 +456,6 @@ ParseResult parse(std::span<const uint8_t> f, Packet &out, bool check_icrc)
 		// Bit 0 is the PSN after the first one missing, and the top
 		// byte is reserved: anything else is no SACK of this format.
 		h.sack_base = get32(b + q);
-		if (h.sack_base != ((h.psn + 2) & kPsnMask))
-			return ParseResult::Malformed;
 		for (size_t i = 0; i < h.sack.size(); i++)
 			h.sack[i] = get64(b + q + 4 + 8 * i);
 		q += kSackLen;
@@ -474,6 +472,9 @@ ParseResult parse(std::span<const uint8_t> f, Packet &out, bool check_icrc)
 		if (want != got)
 			return ParseResult::BadIcrc;
 	}
+	// Checked after the ICRC, so that damage counts as damage.
+	if ((flags & H_SACK) && h.sack_base != ((h.psn + 2) & kPsnMask))
+		return ParseResult::Malformed;
 	p.payload = f.subspan(q, payload_len);
 	p.l3 = f.subspan(off, l3_len(p.path.ipv6));
 	out = p;

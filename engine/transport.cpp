@@ -846,9 +846,25 @@ void Rdma::ack_upto(Qp &qp, uint32_t psn_after)
 	const int32_t acked = psn_diff(psn_after, qp.una_psn);
 
 	if (acked > 0) {
+		if (SrState *s = qp.sr_st.get()) {
+			// What is acknowledged leaves the marks: a PSN that
+			// comes round again 2^24 later is not "held" or
+			// "resent" (at most kSlots slots to look at).
+			if (uint32_t(acked) >= SrState::kSlots) {
+				s->sacked.reset();
+				s->resent.reset();
+			} else {
+				for (uint32_t p = qp.una_psn; p != psn_after;
+				     p = psn_add(p, 1)) {
+					s->sacked[p % SrState::kSlots] = false;
+					s->resent[p % SrState::kSlots] = false;
+				}
+			}
+			if (s->any_sack && psn_diff(s->high_sack, psn_after) < 0)
+				s->any_sack = false;
+			s->hole_backoff = 0;
+		}
 		qp.una_psn = psn_after;
-		if (qp.sr_st)
-			qp.sr_st->hole_backoff = 0;
 		progress(qp);
 		if (qp.cc_on)
 			cc_acked(qp, psn_after, uint32_t(acked));
@@ -1121,7 +1137,13 @@ void Rdma::expire(const TimerHeap::Entry &e, uint64_t now)
 	// and not held by the peer, and the send cursor stays.
 	if (qp.sr) {
 		if (SrState *s = sr_state(qp)) {
+			// The peer may have dropped what it reported held (an
+			// RNR NAK or an error while it drained them, and that
+			// answer lost): a timeout forgets it, as TCP's RTO
+			// forgets SACKs, and resends everything unacknowledged.
 			cnt_.roce_adp_retrans_to++;
+			s->sacked.reset();
+			s->any_sack = false;
 			s->resent.reset();
 			s->redo.clear();
 			sr_queue_holes(qp, *s, qp.next_psn, true);
@@ -1723,22 +1745,27 @@ SrState *Rdma::sr_state(Qp &qp)
 }
 
 // A request after a gap (psn past epsn): held once if it is within the
-// window and the budget allows, dropped otherwise (the requester resends
-// it).  The requester hears what is held when this request opens a new
-// gap, was dropped or came twice, and every kSackEvery requests held
-// otherwise (what follows a gap in order tells it nothing new).
+// window, no longer than the path MTU and the budget allows; dropped
+// otherwise (the requester resends it).  The requester hears what is held
+// when this request opens a new gap, asks for an ACK, was dropped or came
+// twice, and every kSackEvery requests held otherwise (what follows a gap
+// in order tells it nothing new).  A QP that holds nothing answers as
+// without selective repeat: one sequence NAK per gap, so the requester
+// goes back at once instead of waiting for its timer.
 void Rdma::sr_hold(Qp &qp, std::span<const uint8_t> frame, const Packet &p)
 {
 	const uint32_t psn = p.h.psn;
-	SrState *s = psn_diff(psn, qp.epsn) < int32_t(SrState::kSlots) ?
-		     sr_state(qp) : nullptr;
+	const bool fits = psn_diff(psn, qp.epsn) < int32_t(SrState::kSlots) &&
+			  p.payload.size() <= qp.mtu;
+	SrState *s = fits ? sr_state(qp) : nullptr;
 	bool tell = true;
 
 	cnt_.out_of_seq_request++;
-	if (!s) {
-		cnt_.ooo_dropped++;
-	} else {
+	if (s) {
 		SrState::Held &slot = s->rx[psn % SrState::kSlots];
+		// The frame up to its ICRC (parse() bounded it).
+		const size_t len = size_t(p.payload.data() + p.payload.size() -
+					  frame.data()) + p.h.pad + kIcrcLen;
 		if (slot.held && slot.psn == psn) {
 			cnt_.duplicate_request++;
 		} else {
@@ -1747,11 +1774,12 @@ void Rdma::sr_hold(Qp &qp, std::span<const uint8_t> frame, const Packet &p)
 				slot.held = false;
 				s->nheld--;
 			}
-			if (!slot.charge.take(budget_, frame.size())) {
+			if (!slot.charge.take(budget_, len)) {
 				slot.frame = {};
-				cnt_.ooo_dropped++;
+				s = nullptr;
 			} else {
-				slot.frame.assign(frame.begin(), frame.end());
+				slot.frame.assign(frame.begin(),
+						  frame.begin() + ptrdiff_t(len));
 				slot.psn = psn;
 				slot.held = true;
 				const bool next = s->nheld &&
@@ -1760,13 +1788,24 @@ void Rdma::sr_hold(Qp &qp, std::span<const uint8_t> frame, const Packet &p)
 					s->rx_high = psn;
 				s->nheld++;
 				cnt_.ooo_placed++;
-				tell = !next || ++s->unsacked >= SrState::kSackEvery;
+				tell = !next || p.h.ackreq ||
+				       ++s->unsacked >= SrState::kSackEvery;
 			}
 		}
 	}
+	if (!s) {
+		cnt_.ooo_dropped++;
+		if (!qp.sr_st || !qp.sr_st->nheld) {
+			if (!qp.nak_sent) {	// one NAK per gap
+				qp.nak_sent = true;
+				send_ack(qp, kAethNakSeq, qp.epsn);
+			}
+			return;
+		}
+	}
 	if (tell) {
-		if (s)
-			s->unsacked = 0;
+		if (qp.sr_st)
+			qp.sr_st->unsacked = 0;
 		send_sack(qp);
 	}
 }
@@ -1837,6 +1876,9 @@ void Rdma::send_sack(Qp &qp)
 		return;
 	}
 	qp.sack_pending = false;
+	// It acknowledges what a pending plain ACK would (and more).
+	if (qp.ack_pending && qp.ack_syndrome == kCredits)
+		qp.ack_pending = false;
 	h.transport = VENDOR;
 	h.opcode = kSackOp;
 	h.dqpn = le(qp.attr.dest_qpn);
@@ -1868,10 +1910,12 @@ void Rdma::sr_queue_holes(Qp &qp, SrState &s, uint32_t end, bool timeout)
 {
 	for (size_t i = 0; i < qp.inflight.size() && i <= qp.send_idx; i++) {
 		const SendWqe &w = qp.inflight[i];
-		if (!w.psn_assigned || psn_diff(w.psn_first, end) >= 0)
+		if (!w.psn_assigned)
 			break;
 		if (is_local(w.opcode))
-			continue;
+			continue;	// no PSNs of its own (psn_first is 0)
+		if (psn_diff(w.psn_first, end) >= 0)
+			break;
 		// held: the peer reported it held (a READ's or atomic's
 		// request may be, and its response lost).
 		auto queue = [&](uint32_t psn, bool held) {
@@ -1965,6 +2009,10 @@ void Rdma::handle_sack(Qp &qp, const Packet &p)
 	SrState *s = sr_state(qp);
 	if (!s)
 		return;		// no memory: the timer recovers
+	// Each SACK says all the peer holds (its bitmap covers the whole
+	// window): what an earlier one reported and this one does not, the
+	// peer dropped.
+	s->sacked.reset();
 	uint32_t end = qp.una_psn;
 	bool forged = false;
 	for (unsigned int w = 0; w < h.sack.size() && !forged; w++) {
