@@ -110,6 +110,17 @@ struct Node {
 	uint32_t transport_flags = 0;
 };
 
+// A fast-register MR on n with room for `pages` pages: invalid until a
+// REG_MR.  Returns its key.
+uint32_t alloc_fast_mr(Node &n, uint32_t pages);
+// REG_MR of len bytes at iova with `key` (index and new key byte), its
+// first page at data(off): iova's byte is data(off + iova % 4096).  The
+// page list is written where the device will read it (n's data area at
+// 0xfe0000); extra_pages more entries than len needs.
+void post_reg_mr(Node &n, uint64_t wr_id, uint32_t key, uint64_t iova,
+		 uint64_t off, uint32_t len, uint32_t access,
+		 uint32_t extra_pages = 0);
+
 // A signaled send WQE (header only), as most tests post it.
 inline vrnic_send_wqe send_wqe(uint64_t wr_id, uint8_t opcode = VRNIC_WR_SEND,
 			       uint64_t raddr = 0, uint32_t rkey = 0)

@@ -701,52 +701,9 @@ TEST(CompletionQueues, OverflowIsAnAsyncErrorNotACorruption)
 
 namespace {
 
-// A fast-register MR on n with room for `pages` pages: invalid until a
-// REG_MR.  Returns its key.
-uint32_t alloc_fast_mr(Node &n, uint32_t pages)
-{
-	vrnic_admin_cmd c{};
-	c.opcode = VRNIC_ADMIN_CREATE_MR;
-	c.create_mr.pdn = n.pd;
-	c.create_mr.npages = pages;
-	c.create_mr.pbl_mode = VRNIC_PBL_FAST;
-	return n.admin_ok(c);
-}
-
-constexpr uint64_t kFastPbl = 0xfe0000;	// page lists, in n's data area
-
-// REG_MR of len bytes at iova with `key` (index and new key byte), its
-// first page at data(off): iova's byte is data(off + iova % 4096).  The
-// page list is written where the device will read it.
-void post_reg_mr(Node &n, uint64_t wr_id, uint32_t key, uint64_t iova,
-		 uint64_t off, uint32_t len, uint32_t access,
-		 uint32_t extra_pages = 0)
-{
-	const uint64_t first = iova & ~0xfffull;
-	const uint32_t npages =
-		uint32_t((iova + len - first + 0xfff) >> 12) + extra_pages;
-	const uint64_t bus0 = Node::kData + off;
-	for (uint32_t i = 0; i < npages; i++)
-		n.p.store<uint64_t>(Node::kData + kFastPbl + i * 8,
-				    bus0 + uint64_t(i) * 4096);
-	vrnic_reg_mr_wqe r{};
-	r.wr_id = wr_id;
-	r.opcode = VRNIC_WR_REG_MR;
-	r.flags = VRNIC_WQE_SIGNALED;
-	r.page_shift = 12;
-	r.access = access;
-	r.iova = iova;
-	r.key = key;
-	r.npages = npages;
-	r.length = len;
-	r.pbl = Node::kData + kFastPbl;
-	n.post_raw(&r);
-}
-
 constexpr uint32_t kRemoteRw = VRNIC_ACCESS_LOCAL_WRITE |
 			       VRNIC_ACCESS_REMOTE_WRITE |
 			       VRNIC_ACCESS_REMOTE_READ;
-
 
 } // namespace
 

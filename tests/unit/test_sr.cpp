@@ -17,13 +17,7 @@ constexpr uint32_t kPsnA = 100, kPsnB = 5000;
 
 vrnic_send_wqe write_wqe(uint64_t wr_id, uint64_t raddr, uint32_t rkey)
 {
-	vrnic_send_wqe w{};
-	w.wr_id = wr_id;
-	w.opcode = VRNIC_WR_RDMA_WRITE;
-	w.flags = VRNIC_WQE_SIGNALED;
-	w.remote_addr = raddr;
-	w.rkey = rkey;
-	return w;
+	return send_wqe(wr_id, VRNIC_WR_RDMA_WRITE, raddr, rkey);
 }
 
 // The BTH of an IPv4 RoCE frame (the nodes' GID entry 0): opcode, PSN.
@@ -51,6 +45,17 @@ struct Sr : ::testing::Test {
 		b.transport_flags = sr_b ? VRNIC_QP_TF_SELECTIVE_REPEAT : 0;
 		a.connect(b, kMtuCode, kPsnA, kPsnB, 7, 7, timeout);
 		b.connect(a, kMtuCode, kPsnB, kPsnA, 7, 7, timeout);
+	}
+	// The first copy of the WRITE request packet at psn is lost (lost
+	// says it was).
+	bool lost = false;
+	void lose_once(uint32_t psn)
+	{
+		wire.drop_if = [this, psn](const std::vector<uint8_t> &f) {
+			if (lost || !is_write_request(f) || bth_psn(f) != psn)
+				return false;
+			return lost = true;
+		};
 	}
 	void fill(Node &n, uint64_t off, size_t len, uint8_t seed)
 	{
@@ -82,14 +87,7 @@ struct Sr : ::testing::Test {
 TEST_F(Sr, OneLostPacketIsResentOnceAndAlone)
 {
 	connect();
-	const uint32_t target = kPsnA + 10;
-	bool lost = false;
-	wire.drop_if = [&](const std::vector<uint8_t> &f) {
-		if (lost || !is_write_request(f) || bth_psn(f) != target)
-			return false;
-		lost = true;
-		return true;
-	};
+	lose_once(kPsnA + 10);
 	// 1024 packets: twice the window, so the requester stops at it.
 	const auto sc = write_all(1, 1024 * kMtu);
 	ASSERT_EQ(sc.size(), 1u);
@@ -140,14 +138,7 @@ TEST_F(Sr, ALostResendGoesAgainOnTheHoleTimer)
 TEST_F(Sr, GoBackNResendsEverythingAfterTheLoss)
 {
 	connect(false, false);
-	const uint32_t target = kPsnA + 10;
-	bool lost = false;
-	wire.drop_if = [&](const std::vector<uint8_t> &f) {
-		if (lost || !is_write_request(f) || bth_psn(f) != target)
-			return false;
-		lost = true;
-		return true;
-	};
+	lose_once(kPsnA + 10);
 	const auto sc = write_all(1, 256 * kMtu);
 	ASSERT_EQ(sc.size(), 1u);
 	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
@@ -402,45 +393,9 @@ bool is_rnr_nak(const std::vector<uint8_t> &f)
 }
 
 vrnic_send_wqe mk(uint8_t op, uint64_t wr_id, uint64_t raddr = 0,
-		  uint32_t rkey = 0, bool signaled = true)
+		  uint32_t rkey = 0)
 {
-	vrnic_send_wqe w = write_wqe(wr_id, raddr, rkey);
-	w.opcode = op;
-	w.flags = signaled ? VRNIC_WQE_SIGNALED : 0;
-	return w;
-}
-
-uint32_t alloc_fast_mr(Node &n, uint32_t pages)
-{
-	vrnic_admin_cmd c{};
-	c.opcode = VRNIC_ADMIN_CREATE_MR;
-	c.create_mr.pdn = n.pd;
-	c.create_mr.npages = pages;
-	c.create_mr.pbl_mode = VRNIC_PBL_FAST;
-	return n.admin_ok(c);
-}
-
-void post_reg_mr(Node &n, uint64_t wr_id, uint32_t key, uint64_t iova,
-		 uint64_t off, uint32_t len, uint32_t access)
-{
-	constexpr uint64_t kFastPbl = 0xfe0000;
-	const uint64_t first = iova & ~0xfffull;
-	const uint32_t npages = uint32_t((iova + len - first + 0xfff) >> 12);
-	for (uint32_t i = 0; i < npages; i++)
-		n.p.store<uint64_t>(Node::kData + kFastPbl + i * 8,
-				    Node::kData + off + uint64_t(i) * 4096);
-	vrnic_reg_mr_wqe r{};
-	r.wr_id = wr_id;
-	r.opcode = VRNIC_WR_REG_MR;
-	r.flags = VRNIC_WQE_SIGNALED;
-	r.page_shift = 12;
-	r.access = access;
-	r.iova = iova;
-	r.key = key;
-	r.npages = npages;
-	r.length = len;
-	r.pbl = Node::kData + kFastPbl;
-	n.post_raw(&r);
+	return send_wqe(wr_id, op, raddr, rkey);
 }
 
 struct Modes : ::testing::TestWithParam<bool> {};
@@ -528,12 +483,7 @@ INSTANTIATE_TEST_SUITE_P(Psn, LocalHole, ::testing::Values(100u, 0x900000u),
 TEST_F(Sr, AcknowledgedPsnsLeaveTheMarks)
 {
 	connect();
-	bool lost = false;
-	wire.drop_if = [&](const std::vector<uint8_t> &f) {
-		if (lost || !is_write_request(f) || bth_psn(f) != kPsnA + 10)
-			return false;
-		return lost = true;
-	};
+	lose_once(kPsnA + 10);
 	const auto sc = write_all(1, 256 * kMtu);
 	ASSERT_EQ(sc.size(), 1u);
 	ASSERT_GT(a.counters().sack_rcvd, 0u);
