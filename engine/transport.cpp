@@ -799,9 +799,11 @@ void Rdma::rewind(Qp &qp, uint32_t psn)
 		// the holes queued are moot.
 		if (SrState *st = qp.sr_st.get()) {
 			st->sacked.reset();
+			st->any_sack = false;	// nothing for the hole timer
 			st->resent.reset();
 			st->redo.clear();
 		}
+		qp.sr_at = 0;
 		// What is sent again gives no round-trip sample (Karn).
 		qp.nprobes = 0;
 		qp.probe_floor = qp.next_psn;
@@ -1876,9 +1878,6 @@ void Rdma::send_sack(Qp &qp)
 		return;
 	}
 	qp.sack_pending = false;
-	// It acknowledges what a pending plain ACK would (and more).
-	if (qp.ack_pending && qp.ack_syndrome == kCredits)
-		qp.ack_pending = false;
 	h.transport = VENDOR;
 	h.opcode = kSackOp;
 	h.dqpn = le(qp.attr.dest_qpn);

@@ -543,3 +543,42 @@ TEST_F(Sr, AFrameLongerThanTheMtuIsNotHeld)
 	EXPECT_EQ(b.counters().ooo_dropped, 100u);
 	EXPECT_EQ(b.p.eng->dev.budget().used(), used0);
 }
+
+// An RNR NAK while held requests drain starts a go-back-N, which resends
+// everything from the PSN it names: nothing else is resent alone, however
+// long the RNR NAKs go on (the hole timer armed by the first resend
+// expires meanwhile).
+TEST(SrRewind, AGoBackNLeavesTheHoleTimerNothingToResend)
+{
+	Node a{1}, b{2};
+	Wire wire;
+	a.transport_flags = b.transport_flags = VRNIC_QP_TF_SELECTIVE_REPEAT;
+	a.connect(b, kMtuCode, kPsnA, kPsnB, 7, 7, 10);
+	b.connect(a, kMtuCode, kPsnB, kPsnA, 7, 7, 10);
+	b.post_recv(1, {b.sge(0x100000, 4096)});	// one receive only
+	bool lost_first = false, rnr = false;
+	wire.drop_if = [&](const std::vector<uint8_t> &f) {
+		if (is_rnr_nak(f))
+			rnr = true;
+		if (!lost_first && opc(f) == 0x04 && bth_psn(f) == kPsnA)
+			return lost_first = true;	// first copy of SEND 0
+		return false;
+	};
+	for (unsigned i = 0; i < 20; i++)
+		a.post_send(mk(VRNIC_WR_SEND, i), {a.sge(i * 4096, 256)});
+	wire.run(a, b, [&] { return rnr; });
+	ASSERT_TRUE(rnr);
+	// The receiver stays without a receive WQE for 50 ms: RNR NAKs and
+	// go-back-Ns meanwhile, and the hole timer (262 us here) expires.
+	const uint64_t until = a.p.now + 50'000'000;
+	wire.run(a, b, [&] { return a.p.now >= until; });
+	for (unsigned i = 1; i < 20; i++)
+		b.post_recv(1 + i, {b.sge(0x100000 + i * 4096, 4096)});
+	const auto sc = wire.completions(a, b, a, 20);
+	ASSERT_EQ(sc.size(), 20u);
+	for (const auto &c : sc)
+		EXPECT_EQ(c.status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(a.counters().roce_adp_retrans, 1u)
+		<< "only SEND 0 went alone; the rest went by go-back-N";
+	EXPECT_EQ(a.counters().roce_adp_retrans_to, 0u);
+}
