@@ -1052,8 +1052,7 @@ struct vrnic_stats {
 	__le64 rp_cnp_handled;		/* CNPs a QP's algorithm acted on */
 	__le64 rp_cnp_ignored;		/* CNPs for no QP, CC off, or too soon */
 	/* Selective repeat (mlx5's names where it has one) */
-	__le64 roce_adp_retrans;	/* packets resent because a SACK or
-					 * timeout showed them missing */
+	__le64 roce_adp_retrans;	/* resent alone: SACK or timer */
 	__le64 roce_adp_retrans_to;	/* their ack or hole timers resending */
 	__le64 sack_sent;
 	__le64 sack_rcvd;
