@@ -832,10 +832,8 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 		qp.attr.max_dest_rd_atomic = a.max_dest_rd_atomic;
 	if (attrs & VRNIC_QP_ATTR_DEST_QPN) qp.attr.dest_qpn = a.dest_qpn;
 	if (attrs & VRNIC_QP_ATTR_QKEY) qp.attr.qkey = a.qkey;
-	if (attrs & VRNIC_QP_ATTR_TRANSPORT) {
+	if (attrs & VRNIC_QP_ATTR_TRANSPORT)
 		qp.attr.transport_flags = a.transport_flags;
-		qp.sr = le(a.transport_flags) & VRNIC_QP_TF_SELECTIVE_REPEAT;
-	}
 	if (attrs & VRNIC_QP_ATTR_RQ_PSN) {
 		qp.attr.rq_psn = a.rq_psn;
 		qp.epsn = le(a.rq_psn);

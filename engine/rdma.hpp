@@ -361,9 +361,8 @@ struct Qp {
 
 	bool flush_pending = false;
 
-	// Selective repeat, as MODIFY_QP's transport flags set it; its state
-	// once needed.  sack_pending: a SACK PFC held back.
-	bool sr = false;
+	// Selective repeat's state once needed (sr() says whether MODIFY_QP's
+	// transport flags set it).  sack_pending: a SACK PFC held back.
 	bool sack_pending = false;
 	std::unique_ptr<SrState> sr_st;
 	uint64_t sr_at = 0;		// the hole timer (0: not armed)
@@ -381,6 +380,11 @@ struct Qp {
 	[[nodiscard]] bool xrc() const
 	{
 		return type == VRNIC_QPT_XRC_INI || type == VRNIC_QPT_XRC_TGT;
+	}
+	// The peer agreed to selective repeat (MODIFY_QP's TRANSPORT).
+	[[nodiscard]] bool sr() const
+	{
+		return le(attr.transport_flags) & VRNIC_QP_TF_SELECTIVE_REPEAT;
 	}
 	// Acknowledged, retransmitted: RC, and XRC on either side.
 	[[nodiscard]] bool reliable() const
@@ -471,6 +475,8 @@ public:
 	static constexpr unsigned int kPktBudget = 256;
 	// Unacknowledged packets a QP may have in flight.
 	static constexpr unsigned int kWindow = 512;
+	// A selective-repeat peer holds all the window may have past a gap.
+	static_assert(kWindow <= SrState::kSlots);
 	// Frames this device sends to itself, received by the next poll().
 	static constexpr size_t kLoopbackBytes = 2 << 20;
 	// Multicast frames waiting to be fanned out (from the wire and the
@@ -629,6 +635,7 @@ private:
 	// the request that just failed); fatal moves the QP to ERR.
 	void nak(Qp &qp, uint8_t syndrome, bool fatal,
 		 std::optional<uint32_t> psn = std::nullopt);
+	void nak_gap(Qp &qp);
 	void respond(Qp &qp, unsigned int &budget);
 	void poll_qp(Qp &qp, unsigned int &budget);
 	// force: even on a paused priority (the QP is going away).

@@ -164,6 +164,17 @@ void Rdma::send_ack(Qp &qp, uint8_t syndrome, uint32_t psn, bool force)
 	xmit(qp, h, {});
 }
 
+// A request after a gap: one sequence NAK per gap (the expected PSN
+// arriving ends the gap), so that a burst behind a loss is not answered
+// packet by packet.
+void Rdma::nak_gap(Qp &qp)
+{
+	if (!qp.nak_sent) {
+		qp.nak_sent = true;
+		send_ack(qp, kAethNakSeq, qp.epsn);
+	}
+}
+
 void Rdma::nak(Qp &qp, uint8_t syndrome, bool fatal,
 	       std::optional<uint32_t> psn)
 {
@@ -611,9 +622,7 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 		const uint32_t psn = !w.psn_assigned ? qp.next_psn :
 				     rd ? w.psn_first :
 				     psn_add(w.psn_first, qp.send_off / qp.mtu);
-		// Selective repeat: no more than the peer's window holds.
-		if (psn_diff(psn, qp.una_psn) >=
-		    int32_t(qp.sr ? SrState::kSlots : kWindow))
+		if (psn_diff(psn, qp.una_psn) >= int32_t(kWindow))
 			break;
 		// A window-based algorithm's limit on bytes in flight (at
 		// least one packet always may go).
@@ -1137,7 +1146,7 @@ void Rdma::expire(const TimerHeap::Entry &e, uint64_t now)
 	qp.nak_retrying = false;
 	// Selective repeat: a new round resends whatever is unacknowledged
 	// and not held by the peer, and the send cursor stays.
-	if (qp.sr) {
+	if (qp.sr()) {
 		if (SrState *s = sr_state(qp)) {
 			// The peer may have dropped what it reported held (an
 			// RNR NAK or an error while it drained them, and that
@@ -1345,10 +1354,7 @@ void Rdma::handle_request(Qp &qp, const Packet &p)
 		return;
 	} else if (d > 0) {
 		cnt_.out_of_seq_request++;
-		if (!qp.nak_sent) {	// one NAK per gap
-			qp.nak_sent = true;
-			send_ack(qp, kAethNakSeq, qp.epsn);
-		}
+		nak_gap(qp);
 		return;
 	}
 	qp.nak_sent = false;
@@ -1798,10 +1804,7 @@ void Rdma::sr_hold(Qp &qp, std::span<const uint8_t> frame, const Packet &p)
 	if (!s) {
 		cnt_.ooo_dropped++;
 		if (!qp.sr_st || !qp.sr_st->nheld) {
-			if (!qp.nak_sent) {	// one NAK per gap
-				qp.nak_sent = true;
-				send_ack(qp, kAethNakSeq, qp.epsn);
-			}
+			nak_gap(qp);
 			return;
 		}
 	}
@@ -2107,7 +2110,7 @@ void Rdma::receive(std::span<const uint8_t> frame)
 	// The opcode's transport must be the QP's; a SACK is for a QP that
 	// agreed to selective repeat.
 	const bool sack = p.h.transport == VENDOR;
-	if (sack ? !qp->sr : p.h.transport != qp->wire_transport()) {
+	if (sack ? !qp->sr() : p.h.transport != qp->wire_transport()) {
 		cnt_.bad_qp++;
 		return;
 	}
@@ -2141,7 +2144,7 @@ void Rdma::receive(std::span<const uint8_t> frame)
 		handle_sack(*qp, p);
 	} else if (response) {
 		handle_response(*qp, p);
-	} else if (qp->sr && psn_diff(p.h.psn, qp->epsn) > 0 &&
+	} else if (qp->sr() && psn_diff(p.h.psn, qp->epsn) > 0 &&
 		   (st == VRNIC_QPS_RTR || st == VRNIC_QPS_RTS ||
 		    st == VRNIC_QPS_SQD || st == VRNIC_QPS_SQE)) {
 		sr_hold(*qp, frame, p);

@@ -35,6 +35,35 @@ bool is_write_request(const std::vector<uint8_t> &f)
 	return op >= 0x06 && op <= 0x0b;
 }
 
+// A RoCE frame from `from` to `to` with headers h and a payload of len
+// bytes (whatever is in the buffer), as the wire would carry it.
+std::vector<uint8_t> frame_from(const Node &from, const Node &to,
+				const vrnic::roce::Headers &h, size_t len = 0)
+{
+	vrnic::roce::Path path;
+	const auto gf = from.gid(), gt = to.gid();
+	std::memcpy(path.sgid.data(), gf.data(), 16);
+	std::memcpy(path.dgid.data(), gt.data(), 16);
+	path.smac = from.mac();
+	path.dmac = to.mac();
+	std::vector<uint8_t> f(vrnic::roce::kMaxFrame + len);
+	const size_t hl = vrnic::roce::build_headers(f.data(), path, h);
+	f.resize(vrnic::roce::finish(f.data(), path, hl, len));
+	return f;
+}
+
+// Drops the first copy of the WRITE request packet at psn (lost says it
+// was), for Wire::drop_if.
+std::function<bool(const std::vector<uint8_t> &)> drop_once(bool &lost,
+							     uint32_t psn)
+{
+	return [&lost, psn](const std::vector<uint8_t> &f) {
+		if (lost || !is_write_request(f) || bth_psn(f) != psn)
+			return false;
+		return lost = true;
+	};
+}
+
 struct Sr : ::testing::Test {
 	Node a{1}, b{2};
 	Wire wire;
@@ -49,13 +78,29 @@ struct Sr : ::testing::Test {
 	// The first copy of the WRITE request packet at psn is lost (lost
 	// says it was).
 	bool lost = false;
-	void lose_once(uint32_t psn)
+	void lose_once(uint32_t psn) { wire.drop_if = drop_once(lost, psn); }
+	// A 4-packet WRITE from a whose first copies are all lost.
+	void lose_a_write_of_four()
 	{
-		wire.drop_if = [this, psn](const std::vector<uint8_t> &f) {
-			if (lost || !is_write_request(f) || bth_psn(f) != psn)
-				return false;
-			return lost = true;
-		};
+		fill(a, 0, 4 * kMtu, 1);
+		a.post_send(write_wqe(1, Node::kIova + 0x800000, b.mr),
+			    {a.sge(0, 4 * kMtu)});
+		run_alone(a);
+		ASSERT_EQ(a.p.frames.size(), 4u);
+		a.p.frames.clear();
+	}
+	// A SACK from b that has nothing from kPsnA on: its bitmap is the
+	// caller's to fill.
+	vrnic::roce::Headers sack_to_a() const
+	{
+		vrnic::roce::Headers h;
+		h.transport = vrnic::roce::VENDOR;
+		h.opcode = vrnic::roce::kSackOp;
+		h.dqpn = a.qp;
+		h.psn = kPsnA - 1;
+		h.syndrome = 0x1f;
+		h.sack_base = kPsnA + 1;
+		return h;
 	}
 	void fill(Node &n, uint64_t off, size_t len, uint8_t seed)
 	{
@@ -230,13 +275,7 @@ TEST_F(Sr, APeerThatDidNotAgreeIsServedByGoBackN)
 	expect_written(8, 32 * kMtu);
 	EXPECT_EQ(b.counters().sack_sent, 0u);
 
-	bool lost = false;
-	wire.drop_if = [&](const std::vector<uint8_t> &f) {
-		if (lost || !is_write_request(f) || bth_psn(f) != kPsnB + 5)
-			return false;
-		lost = true;
-		return true;
-	};
+	lose_once(kPsnB + 5);
 	fill(b, 0x400000, 8 * 32 * kMtu, 9);
 	for (unsigned i = 0; i < 8; i++)
 		b.post_send(write_wqe(100 + i, Node::kIova + 0xc00000 + i * 32 * kMtu, a.mr),
@@ -266,12 +305,7 @@ TEST_F(Sr, HeldRequestsAreChargedAndRefusedWhenTheBudgetIsSpent)
 	ASSERT_FALSE(keys.empty());
 	const uint64_t used = y.p.eng->dev.budget().used();
 	bool lost = false;
-	wire.drop_if = [&](const std::vector<uint8_t> &f) {
-		if (lost || !is_write_request(f) || bth_psn(f) != kPsnA + 3)
-			return false;
-		lost = true;
-		return true;
-	};
+	wire.drop_if = drop_once(lost, kPsnA + 3);
 	for (size_t i = 0; i < 64 * kMtu; i++)
 		*x.data(i) = uint8_t(i * 13);
 	x.post_send(write_wqe(1, Node::kIova + 0x800000, y.mr), {x.sge(0, 64 * kMtu)});
@@ -300,7 +334,7 @@ TEST(SrAttr, OnlyReliableQpsBeforeRtsAndKnownBits)
 	at.transport_flags = VRNIC_QP_TF_SELECTIVE_REPEAT;
 	EXPECT_EQ(rc.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_TRANSPORT, at),
 		  VRNIC_ADMIN_ST_OK);
-	EXPECT_TRUE(rc.p.eng->dev.rdma().qp(rc.qp)->sr);
+	EXPECT_TRUE(rc.p.eng->dev.rdma().qp(rc.qp)->sr());
 
 	rc.transport_flags = 0;
 	Node fresh{3}, other{4};
@@ -310,7 +344,7 @@ TEST(SrAttr, OnlyReliableQpsBeforeRtsAndKnownBits)
 	rts.transport_flags = VRNIC_QP_TF_SELECTIVE_REPEAT;
 	EXPECT_EQ(fresh.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_TRANSPORT, rts),
 		  VRNIC_ADMIN_ST_BAD_PARAM) << "not once packets flow";
-	EXPECT_FALSE(fresh.p.eng->dev.rdma().qp(fresh.qp)->sr);
+	EXPECT_FALSE(fresh.p.eng->dev.rdma().qp(fresh.qp)->sr());
 
 	Node uc{5, false, Node::kCqLog, VRNIC_QPT_UC};
 	at.transport_flags = VRNIC_QP_TF_SELECTIVE_REPEAT;
@@ -335,29 +369,11 @@ TEST(SrAttr, OnlyReliableQpsBeforeRtsAndKnownBits)
 TEST_F(Sr, ForgedSacksAreRefused)
 {
 	connect();
-	fill(a, 0, 4 * kMtu, 1);
-	a.post_send(write_wqe(1, Node::kIova + 0x800000, b.mr), {a.sge(0, 4 * kMtu)});
-	run_alone(a);
-	ASSERT_EQ(a.p.frames.size(), 4u);
-	a.p.frames.clear();	// all four lost
+	lose_a_write_of_four();
 	// b "holds" PSNs far past what a sent.
-	vrnic::roce::Headers h;
-	h.transport = vrnic::roce::VENDOR;
-	h.opcode = vrnic::roce::kSackOp;
-	h.dqpn = a.qp;
-	h.psn = kPsnA - 1;
-	h.syndrome = 0x1f;
-	h.sack_base = kPsnA + 1;
+	vrnic::roce::Headers h = sack_to_a();
 	h.sack[1] = ~0ull;		// PSNs kPsnA + 65 on: never sent
-	vrnic::roce::Path path;
-	const auto ga = a.gid(), gb = b.gid();
-	std::memcpy(path.sgid.data(), gb.data(), 16);
-	std::memcpy(path.dgid.data(), ga.data(), 16);
-	path.smac = b.mac();
-	path.dmac = a.mac();
-	std::vector<uint8_t> f(vrnic::roce::kMaxFrame);
-	const size_t hl = vrnic::roce::build_headers(f.data(), path, h);
-	f.resize(vrnic::roce::finish(f.data(), path, hl, 0));
+	auto f = frame_from(b, a, h);
 	const uint64_t malformed = a.counters().malformed;
 	vrnic_engine_receive(a.p.eng, f.data(), f.size());
 	run_alone(a);
@@ -368,9 +384,7 @@ TEST_F(Sr, ForgedSacksAreRefused)
 	// Its bitmap must start two past its PSN.
 	h.sack_base = kPsnA + 5;
 	h.sack = {};
-	f.assign(vrnic::roce::kMaxFrame, 0);
-	f.resize(vrnic::roce::finish(f.data(), path,
-				     vrnic::roce::build_headers(f.data(), path, h), 0));
+	f = frame_from(b, a, h);
 	vrnic_engine_receive(a.p.eng, f.data(), f.size());
 	EXPECT_EQ(a.counters().sack_rcvd, 1u);
 	EXPECT_EQ(a.counters().malformed, malformed + 2);
@@ -528,15 +542,7 @@ TEST_F(Sr, AFrameLongerThanTheMtuIsNotHeld)
 		h.opcode = vrnic::roce::WRITE_MIDDLE;
 		h.dqpn = b.qp;
 		h.psn = kPsnA + k;	// after the gap at kPsnA
-		vrnic::roce::Path path;
-		const auto ga = a.gid(), gb = b.gid();
-		std::memcpy(path.sgid.data(), ga.data(), 16);
-		std::memcpy(path.dgid.data(), gb.data(), 16);
-		path.smac = a.mac();
-		path.dmac = b.mac();
-		std::vector<uint8_t> f(70000);
-		const size_t hl = vrnic::roce::build_headers(f.data(), path, h);
-		f.resize(vrnic::roce::finish(f.data(), path, hl, 60000));
+		const auto f = frame_from(a, b, h, 60000);
 		vrnic_engine_receive(b.p.eng, f.data(), f.size());
 	}
 	EXPECT_EQ(b.counters().ooo_placed, 0u);
@@ -581,4 +587,41 @@ TEST(SrRewind, AGoBackNLeavesTheHoleTimerNothingToResend)
 	EXPECT_EQ(a.counters().roce_adp_retrans, 1u)
 		<< "only SEND 0 went alone; the rest went by go-back-N";
 	EXPECT_EQ(a.counters().roce_adp_retrans_to, 0u);
+}
+
+// A sequence NAK (go-back-N) after a SACK forgets the highest PSN held and
+// disarms the hole timer, which would otherwise resend alone what the
+// go-back-N resends (a second review, helper).
+TEST_F(Sr, ASequenceNakLeavesTheHoleTimerNothing)
+{
+	connect();
+	lose_a_write_of_four();
+	// b holds kPsnA + 2: kPsnA and kPsnA + 1 go again, alone.
+	vrnic::roce::Headers h = sack_to_a();
+	h.sack[0] = 2;
+	auto f = frame_from(b, a, h);
+	vrnic_engine_receive(a.p.eng, f.data(), f.size());
+	run_alone(a);
+	EXPECT_EQ(a.counters().roce_adp_retrans, 2u);
+	const vrnic::Qp *q = a.p.eng->dev.rdma().qp(a.qp);
+	ASSERT_NE(q->sr_st, nullptr);
+	EXPECT_TRUE(q->sr_st->any_sack);
+	EXPECT_NE(q->sr_at, 0u);
+	// Then a sequence NAK for kPsnA: go-back-N from there.
+	vrnic::roce::Headers n;
+	n.opcode = vrnic::roce::ACK;
+	n.dqpn = a.qp;
+	n.psn = kPsnA;
+	n.syndrome = 0x60;
+	f = frame_from(b, a, n);
+	vrnic_engine_receive(a.p.eng, f.data(), f.size());
+	EXPECT_EQ(a.counters().rcvd_seq_err, 1u);
+	EXPECT_FALSE(q->sr_st->any_sack);
+	EXPECT_EQ(q->sr_at, 0u);
+	a.p.frames.clear();
+	const auto sc = wire.completions(a, b, a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(a.counters().roce_adp_retrans, 2u) << "nothing more alone";
+	expect_written(1, 4 * kMtu);
 }
