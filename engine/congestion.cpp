@@ -151,14 +151,11 @@ void Rdma::cc_apply(Qp &qp, uint64_t now)
 	}
 }
 
-void Rdma::cc_sent(Qp &qp, uint32_t psn, bool ackreq, uint32_t bytes)
+// A request packet left.  A probe per packet that asks for an ACK, newer
+// than the newest one kept and not a retransmission; the oldest give way.
+void Rdma::probe_sent(Qp &qp, uint32_t psn, uint64_t now)
 {
-	const uint64_t now = plat_.now_ns();
-
-	qp.rp->on_bytes_sent(now, bytes);
-	// A probe per packet that asks for an ACK, newer than the newest
-	// one kept and not a retransmission; the oldest give way.
-	if (ackreq && (!qp.probe_floor_on || psn_diff(psn, qp.probe_floor) >= 0) &&
+	if ((!qp.probe_floor_on || psn_diff(psn, qp.probe_floor) >= 0) &&
 	    (!qp.nprobes || psn_diff(psn, qp.probe_psn[qp.nprobes - 1U]) > 0)) {
 		if (qp.nprobes == Qp::kProbes)
 			drop_probes(qp, 1);
@@ -166,26 +163,43 @@ void Rdma::cc_sent(Qp &qp, uint32_t psn, bool ackreq, uint32_t bytes)
 		qp.probe_ns[qp.nprobes] = now;
 		qp.nprobes++;
 	}
-	cc_apply(qp, now);
 }
 
-void Rdma::cc_acked(Qp &qp, uint32_t psn_after, uint32_t acked)
+// Everything before psn_after is acknowledged: the round trip of the
+// newest probe it covers (0: none).
+uint64_t Rdma::probe_acked(Qp &qp, uint32_t psn_after, uint64_t now)
 {
-	const uint64_t now = plat_.now_ns();
 	unsigned int n = 0;
 
 	// Everything sent before the last rewind is acknowledged: its floor
 	// is past (and must not flip sign 2^23 PSNs later).
 	if (qp.probe_floor_on && psn_diff(psn_after, qp.probe_floor) >= 0)
 		qp.probe_floor_on = false;
-	// The newest probe the ACK covers gives the round trip.
 	while (n < qp.nprobes && psn_diff(psn_after, qp.probe_psn[n]) > 0)
 		n++;
-	if (n) {
-		const uint64_t rtt = now - qp.probe_ns[n - 1];
-		drop_probes(qp, n);
+	if (!n)
+		return 0;
+	const uint64_t rtt = std::max<uint64_t>(now - qp.probe_ns[n - 1], 1);
+	drop_probes(qp, n);
+	return rtt;
+}
+
+void Rdma::cc_sent(Qp &qp, uint32_t psn, bool ackreq, uint32_t bytes)
+{
+	const uint64_t now = plat_.now_ns();
+
+	qp.rp->on_bytes_sent(now, bytes);
+	if (ackreq)
+		probe_sent(qp, psn, now);
+	cc_apply(qp, now);
+}
+
+void Rdma::cc_acked(Qp &qp, uint64_t rtt, uint32_t acked)
+{
+	const uint64_t now = plat_.now_ns();
+
+	if (rtt)
 		qp.rp->on_ack(now, rtt, acked * qp.mtu);
-	}
 	cc_apply(qp, now);
 }
 

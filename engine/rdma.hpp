@@ -250,9 +250,18 @@ struct SrState {
 	unsigned int nheld = 0;
 	uint32_t rx_high = 0;		// the highest PSN held (nheld > 0)
 	unsigned int unsacked = 0;	// held in order since the last SACK
-	// requester: reported held by the peer, resent in this round
+	// requester: reported held by the peer; resent (queued, or sent at
+	// resent_ns, 0 while queued, when the next new PSN was resent_front).
+	// A resend is lost once the peer holds kReorder PSNs sent after it
+	// (RACK's rule, RFC 8985), or when the hole timer's period passed.
+	static constexpr int32_t kReorder = 3;
+	// The hole timer's period, at least this: a resend's round trip on
+	// a device thread that a busy host schedules late.
+	static constexpr uint64_t kHoleMinNs = 250000;
 	std::array<uint32_t, kSlots> sacked_psn{};
 	std::array<uint32_t, kSlots> resent_psn{};
+	std::array<uint32_t, kSlots> resent_front{};
+	std::array<uint64_t, kSlots> resent_ns{};
 	std::bitset<kSlots> sacked, resent;
 	std::deque<uint32_t> redo;	// PSNs to resend, at most kSlots
 	// The highest PSN reported held (valid while past una_psn), and the
@@ -366,6 +375,10 @@ struct Qp {
 	bool sack_pending = false;
 	std::unique_ptr<SrState> sr_st;
 	uint64_t sr_at = 0;		// the hole timer (0: not armed)
+	// Its round trip as the probes measure it (RFC 6298's smoothed RTT
+	// and variation; 0: no sample yet), for the hole timer's period.
+	uint64_t srtt_ns = 0;
+	uint64_t rttvar_ns = 0;
 
 	// Rate limiter of its request packets (transmit()): rate 0, the
 	// default, is unlimited and costs one test per packet.  pace_at: the
@@ -597,9 +610,13 @@ private:
 	void cc_apply(Qp &qp, uint64_t now);
 	// A request packet of `bytes` left (psn, asking for an ACK or not).
 	void cc_sent(Qp &qp, uint32_t psn, bool ackreq, uint32_t bytes);
-	// The peer acknowledged everything before psn_after, of which
-	// `acked` PSNs are new.
-	void cc_acked(Qp &qp, uint32_t psn_after, uint32_t acked);
+	// The peer acknowledged `acked` new PSNs, rtt the round trip of a
+	// probe they covered (0: none).
+	void cc_acked(Qp &qp, uint64_t rtt, uint32_t acked);
+	// RTT probes (congestion.cpp): the send time of a packet that asks
+	// for an ACK, and the round trip of the newest one an ACK covers.
+	void probe_sent(Qp &qp, uint32_t psn, uint64_t now);
+	uint64_t probe_acked(Qp &qp, uint32_t psn_after, uint64_t now);
 
 	void mcast_fanout(unsigned int &budget);
 	// Remove attachments; the frame being fanned out keeps its place.
@@ -649,8 +666,9 @@ private:
 	void sr_discard(Qp &qp);
 	void send_sack(Qp &qp);
 	void handle_sack(Qp &qp, const roce::Packet &p);
-	void sr_queue_holes(Qp &qp, SrState &s, uint32_t end, bool timeout);
+	uint64_t sr_queue_holes(Qp &qp, SrState &s, uint32_t end, bool timeout);
 	bool sr_resend(Qp &qp, uint32_t psn);
+	[[nodiscard]] uint64_t sr_hole_period(const Qp &qp) const;
 	void sr_hole_timer(Qp &qp);
 
 	void xmit(const Qp &qp, const roce::Headers &h,

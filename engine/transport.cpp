@@ -573,8 +573,13 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 		const uint32_t psn = qp.sr_st->redo.front();
 		qp.sr_st->redo.pop_front();
 		const uint64_t sent = cnt_.sent_bytes;
-		if (!sr_resend(qp, psn))
+		if (!sr_resend(qp, psn)) {
+			// Nothing went (answered or held meanwhile): no
+			// resend to wait for.
+			if (qp.sr_st->is_resent(psn))
+				qp.sr_st->resent[psn % SrState::kSlots] = false;
 			continue;
+		}
 		if (qp.pacer.rate())
 			qp.pacer.consume(plat_.now_ns(),
 					 uint32_t(cnt_.sent_bytes - sent));
@@ -583,13 +588,7 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 			return;		// a local error moved the QP to ERR
 		arm_ack_timer(qp);
 		if (!qp.sr_at) {
-			// A sixteenth of the ack timeout (at least 100 us;
-			// 4 ms without one), doubled per expiry in a row.
-			const uint64_t ack = qp.attr.timeout ?
-					     4096ull << qp.attr.timeout : 0;
-			const uint64_t base = ack ? std::max<uint64_t>(ack >> 4, 100000) :
-						    4000000;
-			qp.sr_at = plat_.now_ns() + (base << qp.sr_st->hole_backoff);
+			qp.sr_at = plat_.now_ns() + sr_hole_period(qp);
 			set_deadline(qp, kTimerSr, qp.sr_at);
 		}
 	}
@@ -685,6 +684,8 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 		if (qp.cc_on)
 			cc_sent(qp, pkt_psn, ask && qp.reliable(),
 				uint32_t(cnt_.sent_bytes - sent));
+		else if (ask && qp.sr())	// the hole timer's round trip
+			probe_sent(qp, pkt_psn, plat_.now_ns());
 		// The request an RNR NAK named went out again (a rewind
 		// starts at it): the next RNR NAK answers it and may act.
 		qp.rnr_waiting = false;
@@ -851,6 +852,23 @@ void Rdma::requester_error(Qp &qp, SendWqe &w, uint8_t status)
 	qp_error(qp);
 }
 
+namespace {
+
+// RFC 6298's estimator: the smoothed round trip and its variation.
+void rtt_sample(Qp &qp, uint64_t rtt)
+{
+	if (!qp.srtt_ns) {
+		qp.srtt_ns = rtt;
+		qp.rttvar_ns = rtt / 2;
+		return;
+	}
+	const uint64_t err = rtt > qp.srtt_ns ? rtt - qp.srtt_ns : qp.srtt_ns - rtt;
+	qp.rttvar_ns = (3 * qp.rttvar_ns + err) / 4;
+	qp.srtt_ns = (7 * qp.srtt_ns + rtt) / 8;
+}
+
+} // namespace
+
 // Everything before psn_after is acknowledged.
 void Rdma::ack_upto(Qp &qp, uint32_t psn_after)
 {
@@ -877,8 +895,14 @@ void Rdma::ack_upto(Qp &qp, uint32_t psn_after)
 		}
 		qp.una_psn = psn_after;
 		progress(qp);
-		if (qp.cc_on)
-			cc_acked(qp, psn_after, uint32_t(acked));
+		if (qp.cc_on || qp.sr()) {
+			const uint64_t rtt = probe_acked(qp, psn_after,
+							 plat_.now_ns());
+			if (rtt && qp.sr())
+				rtt_sample(qp, rtt);
+			if (qp.cc_on)
+				cc_acked(qp, rtt, uint32_t(acked));
+		}
 	}
 }
 
@@ -1905,11 +1929,18 @@ void Rdma::send_sack(Qp &qp)
 }
 
 // Queue for resending each request packet from una_psn up to end that the
-// peer has not reported held and that was not resent in this round.  A
-// READ or atomic is resent when its request is missing; on a timeout, also
-// when it is unanswered (its response may be what was lost).
-void Rdma::sr_queue_holes(Qp &qp, SrState &s, uint32_t end, bool timeout)
+// peer has not reported held and that is not resent already, or whose
+// resend is lost: the peer holds kReorder PSNs first sent after it, or it
+// is older than the hole timer's period.  A READ or atomic is resent when
+// its request is missing; on a timeout, also when it is unanswered (its
+// response may be what was lost).  Returns when the oldest resend still
+// in flight was sent (0: none).
+uint64_t Rdma::sr_queue_holes(Qp &qp, SrState &s, uint32_t end, bool timeout)
 {
+	const uint64_t now = plat_.now_ns();
+	const uint64_t period = sr_hole_period(qp);
+	uint64_t oldest = 0;
+
 	for (size_t i = 0; i < qp.inflight.size() && i <= qp.send_idx; i++) {
 		const SendWqe &w = qp.inflight[i];
 		if (!w.psn_assigned)
@@ -1921,11 +1952,23 @@ void Rdma::sr_queue_holes(Qp &qp, SrState &s, uint32_t end, bool timeout)
 		// held: the peer reported it held (a READ's or atomic's
 		// request may be, and its response lost).
 		auto queue = [&](uint32_t psn, bool held) {
-			if (held || s.is_resent(psn) ||
-			    s.redo.size() >= SrState::kSlots)
+			const unsigned int slot = psn % SrState::kSlots;
+			if (held || s.redo.size() >= SrState::kSlots)
 				return;
-			s.resent[psn % SrState::kSlots] = true;
-			s.resent_psn[psn % SrState::kSlots] = psn;
+			if (s.is_resent(psn)) {
+				const uint64_t t = s.resent_ns[slot];
+				if (!t)
+					return;		// queued
+				if (psn_diff(end, s.resent_front[slot]) < SrState::kReorder &&
+				    now - t < period) {
+					if (!oldest || t < oldest)
+						oldest = t;
+					return;		// may be on its way
+				}
+			}
+			s.resent[slot] = true;
+			s.resent_psn[slot] = psn;
+			s.resent_ns[slot] = 0;
 			s.redo.push_back(psn);
 		};
 		if (is_rd_atomic(w.opcode)) {
@@ -1947,6 +1990,7 @@ void Rdma::sr_queue_holes(Qp &qp, SrState &s, uint32_t end, bool timeout)
 		activate(qp);
 		plat_.schedule();
 	}
+	return oldest;
 }
 
 // Send the one request packet at psn again, the send cursor untouched;
@@ -1977,6 +2021,11 @@ bool Rdma::sr_resend(Qp &qp, uint32_t psn)
 		send_request_packet(qp, w);
 		qp.send_idx = idx;
 		qp.send_off = cur;
+		if (qp.sr_st) {
+			const unsigned int slot = psn % SrState::kSlots;
+			qp.sr_st->resent_ns[slot] = std::max<uint64_t>(plat_.now_ns(), 1);
+			qp.sr_st->resent_front[slot] = qp.next_psn;
+		}
 		// What is sent again gives no round-trip sample (Karn).
 		qp.nprobes = 0;
 		qp.probe_floor = qp.next_psn;
@@ -2040,12 +2089,28 @@ void Rdma::handle_sack(Qp &qp, const Packet &p)
 	sr_queue_holes(qp, *s, end, false);
 }
 
-// The hole timer expired with resent holes still missing: their resends
-// were lost too (no SACK can say so while the window is full behind the
-// hole).  They go again, and the period doubles until the oldest PSN
-// moves.  It only resends what the peer reported missing below a PSN it
-// holds, and costs no retry: a stall makes it resend holes, never new
-// data, and no less surely than the ack timer would.
+// The hole timer's period: the round trip as measured plus four times its
+// variation (RFC 6298's RTO; before a sample, a sixteenth of the ack
+// timeout, or 4 ms without one), at least SrState::kHoleMinNs and at most
+// half the ack timeout, doubled per expiry in a row.
+uint64_t Rdma::sr_hole_period(const Qp &qp) const
+{
+	const uint64_t ack = qp.attr.timeout ? 4096ull << qp.attr.timeout : 0;
+	uint64_t t = qp.srtt_ns ? qp.srtt_ns + 4 * qp.rttvar_ns :
+		     ack ? ack >> 4 : 4000000;
+	t = std::max(t, SrState::kHoleMinNs);
+	if (ack)
+		t = std::min(t, ack >> 1);
+	return t << (qp.sr_st ? qp.sr_st->hole_backoff : 0);
+}
+
+// The hole timer expired: the resends older than its period were lost too
+// (no SACK can say so while the window is full behind the hole, or
+// nothing follows them).  They go again, and the period doubles until
+// the oldest PSN moves.  It only resends what the peer reported missing
+// below a PSN it holds, and costs no retry: a stall makes it resend
+// holes, never new data, and no less surely than the ack timer would.
+// Resends younger than the period re-arm it for the oldest of them.
 void Rdma::sr_hole_timer(Qp &qp)
 {
 	SrState *s = qp.sr_st.get();
@@ -2053,12 +2118,17 @@ void Rdma::sr_hole_timer(Qp &qp)
 	if (!s || qp.attr.state != VRNIC_QPS_RTS || !s->any_sack ||
 	    psn_diff(s->high_sack, qp.una_psn) <= 0)
 		return;
-	s->resent.reset();
-	s->hole_backoff = uint8_t(std::min(s->hole_backoff + 1, 6));
 	const size_t before = s->redo.size();
-	sr_queue_holes(qp, *s, s->high_sack, false);
-	if (s->redo.size() > before)
+	const uint64_t oldest = sr_queue_holes(qp, *s, s->high_sack, false);
+	if (s->redo.size() > before) {
 		cnt_.roce_adp_retrans_to++;
+		s->hole_backoff = uint8_t(std::min(s->hole_backoff + 1, 6));
+	}
+	if (oldest && !qp.sr_at) {
+		qp.sr_at = std::max(oldest + sr_hole_period(qp),
+				    plat_.now_ns() + 1);
+		set_deadline(qp, kTimerSr, qp.sr_at);
+	}
 }
 
 // --------------------------------------------------------------- entry

@@ -155,9 +155,9 @@ TEST_F(Sr, OneLostPacketIsResentOnceAndAlone)
 }
 
 // The resend of the hole is lost as well.  The window is full behind the
-// hole, so no SACK can say so: the hole timer (a sixteenth of the ack
-// timeout) resends it again, long before the ack timer would, and no
-// retry is spent.
+// hole, so no SACK can say so: the hole timer (the measured round trip
+// plus its variation, at least 250 us) resends it again, long before the
+// ack timer would, and no retry is spent.
 TEST_F(Sr, ALostResendGoesAgainOnTheHoleTimer)
 {
 	connect();
@@ -624,4 +624,84 @@ TEST_F(Sr, ASequenceNakLeavesTheHoleTimerNothing)
 	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
 	EXPECT_EQ(a.counters().roce_adp_retrans, 2u) << "nothing more alone";
 	expect_written(1, 4 * kMtu);
+}
+
+// A resend queued behind a message on a slow link (the fabric test's
+// 100 Mb/s port, issue 25) takes longer than a sixteenth of the ack
+// timeout to be answered.  The hole timer's period follows the round
+// trip the probes measured, so it is not sent a third time (it was, on
+// CI, when the period was a fixed 4.2 ms).
+TEST_F(Sr, AResendStuckInAQueueIsNotSentAgainEarly)
+{
+	connect();			// timeout 14: ack timer 67 ms
+	wire.ns_per_frame = 80000;	// 1 KiB frames at 100 Mb/s
+	// The first WRITE's ACK comes back behind its 64 packets: ~5 ms.
+	ASSERT_EQ(write_all(1, 64 * kMtu).size(), 1u);
+	const vrnic::Qp *q = a.p.eng->dev.rdma().qp(a.qp);
+	EXPECT_GT(q->srtt_ns, 4'000'000u);
+	const uint32_t target = kPsnA + 64 + 8;
+	int seen = 0;
+	std::vector<uint8_t> kept;	// the resend, 8 ms in a queue
+	wire.drop_if = [&](const std::vector<uint8_t> &f) {
+		if (!is_write_request(f) || bth_psn(f) != target)
+			return false;
+		if (++seen == 2)
+			kept = f;
+		return seen <= 2;
+	};
+	fill(a, 64 * kMtu, 64 * kMtu, 5);
+	a.post_send(write_wqe(2, Node::kIova + 0x900000, b.mr),
+		    {a.sge(64 * kMtu, 64 * kMtu)});
+	ASSERT_TRUE(wire.run(a, b, [&] { return seen >= 2; }));
+	for (int i = 0; i < 80; i++) {	// 8 ms, 100 us at a time
+		for (Node *n : {&a, &b}) {
+			n->p.now += 100000;
+			if (n->p.deadline && n->p.deadline <= n->p.now) {
+				n->p.deadline = 0;
+				vrnic_engine_timer(n->p.eng);
+			}
+		}
+		wire.run(a, b, [] { return true; });
+	}
+	EXPECT_EQ(seen, 2) << "resent again while the first resend was queued";
+	vrnic_engine_receive(b.p.eng, kept.data(), kept.size());
+	const auto sc = wire.completions(a, b, a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(std::memcmp(a.data(64 * kMtu), b.data(0x900000), 64 * kMtu), 0);
+	EXPECT_EQ(a.counters().roce_adp_retrans, 1u);
+	EXPECT_EQ(a.counters().roce_adp_retrans_to, 0u);
+	EXPECT_EQ(a.counters().retry_timeouts, 0u);
+}
+
+// A resend lost while new requests follow it: the peer holds requests
+// sent after the resend and still reports the hole, so the hole goes
+// again on that SACK (RACK's rule), without waiting for the hole timer.
+TEST_F(Sr, ALostResendIsSeenByTheRequestsAfterIt)
+{
+	connect();
+	const uint32_t target = kPsnA + 10;
+	int seen = 0;
+	wire.drop_if = [&](const std::vector<uint8_t> &f) {
+		return is_write_request(f) && bth_psn(f) == target && ++seen <= 2;
+	};
+	fill(a, 0, 128 * kMtu, 3);
+	a.post_send(write_wqe(1, Node::kIova + 0x800000, b.mr),
+		    {a.sge(0, 64 * kMtu)});
+	// Until the first resend is lost: no time has passed.
+	ASSERT_TRUE(wire.run(a, b, [&] { return seen >= 2; }));
+	const uint64_t t0 = a.p.now;
+	a.post_send(write_wqe(2, Node::kIova + 0x800000 + 64 * kMtu, b.mr),
+		    {a.sge(64 * kMtu, 64 * kMtu)});
+	ASSERT_TRUE(wire.run(a, b, [&] { return seen >= 3; }));
+	EXPECT_EQ(a.p.now, t0) << "no timer needed";
+	const auto sc = wire.completions(a, b, a, 2);
+	ASSERT_EQ(sc.size(), 2u);
+	for (const auto &c : sc)
+		EXPECT_EQ(c.status, VRNIC_WC_ST_SUCCESS);
+	expect_written(1, 128 * kMtu);
+	EXPECT_EQ(seen, 3);
+	EXPECT_EQ(a.counters().roce_adp_retrans, 2u);
+	EXPECT_EQ(a.counters().roce_adp_retrans_to, 0u) << "not the hole timer";
+	EXPECT_EQ(a.counters().retry_timeouts, 0u);
 }
