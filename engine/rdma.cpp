@@ -787,7 +787,8 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 	    ((attrs & VRNIC_QP_ATTR_RQ_PSN) && le(a.rq_psn) > roce::kPsnMask) ||
 	    ((attrs & VRNIC_QP_ATTR_DEST_QPN) && le(a.dest_qpn) > roce::kPsnMask) ||
 	    ((attrs & VRNIC_QP_ATTR_TRANSPORT) &&
-	     (le(a.transport_flags) & ~VRNIC_QP_TF_SELECTIVE_REPEAT)) ||
+	     ((le(a.transport_flags) & ~VRNIC_QP_TF_SELECTIVE_REPEAT) ||
+	      le(a.send_window) > VRNIC_SEND_WINDOW_MAX)) ||
 	    ((attrs & VRNIC_QP_ATTR_ACCESS) &&
 	     (le(a.access) & ~(VRNIC_ACCESS_REMOTE_WRITE | VRNIC_ACCESS_REMOTE_READ |
 			       VRNIC_ACCESS_REMOTE_ATOMIC |
@@ -832,8 +833,10 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 		qp.attr.max_dest_rd_atomic = a.max_dest_rd_atomic;
 	if (attrs & VRNIC_QP_ATTR_DEST_QPN) qp.attr.dest_qpn = a.dest_qpn;
 	if (attrs & VRNIC_QP_ATTR_QKEY) qp.attr.qkey = a.qkey;
-	if (attrs & VRNIC_QP_ATTR_TRANSPORT)
+	if (attrs & VRNIC_QP_ATTR_TRANSPORT) {
 		qp.attr.transport_flags = a.transport_flags;
+		qp.attr.send_window = a.send_window;
+	}
 	if (attrs & VRNIC_QP_ATTR_RQ_PSN) {
 		qp.attr.rq_psn = a.rq_psn;
 		qp.epsn = le(a.rq_psn);

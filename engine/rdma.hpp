@@ -399,6 +399,13 @@ struct Qp {
 	{
 		return le(attr.transport_flags) & VRNIC_QP_TF_SELECTIVE_REPEAT;
 	}
+	// The PSNs it keeps in flight at most (MODIFY_QP's TRANSPORT; 0:
+	// VRNIC_SEND_WINDOW_MAX), IRN's BDP cap.
+	[[nodiscard]] int32_t send_window() const
+	{
+		const uint16_t w = le(attr.send_window);
+		return w ? int32_t(w) : int32_t(VRNIC_SEND_WINDOW_MAX);
+	}
 	// Acknowledged, retransmitted: RC, and XRC on either side.
 	[[nodiscard]] bool reliable() const
 	{
@@ -486,8 +493,9 @@ public:
 	bool set_qp_rate(uint32_t qpn, uint64_t rate_Bps, uint64_t burst_bytes = 0);
 
 	static constexpr unsigned int kPktBudget = 256;
-	// Unacknowledged packets a QP may have in flight.
-	static constexpr unsigned int kWindow = 512;
+	// Unacknowledged packets a QP may have in flight (fewer if its
+	// MODIFY_QP said so: Qp::send_window()).
+	static constexpr unsigned int kWindow = VRNIC_SEND_WINDOW_MAX;
 	// A selective-repeat peer holds all the window may have past a gap.
 	static_assert(kWindow <= SrState::kSlots);
 	// Frames this device sends to itself, received by the next poll().

@@ -616,12 +616,13 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 			if ((w.flags & VRNIC_WQE_FENCE) && outstanding)
 				break;
 		}
-		// Send window: never more than kWindow packets unacknowledged,
-		// so a slow peer is paced by its ACKs instead of flooded.
+		// Send window: never more than send_window() packets (at most
+		// kWindow) unacknowledged, so a slow peer is paced by its ACKs
+		// instead of flooded, and the queue a QP builds is bounded.
 		const uint32_t psn = !w.psn_assigned ? qp.next_psn :
 				     rd ? w.psn_first :
 				     psn_add(w.psn_first, qp.send_off / qp.mtu);
-		if (psn_diff(psn, qp.una_psn) >= int32_t(kWindow))
+		if (psn_diff(psn, qp.una_psn) >= qp.send_window())
 			break;
 		// A window-based algorithm's limit on bytes in flight (at
 		// least one packet always may go).

@@ -650,6 +650,8 @@ enum vrnic_qp_state {
 
 /* transport_flags of struct vrnic_qp_attr: what the peer agreed to. */
 #define VRNIC_QP_TF_SELECTIVE_REPEAT	(1u << 0)	/* SACKs, hole resends */
+/* send_window of struct vrnic_qp_attr (TRANSPORT): at most this. */
+#define VRNIC_SEND_WINDOW_MAX		512
 
 /* QP attributes, in guest memory for MODIFY_QP and QUERY_QP (128 B). */
 struct vrnic_qp_attr {
@@ -679,7 +681,8 @@ struct vrnic_qp_attr {
 	/* QUERY_QP only: the QP's congestion-control rate, 0: not limited */
 	__le32 cc_rate_mbps;
 	__le32 transport_flags;		/* VRNIC_QP_TF_* */
-	__u8 rsvd[40];
+	__le16 send_window;		/* PSNs in flight, 0: the maximum */
+	__u8 rsvd[38];
 };
 
 struct vrnic_admin_modify_qp {

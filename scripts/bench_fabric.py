@@ -28,8 +28,10 @@ same host names: QEMU's reconnect-ms brings every NIC back):
       BENCH_SECONDS with Bernoulli loss on s1's link towards the switch
       (data packets; ACKs and SACKs are not dropped) at each of
       LOSS_RATES, with go-back-N and with selective repeat (the driver's
-      debugfs selective_repeat on both devices); goodput, and s1's
-      requests resent per second.
+      debugfs selective_repeat on both devices), each with the device's
+      512-PSN send window and again with FABRIC_BENCH_LOSS_WINDOW (debugfs
+      send_window, IRN's BDP cap); goodput, and s1's requests resent.
+      FABRIC_BENCH_LOSS_CC=dcqcn|swift runs it under that algorithm.
 
 For each: goodput per sender and Jain's index (perftest's average and the
 switch's ingress bytes, scripts/fabric_report.goodput), the bottleneck
@@ -100,7 +102,12 @@ DROP_QUEUE = 131072
 MIB = 1 << 20
 # Loss rates of the loss sub-section (issue 25); FABRIC_BENCH_LOSS=0
 # skips it.
-LOSS_RATES = (0.0, 0.001, 0.01, 0.02, 0.05)
+# FABRIC_BENCH_LOSS_WINDOW=64: both modes again with that send window (the
+# driver's debugfs send_window, IRN's BDP cap); 0: not.
+LOSS_WINDOW = int(os.environ.get("FABRIC_BENCH_LOSS_WINDOW", "64"))
+# FABRIC_BENCH_LOSS_RATES="0,0.01": the loss rates (fractions) measured.
+LOSS_RATES = tuple(float(x) for x in os.environ.get(
+    "FABRIC_BENCH_LOSS_RATES", "0,0.001,0.01,0.02,0.05").split(","))
 # name, label, cc_algo, PFC on
 CONFIGS = (("dcqcn", "DCQCN (ECN + PFC)", "dcqcn", True),
            ("swift", "Swift (delay; PFC on)", "swift", True),
@@ -230,12 +237,14 @@ def set_cc(vm, devs, algo):
              "%s ] || exit 1; done" % (" ".join(devs), algo, algo))
 
 
-def set_sr(vm, devs, on):
-    """The driver's selective-repeat default on each device (debugfs)."""
+def set_sr(vm, devs, on, window=0):
+    """The driver's selective-repeat default and send window on each
+    device (debugfs; window 0: the device's 512)."""
     vm.check("mountpoint -q /sys/kernel/debug || mount -t debugfs none "
              "/sys/kernel/debug; for d in %s; do echo %d > "
-             "/sys/kernel/debug/vrnic/$d/selective_repeat || exit 1; done"
-             % (" ".join(devs), on))
+             "/sys/kernel/debug/vrnic/$d/selective_repeat || exit 1; "
+             "echo %d > /sys/kernel/debug/vrnic/$d/send_window || exit 1; "
+             "done" % (" ".join(devs), on, window))
 
 
 def set_mtu(vms):
@@ -335,24 +344,42 @@ class Section:
         selective repeat; a list of result dicts."""
         s1, r = self.nics["s1"], self.nics["r"]
         out = []
-        for mode, on in (("go-back-N", 0), ("selective repeat", 1)):
-            set_sr(s1.vm, [s1.rdma], on)
-            set_sr(r.vm, [r.rdma], on)
+        loss_cc = os.environ.get("FABRIC_BENCH_LOSS_CC")
+        if loss_cc:
+            set_cc(s1.vm, [s1.rdma], loss_cc)
+            set_cc(r.vm, [r.rdma], loss_cc)
+        modes = [("go-back-N", 0, 0), ("selective repeat", 1, 0)]
+        if LOSS_WINDOW:
+            modes += [("go-back-N, window %d" % LOSS_WINDOW, 0, LOSS_WINDOW),
+                      ("selective repeat, window %d" % LOSS_WINDOW, 1,
+                       LOSS_WINDOW)]
+        for mode, on, window in modes:
+            set_sr(s1.vm, [s1.rdma], on, window)
+            set_sr(r.vm, [r.rdma], on, window)
             for p in LOSS_RATES:
                 self.fab.set_link("s1", {"impair": {"loss": p}}, "a_to_b")
-                before = guest_counters(s1)
+                before, rbefore = guest_counters(s1), guest_counters(r)
                 t = time.time()
                 v = self.ib_write_bw("%s, loss %g%%" % (mode, 100 * p), s1,
                                      r, "10.10.1.2")
                 secs = time.time() - t
-                after = guest_counters(s1)
-                out.append({
+                after, rafter = guest_counters(s1), guest_counters(r)
+                res = {
                     "mode": mode, "loss": p, "mibs": v,
                     "resent": delta(after, before, "roce_adp_retrans"),
+                    "hole_timer": delta(after, before,
+                                        "roce_adp_retrans_to"),
                     "seq_naks": delta(after, before, "rcvd_seq_err"),
                     "timeouts": delta(after, before, "ack_timeouts"),
                     "sent": delta(after, before, "sent_pkts"),
-                    "wall_s": secs})
+                    "held": delta(rafter, rbefore, "ooo_placed"),
+                    "not_held": delta(rafter, rbefore, "ooo_dropped"),
+                    "dup": delta(rafter, rbefore, "duplicate_request"),
+                    "wall_s": secs}
+                print("    %s" % ", ".join("%s %s" % (k, res[k]) for k in (
+                    "sent", "resent", "hole_timer", "held", "not_held",
+                    "dup")), flush=True)
+                out.append(res)
         self.fab.set_link("s1", {"impair": {"loss": 0.0}}, "a_to_b")
         set_sr(s1.vm, [s1.rdma], 0)
         set_sr(r.vm, [r.rdma], 0)
@@ -564,32 +591,45 @@ def loss_report(loss):
              "packets only), path MTU 4096.  \"resent\" is s1's "
              "roce_adp_retrans, the packets selective repeat resent alone "
              "(0 under go-back-N, which resends from the loss on: its "
-             "sequence NAKs and ack timeouts show it)." % PAIR_SECS, "",
-             "| mode | loss | MiB/s | of lossless | resent | sequence NAKs | "
-             "ack timeouts |", "|---|---|---|---|---|---|---|"]
+             "sequence NAKs and ack timeouts show it); \"hole timer\" "
+             "its roce_adp_retrans_to, the hole timer's resends.  \"held\" "
+             "and \"not held\" are r's ooo_placed and ooo_dropped: what "
+             "arrived after a gap and was kept, or dropped (out of the "
+             "window, or the budget spent)." % PAIR_SECS, "",
+             "| mode | loss | MiB/s | of lossless | resent | hole timer | "
+             "sequence NAKs | ack timeouts | held | not held |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     base = {}
     for x in loss:
         if x["loss"] == 0 and x["mibs"]:
             base[x["mode"]] = x["mibs"]
     for x in loss:
         b = base.get(x["mode"])
-        lines.append("| %s | %g%% | %s | %s | %d | %d | %d |" % (
-            x["mode"], 100 * x["loss"], fr(x["mibs"]),
-            "%.0f%%" % (100 * x["mibs"] / b) if b and x["mibs"] else "—",
-            x["resent"], x["seq_naks"], x["timeouts"]))
+        lines.append("| %s | %g%% | %s | %s | %d | %d | %d | %d | %d | %d |"
+                     % (x["mode"], 100 * x["loss"], fr(x["mibs"]),
+                        "%.0f%%" % (100 * x["mibs"] / b) if b and x["mibs"]
+                        else "—", x["resent"], x.get("hole_timer", 0),
+                        x["seq_naks"], x["timeouts"], x.get("held", 0),
+                        x.get("not_held", 0)))
     at = {(x["mode"], x["loss"]): x["mibs"] for x in loss}
-    sr1, gbn1 = at.get(("selective repeat", 0.01)), at.get(("go-back-N", 0.01))
-    sr0, gbn0 = at.get(("selective repeat", 0.0)), at.get(("go-back-N", 0.0))
     rows = []
-    if sr1 and sr0:
-        rows.append(("at 1%: selective repeat ≥ 80% of its lossless",
-                     "%.0f%%" % (100 * sr1 / sr0), sr1 >= 0.8 * sr0))
-    if sr1 and gbn1:
-        rows.append(("at 1%: selective repeat ≥ 5× go-back-N",
-                     "%.1f×" % (sr1 / gbn1), sr1 >= 5 * gbn1))
-    if sr0 and gbn0:
-        rows.append(("at 0%: selective repeat costs ≤ 5%",
-                     "%.1f%%" % (100 * (1 - sr0 / gbn0)), sr0 >= 0.95 * gbn0))
+    for suffix in sorted({x["mode"].partition(",")[2] for x in loss}):
+        sr, gbn = "selective repeat" + (suffix and "," + suffix), \
+            "go-back-N" + (suffix and "," + suffix)
+        sr1, gbn1 = at.get((sr, 0.01)), at.get((gbn, 0.01))
+        sr0, gbn0 = at.get((sr, 0.0)), at.get((gbn, 0.0))
+        w = suffix.strip() or "window 512"
+        if sr1 and sr0:
+            rows.append(("at 1%%, %s: selective repeat ≥ 80%% of its "
+                         "lossless" % w, "%.0f%%" % (100 * sr1 / sr0),
+                         sr1 >= 0.8 * sr0))
+        if sr1 and gbn1:
+            rows.append(("at 1%%, %s: selective repeat ≥ 5× go-back-N" % w,
+                         "%.1f×" % (sr1 / gbn1), sr1 >= 5 * gbn1))
+        if sr0 and gbn0:
+            rows.append(("at 0%%, %s: selective repeat costs ≤ 5%%" % w,
+                         "%.1f%%" % (100 * (1 - sr0 / gbn0)),
+                         sr0 >= 0.95 * gbn0))
     lines += ["", "| target (issue 25) | measured | met |", "|---|---|---|"]
     lines += ["| %s | %s | %s |" % (n, v, "yes" if ok else "**no**")
               for n, v, ok in rows]

@@ -89,6 +89,12 @@ struct vrnic_dev {
 	 * go-back-N).
 	 */
 	bool selective_repeat;
+	/*
+	 * debugfs send_window: the PSNs in flight at most for RC and XRC QPs
+	 * moved to RTR from now on (IRN's BDP cap); 0, the default, is the
+	 * device's maximum, and more is taken as the maximum.
+	 */
+	u16 send_window;
 };
 
 struct vrnic_ucontext {

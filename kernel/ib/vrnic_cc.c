@@ -230,9 +230,13 @@ void vrnic_ib_cc_debugfs_init(struct vrnic_dev *vdev)
 	mutex_init(&d->lock);
 	d->dir = debugfs_create_dir(dev_name(&vdev->ibdev.dev),
 				    vrnic_debugfs_root);
-	if (le32_to_cpu(vdev->attr.caps) & VRNIC_CAP_SELECTIVE_REPEAT)
+	/* Both go in MODIFY_QP's TRANSPORT attribute, which comes with it. */
+	if (le32_to_cpu(vdev->attr.caps) & VRNIC_CAP_SELECTIVE_REPEAT) {
 		debugfs_create_bool("selective_repeat", 0600, d->dir,
 				    &vdev->selective_repeat);
+		debugfs_create_u16("send_window", 0600, d->dir,
+				   &vdev->send_window);
+	}
 	cc = debugfs_create_dir("cc_params", d->dir);
 	vrnic_ib_cc_file(vdev, &n, cc, "cc_algo", VRNIC_CC_FILE_ALGO, 0);
 	for (i = 0; i < VRNIC_CC_NUM_DCQCN; i++)

@@ -679,13 +679,20 @@ static int __vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		a->qkey = cpu_to_le32(attr->qkey);
 		vmask |= VRNIC_QP_ATTR_QKEY;
 	}
-	/* The device default, for a peer told the same way (spec 1.1). */
+	/* The device defaults, for a peer told the same way (spec 1.1). */
 	if (cur == IB_QPS_INIT && next == IB_QPS_RTR &&
-	    READ_ONCE(vdev->selective_repeat) &&
 	    (ibqp->qp_type == IB_QPT_RC || ibqp->qp_type == IB_QPT_XRC_INI ||
 	     ibqp->qp_type == IB_QPT_XRC_TGT)) {
-		a->transport_flags = cpu_to_le32(VRNIC_QP_TF_SELECTIVE_REPEAT);
-		vmask |= VRNIC_QP_ATTR_TRANSPORT;
+		bool sr = READ_ONCE(vdev->selective_repeat);
+		u16 window = min_t(u16, READ_ONCE(vdev->send_window),
+				   VRNIC_SEND_WINDOW_MAX);
+
+		if (sr || window) {
+			a->transport_flags =
+				cpu_to_le32(sr ? VRNIC_QP_TF_SELECTIVE_REPEAT : 0);
+			a->send_window = cpu_to_le16(window);
+			vmask |= VRNIC_QP_ATTR_TRANSPORT;
+		}
 	}
 	cmd.modify_qp.attr_addr = cpu_to_le64(a_dma);
 	cmd.modify_qp.qpn = cpu_to_le32(qp->qpn);
@@ -800,7 +807,10 @@ int vrnic_ib_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 				   le32_to_cpu(a->cc_rate_mbps)) ||
 	    rdma_nl_put_driver_u32(msg, "selective_repeat",
 				   le32_to_cpu(a->transport_flags) &
-				   VRNIC_QP_TF_SELECTIVE_REPEAT)) {
+				   VRNIC_QP_TF_SELECTIVE_REPEAT) ||
+	    rdma_nl_put_driver_u32(msg, "send_window",
+				   le16_to_cpu(a->send_window) ?:
+				   VRNIC_SEND_WINDOW_MAX)) {
 		if (table)
 			nla_nest_cancel(msg, table);
 		ret = -EMSGSIZE;

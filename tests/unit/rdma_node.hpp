@@ -108,6 +108,7 @@ struct Node {
 	uint32_t sq_pi = 0, rq_pi = 0, cq_ci = 0;
 	// VRNIC_QP_TF_*: what connect() tells the QP the peer agreed to.
 	uint32_t transport_flags = 0;
+	uint16_t send_window = 0;	// and the PSNs it keeps in flight
 };
 
 // A fast-register MR on n with room for `pages` pages: invalid until a

@@ -5,6 +5,7 @@
 // still served by go-back-N.  The lossy-wire suite of test_rdma.cpp runs
 // every opcode under loss, duplication and reordering in both modes.
 #include <gtest/gtest.h>
+#include <ctime>
 
 #include "engine_internal.hpp"
 #include "rdma_node.hpp"
@@ -362,6 +363,19 @@ TEST(SrAttr, OnlyReliableQpsBeforeRtsAndKnownBits)
 	vrnic_qp_attr got{};
 	std::memcpy(&got, q.p.ptr(Node::kAttr), sizeof(got));
 	EXPECT_EQ(got.transport_flags, VRNIC_QP_TF_SELECTIVE_REPEAT);
+	EXPECT_EQ(got.send_window, 0u);
+
+	// The send window: 0 (the maximum) up to VRNIC_SEND_WINDOW_MAX.
+	Node w{8};
+	at.transport_flags = 0;
+	at.send_window = VRNIC_SEND_WINDOW_MAX + 1;
+	EXPECT_EQ(w.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_TRANSPORT, at),
+		  VRNIC_ADMIN_ST_BAD_PARAM);
+	at.send_window = 64;
+	EXPECT_EQ(w.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_TRANSPORT, at),
+		  VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(w.p.eng->dev.rdma().qp(w.qp)->send_window(), 64);
+	EXPECT_FALSE(w.p.eng->dev.rdma().qp(w.qp)->sr());
 }
 
 // A SACK naming PSNs never sent is counted malformed and resends
@@ -704,4 +718,34 @@ TEST_F(Sr, ALostResendIsSeenByTheRequestsAfterIt)
 	EXPECT_EQ(a.counters().roce_adp_retrans, 2u);
 	EXPECT_EQ(a.counters().roce_adp_retrans_to, 0u) << "not the hole timer";
 	EXPECT_EQ(a.counters().retry_timeouts, 0u);
+}
+
+
+// A send window (IRN's BDP cap) bounds what a QP has in flight, in either
+// mode: with 32, a 256-packet WRITE leaves 32 packets at a time, and the
+// loss of one costs a SACK round, not a window's worth of queue.
+TEST(SendWindow, BoundsThePacketsInFlight)
+{
+	for (const uint32_t tf : {0u, unsigned(VRNIC_QP_TF_SELECTIVE_REPEAT)}) {
+		Node a{1}, b{2};
+		Wire wire;
+		a.transport_flags = b.transport_flags = tf;
+		a.send_window = 32;
+		a.connect(b, kMtuCode, kPsnA, kPsnB);
+		b.connect(a, kMtuCode, kPsnB, kPsnA);
+		for (size_t i = 0; i < 256 * kMtu; i++)
+			*a.data(i) = uint8_t(i * 7 + tf);
+		a.post_send(send_wqe(1, VRNIC_WR_RDMA_WRITE, Node::kIova + 0x800000, b.mr),
+			    {a.sge(0, 256 * kMtu)});
+		run_alone(a);
+		EXPECT_EQ(a.p.frames.size(), 32u) << "transport flags " << tf;
+		a.p.frames.clear();	// all lost: the timer resends them
+		bool lost = false;
+		wire.drop_if = drop_once(lost, kPsnA + 40);
+		const auto sc = wire.completions(a, b, a, 1);
+		ASSERT_EQ(sc.size(), 1u);
+		EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+		EXPECT_EQ(std::memcmp(a.data(0), b.data(0x800000), 256 * kMtu), 0);
+		EXPECT_TRUE(lost);
+	}
 }
