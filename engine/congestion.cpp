@@ -165,6 +165,42 @@ void Rdma::probe_sent(Qp &qp, uint32_t psn, uint64_t now)
 	}
 }
 
+// psn is sent again: its probe, if any, goes (Karn's rule).
+void Rdma::drop_probe(Qp &qp, uint32_t psn)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < qp.nprobes; i++) {
+		if (qp.probe_psn[i] == psn)
+			continue;
+		qp.probe_psn[n] = qp.probe_psn[i];
+		qp.probe_ns[n] = qp.probe_ns[i];
+		n++;
+	}
+	qp.nprobes = uint8_t(n);
+}
+
+// A SACK reported s's marks: the round trip of the newest probe it
+// reports held (0: none).  The probes it reports held go, so that the
+// ACK covering them later (after the hole) gives no second sample.
+uint64_t Rdma::probe_sacked(Qp &qp, const SrState &s, uint64_t now)
+{
+	uint64_t rtt = 0;
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < qp.nprobes; i++) {
+		if (s.is_sacked(qp.probe_psn[i])) {
+			rtt = std::max<uint64_t>(now - qp.probe_ns[i], 1);
+			continue;
+		}
+		qp.probe_psn[n] = qp.probe_psn[i];
+		qp.probe_ns[n] = qp.probe_ns[i];
+		n++;
+	}
+	qp.nprobes = uint8_t(n);
+	return rtt;
+}
+
 // Everything before psn_after is acknowledged: the round trip of the
 // newest probe it covers (0: none).
 uint64_t Rdma::probe_acked(Qp &qp, uint32_t psn_after, uint64_t now)

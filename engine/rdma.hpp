@@ -625,6 +625,10 @@ private:
 	// for an ACK, and the round trip of the newest one an ACK covers.
 	void probe_sent(Qp &qp, uint32_t psn, uint64_t now);
 	uint64_t probe_acked(Qp &qp, uint32_t psn_after, uint64_t now);
+	// Selective repeat's: a resent PSN's probe goes; a SACK's round
+	// trip from the probes it newly reports held.
+	void drop_probe(Qp &qp, uint32_t psn);
+	uint64_t probe_sacked(Qp &qp, const SrState &s, uint64_t now);
 
 	void mcast_fanout(unsigned int &budget);
 	// Remove attachments; the frame being fanned out keeps its place.

@@ -855,9 +855,13 @@ void Rdma::requester_error(Qp &qp, SendWqe &w, uint8_t status)
 
 namespace {
 
-// RFC 6298's estimator: the smoothed round trip and its variation.
+// RFC 6298's estimator: the smoothed round trip and its variation.  A
+// sample (never a resent packet's) ends the hole timer's backoff, as
+// Karn's algorithm ends an RTO's.
 void rtt_sample(Qp &qp, uint64_t rtt)
 {
+	if (qp.sr_st)
+		qp.sr_st->hole_backoff = 0;
 	if (!qp.srtt_ns) {
 		qp.srtt_ns = rtt;
 		qp.rttvar_ns = rtt / 2;
@@ -892,7 +896,6 @@ void Rdma::ack_upto(Qp &qp, uint32_t psn_after)
 			}
 			if (s->any_sack && psn_diff(s->high_sack, psn_after) < 0)
 				s->any_sack = false;
-			s->hole_backoff = 0;
 		}
 		qp.una_psn = psn_after;
 		progress(qp);
@@ -2027,10 +2030,9 @@ bool Rdma::sr_resend(Qp &qp, uint32_t psn)
 			qp.sr_st->resent_ns[slot] = std::max<uint64_t>(plat_.now_ns(), 1);
 			qp.sr_st->resent_front[slot] = qp.next_psn;
 		}
-		// What is sent again gives no round-trip sample (Karn).
-		qp.nprobes = 0;
-		qp.probe_floor = qp.next_psn;
-		qp.probe_floor_on = true;
+		// What is sent again gives no round-trip sample (Karn); the
+		// other packets' probes stand, as the send cursor does.
+		drop_probe(qp, psn);
 		cnt_.roce_adp_retrans++;
 		return true;
 	}
@@ -2087,22 +2089,25 @@ void Rdma::handle_sack(Qp &qp, const Packet &p)
 		s->high_sack = end;
 		s->any_sack = true;
 	}
+	// The newest probe newly reported held gives a round trip, as
+	// TCP takes one from what a SACK newly covers (RFC 6675).
+	if (const uint64_t rtt = probe_sacked(qp, *s, plat_.now_ns()))
+		rtt_sample(qp, rtt);
 	sr_queue_holes(qp, *s, end, false);
 }
 
 // The hole timer's period: the round trip as measured plus four times its
 // variation (RFC 6298's RTO; before a sample, a sixteenth of the ack
-// timeout, or 4 ms without one), at least SrState::kHoleMinNs and at most
-// half the ack timeout, doubled per expiry in a row.
+// timeout, or 4 ms without one), at least SrState::kHoleMinNs, doubled per
+// expiry that resent something until the next round-trip sample, and at
+// most half the ack timeout.
 uint64_t Rdma::sr_hole_period(const Qp &qp) const
 {
 	const uint64_t ack = qp.attr.timeout ? 4096ull << qp.attr.timeout : 0;
 	uint64_t t = qp.srtt_ns ? qp.srtt_ns + 4 * qp.rttvar_ns :
 		     ack ? ack >> 4 : 4000000;
-	t = std::max(t, SrState::kHoleMinNs);
-	if (ack)
-		t = std::min(t, ack >> 1);
-	return t << (qp.sr_st ? qp.sr_st->hole_backoff : 0);
+	t = std::max(t, SrState::kHoleMinNs) << (qp.sr_st ? qp.sr_st->hole_backoff : 0);
+	return ack ? std::min(t, ack >> 1) : t;
 }
 
 // The hole timer expired: the resends older than its period were lost too

@@ -749,3 +749,42 @@ TEST(SendWindow, BoundsThePacketsInFlight)
 		EXPECT_TRUE(lost);
 	}
 }
+
+// The round trip the hole timer uses is measured through loss: a SACK
+// that newly reports a probed packet held gives a sample (RFC 6675), and
+// a resend drops only its own PSN's probe (Karn), not the others'.
+// Before, every resend dropped every probe, so under steady loss the
+// estimate kept the short round trip of a quiet moment and the hole timer
+// resent holes still queued behind the window.
+TEST_F(Sr, SacksGiveRoundTripSamplesAndAResendKeepsOtherProbes)
+{
+	connect();
+	// A 4-packet WRITE, all lost; its last packet (kPsnA + 3) asks for
+	// an ACK and is the probe.
+	lose_a_write_of_four();
+	const vrnic::Qp *q = a.p.eng->dev.rdma().qp(a.qp);
+	ASSERT_EQ(q->nprobes, 1u);
+	EXPECT_EQ(q->srtt_ns, 0u);
+	// 2 ms later b holds kPsnA + 1: kPsnA is resent, the probe stays.
+	a.p.now += 2'000'000;
+	vrnic::roce::Headers h = sack_to_a();
+	h.sack[0] = 1;			// base (kPsnA + 1)
+	auto f = frame_from(b, a, h);
+	vrnic_engine_receive(a.p.eng, f.data(), f.size());
+	run_alone(a);
+	EXPECT_EQ(a.counters().roce_adp_retrans, 1u);
+	EXPECT_EQ(q->nprobes, 1u) << "a resend of kPsnA drops no other probe";
+	EXPECT_EQ(q->srtt_ns, 0u) << "kPsnA + 1 was no probe";
+	// 1 ms later b also holds kPsnA + 3, the probe: 3 ms round trip.
+	a.p.now += 1'000'000;
+	h.sack[0] = 1 | 4;
+	f = frame_from(b, a, h);
+	vrnic_engine_receive(a.p.eng, f.data(), f.size());
+	EXPECT_EQ(q->srtt_ns, 3'000'000u);
+	EXPECT_EQ(q->nprobes, 0u) << "sampled once, not again by the ACK";
+	a.p.frames.clear();
+	const auto sc = wire.completions(a, b, a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	expect_written(1, 4 * kMtu);
+}
