@@ -265,16 +265,19 @@ ADDR = re.compile(r"(local|remote) address:.*QPN (0x[0-9a-f]+), "
 
 
 SR_KNOB = "/sys/kernel/debug/vrnic/%s/selective_repeat"
+WINDOW_KNOB = "/sys/kernel/debug/vrnic/%s/send_window"
 
 
-def set_sr(nics, on):
-    """The driver's selective-repeat default (debugfs) on each nic's
-    device: QPs moved to RTR from now on use it."""
+def set_sr(nics, on, window=0):
+    """The driver's selective-repeat default and send window (debugfs) on
+    each nic's device: QPs moved to RTR from now on use them."""
     for n in nics:
         n.vm.check("mountpoint -q /sys/kernel/debug || mount -t debugfs none "
-                   "/sys/kernel/debug; echo %d > %s && grep -qx %s %s"
+                   "/sys/kernel/debug; echo %d > %s && grep -qx %s %s && "
+                   "echo %d > %s && grep -qx %d %s"
                    % (on, SR_KNOB % n.rdma, "Y" if on else "N",
-                      SR_KNOB % n.rdma))
+                      SR_KNOB % n.rdma, window, WINDOW_KNOB % n.rdma,
+                      window, WINDOW_KNOB % n.rdma))
 
 
 def link_stats(nic, names):
@@ -294,15 +297,16 @@ def inject_test(stage, fab, s1, r, sr=False):
     rule on the same QPN/PSN that never fires (nth 10^9, installed first)
     counts every time the switch saw the packet: the original and exactly
     one retransmission.  -c checks every byte received.  With sr, both
-    devices use selective repeat (issue 25): s1 resends that one packet
-    and no other (roce_adp_retrans), on r's SACKs."""
+    devices use selective repeat (issue 25) and a send window of 64: s1
+    resends that one packet and no other (roce_adp_retrans), on r's
+    SACKs."""
     name = "inject: drop one PSN of ibv_rc_pingpong -c s1->r" + (
         ", selective repeat" if sr else "")
     keys = ("roce_adp_retrans", "sack_sent", "sack_rcvd", "ooo_placed",
             "rcvd_seq_err")
     if sr:
         try:
-            set_sr([s1, r], 1)
+            set_sr([s1, r], 1, 64)
         except vmlib.VMError as e:
             stage.record("%s: debugfs selective_repeat" % name, "fail",
                          str(e))
