@@ -250,14 +250,18 @@ struct SrState {
 	unsigned int nheld = 0;
 	uint32_t rx_high = 0;		// the highest PSN held (nheld > 0)
 	unsigned int unsacked = 0;	// held in order since the last SACK
-	// requester: reported held by the peer; resent (queued, or sent at
-	// resent_ns, 0 while queued, when the next new PSN was resent_front).
-	// A resend is lost once the peer holds kReorder PSNs sent after it
-	// (RACK's rule, RFC 8985), or when the hole timer's period passed.
+	// requester: reported held by the peer; resent (queued: resent_ns
+	// 0; sent at resent_ns, at least 1, with the send cursor at
+	// resent_front).  A resend is lost once the peer holds a PSN
+	// kReorder past resent_front (RACK's rule, RFC 8985), or when the
+	// hole timer's period passed.
 	static constexpr int32_t kReorder = 3;
 	// The hole timer's period, at least this: a resend's round trip on
 	// a device thread that a busy host schedules late.
 	static constexpr uint64_t kHoleMinNs = 250000;
+	// ... and at most this for a QP without an ack timeout (the first
+	// periods before round-trip samples, 4 ms, doubled six times).
+	static constexpr uint64_t kHoleMaxNs = 256000000;
 	std::array<uint32_t, kSlots> sacked_psn{};
 	std::array<uint32_t, kSlots> resent_psn{};
 	std::array<uint32_t, kSlots> resent_front{};
@@ -265,7 +269,7 @@ struct SrState {
 	std::bitset<kSlots> sacked, resent;
 	std::deque<uint32_t> redo;	// PSNs to resend, at most kSlots
 	// The highest PSN reported held (valid while past una_psn), and the
-	// hole timer's doublings since the oldest PSN last moved.
+	// hole timer's doublings since the last round-trip sample.
 	uint32_t high_sack = 0;
 	bool any_sack = false;
 	uint8_t hole_backoff = 0;

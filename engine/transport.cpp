@@ -1964,7 +1964,7 @@ uint64_t Rdma::sr_queue_holes(Qp &qp, SrState &s, uint32_t end, bool timeout)
 				if (!t)
 					return;		// queued
 				if (psn_diff(end, s.resent_front[slot]) < SrState::kReorder &&
-				    now - t < period) {
+				    (now > t ? now - t : 0) < period) {
 					if (!oldest || t < oldest)
 						oldest = t;
 					return;		// may be on its way
@@ -2028,7 +2028,16 @@ bool Rdma::sr_resend(Qp &qp, uint32_t psn)
 		if (qp.sr_st) {
 			const unsigned int slot = psn % SrState::kSlots;
 			qp.sr_st->resent_ns[slot] = std::max<uint64_t>(plat_.now_ns(), 1);
-			qp.sr_st->resent_front[slot] = qp.next_psn;
+			// The next PSN to go out for the first time: the send
+			// cursor's, which may be inside a message whose PSNs
+			// are all assigned (next_psn is past its last one).
+			uint32_t front = qp.next_psn;
+			if (idx < qp.inflight.size() && qp.inflight[idx].psn_assigned) {
+				const SendWqe &c = qp.inflight[idx];
+				front = is_rd_atomic(c.opcode) ? c.psn_first :
+					psn_add(c.psn_first, cur / qp.mtu);
+			}
+			qp.sr_st->resent_front[slot] = front;
 		}
 		// What is sent again gives no round-trip sample (Karn); the
 		// other packets' probes stand, as the send cursor does.
@@ -2100,20 +2109,21 @@ void Rdma::handle_sack(Qp &qp, const Packet &p)
 // variation (RFC 6298's RTO; before a sample, a sixteenth of the ack
 // timeout, or 4 ms without one), at least SrState::kHoleMinNs, doubled per
 // expiry that resent something until the next round-trip sample, and at
-// most half the ack timeout.
+// most half the ack timeout (below the floor if that is shorter: the hole
+// timer stays ahead of the ack timer), or kHoleMaxNs without one.
 uint64_t Rdma::sr_hole_period(const Qp &qp) const
 {
 	const uint64_t ack = qp.attr.timeout ? 4096ull << qp.attr.timeout : 0;
 	uint64_t t = qp.srtt_ns ? qp.srtt_ns + 4 * qp.rttvar_ns :
 		     ack ? ack >> 4 : 4000000;
 	t = std::max(t, SrState::kHoleMinNs) << (qp.sr_st ? qp.sr_st->hole_backoff : 0);
-	return ack ? std::min(t, ack >> 1) : t;
+	return std::min(t, ack ? ack >> 1 : SrState::kHoleMaxNs);
 }
 
 // The hole timer expired: the resends older than its period were lost too
 // (no SACK can say so while the window is full behind the hole, or
 // nothing follows them).  They go again, and the period doubles until
-// the oldest PSN moves.  It only resends what the peer reported missing
+// the next round-trip sample.  It only resends what the peer reported missing
 // below a PSN it holds, and costs no retry: a stall makes it resend
 // holes, never new data, and no less surely than the ack timer would.
 // Resends younger than the period re-arm it for the oldest of them.

@@ -788,3 +788,28 @@ TEST_F(Sr, SacksGiveRoundTripSamplesAndAResendKeepsOtherProbes)
 	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
 	expect_written(1, 4 * kMtu);
 }
+
+// A lost resend inside one large WRITE: the packets after it are of the
+// same message, whose PSNs were all assigned when it started, and they
+// still tell that the resend was lost (a cold review found the rule
+// measured from the message's end, so only the hole timer recovered).
+TEST_F(Sr, ALostResendIsSeenByTheRestOfItsOwnMessage)
+{
+	// A window of 128: the resend goes with the cursor at kPsnA + 128,
+	// and 40 more packets of the message may follow it.
+	a.send_window = 128;
+	connect();
+	const uint32_t target = kPsnA + 40;
+	int seen = 0;
+	wire.drop_if = [&](const std::vector<uint8_t> &f) {
+		return is_write_request(f) && bth_psn(f) == target && ++seen <= 2;
+	};
+	const auto sc = write_all(1, 1024 * kMtu);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	expect_written(1, 1024 * kMtu);
+	EXPECT_EQ(seen, 3);
+	EXPECT_EQ(a.counters().roce_adp_retrans, 2u);
+	EXPECT_EQ(a.counters().roce_adp_retrans_to, 0u) << "not the hole timer";
+	EXPECT_EQ(a.counters().retry_timeouts, 0u);
+}
