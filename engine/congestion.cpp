@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 #include "rdma.hpp"
 
@@ -24,6 +25,26 @@ void drop_probes(Qp &qp, unsigned int n)
 	std::copy(qp.probe_ns.begin() + n, qp.probe_ns.begin() + qp.nprobes,
 		  qp.probe_ns.begin());
 	qp.nprobes = uint8_t(qp.nprobes - n);
+}
+
+// The probes pred says go (by PSN); the send time of the newest of them.
+template <typename Pred>
+std::optional<uint64_t> drop_probes_if(Qp &qp, Pred pred)
+{
+	std::optional<uint64_t> newest;
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < qp.nprobes; i++) {
+		if (pred(qp.probe_psn[i])) {
+			newest = qp.probe_ns[i];
+			continue;
+		}
+		qp.probe_psn[n] = qp.probe_psn[i];
+		qp.probe_ns[n] = qp.probe_ns[i];
+		n++;
+	}
+	qp.nprobes = uint8_t(n);
+	return newest;
 }
 
 } // namespace
@@ -168,16 +189,7 @@ void Rdma::probe_sent(Qp &qp, uint32_t psn, uint64_t now)
 // psn is sent again: its probe, if any, goes (Karn's rule).
 void Rdma::drop_probe(Qp &qp, uint32_t psn)
 {
-	unsigned int n = 0;
-
-	for (unsigned int i = 0; i < qp.nprobes; i++) {
-		if (qp.probe_psn[i] == psn)
-			continue;
-		qp.probe_psn[n] = qp.probe_psn[i];
-		qp.probe_ns[n] = qp.probe_ns[i];
-		n++;
-	}
-	qp.nprobes = uint8_t(n);
+	drop_probes_if(qp, [psn](uint32_t p) { return p == psn; });
 }
 
 // A SACK reported s's marks: the round trip of the newest probe it
@@ -185,20 +197,9 @@ void Rdma::drop_probe(Qp &qp, uint32_t psn)
 // ACK covering them later (after the hole) gives no second sample.
 uint64_t Rdma::probe_sacked(Qp &qp, const SrState &s, uint64_t now)
 {
-	uint64_t rtt = 0;
-	unsigned int n = 0;
+	const auto sent = drop_probes_if(qp, [&s](uint32_t p) { return s.is_sacked(p); });
 
-	for (unsigned int i = 0; i < qp.nprobes; i++) {
-		if (s.is_sacked(qp.probe_psn[i])) {
-			rtt = std::max<uint64_t>(now - qp.probe_ns[i], 1);
-			continue;
-		}
-		qp.probe_psn[n] = qp.probe_psn[i];
-		qp.probe_ns[n] = qp.probe_ns[i];
-		n++;
-	}
-	qp.nprobes = uint8_t(n);
-	return rtt;
+	return sent ? std::max<uint64_t>(now - *sent, 1) : 0;
 }
 
 // Everything before psn_after is acknowledged: the round trip of the
