@@ -60,8 +60,22 @@ struct vrnic_alloc_ucontext_req {
 };
 
 enum vrnic_alloc_ucontext_resp_mask {
-	VRNIC_ALLOC_UCTX_RESP_MASK_ALL = 0,
+	/* ece_options is valid; modify_qp takes struct vrnic_modify_qp_cmd */
+	VRNIC_ALLOC_UCTX_RESP_ECE = 1 << 0,
+	VRNIC_ALLOC_UCTX_RESP_MASK_ALL = VRNIC_ALLOC_UCTX_RESP_ECE,
 };
+
+/*
+ * ECE (ibv_set_ece, ibv_query_ece, rdma_cm's REQ and REP): the options
+ * word of vendor VRNIC's PCI vendor ID follows the convention UCX uses
+ * for mlx5, a version in the top four bits and feature bits below.
+ * Version 2 defines bit 0, selective repeat (device spec, "Selective
+ * repeat").  Two ends agree on the bits both offer, at the lower version.
+ */
+#define VRNIC_ECE_VERSION_SHIFT		28
+#define VRNIC_ECE_VERSION_MASK		(0xfU << VRNIC_ECE_VERSION_SHIFT)
+#define VRNIC_ECE_VERSION_SR		2
+#define VRNIC_ECE_SELECTIVE_REPEAT	0x1U
 
 struct vrnic_alloc_ucontext_resp {
 	__aligned_u64 db_mmap_key;	/* mmap() offset of the doorbell page */
@@ -69,6 +83,9 @@ struct vrnic_alloc_ucontext_resp {
 	__u32 db_page_size;
 	__u32 reserved;			/* 0 */
 	__u32 comp_mask;		/* enum vrnic_alloc_ucontext_resp_mask */
+	/* VRNIC_ALLOC_UCTX_RESP_ECE: what this context's QPs offer */
+	__u32 ece_options;
+	__u32 reserved1;		/* 0 */
 };
 
 /* ibv_create_cq: the CQE ring and the doorbell record live in user memory. */
@@ -137,6 +154,21 @@ struct vrnic_create_srq_resp {
 	__u32 wqe_shift;		/* stride: 1 << wqe_shift bytes */
 	__u32 max_sge;
 	__u32 reserved;			/* 0 */
+};
+
+/*
+ * ibv_modify_qp, once the context's response granted
+ * VRNIC_ALLOC_UCTX_RESP_ECE: the ECE options the QP's peer agreed to
+ * (ibv_set_ece).  They take effect when the QP moves from INIT to RTR.
+ */
+enum vrnic_modify_qp_cmd_mask {
+	VRNIC_MODIFY_QP_CMD_ECE = 1 << 0,	/* ece_options is valid */
+	VRNIC_MODIFY_QP_CMD_MASK_ALL = VRNIC_MODIFY_QP_CMD_ECE,
+};
+
+struct vrnic_modify_qp_cmd {
+	__u32 comp_mask;		/* enum vrnic_modify_qp_cmd_mask */
+	__u32 ece_options;
 };
 
 /*

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <ccan/array_size.h>
+#include <ccan/minmax.h>
 #include <util/mmio.h>
 #include <util/udma_barrier.h>
 #include <util/util.h>
@@ -901,10 +902,23 @@ static void vrnic_qp_reset(struct vrnic_qp *qp)
 
 int vrnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
-	struct ibv_modify_qp cmd;
+	struct vrnic_qp *vqp = to_vqp(qp);
 	int ret;
 
-	ret = ibv_cmd_modify_qp(qp, attr, mask, &cmd, sizeof(cmd));
+	if (vqp->ece_set) {
+		struct ib_uverbs_ex_modify_qp_resp resp = {};
+		struct uvrnic_modify_qp_ex cmd_ex = {
+			.comp_mask = VRNIC_MODIFY_QP_CMD_ECE,
+			.ece_options = vqp->ece_options,
+		};
+
+		ret = ibv_cmd_modify_qp_ex(qp, attr, mask, &cmd_ex.ibv_cmd,
+					   sizeof(cmd_ex), &resp, sizeof(resp));
+	} else {
+		struct ibv_modify_qp cmd;
+
+		ret = ibv_cmd_modify_qp(qp, attr, mask, &cmd, sizeof(cmd));
+	}
 	if (ret || !(mask & IBV_QP_STATE))
 		return ret;
 	if (attr->qp_state == IBV_QPS_RESET &&
@@ -925,6 +939,65 @@ int vrnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 	if (!ret && (mask & IBV_QP_STATE))
 		vrnic_qp_set_state(to_vqp(qp), attr->qp_state);
 	return ret;
+}
+
+/* What a QP offers through ECE: the context's offer, on reliable QPs. */
+static uint32_t vrnic_ece_offer(struct vrnic_qp *qp)
+{
+	struct vrnic_context *ctx = to_vctx(qp->vqp.qp.context);
+
+	if (qp->type != VRNIC_QPT_RC && qp->type != VRNIC_QPT_XRC_INI &&
+	    qp->type != VRNIC_QPT_XRC_TGT)
+		return 0;
+	return ctx->ece_offer;
+}
+
+/*
+ * Both ends agree on the feature bits both offer, at the lower version;
+ * selective repeat needs version 2 (vrnic-abi.h).  Nothing agreed is 0.
+ */
+static uint32_t vrnic_ece_agree(uint32_t offer, uint32_t peer)
+{
+	uint32_t ver = min(offer >> VRNIC_ECE_VERSION_SHIFT,
+			   peer >> VRNIC_ECE_VERSION_SHIFT);
+	uint32_t bits = offer & peer & ~VRNIC_ECE_VERSION_MASK;
+
+	if (ver < VRNIC_ECE_VERSION_SR)
+		bits &= ~VRNIC_ECE_SELECTIVE_REPEAT;
+	return bits ? ver << VRNIC_ECE_VERSION_SHIFT | bits : 0;
+}
+
+/*
+ * ibv_set_ece: the peer's options (rdma_cm passes those of the REQ or
+ * REP, or 0 for a peer of another vendor or none).  What this QP offers
+ * too is what it uses from its move to RTR; ibv_query_ece reports it.
+ */
+int vrnic_set_ece(struct ibv_qp *ibqp, struct ibv_ece *ece)
+{
+	struct vrnic_context *ctx = to_vctx(ibqp->context);
+	struct vrnic_qp *qp = to_vqp(ibqp);
+
+	if (!ctx->has_ece)
+		return EOPNOTSUPP;
+	if (ece->comp_mask || ece->vendor_id != VRNIC_PCI_VENDOR_ID)
+		return EINVAL;
+	qp->ece_options = vrnic_ece_agree(vrnic_ece_offer(qp), ece->options);
+	qp->ece_set = true;
+	return 0;
+}
+
+/* ibv_query_ece: what the QP offers, or once set, what was agreed. */
+int vrnic_query_ece(struct ibv_qp *ibqp, struct ibv_ece *ece)
+{
+	struct vrnic_context *ctx = to_vctx(ibqp->context);
+	struct vrnic_qp *qp = to_vqp(ibqp);
+
+	if (!ctx->has_ece)
+		return EOPNOTSUPP;
+	ece->vendor_id = VRNIC_PCI_VENDOR_ID;
+	ece->options = qp->ece_set ? qp->ece_options : vrnic_ece_offer(qp);
+	ece->comp_mask = 0;
+	return 0;
 }
 
 int vrnic_destroy_qp(struct ibv_qp *ibqp)

@@ -110,11 +110,13 @@ static const struct verbs_context_ops vrnic_ctx_ops = {
 	.post_send = vrnic_post_send,
 	.post_srq_recv = vrnic_post_srq_recv,
 	.query_device_ex = vrnic_query_device_ex,
+	.query_ece = vrnic_query_ece,
 	.query_port = vrnic_query_port,
 	.query_qp = vrnic_query_qp,
 	.query_srq = vrnic_query_srq,
 	.reg_mr = vrnic_reg_mr,
 	.req_notify_cq = vrnic_req_notify_cq,
+	.set_ece = vrnic_set_ece,
 };
 
 static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
@@ -157,6 +159,10 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 		goto err_free;
 	}
 	ctx->db_page_size = resp.db_page_size;
+	if (resp.comp_mask & VRNIC_ALLOC_UCTX_RESP_ECE) {
+		ctx->has_ece = true;
+		ctx->ece_offer = resp.ece_options;
+	}
 	ctx->db_page = mmap(NULL, ctx->db_page_size, PROT_WRITE, MAP_SHARED,
 			    cmd_fd, resp.db_mmap_key);
 	if (ctx->db_page == MAP_FAILED) {

@@ -105,6 +105,8 @@ struct vrnic_context {
 	pthread_mutex_t dbrec_mutex;	/* dbrec_pages */
 	struct list_head dbrec_pages;	/* doorbell record pool */
 	struct vrnic_qp **qp_table[VRNIC_QP_TABLE_PAGES];	/* by QPN index */
+	bool has_ece;		/* the kernel takes ECE options in modify_qp */
+	uint32_t ece_offer;	/* what reliable QPs offer a peer */
 };
 
 struct vrnic_cq {
@@ -166,6 +168,12 @@ struct vrnic_qp {
 	uint32_t wr_start_head;
 	struct vrnic_send_wqe *wr_cur;
 	int wr_err;
+	/*
+	 * ibv_set_ece: the options both ends agreed to, passed on with every
+	 * modify_qp from then on (the kernel uses them at INIT to RTR).
+	 */
+	bool ece_set;
+	uint32_t ece_options;
 };
 
 static inline struct vrnic_context *to_vctx(struct ibv_context *ibctx)
@@ -277,6 +285,8 @@ int vrnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		    int attr_mask);
 int vrnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		   int attr_mask, struct ibv_qp_init_attr *init_attr);
+int vrnic_set_ece(struct ibv_qp *qp, struct ibv_ece *ece);
+int vrnic_query_ece(struct ibv_qp *qp, struct ibv_ece *ece);
 int vrnic_destroy_qp(struct ibv_qp *qp);
 int vrnic_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		    struct ibv_send_wr **bad_wr);

@@ -17,6 +17,8 @@ DECLARE_DRV_CMD(uvrnic_create_cq_ex, IB_USER_VERBS_EX_CMD_CREATE_CQ,
 		vrnic_create_cq_cmd, vrnic_create_cq_resp);
 DECLARE_DRV_CMD(uvrnic_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		vrnic_create_qp_cmd, vrnic_create_qp_resp);
+DECLARE_DRV_CMD(uvrnic_modify_qp_ex, IB_USER_VERBS_EX_CMD_MODIFY_QP,
+		vrnic_modify_qp_cmd, empty);
 DECLARE_DRV_CMD(uvrnic_create_ah, IB_USER_VERBS_CMD_CREATE_AH,
 		empty, vrnic_create_ah_resp);
 DECLARE_DRV_CMD(uvrnic_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,

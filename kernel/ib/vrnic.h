@@ -95,6 +95,12 @@ struct vrnic_dev {
 	 * device's maximum, and more is taken as the maximum.
 	 */
 	u16 send_window;
+	/*
+	 * debugfs ece_selective_repeat: user contexts opened from now on
+	 * offer selective repeat through ECE (on by default with the
+	 * capability); a QP uses it only once its peer agreed.
+	 */
+	bool ece_selective_repeat;
 };
 
 struct vrnic_ucontext {

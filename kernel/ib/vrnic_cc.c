@@ -230,12 +230,14 @@ void vrnic_ib_cc_debugfs_init(struct vrnic_dev *vdev)
 	mutex_init(&d->lock);
 	d->dir = debugfs_create_dir(dev_name(&vdev->ibdev.dev),
 				    vrnic_debugfs_root);
-	/* Both go in MODIFY_QP's TRANSPORT attribute, which comes with it. */
+	/* All go in MODIFY_QP's TRANSPORT attribute, which comes with it. */
 	if (le32_to_cpu(vdev->attr.caps) & VRNIC_CAP_SELECTIVE_REPEAT) {
 		debugfs_create_bool("selective_repeat", 0600, d->dir,
 				    &vdev->selective_repeat);
 		debugfs_create_u16("send_window", 0600, d->dir,
 				   &vdev->send_window);
+		debugfs_create_bool("ece_selective_repeat", 0600, d->dir,
+				    &vdev->ece_selective_repeat);
 	}
 	cc = debugfs_create_dir("cc_params", d->dir);
 	vrnic_ib_cc_file(vdev, &n, cc, "cc_algo", VRNIC_CC_FILE_ALGO, 0);

@@ -579,8 +579,12 @@ static void vrnic_ib_qp_restart(struct vrnic_qp *qp)
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 }
 
+/*
+ * ece: the options the QP's peer agreed to through ECE (vrnic-abi.h), or
+ * NULL when user space told nothing.
+ */
 static int __vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
-			     int mask)
+			     int mask, const u32 *ece)
 {
 	struct vrnic_dev *vdev = to_vdev(ibqp->device);
 	struct vrnic_qp *qp = to_vqp(ibqp);
@@ -679,11 +683,15 @@ static int __vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		a->qkey = cpu_to_le32(attr->qkey);
 		vmask |= VRNIC_QP_ATTR_QKEY;
 	}
-	/* The device defaults, for a peer told the same way (spec 1.1). */
+	/*
+	 * Selective repeat when the peer agreed through ECE, or the device
+	 * default for every peer (spec 1.1).
+	 */
 	if (cur == IB_QPS_INIT && next == IB_QPS_RTR &&
 	    (ibqp->qp_type == IB_QPT_RC || ibqp->qp_type == IB_QPT_XRC_INI ||
 	     ibqp->qp_type == IB_QPT_XRC_TGT)) {
-		bool sr = READ_ONCE(vdev->selective_repeat);
+		bool sr = READ_ONCE(vdev->selective_repeat) ||
+			  (ece && (*ece & VRNIC_ECE_SELECTIVE_REPEAT));
 		u16 window = min_t(u16, READ_ONCE(vdev->send_window),
 				   VRNIC_SEND_WINDOW_MAX);
 
@@ -716,6 +724,29 @@ out:
 }
 
 /*
+ * ECE options a provider passes on (vrnic-abi.h): version 2's selective
+ * repeat, on a reliable QP of a device that has it, or nothing.
+ */
+static int vrnic_ib_qp_ece_check(struct vrnic_qp *qp, u32 options)
+{
+	struct vrnic_dev *vdev = to_vdev(qp->ibqp.device);
+	u32 bits = options & ~VRNIC_ECE_VERSION_MASK;
+	enum ib_qp_type type = qp->ibqp.qp_type;
+
+	if (!bits)
+		return 0;
+	if (bits & ~VRNIC_ECE_SELECTIVE_REPEAT ||
+	    options >> VRNIC_ECE_VERSION_SHIFT != VRNIC_ECE_VERSION_SR)
+		return -EINVAL;
+	if (type != IB_QPT_RC && type != IB_QPT_XRC_INI &&
+	    type != IB_QPT_XRC_TGT)
+		return -EINVAL;
+	if (!(le32_to_cpu(vdev->attr.caps) & VRNIC_CAP_SELECTIVE_REPEAT))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+/*
  * uverbs takes the QP shared for modify: two callers at once would race on
  * the state checked, qp->attr and the restart of the rings.
  */
@@ -723,15 +754,29 @@ int vrnic_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		       struct ib_udata *udata)
 {
 	struct vrnic_qp *qp = to_vqp(ibqp);
+	struct vrnic_modify_qp_cmd ucmd = {};
+	const u32 *ece = NULL;
 	int ret;
 
-	ret = vrnic_ib_udata_no_req(udata);
-	if (ret)
-		return ret;
+	if (udata) {
+		ret = vrnic_ib_udata_req(udata, &ucmd, sizeof(ucmd));
+		if (ret)
+			return ret;
+	}
+	if (ucmd.comp_mask & ~VRNIC_MODIFY_QP_CMD_MASK_ALL)
+		return -EOPNOTSUPP;
+	if (ucmd.comp_mask & VRNIC_MODIFY_QP_CMD_ECE) {
+		ret = vrnic_ib_qp_ece_check(qp, ucmd.ece_options);
+		if (ret)
+			return ret;
+		ece = &ucmd.ece_options;
+	} else if (ucmd.ece_options) {
+		return -EINVAL;
+	}
 	if (mask & ~VRNIC_QP_SUPPORTED_MASK)
 		return -EOPNOTSUPP;
 	mutex_lock(&qp->state_lock);
-	ret = __vrnic_modify_qp(ibqp, attr, mask);
+	ret = __vrnic_modify_qp(ibqp, attr, mask, ece);
 	mutex_unlock(&qp->state_lock);
 	return ret;
 }

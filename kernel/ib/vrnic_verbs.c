@@ -227,7 +227,13 @@ static int vrnic_ib_alloc_ucontext(struct ib_ucontext *ibuctx,
 	resp.db_mmap_key = rdma_user_mmap_get_offset(uctx->db_entry);
 	resp.db_page_index = page;
 	resp.db_page_size = VRNIC_DB_PAGE_SIZE;
-	resp.comp_mask = 0;	/* no optional field yet */
+	/* What this context's QPs offer a peer through ECE (rdma_cm). */
+	resp.comp_mask = VRNIC_ALLOC_UCTX_RESP_ECE;
+	if (READ_ONCE(vdev->ece_selective_repeat) &&
+	    (le32_to_cpu(vdev->attr.caps) & VRNIC_CAP_SELECTIVE_REPEAT))
+		resp.ece_options = VRNIC_ECE_VERSION_SR <<
+				   VRNIC_ECE_VERSION_SHIFT |
+				   VRNIC_ECE_SELECTIVE_REPEAT;
 	ret = ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
 	if (ret) {
 		rdma_user_mmap_entry_remove(uctx->db_entry);

@@ -1091,9 +1091,11 @@ static int uapi_checks(struct env *e)
 	ret = raw_get_context(&c, &req, &zero);
 	if (ret)
 		FAIL("ucontext with zero trailing bytes: %s\n", strerror(ret));
-	if (c.resp.comp_mask || c.resp.reserved || !c.resp.db_page_size)
-		FAIL("ucontext response: comp_mask 0x%x reserved 0x%x page %u\n",
-		     c.resp.comp_mask, c.resp.reserved, c.resp.db_page_size);
+	if (c.resp.comp_mask & ~VRNIC_ALLOC_UCTX_RESP_MASK_ALL ||
+	    c.resp.reserved || c.resp.reserved1 || !c.resp.db_page_size)
+		FAIL("ucontext response: comp_mask 0x%x reserved 0x%x 0x%x "
+		     "page %u\n", c.resp.comp_mask, c.resp.reserved,
+		     c.resp.reserved1, c.resp.db_page_size);
 
 	/* A CQ whose rings would be fine: only the ABI checks refuse it. */
 	if (posix_memalign(&ring, 4096, 8192))
@@ -1722,6 +1724,148 @@ static int dbrec_pool(struct env *e)
 
 /* -------------------------------------------------------- harness --- */
 
+/* ------------------------------------------------------------ ECE --- */
+
+#define ECE_SR	(VRNIC_ECE_VERSION_SR << VRNIC_ECE_VERSION_SHIFT | \
+		 VRNIC_ECE_SELECTIVE_REPEAT)
+
+static int ece_is(struct ibv_qp *qp, uint32_t want, const char *what)
+{
+	struct ibv_ece ece = { .comp_mask = 7 };
+	int ret = ibv_query_ece(qp, &ece);
+
+	if (ret)
+		FAIL("%s: ibv_query_ece: %s\n", what, strerror(ret));
+	if (ece.vendor_id != 0x1af4 || ece.options != want || ece.comp_mask)
+		FAIL("%s: vendor %#x options %#x comp_mask %u, not %#x\n", what,
+		     ece.vendor_id, ece.options, ece.comp_mask, want);
+	return 1;
+}
+
+static int ece_set(struct ibv_qp *qp, uint32_t vendor, uint32_t options,
+		   uint32_t comp_mask)
+{
+	struct ibv_ece ece = { .vendor_id = vendor, .options = options,
+			       .comp_mask = comp_mask };
+
+	return ibv_set_ece(qp, &ece);
+}
+
+/*
+ * The extended modify_qp with struct vrnic_modify_qp_cmd, by hand, on
+ * the provider's QP: attr_mask 0 changes nothing but the checks run.
+ */
+static int raw_modify_ece(struct ibv_qp *qp, uint32_t comp_mask,
+			  uint32_t options)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_ex_cmd_hdr ex;
+		struct ib_uverbs_ex_modify_qp cmd;
+		struct vrnic_modify_qp_cmd drv;
+	} m;
+	struct ib_uverbs_ex_modify_qp_resp resp;
+
+	memset(&m, 0, sizeof(m));
+	m.hdr.command = IB_USER_VERBS_CMD_FLAG_EXTENDED |
+			IB_USER_VERBS_EX_CMD_MODIFY_QP;
+	m.hdr.in_words = sizeof(m.cmd) / 8;
+	m.hdr.out_words = sizeof(resp) / 8;
+	m.ex.response = (uintptr_t)&resp;
+	m.ex.provider_in_words = sizeof(m.drv) / 8;
+	m.cmd.base.qp_handle = qp->handle;
+	m.drv.comp_mask = comp_mask;
+	m.drv.ece_options = options;
+	if (write(qp->context->cmd_fd, &m, sizeof(m)) == (ssize_t)sizeof(m))
+		return 0;
+	return errno;
+}
+
+/*
+ * Selective repeat negotiated through ECE (issue 25), as librdmacm drives
+ * it: a reliable QP offers version 2 with bit 0 (the debugfs default), a
+ * UD QP nothing; ibv_set_ece keeps what both offer at the lower version
+ * and refuses another vendor or a comp_mask; two QPs that agreed connect
+ * and move data.  The driver's checks of the modify_qp request, by hand.
+ */
+static int ece(struct env *e)
+{
+	static const struct {
+		uint32_t peer, agreed;
+	} agree[] = {
+		{ ECE_SR, ECE_SR },
+		{ 0, 0 },
+		{ 1u << VRNIC_ECE_VERSION_SHIFT | 1, 0 },   /* version 1 */
+		{ 2u << VRNIC_ECE_VERSION_SHIFT, 0 },       /* no bit */
+		{ 3u << VRNIC_ECE_VERSION_SHIFT | 3, ECE_SR }, /* newer */
+		{ 0xffffffffu, ECE_SR },
+	};
+	struct ibv_qp *a, *b, *ud;
+	struct ibv_cq *cq;
+	unsigned int i;
+	int ret;
+
+	cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
+	a = cq ? make_qp(e, IBV_QPT_RC, cq, cq, 8, 0) : NULL;
+	b = a ? make_qp(e, IBV_QPT_RC, cq, cq, 8, 0) : NULL;
+	ud = b ? make_qp(e, IBV_QPT_UD, cq, cq, 8, 0) : NULL;
+	if (!ud)
+		FAIL("setup: %s\n", strerror(errno));
+	if (!ece_is(a, ECE_SR, "RC offer") || !ece_is(ud, 0, "UD offer"))
+		return 0;
+	ret = ece_set(a, 0x15b3, ECE_SR, 0);
+	if (ret != EINVAL)
+		FAIL("set_ece, vendor 0x15b3: %d, not EINVAL\n", ret);
+	ret = ece_set(a, 0x1af4, ECE_SR, 1);
+	if (ret != EINVAL)
+		FAIL("set_ece, comp_mask 1: %d, not EINVAL\n", ret);
+	for (i = 0; i < ARRAY_SIZE(agree); i++) {
+		ret = ece_set(a, 0x1af4, agree[i].peer, 0);
+		if (ret)
+			FAIL("set_ece %#x: %s\n", agree[i].peer, strerror(ret));
+		if (!ece_is(a, agree[i].agreed, "after set_ece"))
+			return 0;
+	}
+	if (ece_set(ud, 0x1af4, ECE_SR, 0) || !ece_is(ud, 0, "UD set"))
+		FAIL("UD: set_ece SR is not nothing agreed\n");
+
+	/* the driver's checks */
+	ret = raw_modify_ece(a, 1u << 31, 0);
+	if (ret != EOPNOTSUPP)
+		FAIL("modify_qp comp_mask bit 31: %d, not EOPNOTSUPP\n", ret);
+	ret = raw_modify_ece(a, 0, ECE_SR);
+	if (ret != EINVAL)
+		FAIL("modify_qp options without the bit: %d, not EINVAL\n", ret);
+	ret = raw_modify_ece(a, VRNIC_MODIFY_QP_CMD_ECE, ECE_SR | 2);
+	if (ret != EINVAL)
+		FAIL("modify_qp options bit 1: %d, not EINVAL\n", ret);
+	ret = raw_modify_ece(a, VRNIC_MODIFY_QP_CMD_ECE,
+			     1u << VRNIC_ECE_VERSION_SHIFT | 1);
+	if (ret != EINVAL)
+		FAIL("modify_qp version 1 with bit 0: %d, not EINVAL\n", ret);
+	ret = raw_modify_ece(ud, VRNIC_MODIFY_QP_CMD_ECE, ECE_SR);
+	if (ret != EINVAL)
+		FAIL("modify_qp SR on a UD QP: %d, not EINVAL\n", ret);
+	ret = raw_modify_ece(a, VRNIC_MODIFY_QP_CMD_ECE, ECE_SR);
+	if (ret)
+		FAIL("modify_qp with SR agreed: %s\n", strerror(ret));
+	ret = raw_modify_ece(a, VRNIC_MODIFY_QP_CMD_ECE, 0);
+	if (ret)
+		FAIL("modify_qp with nothing agreed: %s\n", strerror(ret));
+
+	/* both agreed: they connect (INIT to RTR with the options) */
+	if (ece_set(b, 0x1af4, ECE_SR, 0) || !ece_is(b, ECE_SR, "b") ||
+	    !ece_is(a, ECE_SR, "a"))
+		return 0;
+	if (to_rts(e, a, b->qp_num) || to_rts(e, b, a->qp_num))
+		FAIL("to_rts with selective repeat agreed: %s\n",
+		     strerror(errno));
+	for (i = 0; i < 16; i++)
+		if (!moves(e, a, b, cq))
+			return 0;
+	return 1;
+}
+
 struct test {
 	int (*fn)(struct env *e);
 	const char *name;
@@ -1743,6 +1887,7 @@ static const struct test tests[] = {
 	{ uapi_geometry_qp, "uapi: SRQ and QP responses carry the programmed depths, strides and limits" },
 	{ qkey_policy, "qkey: ib_core's privileged-qkey setting rules controlled Q_Keys" },
 	{ dbrec_pool, "dbrec: 1000 QPs and CQs pin their records in a few pages" },
+	{ ece, "ece: reliable QPs offer selective repeat, set_ece agrees, the driver checks" },
 };
 
 /* Run one test in a child; a crash or a hang is a failure. */
