@@ -394,6 +394,125 @@ def inject_test(stage, fab, s1, r, sr=False):
                  "s1 %s, r %s" % (d["s1"], d["r"]))
 
 
+ECE = "/opt/vrnic/tests/vrnic_ece"
+ECE_PORT = 7471
+ECE_KNOB = "/sys/kernel/debug/vrnic/%s/ece_selective_repeat"
+ECE_SR = "vendor 0x1af4 options 0x20000001"     # version 2, bit 0
+ECE_NONE = "vendor 0x1af4 options 0"
+
+
+def qp_sr(nic, out):
+    """selective_repeat of the QP whose number out printed (restrack)."""
+    m = re.search(r"^qpn (0x[0-9a-f]+)$", out, re.M)
+    if not m:
+        return None
+    res = nic.vm.run("rdma res show qp link %s/1 lqpn %d -dd"
+                     % (nic.rdma, int(m.group(1), 16)))[1]
+    m = re.search(r"\b(?:drv_)?selective_repeat[ :]+(\d+)", res)
+    return int(m.group(1)) if m else None
+
+
+def ece_run(stage, name, srv, srv_ip, cli, cli_ip, args, want_srv, want_cli):
+    """vrnic_ece between srv and cli: each side's ECE line is as wanted,
+    each QP's selective_repeat in restrack (None: not a vrnic) follows it,
+    and the data exchange checks out.  Returns the client's output."""
+    start(srv.vm, "ecesrv", "%s -s -a %s -p %d %s" % (ECE, srv_ip, ECE_PORT,
+                                                     args))
+    srv.vm.run("for i in $(seq 200); do grep -q listening /tmp/ecesrv.out "
+               "&& exit 0; sleep 0.1; done; exit 1", timeout=40)
+    start(cli.vm, "ececli", "%s -c -a %s -b %s -p %d -w 4 %s" % (
+        ECE, srv_ip, cli_ip, ECE_PORT, args))
+    cli.vm.run("for i in $(seq %d); do grep -q '^linger' /tmp/ececli.out "
+               "&& exit 0; sleep 0.25; done; exit 1" % (FLOW_TIMEOUT * 4),
+               timeout=FLOW_TIMEOUT + 30)
+    sr = {}
+    for who, nic, tag in (("server", srv, "ecesrv"), ("client", cli,
+                                                      "ececli")):
+        if nic.kind == "vrnic":
+            sr[who] = qp_sr(nic, nic.vm.run("cat /tmp/%s.out" % tag)[1])
+    crc, cout = collect(cli.vm, "ececli")
+    src, sout = collect(srv.vm, "ecesrv")
+    show(sout, 5)
+    show(cout, 4)
+    ok = crc == "0" and src == "0" and "data: ok" in sout and \
+        "data: ok" in cout
+    stage.record("%s: connects, data checked" % name, "pass" if ok else
+                 "fail", "" if ok else "client exit %s, server exit %s: %s"
+                 % (crc, src, (cout + sout)[-400:]))
+    got = (re.search(r"^ece: (.*)$", sout, re.M),
+           re.search(r"^ece: (.*)$", cout, re.M))
+    got = tuple(m.group(1) if m else None for m in got)
+    ok = got == (want_srv, want_cli)
+    stage.record("%s: ibv_query_ece after the handshake" % name,
+                 "pass" if ok else "fail", "server %r, client %r (wanted %r, "
+                 "%r)" % (got + (want_srv, want_cli)))
+    want_sr = {w: int(v == ECE_SR) for w, v in (("server", want_srv),
+                                                 ("client", want_cli))
+               if w in sr}
+    ok = sr == want_sr
+    stage.record("%s: restrack selective_repeat follows the agreement"
+                 % name, "pass" if ok else "fail", "got %s, wanted %s"
+                 % (sr, want_sr))
+    return cout
+
+
+def set_ece(nics, on):
+    for n in nics:
+        n.vm.check("mountpoint -q /sys/kernel/debug || mount -t debugfs none "
+                   "/sys/kernel/debug; echo %d > %s && grep -qx %s %s"
+                   % (on, ECE_KNOB % n.rdma, "Y" if on else "N",
+                      ECE_KNOB % n.rdma))
+
+
+def ece_tests(stage, fab, s1, s2, r, rxe):
+    """d: rdma_cm negotiates selective repeat through ECE (issue 25).
+    vrnic_ece, a librdmacm client and server, runs s1 -> r with 1% loss
+    on r's link both ways: the REQ carries s1's offer, r agrees, and both
+    QPs use selective repeat (ibv_query_ece, restrack), recovering on
+    SACKs with every byte checked.  Then r withdraws its offer (debugfs
+    ece_selective_repeat 0): both agree on nothing and recover by
+    go-back-N.  Last, s2 -> rxe: rxe knows no ECE, so s2's QP stays on
+    go-back-N and the exchange works as before."""
+    keys = ("sack_rcvd", "sack_sent", "roce_adp_retrans")
+    name = "ece: vrnic_ece s1->r, 1% loss both ways"
+    try:
+        set_ece([s1, r], 1)
+        st0 = link_stats(s1, keys)
+        fab.set_link("r", {"impair": {"loss": 0.01}})
+        try:
+            ece_run(stage, name, r, r.ip, s1, s1.ip, "", ECE_SR, ECE_SR)
+            st1 = link_stats(s1, keys)
+            d = {k: st1[k] - st0[k] for k in keys
+                 if st1[k] is not None and st0[k] is not None}
+            ok = d.get("sack_rcvd", 0) > 0 and d.get("roce_adp_retrans", 0) > 0
+            stage.record("%s: s1 recovered on SACKs" % name,
+                         "pass" if ok else "fail", "s1 deltas %s" % d)
+            name = "ece: r withdraws its offer, 1% loss"
+            set_ece([r], 0)
+            ece_run(stage, name, r, r.ip, s1, s1.ip, "", ECE_NONE, ECE_NONE)
+            st2 = link_stats(s1, keys)
+            d = {k: st2[k] - st1[k] for k in keys
+                 if st2[k] is not None and st1[k] is not None}
+            ok = d.get("sack_rcvd", -1) == 0
+            stage.record("%s: go-back-N, no SACK" % name,
+                         "pass" if ok else "fail", "s1 deltas %s" % d)
+        finally:
+            fab.set_link("r", {"impair": {"loss": 0.0}})
+            set_ece([r], 1)
+    except (fabric.FabricError, vmlib.VMError) as e:
+        stage.record(name, "fail", str(e))
+    name = "ece: vrnic_ece vrnic(s2)->rxe"
+    try:
+        if "rxe0" not in rxe.vm.run("rdma link show")[1]:
+            rxe.vm.check(shipped("rxe-up") + "bash /tmp/rxe-up 1500 %s"
+                         % rxe.ip)
+        rxe.rdma = "rxe0"
+        ece_run(stage, name, rxe, rxe.ip, s2, "10.10.3.1", "-n 50",
+                "not supported (Operation not supported)", ECE_NONE)
+    except vmlib.VMError as e:
+        stage.record(name, "fail", str(e))
+
+
 ECN_COUNTER = "np_ecn_marked_roce_packets"
 
 
@@ -924,6 +1043,7 @@ def main():
         (None, "rxe", lambda: rxe_tests(stage, s2, rxe)),
         (None, "inject", lambda: inject_test(stage, fab, s1, r)),
         (None, "inject sr", lambda: inject_test(stage, fab, s1, r, True)),
+        (None, "ece", lambda: ece_tests(stage, fab, s1, s2, r, rxe)),
         ("ecn.json", "ecn", lambda: ecn_test(stage, fab, s1, r)),
         (None, "dcqcn", lambda: dcqcn_tests(stage, fab, s1, s2, r)),
         ("incast-drop.json", "incast lossy",
