@@ -788,7 +788,8 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 	    ((attrs & VRNIC_QP_ATTR_DEST_QPN) && le(a.dest_qpn) > roce::kPsnMask) ||
 	    ((attrs & VRNIC_QP_ATTR_TRANSPORT) &&
 	     ((le(a.transport_flags) & ~VRNIC_QP_TF_SELECTIVE_REPEAT) ||
-	      le(a.send_window) > VRNIC_SEND_WINDOW_MAX)) ||
+	      le(a.send_window) > VRNIC_SEND_WINDOW_MAX ||
+	      a.spray_paths > VRNIC_SPRAY_PATHS_MAX)) ||
 	    ((attrs & VRNIC_QP_ATTR_ACCESS) &&
 	     (le(a.access) & ~(VRNIC_ACCESS_REMOTE_WRITE | VRNIC_ACCESS_REMOTE_READ |
 			       VRNIC_ACCESS_REMOTE_ATOMIC |
@@ -836,6 +837,7 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 	if (attrs & VRNIC_QP_ATTR_TRANSPORT) {
 		qp.attr.transport_flags = a.transport_flags;
 		qp.attr.send_window = a.send_window;
+		qp.attr.spray_paths = a.spray_paths;
 	}
 	if (attrs & VRNIC_QP_ATTR_RQ_PSN) {
 		qp.attr.rq_psn = a.rq_psn;

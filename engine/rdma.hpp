@@ -410,6 +410,13 @@ struct Qp {
 		const uint16_t w = le(attr.send_window);
 		return w ? int32_t(w) : int32_t(VRNIC_SEND_WINDOW_MAX);
 	}
+	// The UDP source ports its request packets spread over
+	// (MODIFY_QP's TRANSPORT): only with selective repeat, whose
+	// receiver places what arrives out of order; else one.
+	[[nodiscard]] unsigned spray_paths() const
+	{
+		return sr() && attr.spray_paths > 1 ? attr.spray_paths : 1;
+	}
 	// Acknowledged, retransmitted: RC, and XRC on either side.
 	[[nodiscard]] bool reliable() const
 	{
@@ -687,6 +694,13 @@ private:
 	[[nodiscard]] uint64_t sr_hole_period(const Qp &qp) const;
 	void sr_hole_timer(Qp &qp);
 
+	// The path of qp's packet h: its own, or with a QP that sprays, one
+	// of spray_paths() UDP source ports for each request PSN (the
+	// responder holds what arrives out of order).  ACKs, SACKs and READ
+	// responses, which the requester takes only in order, keep the QP's
+	// own port.
+	[[nodiscard]] static roce::Path pkt_path(const Qp &qp,
+						 const roce::Headers &h);
 	void xmit(const Qp &qp, const roce::Headers &h,
 		  std::span<const uint8_t> payload);
 	void xmit_frame(size_t len);

@@ -133,12 +133,28 @@ void Rdma::xmit_frame(size_t len)
 	plat_.send_frame({frame_.data(), len});
 }
 
+roce::Path Rdma::pkt_path(const Qp &qp, const Headers &h)
+{
+	const unsigned n = qp.spray_paths();
+	if (n <= 1 || h.transport == roce::VENDOR || h.opcode == ACK ||
+	    h.opcode == ATOMIC_ACK ||
+	    (h.opcode >= READ_RESP_FIRST && h.opcode <= READ_RESP_ONLY))
+		return qp.path;
+	// Round robin over n ports from the QP's own, in RoCE's range
+	// (0xC000 and up, as rdma_flow_label_to_udp_sport): the fabric's
+	// ECMP hash takes each to a path.
+	roce::Path p = qp.path;
+	p.udp_sport = uint16_t(0xc000 | ((p.udp_sport + h.psn % n) & 0x3fff));
+	return p;
+}
+
 void Rdma::xmit(const Qp &qp, const Headers &h, std::span<const uint8_t> payload)
 {
-	const size_t hl = build_headers(frame_.data(), qp.path, h);
+	const roce::Path path = pkt_path(qp, h);
+	const size_t hl = build_headers(frame_.data(), path, h);
 	if (!payload.empty())
 		std::memcpy(frame_.data() + hl, payload.data(), payload.size());
-	xmit_frame(finish(frame_.data(), qp.path, hl, payload.size()));
+	xmit_frame(finish(frame_.data(), path, hl, payload.size()));
 }
 
 void Rdma::send_ack(Qp &qp, uint8_t syndrome, uint32_t psn, bool force)
@@ -550,12 +566,13 @@ void Rdma::send_request_packet(Qp &qp, SendWqe &w)
 	if (qp.reliable())
 		h.ackreq = last || idx % 32 == 31;
 
-	const size_t hl = build_headers(frame_.data(), qp.path, h);
+	const roce::Path path = pkt_path(qp, h);
+	const size_t hl = build_headers(frame_.data(), path, h);
 	if (!gather(qp, w, qp.send_off, frame_.data() + hl, n)) {
 		requester_error(qp, w, VRNIC_WC_ST_LOC_PROT_ERR);
 		return;
 	}
-	xmit_frame(finish(frame_.data(), qp.path, hl, n));
+	xmit_frame(finish(frame_.data(), path, hl, n));
 	qp.send_off += n;
 	if (n == 0)
 		qp.send_off = 1;	// zero-length message: sent
@@ -1709,6 +1726,7 @@ void Rdma::send_read_response(Qp &qp, RdResource &r, unsigned int &budget)
 		h.psn = psn_add(r.psn_first, r.sent);
 		h.syndrome = kCredits;
 		h.msn = qp.msn & kPsnMask;
+		// One path: the requester takes READ responses in order only.
 		const size_t hl = build_headers(frame_.data(), qp.path, h);
 		const Mr *mr = nullptr;
 		if (n && (mrs_.check_remote(r.rkey, r.pdn, qp.qpn, r.va + off, n,

@@ -652,6 +652,8 @@ enum vrnic_qp_state {
 #define VRNIC_QP_TF_SELECTIVE_REPEAT	(1u << 0)	/* SACKs, hole resends */
 /* send_window of struct vrnic_qp_attr (TRANSPORT): at most this. */
 #define VRNIC_SEND_WINDOW_MAX		512
+/* spray_paths of struct vrnic_qp_attr (TRANSPORT): at most this. */
+#define VRNIC_SPRAY_PATHS_MAX		64
 
 /* QP attributes, in guest memory for MODIFY_QP and QUERY_QP (128 B). */
 struct vrnic_qp_attr {
@@ -682,7 +684,8 @@ struct vrnic_qp_attr {
 	__le32 cc_rate_mbps;
 	__le32 transport_flags;		/* VRNIC_QP_TF_* */
 	__le16 send_window;		/* PSNs in flight, 0: the maximum */
-	__u8 rsvd[38];
+	__u8 spray_paths;		/* UDP source ports, 0 and 1: one */
+	__u8 rsvd[37];
 };
 
 struct vrnic_admin_modify_qp {

@@ -96,6 +96,13 @@ struct vrnic_dev {
 	 */
 	u16 send_window;
 	/*
+	 * debugfs spray_paths: the UDP source ports RC and XRC QPs moved to
+	 * RTR from now on spread their packets over when they use selective
+	 * repeat (ECMP multipath); 0, the default, and 1 are one port, more
+	 * than VRNIC_SPRAY_PATHS_MAX is taken as the maximum.
+	 */
+	u8 spray_paths;
+	/*
 	 * debugfs ece_selective_repeat: user contexts opened from now on
 	 * offer selective repeat through ECE (on by default with the
 	 * capability); a QP uses it only once its peer agreed.

@@ -694,11 +694,14 @@ static int __vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 			  (ece && (*ece & VRNIC_ECE_SELECTIVE_REPEAT));
 		u16 window = min_t(u16, READ_ONCE(vdev->send_window),
 				   VRNIC_SEND_WINDOW_MAX);
+		u8 spray = min_t(u8, READ_ONCE(vdev->spray_paths),
+				 VRNIC_SPRAY_PATHS_MAX);
 
-		if (sr || window) {
+		if (sr || window || spray) {
 			a->transport_flags =
 				cpu_to_le32(sr ? VRNIC_QP_TF_SELECTIVE_REPEAT : 0);
 			a->send_window = cpu_to_le16(window);
+			a->spray_paths = spray;
 			vmask |= VRNIC_QP_ATTR_TRANSPORT;
 		}
 	}
@@ -821,7 +824,8 @@ int vrnic_ib_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 	struct nlattr *table;
 	struct vrnic_qp_hw hw;
 	struct vrnic_qp_attr *a;
-	u8 state;
+	u8 state, spray;
+	bool sr;
 	int ret;
 
 	ret = vrnic_ib_qp_hw_query(vdev, qp->qpn, &hw);
@@ -830,6 +834,9 @@ int vrnic_ib_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 	a = hw.a;
 	/* Once: the device can still write the buffer it answered in. */
 	state = READ_ONCE(a->state);
+	sr = le32_to_cpu(READ_ONCE(a->transport_flags)) &
+	     VRNIC_QP_TF_SELECTIVE_REPEAT;
+	spray = READ_ONCE(a->spray_paths);
 	table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
 	if (!table ||
 	    rdma_nl_put_driver_string(msg, "hw_state",
@@ -850,12 +857,12 @@ int vrnic_ib_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 				   a->max_dest_rd_atomic) ||
 	    rdma_nl_put_driver_u32(msg, "cc_rate_mbps",
 				   le32_to_cpu(a->cc_rate_mbps)) ||
-	    rdma_nl_put_driver_u32(msg, "selective_repeat",
-				   le32_to_cpu(a->transport_flags) &
-				   VRNIC_QP_TF_SELECTIVE_REPEAT) ||
+	    rdma_nl_put_driver_u32(msg, "selective_repeat", sr) ||
 	    rdma_nl_put_driver_u32(msg, "send_window",
 				   le16_to_cpu(a->send_window) ?:
-				   VRNIC_SEND_WINDOW_MAX)) {
+				   VRNIC_SEND_WINDOW_MAX) ||
+	    rdma_nl_put_driver_u32(msg, "spray_paths",
+				   sr && spray > 1 ? spray : 1)) {
 		if (table)
 			nla_nest_cancel(msg, table);
 		ret = -EMSGSIZE;

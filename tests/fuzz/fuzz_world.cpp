@@ -332,6 +332,7 @@ void Dev::to_state(QpInfo &q, uint8_t target, uint8_t peer_id, uint32_t peer_qpn
 			if (q.sr) {
 				a.transport_flags = VRNIC_QP_TF_SELECTIVE_REPEAT;
 				a.send_window = 32;	// and a window below the maximum
+				a.spray_paths = 4;	// and several source ports
 				mask |= VRNIC_QP_ATTR_TRANSPORT;
 			}
 		}

@@ -17,7 +17,11 @@ keep running:
                     ibv_rc_pingpong -c (data checked) is retransmitted
                     exactly once; again with selective repeat on both
                     devices (debugfs): that packet alone is resent, on
-                    r's SACKs (issue 25);
+                    r's SACKs (issue 25); rdma_cm negotiates selective
+                    repeat through ECE (vrnic_ece), through 1% loss, with
+                    rxe too;
+  leaf-spine.json   two leaves, two spines: one QP's flow takes one spine,
+                    and both once it sprays over 8 UDP source ports;
   ecn.json          r's port at 500 Mb/s, marking from 4 KiB on priority
                     3, DWRR (with strict priority a DCQCN flow on
                     priority 3 starved the second client's TCP exchange
@@ -401,21 +405,25 @@ ECE_SR = "vendor 0x1af4 options 0x20000001"     # version 2, bit 0
 ECE_NONE = "vendor 0x1af4 options 0"
 
 
-def qp_sr(nic, out):
-    """selective_repeat of the QP whose number out printed (restrack)."""
+def qp_attrs(nic, out, names=("selective_repeat", "spray_paths")):
+    """{name: value} of the driver attributes in restrack of the QP whose
+    number out printed (absent: None)."""
     m = re.search(r"^qpn (0x[0-9a-f]+)$", out, re.M)
-    if not m:
-        return None
     res = nic.vm.run("rdma res show qp link %s/1 lqpn %d -dd"
-                     % (nic.rdma, int(m.group(1), 16)))[1]
-    m = re.search(r"\b(?:drv_)?selective_repeat[ :]+(\d+)", res)
-    return int(m.group(1)) if m else None
+                     % (nic.rdma, int(m.group(1), 16)))[1] if m else ""
+    got = {}
+    for k in names:
+        m = re.search(r"\b(?:drv_)?%s[ :]+(\d+)" % k, res)
+        got[k] = int(m.group(1)) if m else None
+    return got
 
 
-def ece_run(stage, name, srv, srv_ip, cli, cli_ip, args, want_srv, want_cli):
+def ece_run(stage, name, srv, srv_ip, cli, cli_ip, args, want_srv, want_cli,
+            spray=None):
     """vrnic_ece between srv and cli: each side's ECE line is as wanted,
     each QP's selective_repeat in restrack (None: not a vrnic) follows it,
-    and the data exchange checks out.  Returns the client's output."""
+    and the data exchange checks out; with spray, the client's QP sprays
+    over that many ports (restrack).  Returns the client's output."""
     start(srv.vm, "ecesrv", "%s -s -a %s -p %d %s" % (ECE, srv_ip, ECE_PORT,
                                                      args))
     srv.vm.run("for i in $(seq 200); do grep -q listening /tmp/ecesrv.out "
@@ -425,11 +433,14 @@ def ece_run(stage, name, srv, srv_ip, cli, cli_ip, args, want_srv, want_cli):
     cli.vm.run("for i in $(seq %d); do grep -q '^linger' /tmp/ececli.out "
                "&& exit 0; sleep 0.25; done; exit 1" % (FLOW_TIMEOUT * 4),
                timeout=FLOW_TIMEOUT + 30)
-    sr = {}
+    sr, paths = {}, None
     for who, nic, tag in (("server", srv, "ecesrv"), ("client", cli,
                                                       "ececli")):
         if nic.kind == "vrnic":
-            sr[who] = qp_sr(nic, nic.vm.run("cat /tmp/%s.out" % tag)[1])
+            got = qp_attrs(nic, nic.vm.run("cat /tmp/%s.out" % tag)[1])
+            sr[who] = got["selective_repeat"]
+            if who == "client":
+                paths = got["spray_paths"]
     crc, cout = collect(cli.vm, "ececli")
     src, sout = collect(srv.vm, "ecesrv")
     show(sout, 5)
@@ -453,6 +464,10 @@ def ece_run(stage, name, srv, srv_ip, cli, cli_ip, args, want_srv, want_cli):
     stage.record("%s: restrack selective_repeat follows the agreement"
                  % name, "pass" if ok else "fail", "got %s, wanted %s"
                  % (sr, want_sr))
+    if spray is not None:
+        stage.record("%s: restrack: the client's QP sprays over %d ports"
+                     % (name, spray), "pass" if paths == spray else "fail",
+                     "spray_paths %s" % paths)
     return cout
 
 
@@ -511,6 +526,60 @@ def ece_tests(stage, fab, s1, s2, r, rxe):
                 "not supported (Operation not supported)", ECE_NONE)
     except vmlib.VMError as e:
         stage.record(name, "fail", str(e))
+
+
+SPRAY_KNOB = "/sys/kernel/debug/vrnic/%s/spray_paths"
+SPINES = ("spine0", "spine1")
+
+
+def set_spray(nics, n):
+    for nic in nics:
+        nic.vm.check("mountpoint -q /sys/kernel/debug || mount -t debugfs "
+                     "none /sys/kernel/debug; echo %d > %s && grep -qx %d %s"
+                     % (n, SPRAY_KNOB % nic.rdma, n, SPRAY_KNOB % nic.rdma))
+
+
+def spine_tx(fab):
+    """Packets leaf0 sent towards each spine so far."""
+    c = fab.counters()
+    return [sum(q["tx_packets"] for q in fabric.port(c, sp, switch="leaf0"))
+            for sp in SPINES]
+
+
+def multipath_tests(stage, fab, s1, r):
+    """e: leaf-spine.json, s1 under leaf0 and r under leaf1, two spines,
+    ECMP by 5-tuple.  vrnic_ece s1 -> r (selective repeat agreed through
+    ECE): with one source port the flow takes one spine; with spray_paths
+    8 on both devices (debugfs) s1's requests leave from 8 ports and both
+    spines carry them, every byte still checked (issue 25)."""
+    for spray in (0, 8):
+        name = "multipath: vrnic_ece s1->r, spray_paths %d" % spray
+        try:
+            set_spray([s1, r], spray)
+            t0 = spine_tx(fab)
+            ece_run(stage, name, r, r.ip, s1, s1.ip, "", ECE_SR, ECE_SR,
+                    spray=spray if spray > 1 else 1)
+            t1 = spine_tx(fab)
+        except (fabric.FabricError, vmlib.VMError) as e:
+            stage.record(name, "fail", str(e))
+            continue
+        finally:
+            try:
+                set_spray([s1, r], 0)
+            except vmlib.VMError:
+                pass
+        d = [b - a for a, b in zip(t0, t1)]
+        share = min(d) / sum(d) if sum(d) else 0.0
+        # 4 MiB twice (WRITE, then READ requests) and 200 x 64 KiB at
+        # MTU 1024: some 17000 packets from s1.
+        if spray:
+            ok = sum(d) > 10000 and share >= 0.3
+            what = "both spines carry the flow"
+        else:
+            ok = sum(d) > 10000 and share <= 0.05
+            what = "one spine carries the flow"
+        stage.record("%s: %s" % (name, what), "pass" if ok else "fail",
+                     "leaf0 -> %s: %s packets" % ("/".join(SPINES), d))
 
 
 ECN_COUNTER = "np_ecn_marked_roce_packets"
@@ -1044,6 +1113,8 @@ def main():
         (None, "inject", lambda: inject_test(stage, fab, s1, r)),
         (None, "inject sr", lambda: inject_test(stage, fab, s1, r, True)),
         (None, "ece", lambda: ece_tests(stage, fab, s1, s2, r, rxe)),
+        ("leaf-spine.json", "multipath",
+         lambda: multipath_tests(stage, fab, s1, r)),
         ("ecn.json", "ecn", lambda: ecn_test(stage, fab, s1, r)),
         (None, "dcqcn", lambda: dcqcn_tests(stage, fab, s1, s2, r)),
         ("incast-drop.json", "incast lossy",

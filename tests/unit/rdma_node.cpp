@@ -206,10 +206,12 @@ void Node::connect(const Node &peer, uint32_t path_mtu, uint32_t sq_psn,
 	std::memcpy(a.dmac, dmac, 6);
 	a.transport_flags = transport_flags;
 	a.send_window = send_window;
+	a.spray_paths = spray_paths;
 	if (modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_AV | VRNIC_QP_ATTR_PATH_MTU |
 		   VRNIC_QP_ATTR_DEST_QPN | VRNIC_QP_ATTR_RQ_PSN |
 		   VRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC | VRNIC_QP_ATTR_MIN_RNR_TIMER |
-		   (transport_flags || send_window ? VRNIC_QP_ATTR_TRANSPORT : 0), a))
+		   (transport_flags || send_window || spray_paths ?
+		    VRNIC_QP_ATTR_TRANSPORT : 0), a))
 		throw std::runtime_error("to RTR");
 	a.state = VRNIC_QPS_RTS;
 	a.sq_psn = sq_psn;

@@ -109,6 +109,7 @@ struct Node {
 	// VRNIC_QP_TF_*: what connect() tells the QP the peer agreed to.
 	uint32_t transport_flags = 0;
 	uint16_t send_window = 0;	// and the PSNs it keeps in flight
+	uint8_t spray_paths = 0;	// and the UDP source ports it sprays over
 };
 
 // A fast-register MR on n with room for `pages` pages: invalid until a

@@ -6,6 +6,8 @@
 // every opcode under loss, duplication and reordering in both modes.
 #include <gtest/gtest.h>
 #include <ctime>
+#include <map>
+#include <set>
 
 #include "engine_internal.hpp"
 #include "rdma_node.hpp"
@@ -812,4 +814,82 @@ TEST_F(Sr, ALostResendIsSeenByTheRestOfItsOwnMessage)
 	EXPECT_EQ(a.counters().roce_adp_retrans, 2u);
 	EXPECT_EQ(a.counters().roce_adp_retrans_to, 0u) << "not the hole timer";
 	EXPECT_EQ(a.counters().retry_timeouts, 0u);
+}
+
+// The UDP source port of an IPv4 RoCE frame.
+static uint16_t udp_sport(const std::vector<uint8_t> &f)
+{
+	return f.size() > 54 ? uint16_t(f[34] << 8 | f[35]) : 0;
+}
+
+// Multipath (issue 25): a QP with selective repeat and spray_paths 8
+// sends its WRITE packets from 8 UDP source ports in RoCE's range, round
+// robin by PSN, so that ECMP spreads one flow over several paths; its
+// ACKs and SACKs keep the QP's own port (b sprays too).  Through a wire that
+// reorders (as paths of different delays do), b places every packet and
+// the data arrives intact.  The same setting without selective repeat
+// leaves one port, as a go-back-N receiver would NAK the reordering.
+TEST_F(Sr, SprayingSpreadsTheRequestsOverSourcePorts)
+{
+	a.spray_paths = b.spray_paths = 8;
+	connect();
+	std::map<uint16_t, unsigned> ports;
+	std::set<uint16_t> acks;
+	bool round_robin = true;
+	wire.reorder = 0.05;
+	wire.drop_if = [&](const std::vector<uint8_t> &f) {
+		if (is_write_request(f)) {
+			const uint16_t sp = udp_sport(f);
+			ports[sp]++;
+			round_robin &= sp == (0xc000 | ((0xc000 + bth_psn(f) % 8) & 0x3fff));
+		} else if (bth_opcode(f) == 0x11 || bth_opcode(f) == 0xc0) {
+			acks.insert(udp_sport(f));
+		}
+		return false;
+	};
+	const auto sc = write_all(4, 64 * kMtu);
+	ASSERT_EQ(sc.size(), 4u);
+	for (const auto &c : sc)
+		EXPECT_EQ(c.status, VRNIC_WC_ST_SUCCESS);
+	expect_written(4, 64 * kMtu);
+	EXPECT_EQ(ports.size(), 8u);
+	for (const auto &[sp, n] : ports) {
+		EXPECT_GE(sp, 0xc000);
+		EXPECT_GE(n, 4 * 64 / 8u) << "port " << sp;
+	}
+	EXPECT_TRUE(round_robin);
+	EXPECT_GT(b.counters().ooo_placed, 0u) << "the wire reordered";
+	EXPECT_EQ(acks.size(), 1u) << "b's ACKs and SACKs from one port";
+
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_QUERY_QP;
+	c.query_qp.out_addr = Node::kAttr;
+	c.query_qp.qpn = a.qp;
+	a.admin_ok(c);
+	vrnic_qp_attr got{};
+	std::memcpy(&got, a.p.ptr(Node::kAttr), sizeof(got));
+	EXPECT_EQ(got.spray_paths, 8u);
+}
+
+TEST(SrSpray, OnlyWithSelectiveRepeatAndAtMostTheMaximum)
+{
+	Node a{1}, b{2};
+	a.spray_paths = 8;
+	a.connect(b, kMtuCode, kPsnA, kPsnB);
+	b.connect(a, kMtuCode, kPsnB, kPsnA);
+	EXPECT_EQ(a.p.eng->dev.rdma().qp(a.qp)->spray_paths(), 1u)
+		<< "go-back-N: one port";
+
+	Node w{3};
+	vrnic_qp_attr at{};
+	at.state = VRNIC_QPS_INIT;
+	at.transport_flags = VRNIC_QP_TF_SELECTIVE_REPEAT;
+	at.spray_paths = VRNIC_SPRAY_PATHS_MAX + 1;
+	EXPECT_EQ(w.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_TRANSPORT, at),
+		  VRNIC_ADMIN_ST_BAD_PARAM);
+	at.spray_paths = VRNIC_SPRAY_PATHS_MAX;
+	EXPECT_EQ(w.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_TRANSPORT, at),
+		  VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(w.p.eng->dev.rdma().qp(w.qp)->spray_paths(),
+		  unsigned(VRNIC_SPRAY_PATHS_MAX));
 }
