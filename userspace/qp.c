@@ -921,6 +921,18 @@ int vrnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	}
 	if (ret || !(mask & IBV_QP_STATE))
 		return ret;
+	/*
+	 * ECE: a QP that reached RTR without ibv_set_ece agreed to nothing
+	 * (a peer without ECE: librdmacm's passive side then sets nothing),
+	 * and one moved to RESET starts over, as a new connection.
+	 */
+	if (attr->qp_state == IBV_QPS_RTR && !vqp->ece_set) {
+		vqp->ece_set = true;
+		vqp->ece_options = 0;
+	} else if (attr->qp_state == IBV_QPS_RESET) {
+		vqp->ece_set = false;
+		vqp->ece_options = 0;
+	}
 	if (attr->qp_state == IBV_QPS_RESET &&
 	    to_vqp(qp)->type != VRNIC_QPT_XRC_TGT)
 		vrnic_qp_reset(to_vqp(qp));
@@ -978,22 +990,26 @@ int vrnic_set_ece(struct ibv_qp *ibqp, struct ibv_ece *ece)
 	struct vrnic_qp *qp = to_vqp(ibqp);
 
 	if (!ctx->has_ece)
-		return EOPNOTSUPP;
+		return errno = EOPNOTSUPP;
 	if (ece->comp_mask || ece->vendor_id != VRNIC_PCI_VENDOR_ID)
-		return EINVAL;
+		return errno = EINVAL;
 	qp->ece_options = vrnic_ece_agree(vrnic_ece_offer(qp), ece->options);
 	qp->ece_set = true;
 	return 0;
 }
 
-/* ibv_query_ece: what the QP offers, or once set, what was agreed. */
+/*
+ * ibv_query_ece: what the QP offers, or once set (or moved to RTR), what
+ * was agreed.  The driver's debugfs selective_repeat forces selective
+ * repeat beyond what ECE agreed; restrack shows what is in effect.
+ */
 int vrnic_query_ece(struct ibv_qp *ibqp, struct ibv_ece *ece)
 {
 	struct vrnic_context *ctx = to_vctx(ibqp->context);
 	struct vrnic_qp *qp = to_vqp(ibqp);
 
 	if (!ctx->has_ece)
-		return EOPNOTSUPP;
+		return errno = EOPNOTSUPP;
 	ece->vendor_id = VRNIC_PCI_VENDOR_ID;
 	ece->options = qp->ece_set ? qp->ece_options : vrnic_ece_offer(qp);
 	ece->comp_mask = 0;

@@ -116,6 +116,7 @@ struct vrnic_ucontext {
 	u32 page;		/* doorbell page = device context id */
 	struct mutex dbrec_lock;	/* dbrec_pages */
 	struct list_head dbrec_pages;	/* struct vrnic_dbrec_page */
+	u32 ece_offer;		/* what its QPs offer: all they may agree to */
 };
 
 /*

@@ -728,18 +728,25 @@ out:
 
 /*
  * ECE options a provider passes on (vrnic-abi.h): version 2's selective
- * repeat, on a reliable QP of a device that has it, or nothing.
+ * repeat, on a reliable QP of a device that has it, and only what the
+ * context offered (the administrator's ece_selective_repeat when it was
+ * opened), or nothing.
  */
-static int vrnic_ib_qp_ece_check(struct vrnic_qp *qp, u32 options)
+static int vrnic_ib_qp_ece_check(struct vrnic_qp *qp, u32 options,
+				 struct ib_udata *udata)
 {
 	struct vrnic_dev *vdev = to_vdev(qp->ibqp.device);
 	u32 bits = options & ~VRNIC_ECE_VERSION_MASK;
 	enum ib_qp_type type = qp->ibqp.qp_type;
+	struct vrnic_ucontext *uctx;
 
 	if (!bits)
 		return 0;
+	uctx = rdma_udata_to_drv_context(udata, struct vrnic_ucontext,
+					 ibucontext);
 	if (bits & ~VRNIC_ECE_SELECTIVE_REPEAT ||
-	    options >> VRNIC_ECE_VERSION_SHIFT != VRNIC_ECE_VERSION_SR)
+	    options >> VRNIC_ECE_VERSION_SHIFT != VRNIC_ECE_VERSION_SR ||
+	    !uctx || (bits & ~uctx->ece_offer))
 		return -EINVAL;
 	if (type != IB_QPT_RC && type != IB_QPT_XRC_INI &&
 	    type != IB_QPT_XRC_TGT)
@@ -769,7 +776,7 @@ int vrnic_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (ucmd.comp_mask & ~VRNIC_MODIFY_QP_CMD_MASK_ALL)
 		return -EOPNOTSUPP;
 	if (ucmd.comp_mask & VRNIC_MODIFY_QP_CMD_ECE) {
-		ret = vrnic_ib_qp_ece_check(qp, ucmd.ece_options);
+		ret = vrnic_ib_qp_ece_check(qp, ucmd.ece_options, udata);
 		if (ret)
 			return ret;
 		ece = &ucmd.ece_options;

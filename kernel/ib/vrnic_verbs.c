@@ -234,6 +234,7 @@ static int vrnic_ib_alloc_ucontext(struct ib_ucontext *ibuctx,
 		resp.ece_options = VRNIC_ECE_VERSION_SR <<
 				   VRNIC_ECE_VERSION_SHIFT |
 				   VRNIC_ECE_SELECTIVE_REPEAT;
+	uctx->ece_offer = resp.ece_options;
 	ret = ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
 	if (ret) {
 		rdma_user_mmap_entry_remove(uctx->db_entry);

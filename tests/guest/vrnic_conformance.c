@@ -1239,8 +1239,8 @@ static int raw_trailing(struct raw_ctx *c, void *m, size_t len,
 
 /*
  * M3 of the second review: verbs that take no driver request (alloc_pd,
- * reg_mr, alloc_mw, open_xrcd; create_ah, modify_qp and modify_srq the
- * same way) ignored whatever a provider sent in its place, so no request
+ * reg_mr, alloc_mw, open_xrcd; create_ah and modify_srq the same way, and
+ * modify_qp did until ECE gave it one) ignored whatever a provider sent in its place, so no request
  * could ever be defined for them.  Now non-zero bytes there are
  * EOPNOTSUPP and zero bytes are accepted.
  */
@@ -1800,7 +1800,8 @@ static int ece(struct env *e)
 		{ 3u << VRNIC_ECE_VERSION_SHIFT | 3, ECE_SR }, /* newer */
 		{ 0xffffffffu, ECE_SR },
 	};
-	struct ibv_qp *a, *b, *ud;
+	struct ibv_qp *a, *b, *c, *d, *ud;
+	struct ibv_qp_attr reset;
 	struct ibv_cq *cq;
 	unsigned int i;
 	int ret;
@@ -1863,7 +1864,24 @@ static int ece(struct env *e)
 	for (i = 0; i < 16; i++)
 		if (!moves(e, a, b, cq))
 			return 0;
-	return 1;
+
+	/*
+	 * A QP that reaches RTR without set_ece agreed to nothing (a passive
+	 * side whose peer sent no ECE); RESET forgets an agreement.
+	 */
+	c = make_qp(e, IBV_QPT_RC, cq, cq, 8, 0);
+	d = c ? make_qp(e, IBV_QPT_RC, cq, cq, 8, 0) : NULL;
+	if (!d || to_rts(e, c, d->qp_num) || to_rts(e, d, c->qp_num))
+		FAIL("c, d: %s\n", strerror(errno));
+	if (!ece_is(c, 0, "RTR without set_ece"))
+		return 0;
+	memset(&reset, 0, sizeof(reset));
+	reset.qp_state = IBV_QPS_RESET;
+	if (ibv_modify_qp(a, &reset, IBV_QP_STATE) ||
+	    ibv_modify_qp(c, &reset, IBV_QP_STATE))
+		FAIL("to RESET: %s\n", strerror(errno));
+	return ece_is(a, ECE_SR, "a after RESET") &&
+	       ece_is(c, ECE_SR, "c after RESET");
 }
 
 struct test {

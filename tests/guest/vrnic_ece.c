@@ -8,7 +8,7 @@
  *
  *   server: vrnic_ece -s -a ADDR [-p PORT] [-n MSGS] [-z BYTES]
  *   client: vrnic_ece -c -a SERVER [-b LOCAL] [-p PORT] [-n MSGS] [-z BYTES]
- *           [-w SEC]
+ *           [-w SEC [-f FILE]]
  *
  * The client writes a region of the server's memory with RDMA WRITE,
  * reads it back with RDMA READ and compares, then sends MSGS messages of
@@ -21,10 +21,10 @@
  *   qpn N
  *   data: ok ...                       (or "data: FAIL ...", exit 1)
  *   linger                             (the client then waits -w seconds,
- *                                       0 by default, before it
- *                                       disconnects: time to read
- *                                       restrack; the server waits for
- *                                       that)
+ *                                       0 by default, or until FILE
+ *                                       exists, before it disconnects:
+ *                                       time to read restrack; the server
+ *                                       waits for that)
  * and exits 0 only if everything held.
  */
 #include <errno.h>
@@ -151,7 +151,9 @@ static int setup(struct ctx *c, struct rdma_cm_id *id)
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 		.qp_type = IBV_QPT_RC,
 	};
-	size_t len = REGION + 2 * (size_t)DEPTH * c->size;
+	/* the region, then the message slots, which the READ-back reuses */
+	size_t len = REGION + (2 * (size_t)DEPTH * c->size > CHUNK ?
+			       2 * (size_t)DEPTH * c->size : CHUNK);
 
 	c->pd = ibv_alloc_pd(id->verbs);
 	c->cq = c->pd ? ibv_create_cq(id->verbs, 4 * DEPTH, NULL, NULL, 0) :
@@ -297,7 +299,7 @@ static int resolve(struct ctx *c, struct addrinfo *src, struct addrinfo *dst)
 }
 
 static int client(struct ctx *c, struct addrinfo *src, struct addrinfo *dst,
-		  int linger)
+		  int linger, const char *go)
 {
 	struct rdma_conn_param cp = { .responder_resources = 1,
 				      .initiator_depth = 1,
@@ -375,8 +377,8 @@ static int client(struct ctx *c, struct addrinfo *src, struct addrinfo *dst,
 	printf("data: ok %u-byte region written and read back, %u messages "
 	       "of %zu bytes sent\nlinger\n", REGION, c->msgs, c->size);
 	fflush(stdout);
-	if (linger > 0)
-		sleep(linger);
+	for (; linger > 0 && (!go || access(go, F_OK)); linger--)
+		sleep(1);
 	rdma_disconnect(c->id);
 	return wait_event(c, RDMA_CM_EVENT_DISCONNECTED, NULL);
 }
@@ -393,11 +395,11 @@ static struct addrinfo *addr(const char *host, const char *port)
 int main(int argc, char **argv)
 {
 	struct addrinfo *dst = NULL, *src = NULL;
-	const char *a = NULL, *b = NULL, *port = "7471";
+	const char *a = NULL, *b = NULL, *port = "7471", *go = NULL;
 	struct ctx c = { .size = 65536, .msgs = 200 };
 	int opt, srv = -1, linger = 0, ret;
 
-	while ((opt = getopt(argc, argv, "sca:b:p:n:z:w:")) != -1) {
+	while ((opt = getopt(argc, argv, "sca:b:p:n:z:w:f:")) != -1) {
 		switch (opt) {
 		case 's': srv = 1; break;
 		case 'c': srv = 0; break;
@@ -407,13 +409,15 @@ int main(int argc, char **argv)
 		case 'n': c.msgs = (unsigned int)atoi(optarg); break;
 		case 'z': c.size = (size_t)atol(optarg); break;
 		case 'w': linger = atoi(optarg); break;
+		case 'f': go = optarg; break;
 		default: srv = -1; a = NULL; break;
 		}
 	}
 	if (srv < 0 || !a || c.size < 1 || c.size > (1u << 20) ||
 	    c.msgs > 1000000) {
 		fprintf(stderr, "usage: %s -s|-c -a ADDR [-b LOCAL] [-p PORT] "
-			"[-n MSGS] [-z BYTES (1..1M)] [-w SEC]\n", argv[0]);
+			"[-n MSGS] [-z BYTES (1..1M)] [-w SEC [-f FILE]]\n",
+			argv[0]);
 		return 2;
 	}
 	dst = addr(a, port);
@@ -426,7 +430,7 @@ int main(int argc, char **argv)
 	c.ch = rdma_create_event_channel();
 	if (!c.ch)
 		return fail("rdma_create_event_channel");
-	ret = srv ? server(&c, dst) : client(&c, src, dst, linger);
+	ret = srv ? server(&c, dst) : client(&c, src, dst, linger, go);
 	fflush(stdout);
 	/* Teardown is the kernel's on exit: this program's job is done. */
 	return ret ? 1 : 0;

@@ -419,17 +419,21 @@ def qp_attrs(nic, out, names=("selective_repeat", "spray_paths")):
 
 
 def ece_run(stage, name, srv, srv_ip, cli, cli_ip, args, want_srv, want_cli,
-            spray=None):
-    """vrnic_ece between srv and cli: each side's ECE line is as wanted,
-    each QP's selective_repeat in restrack (None: not a vrnic) follows it,
-    and the data exchange checks out; with spray, the client's QP sprays
-    over that many ports (restrack).  Returns the client's output."""
+            spray=None, want_req=ECE_SR):
+    """vrnic_ece between srv and cli: the REQ carried want_req (the
+    server's rdma_get_remote_ece), each side's ECE line is as wanted, each
+    QP's selective_repeat in restrack (None: not a vrnic) follows it, and
+    the data exchange checks out; with spray, the client's QP sprays over
+    that many ports (restrack).  The client keeps its connection until
+    restrack was read (/tmp/ece.go, at most 60 s).  Returns the client's
+    output."""
     start(srv.vm, "ecesrv", "%s -s -a %s -p %d %s" % (ECE, srv_ip, ECE_PORT,
                                                      args))
     srv.vm.run("for i in $(seq 200); do grep -q listening /tmp/ecesrv.out "
                "&& exit 0; sleep 0.1; done; exit 1", timeout=40)
-    start(cli.vm, "ececli", "%s -c -a %s -b %s -p %d -w 4 %s" % (
-        ECE, srv_ip, cli_ip, ECE_PORT, args))
+    cli.vm.check("rm -f /tmp/ece.go")
+    start(cli.vm, "ececli", "%s -c -a %s -b %s -p %d -w 60 -f /tmp/ece.go "
+          "%s" % (ECE, srv_ip, cli_ip, ECE_PORT, args))
     cli.vm.run("for i in $(seq %d); do grep -q '^linger' /tmp/ececli.out "
                "&& exit 0; sleep 0.25; done; exit 1" % (FLOW_TIMEOUT * 4),
                timeout=FLOW_TIMEOUT + 30)
@@ -441,6 +445,7 @@ def ece_run(stage, name, srv, srv_ip, cli, cli_ip, args, want_srv, want_cli,
             sr[who] = got["selective_repeat"]
             if who == "client":
                 paths = got["spray_paths"]
+    cli.vm.check("touch /tmp/ece.go")
     crc, cout = collect(cli.vm, "ececli")
     src, sout = collect(srv.vm, "ecesrv")
     show(sout, 5)
@@ -450,6 +455,10 @@ def ece_run(stage, name, srv, srv_ip, cli, cli_ip, args, want_srv, want_cli,
     stage.record("%s: connects, data checked" % name, "pass" if ok else
                  "fail", "" if ok else "client exit %s, server exit %s: %s"
                  % (crc, src, (cout + sout)[-400:]))
+    m = re.search(r"^remote ece: (.*)$", sout, re.M)
+    req = m.group(1) if m else None
+    stage.record("%s: the REQ carried %s" % (name, want_req),
+                 "pass" if req == want_req else "fail", "got %r" % req)
     got = (re.search(r"^ece: (.*)$", sout, re.M),
            re.search(r"^ece: (.*)$", cout, re.M))
     got = tuple(m.group(1) if m else None for m in got)
@@ -487,11 +496,13 @@ def ece_tests(stage, fab, s1, s2, r, rxe):
     SACKs with every byte checked.  Then r withdraws its offer (debugfs
     ece_selective_repeat 0): both agree on nothing and recover by
     go-back-N.  Last, s2 -> rxe: rxe knows no ECE, so s2's QP stays on
-    go-back-N and the exchange works as before."""
+    go-back-N and the exchange works as before, both ways."""
     keys = ("sack_rcvd", "sack_sent", "roce_adp_retrans")
     name = "ece: vrnic_ece s1->r, 1% loss both ways"
     try:
-        set_ece([s1, r], 1)
+        # Only ECE may turn it on: the device default stays off.
+        set_sr([s1, s2, r], 0)
+        set_ece([s1, s2, r], 1)
         st0 = link_stats(s1, keys)
         fab.set_link("r", {"impair": {"loss": 0.01}})
         try:
@@ -524,6 +535,12 @@ def ece_tests(stage, fab, s1, s2, r, rxe):
         rxe.rdma = "rxe0"
         ece_run(stage, name, rxe, rxe.ip, s2, "10.10.3.1", "-n 50",
                 "not supported (Operation not supported)", ECE_NONE)
+        # The other way: the REQ carries no ECE, librdmacm's passive side
+        # sets nothing, and s2's QP reports and uses nothing agreed.
+        name = "ece: vrnic_ece rxe->vrnic(s2)"
+        ece_run(stage, name, s2, "10.10.3.1", rxe, rxe.ip, "-n 50",
+                ECE_NONE, "not supported (Operation not supported)",
+                want_req="vendor 0 options 0")
     except vmlib.VMError as e:
         stage.record(name, "fail", str(e))
 
