@@ -32,6 +32,11 @@ same host names: QEMU's reconnect-ms brings every NIC back):
       512-PSN send window and again with FABRIC_BENCH_LOSS_WINDOW (debugfs
       send_window, IRN's BDP cap); goodput, and s1's requests resent.
       FABRIC_BENCH_LOSS_CC=dcqcn|swift runs it under that algorithm.
+  multipath (issue 25), tests/bench/topologies/fabric-leaf-spine.json: s1
+      and s2 under leaf0, r under leaf1, 1 Gb/s spine links: two flows
+      into r with one UDP source port each, repeated until ECMP puts both
+      on one spine, then with spray_paths 8; per-flow and aggregate
+      goodput (FABRIC_BENCH_MP=0 skips it, FABRIC_BENCH_MP_SECONDS).
 
 For each: goodput per sender and Jain's index (perftest's average and the
 switch's ingress bytes, scripts/fabric_report.goodput), the bottleneck
@@ -80,6 +85,14 @@ FABRIC_DIR = os.environ.get("VRNIC_FABRIC_DIR",
 PAIR_TOPO = os.path.join(TOP, "tests", "bench", "topologies",
                          "fabric-pair.json")
 INCAST_TOPO = fablib.topology_path("incast")
+LEAF_TOPO = os.path.join(TOP, "tests", "bench", "topologies",
+                         "fabric-leaf-spine.json")
+SPINES = ("spine0", "spine1")
+# The multipath runs' length, and how many tries to find two flows that
+# ECMP puts on one spine (each try has new QPNs, so new source ports).
+MP_SECS = int(os.environ.get("FABRIC_BENCH_MP_SECONDS", "8"))
+MP_TRIES = 8
+MP_SPRAY = 8
 # d1 and d2: a third vrnic pair on a direct wire between the same two VMs
 # (QEMU to QEMU, no switch), so that the pair comparison runs on the same
 # guests, alternating with the runs through the switch.
@@ -247,6 +260,12 @@ def set_sr(vm, devs, on, window=0):
              "done" % (" ".join(devs), on, window))
 
 
+def set_spray(vm, devs, n):
+    """The driver's spray_paths default (debugfs) on devs of vm."""
+    for d in devs:
+        vm.check("echo %d > /sys/kernel/debug/vrnic/%s/spray_paths" % (n, d))
+
+
 def set_mtu(vms):
     for vm in vms:
         vm.check("; ".join("ip link set dev %s mtu %d" % (n.netdev, MTU)
@@ -384,6 +403,72 @@ class Section:
         set_sr(s1.vm, [s1.rdma], 0)
         set_sr(r.vm, [r.rdma], 0)
         return out
+
+    def spine_tx(self):
+        c = self.fab.counters()
+        return [sum(q["tx_packets"] for q in
+                    fablib.port(c, sp, switch="leaf0")) for sp in SPINES]
+
+    def two_flows(self, tag):
+        """ib_write_bw 64 KiB s1 -> r and s2 -> r at once for MP_SECS on
+        lossless priority 3; ({host: MiB/s or None}, packets leaf0 sent
+        to each spine)."""
+        s1, s2, r = (self.nics[h] for h in HOSTS)
+        args = "ib_write_bw -F -s %d -D %d --tclass=%d" % (SIZE, MP_SECS,
+                                                           TCLASS)
+        flows = [(s1, "10.10.1.2", 18700), (s2, "10.10.2.2", 18701)]
+        tmo = MP_SECS * 3 + 60
+        for i, (s, rip, port) in enumerate(flows):
+            start(r.vm, "msrv%d" % i, "%s -d %s -x %d -p %d" % (
+                args, r.rdma, self.gidx(r, rip), port), tmo)
+        for s, rip, port in flows:
+            listening(r.vm, port)
+        before = self.spine_tx()
+        s1.vm.check("\n".join(
+            "rm -f /tmp/mcli%d.rc; (timeout %d %s -d %s -x %d -p %d %s > "
+            "/tmp/mcli%d.out 2>&1; echo $? > /tmp/mcli%d.rc) >/dev/null "
+            "2>&1 &" % (i, tmo, args, s.rdma, self.gidx(s, s.ip), port, rip,
+                        i, i) for i, (s, rip, port) in enumerate(flows)))
+        perf = {}
+        for i, (s, rip, port) in enumerate(flows):
+            crc, cout = collect(s.vm, "mcli%d" % i, tmo)
+            collect(r.vm, "msrv%d" % i, 60)
+            perf[s.host] = perftest_mibs(cout)
+        spines = [b - a for a, b in zip(before, self.spine_tx())]
+        log("  %s: s1 %s, s2 %s MiB/s; leaf0 -> spine0/spine1 %s packets"
+            % (tag, fr(perf["s1"]), fr(perf["s2"]), spines))
+        return perf, spines
+
+    def multipath(self):
+        """Issue 25's multipath bench on LEAF_TOPO: two flows into r that
+        ECMP puts on one spine (tries until a run collides), then the
+        same with spraying.  Selective repeat on every device in both
+        (the spray needs it), no congestion control: PFC alone."""
+        s1, s2, r = (self.nics[h] for h in HOSTS)
+        self.restart(LEAF_TOPO)
+        set_cc(s1.vm, [s1.rdma, s2.rdma], "none")
+        set_cc(r.vm, [r.rdma], "none")
+        set_sr(s1.vm, [s1.rdma, s2.rdma], 1)
+        set_sr(r.vm, [r.rdma], 1)
+        runs = []
+        try:
+            for i in range(MP_TRIES):
+                set_spray(s1.vm, [s1.rdma, s2.rdma], 0)
+                perf, sp = self.two_flows("one port each, try %d" % (i + 1))
+                collided = sum(sp) > 0 and max(sp) >= 0.9 * sum(sp)
+                runs.append({"mode": "one port", "mibs": perf,
+                             "spines": sp, "collided": collided})
+                if collided:
+                    break
+            set_spray(s1.vm, [s1.rdma, s2.rdma], MP_SPRAY)
+            perf, sp = self.two_flows("spray %d" % MP_SPRAY)
+            runs.append({"mode": "spray %d" % MP_SPRAY, "mibs": perf,
+                         "spines": sp, "collided": None})
+        finally:
+            set_spray(s1.vm, [s1.rdma, s2.rdma], 0)
+            set_sr(s1.vm, [s1.rdma, s2.rdma], 0)
+            set_sr(r.vm, [r.rdma], 0)
+        return runs
 
     def incast(self, name, algo, pfc):
         """One incast configuration; returns its result dict."""
@@ -638,6 +723,46 @@ def loss_report(loss):
     return "\n".join(lines)
 
 
+def multipath_report(runs):
+    """The multipath sub-section's table and issue 25's target."""
+    if not runs:
+        return ""
+    lines = ["### Multipath: two flows on one spine, and sprayed (issue 25)",
+             "", "tests/bench/topologies/fabric-leaf-spine.json: s1 and s2 "
+             "under leaf0, r under leaf1, two spines, 10 Gb/s host links "
+             "and 1 Gb/s spine links, ECMP by 5-tuple, priority 3 lossless. "
+             "ib_write_bw -s 65536 -D %d --tclass=106 s1 -> r and s2 -> r at "
+             "once, selective repeat on every device, no congestion control. "
+             "With one UDP source port per QP the runs are repeated (new "
+             "QPNs, new ports) until ECMP puts both flows on one spine "
+             "(at least 90%% of leaf0's packets towards the spines on one); "
+             "then each QP sprays over %d ports (debugfs spray_paths)."
+             % (MP_SECS, MP_SPRAY), "",
+             "| run | s1 MiB/s | s2 MiB/s | aggregate | leaf0 -> spine0 / "
+             "spine1 packets | one spine |", "|---|---|---|---|---|---|"]
+    for x in runs:
+        m = x["mibs"]
+        agg = (m["s1"] or 0) + (m["s2"] or 0)
+        x["aggregate"] = agg
+        lines.append("| %s | %s | %s | %s | %d / %d | %s |" % (
+            x["mode"], fr(m["s1"]), fr(m["s2"]), fr(agg), x["spines"][0],
+            x["spines"][1], {True: "yes", False: "no", None: "—"}[
+                x["collided"]]))
+    hit = [x for x in runs if x["collided"]]
+    spray = [x for x in runs if x["collided"] is None]
+    lines += ["", "| target (issue 25) | measured | met |", "|---|---|---|"]
+    if hit and spray and hit[0]["aggregate"]:
+        ratio = spray[0]["aggregate"] / hit[0]["aggregate"]
+        lines.append("| spraying: the colliding pair's aggregate ≥ 1.6× | "
+                     "%.2f× | %s |" % (ratio, "yes" if ratio >= 1.6
+                                        else "**no**"))
+    else:
+        lines.append("| spraying: the colliding pair's aggregate ≥ 1.6× | "
+                     "no colliding run in %d tries | — |" % MP_TRIES)
+    lines += ["", "Single runs on a shared 2-core host.", ""]
+    return "\n".join(lines)
+
+
 def report(main_direct, pair_direct, pair_vals, cost, results, wall):
     lines = ["", "## Fabric (vrnic-fabric, issues 28 and 24)", "",
              "Two TCG VMs through the switch, booted once: snd carries hosts "
@@ -739,7 +864,7 @@ def section(direct_mibs=None):
     log("== fabric: vrnic-fabric on %s, VMs snd and rcv" % PAIR_TOPO)
     fab = fablib.Fabric(PAIR_TOPO, FABRIC_DIR)
     vms = []
-    results, pair_vals, pair_direct, loss = [], [], [], []
+    results, pair_vals, pair_direct, loss, mp = [], [], [], [], []
     try:
         fab.start()
         vms = vmlib.boot_fabric(fab, LAYOUT, speeds={
@@ -756,6 +881,12 @@ def section(direct_mibs=None):
                 loss = sec.loss()
             except (fablib.FabricError, vmlib.VMError) as e:
                 log("  loss: failed: %s" % e)
+        if os.environ.get("FABRIC_BENCH_MP", "1") != "0":
+            log("== fabric: multipath on %s" % LEAF_TOPO)
+            try:
+                mp = sec.multipath()
+            except (fablib.FabricError, vmlib.VMError) as e:
+                log("  multipath: failed: %s" % e)
         log("== fabric: incast (%s), %d s per configuration"
             % (INCAST_TOPO, SECS))
         sec.restart(INCAST_TOPO)
@@ -784,8 +915,9 @@ def section(direct_mibs=None):
     wall = time.time() - t0
     md = report(direct_mibs, pair_direct, pair_vals, cost, results, wall)
     md += loss_report(loss)
+    md += multipath_report(mp)
     data = {"direct_mibs": direct_mibs, "pair_direct_mibs": pair_direct,
-            "pair_mibs": pair_vals, "loss": loss,
+            "pair_mibs": pair_vals, "loss": loss, "multipath": mp,
             "frame_cost_ns": cost, "incast": results, "wall_s": wall,
             "incast_seconds": SECS}
     log("== fabric section: %.0f s" % wall)
