@@ -35,8 +35,9 @@ same host names: QEMU's reconnect-ms brings every NIC back):
   multipath (issue 25), tests/bench/topologies/fabric-leaf-spine.json: s1
       and s2 under leaf0, r under leaf1, 1 Gb/s spine links: two flows
       into r with one UDP source port each, repeated until ECMP puts both
-      on one spine, then with spray_paths 8; per-flow and aggregate
-      goodput (FABRIC_BENCH_MP=0 skips it, FABRIC_BENCH_MP_SECONDS).
+      on one spine, then with spray_paths FABRIC_BENCH_MP_SPRAY (64);
+      per-flow and aggregate goodput (FABRIC_BENCH_MP=0 skips it,
+      FABRIC_BENCH_MP_SECONDS).
 
 For each: goodput per sender and Jain's index (perftest's average and the
 switch's ingress bytes, scripts/fabric_report.goodput), the bottleneck
@@ -92,7 +93,7 @@ SPINES = ("spine0", "spine1")
 # ECMP puts on one spine (each try has new QPNs, so new source ports).
 MP_SECS = int(os.environ.get("FABRIC_BENCH_MP_SECONDS", "8"))
 MP_TRIES = 8
-MP_SPRAY = 8
+MP_SPRAY = int(os.environ.get("FABRIC_BENCH_MP_SPRAY", "64"))
 # d1 and d2: a third vrnic pair on a direct wire between the same two VMs
 # (QEMU to QEMU, no switch), so that the pair comparison runs on the same
 # guests, alternating with the runs through the switch.
@@ -750,6 +751,14 @@ def multipath_report(runs):
                 x["collided"]]))
     hit = [x for x in runs if x["collided"]]
     spray = [x for x in runs if x["collided"] is None]
+    for x in spray:
+        sp = x["spines"]
+        if sum(sp):
+            lines += ["", "The hash put %.0f%% of the sprayed packets on the "
+                      "busier spine: with PFC pausing a sender for its "
+                      "busier path, the aggregate can reach at most %.2f× "
+                      "one spine." % (100.0 * max(sp) / sum(sp),
+                                      sum(sp) / max(sp))]
     lines += ["", "| target (issue 25) | measured | met |", "|---|---|---|"]
     if hit and spray and hit[0]["aggregate"]:
         ratio = spray[0]["aggregate"] / hit[0]["aggregate"]
