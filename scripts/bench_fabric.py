@@ -410,31 +410,39 @@ class Section:
         return [sum(q["tx_packets"] for q in
                     fablib.port(c, sp, switch="leaf0")) for sp in SPINES]
 
-    def two_flows(self, tag):
-        """ib_write_bw 64 KiB s1 -> r and s2 -> r at once for MP_SECS on
-        lossless priority 3; ({host: MiB/s or None}, packets leaf0 sent
-        to each spine)."""
+    def both_into_r(self, secs, mark):
+        """ib_write_bw -s 65536 -D secs --tclass=106 from s1 and s2 into r
+        at once (both clients in s1's VM); mark() runs just before they
+        start.  ({host: (client exit, server exit, client output)},
+        what mark returned)."""
         s1, s2, r = (self.nics[h] for h in HOSTS)
-        args = "ib_write_bw -F -s %d -D %d --tclass=%d" % (SIZE, MP_SECS,
+        args = "ib_write_bw -F -s %d -D %d --tclass=%d" % (SIZE, secs,
                                                            TCLASS)
         flows = [(s1, "10.10.1.2", 18700), (s2, "10.10.2.2", 18701)]
-        tmo = MP_SECS * 3 + 60
+        tmo = secs * 3 + 60
         for i, (s, rip, port) in enumerate(flows):
-            start(r.vm, "msrv%d" % i, "%s -d %s -x %d -p %d" % (
+            start(r.vm, "fsrv%d" % i, "%s -d %s -x %d -p %d" % (
                 args, r.rdma, self.gidx(r, rip), port), tmo)
         for s, rip, port in flows:
             listening(r.vm, port)
-        before = self.spine_tx()
+        marked = mark()
         s1.vm.check("\n".join(
-            "rm -f /tmp/mcli%d.rc; (timeout %d %s -d %s -x %d -p %d %s > "
-            "/tmp/mcli%d.out 2>&1; echo $? > /tmp/mcli%d.rc) >/dev/null "
+            "rm -f /tmp/fcli%d.rc; (timeout %d %s -d %s -x %d -p %d %s > "
+            "/tmp/fcli%d.out 2>&1; echo $? > /tmp/fcli%d.rc) >/dev/null "
             "2>&1 &" % (i, tmo, args, s.rdma, self.gidx(s, s.ip), port, rip,
                         i, i) for i, (s, rip, port) in enumerate(flows)))
-        perf = {}
+        out = {}
         for i, (s, rip, port) in enumerate(flows):
-            crc, cout = collect(s.vm, "mcli%d" % i, tmo)
-            collect(r.vm, "msrv%d" % i, 60)
-            perf[s.host] = perftest_mibs(cout)
+            crc, cout = collect(s.vm, "fcli%d" % i, tmo)
+            src, _ = collect(r.vm, "fsrv%d" % i, 60)
+            out[s.host] = (crc, src, cout)
+        return out, marked
+
+    def two_flows(self, tag):
+        """Both into r for MP_SECS; ({host: MiB/s or None}, packets
+        leaf0 sent to each spine)."""
+        out, before = self.both_into_r(MP_SECS, self.spine_tx)
+        perf = {h: perftest_mibs(o[2]) for h, o in out.items()}
         spines = [b - a for a, b in zip(before, self.spine_tx())]
         log("  %s: s1 %s, s2 %s MiB/s; leaf0 -> spine0/spine1 %s packets"
             % (tag, fr(perf["s1"]), fr(perf["s2"]), spines))
@@ -481,31 +489,13 @@ class Section:
                 self.fab.set_link(h, {"pfc": {"priorities": []}})
             self.fab.set_link("r", {"queue_limit": DROP_QUEUE}, "b_to_a")
         before = {n.host: guest_counters(n) for n in (s1, s2, r)}
-        args = "ib_write_bw -F -s %d -D %d --tclass=%d" % (SIZE, SECS,
-                                                           TCLASS)
-        flows = [(s1, "10.10.1.2", 18700), (s2, "10.10.2.2", 18701)]
-        tmo = SECS * 3 + 60
-        for i, (s, rip, port) in enumerate(flows):
-            start(r.vm, "fsrv%d" % i, "%s -d %s -x %d -p %d" % (
-                args, r.rdma, self.gidx(r, rip), port), tmo)
-        for s, rip, port in flows:
-            listening(r.vm, port)
-        cmds = ["%s -d %s -x %d -p %d %s" % (args, s.rdma,
-                                             self.gidx(s, s.ip), port, rip)
-                for s, rip, port in flows]
-        t0 = self.fab.ping()["t_ns"]
-        s1.vm.check("\n".join(
-            "rm -f /tmp/fcli%d.rc; (timeout %d %s > /tmp/fcli%d.out 2>&1; "
-            "echo $? > /tmp/fcli%d.rc) >/dev/null 2>&1 &"
-            % (i, tmo, cmds[i], i, i) for i in range(len(flows))))
+        out, t0 = self.both_into_r(SECS, lambda: self.fab.ping()["t_ns"])
         perf = {}
-        for i, (s, rip, port) in enumerate(flows):
-            crc, cout = collect(s.vm, "fcli%d" % i, tmo)
-            src, _ = collect(r.vm, "fsrv%d" % i, 60)
+        for host, (crc, src, cout) in out.items():
             v = perftest_mibs(cout)
-            perf[s.host] = v
+            perf[host] = v
             log("  %-6s %s: exit %s/%s, %s MiB/s" % (
-                name, s.host, crc, src, "%.1f" % v if v else
+                name, host, crc, src, "%.1f" % v if v else
                 "no result: " + cout.strip()[-200:]))
         time.sleep(1.2)                 # one more counter snapshot
         t1 = self.fab.ping()["t_ns"]

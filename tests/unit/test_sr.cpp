@@ -32,6 +32,19 @@ uint32_t bth_psn(const std::vector<uint8_t> &f)
 {
 	return f.size() > 54 ? uint32_t(f[51]) << 16 | f[52] << 8 | f[53] : 0;
 }
+// What QUERY_QP answers for n's QP.
+vrnic_qp_attr query_attr(Node &n)
+{
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_QUERY_QP;
+	c.query_qp.out_addr = Node::kAttr;
+	c.query_qp.qpn = n.qp;
+	n.admin_ok(c);
+	vrnic_qp_attr got{};
+	std::memcpy(&got, n.p.ptr(Node::kAttr), sizeof(got));
+	return got;
+}
+
 bool is_write_request(const std::vector<uint8_t> &f)
 {
 	const uint8_t op = bth_opcode(f);
@@ -357,13 +370,7 @@ TEST(SrAttr, OnlyReliableQpsBeforeRtsAndKnownBits)
 	Node q{6}, p2{7};
 	q.transport_flags = VRNIC_QP_TF_SELECTIVE_REPEAT;
 	q.connect(p2, kMtuCode, kPsnA, kPsnB);
-	vrnic_admin_cmd c{};
-	c.opcode = VRNIC_ADMIN_QUERY_QP;
-	c.query_qp.out_addr = Node::kAttr;
-	c.query_qp.qpn = q.qp;
-	q.admin_ok(c);
-	vrnic_qp_attr got{};
-	std::memcpy(&got, q.p.ptr(Node::kAttr), sizeof(got));
+	const vrnic_qp_attr got = query_attr(q);
 	EXPECT_EQ(got.transport_flags, VRNIC_QP_TF_SELECTIVE_REPEAT);
 	EXPECT_EQ(got.send_window, 0u);
 
@@ -861,14 +868,7 @@ TEST_F(Sr, SprayingSpreadsTheRequestsOverSourcePorts)
 	EXPECT_GT(b.counters().ooo_placed, 0u) << "the wire reordered";
 	EXPECT_EQ(acks.size(), 1u) << "b's ACKs and SACKs from one port";
 
-	vrnic_admin_cmd c{};
-	c.opcode = VRNIC_ADMIN_QUERY_QP;
-	c.query_qp.out_addr = Node::kAttr;
-	c.query_qp.qpn = a.qp;
-	a.admin_ok(c);
-	vrnic_qp_attr got{};
-	std::memcpy(&got, a.p.ptr(Node::kAttr), sizeof(got));
-	EXPECT_EQ(got.spray_paths, 8u);
+	EXPECT_EQ(query_attr(a).spray_paths, 8u);
 }
 
 TEST(SrSpray, OnlyWithSelectiveRepeatAndAtMostTheMaximum)
