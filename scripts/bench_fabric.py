@@ -442,7 +442,9 @@ class Section:
         """Both into r for MP_SECS; ({host: MiB/s or None}, packets
         leaf0 sent to each spine)."""
         out, before = self.both_into_r(MP_SECS, self.spine_tx)
-        perf = {h: perftest_mibs(o[2]) for h, o in out.items()}
+        # A flow that failed has no goodput, not 0: it would fake a ratio.
+        perf = {h: perftest_mibs(o[2]) if o[0] == "0" else None
+                for h, o in out.items()}
         spines = [b - a for a, b in zip(before, self.spine_tx())]
         log("  %s: s1 %s, s2 %s MiB/s; leaf0 -> spine0/spine1 %s packets"
             % (tag, fr(perf["s1"]), fr(perf["s2"]), spines))
@@ -733,7 +735,7 @@ def multipath_report(runs):
              "spine1 packets | one spine |", "|---|---|---|---|---|---|"]
     for x in runs:
         m = x["mibs"]
-        agg = (m["s1"] or 0) + (m["s2"] or 0)
+        agg = m["s1"] + m["s2"] if m["s1"] and m["s2"] else None
         x["aggregate"] = agg
         lines.append("| %s | %s | %s | %s | %d / %d | %s |" % (
             x["mode"], fr(m["s1"]), fr(m["s2"]), fr(agg), x["spines"][0],
@@ -750,14 +752,17 @@ def multipath_report(runs):
                       "one spine." % (100.0 * max(sp) / sum(sp),
                                       sum(sp) / max(sp))]
     lines += ["", "| target (issue 25) | measured | met |", "|---|---|---|"]
-    if hit and spray and hit[0]["aggregate"]:
+    if hit and spray and hit[0]["aggregate"] and spray[0]["aggregate"]:
         ratio = spray[0]["aggregate"] / hit[0]["aggregate"]
         lines.append("| spraying: the colliding pair's aggregate ≥ 1.6× | "
                      "%.2f× | %s |" % (ratio, "yes" if ratio >= 1.6
                                         else "**no**"))
-    else:
+    elif not hit:
         lines.append("| spraying: the colliding pair's aggregate ≥ 1.6× | "
                      "no colliding run in %d tries | — |" % MP_TRIES)
+    else:
+        lines.append("| spraying: the colliding pair's aggregate ≥ 1.6× | "
+                     "a flow failed | — |")
     lines += ["", "Single runs on a shared 2-core host.", ""]
     return "\n".join(lines)
 

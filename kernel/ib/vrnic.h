@@ -97,8 +97,8 @@ struct vrnic_dev {
 	u16 send_window;
 	/*
 	 * debugfs spray_paths: the UDP source ports RC and XRC QPs moved to
-	 * RTR from now on spread their packets over when they use selective
-	 * repeat (ECMP multipath); 0, the default, and 1 are one port, more
+	 * RTR from now on spread their request packets over when they use
+	 * selective repeat (ECMP multipath); 0, the default, and 1 are one port, more
 	 * than VRNIC_SPRAY_PATHS_MAX is taken as the maximum.
 	 */
 	u8 spray_paths;

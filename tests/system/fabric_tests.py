@@ -21,7 +21,7 @@ keep running:
                     repeat through ECE (vrnic_ece), through 1% loss, with
                     rxe too;
   leaf-spine.json   two leaves, two spines: one QP's flow takes one spine,
-                    and both once it sprays over 8 UDP source ports;
+                    and both once it sprays over 64 UDP source ports;
   ecn.json          r's port at 500 Mb/s, marking from 4 KiB on priority
                     3, DWRR (with strict priority a DCQCN flow on
                     priority 3 starved the second client's TCP exchange
@@ -567,9 +567,12 @@ def multipath_tests(stage, fab, s1, r):
     """e: leaf-spine.json, s1 under leaf0 and r under leaf1, two spines,
     ECMP by 5-tuple.  vrnic_ece s1 -> r (selective repeat agreed through
     ECE): with one source port the flow takes one spine; with spray_paths
-    8 on both devices (debugfs) s1's requests leave from 8 ports and both
-    spines carry them, every byte still checked (issue 25)."""
-    for spray in (0, 8):
+    64 on both devices (debugfs) s1's requests leave from 64 ports and
+    both spines carry at least a fifth each (each port hashes to a spine
+    on its own: with 8 ports a 2/6 split or worse came about 29% of the
+    time, with 64 below 20% is about 1 in 10^6), every byte still
+    checked (issue 25)."""
+    for spray in (0, 64):
         name = "multipath: vrnic_ece s1->r, spray_paths %d" % spray
         try:
             set_spray([s1, r], spray)
@@ -587,10 +590,10 @@ def multipath_tests(stage, fab, s1, r):
                 pass
         d = [b - a for a, b in zip(t0, t1)]
         share = min(d) / sum(d) if sum(d) else 0.0
-        # 4 MiB twice (WRITE, then READ requests) and 200 x 64 KiB at
-        # MTU 1024: some 17000 packets from s1.
+        # A 4 MiB WRITE and 200 x 64 KiB SENDs at MTU 1024: some 17000
+        # packets from s1 (the READ back adds 64 requests).
         if spray:
-            ok = sum(d) > 10000 and share >= 0.3
+            ok = sum(d) > 10000 and share >= 0.2
             what = "both spines carry the flow"
         else:
             ok = sum(d) > 10000 and share <= 0.05
