@@ -905,7 +905,12 @@ int vrnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	struct vrnic_qp *vqp = to_vqp(qp);
 	int ret;
 
-	if (vqp->ece_set) {
+	/*
+	 * Only an agreement to something needs the extended command: an
+	 * agreement to nothing is what a plain modify_qp means, and a kernel
+	 * without VRNIC_ALLOC_UCTX_RESP_ECE takes only that.
+	 */
+	if (vqp->ece_set && vqp->ece_options) {
 		struct ib_uverbs_ex_modify_qp_resp resp = {};
 		struct uvrnic_modify_qp_ex cmd_ex = {
 			.comp_mask = VRNIC_MODIFY_QP_CMD_ECE,

@@ -491,6 +491,20 @@ int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 	return 0;
 }
 
+int ibv_cmd_modify_qp_ex(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			 int attr_mask, struct ibv_modify_qp_ex *cmd,
+			 size_t cmd_size,
+			 struct ib_uverbs_ex_modify_qp_resp *resp,
+			 size_t resp_size)
+{
+	/* The ECE options (the driver's part) are the kernel's business. */
+	(void)cmd;
+	(void)cmd_size;
+	(void)resp;
+	(void)resp_size;
+	return ibv_cmd_modify_qp(qp, attr, attr_mask, NULL, 0);
+}
+
 void stub_dev_qp_error(struct ibv_qp *qp)
 {
 	pthread_mutex_lock(&stub_lock);
