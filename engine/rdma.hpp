@@ -698,8 +698,9 @@ private:
 	// of spray_paths() UDP source ports for each request PSN (the
 	// responder holds what arrives out of order).  ACKs, SACKs and READ
 	// responses, which the requester takes only in order, keep the QP's
-	// own port.
-	[[nodiscard]] static roce::Path pkt_path(const Qp &qp,
+	// own port.  Not a copy per packet: qp.path itself, or spray_path_
+	// (valid until the next call).
+	[[nodiscard]] const roce::Path &pkt_path(const Qp &qp,
 						 const roce::Headers &h);
 	void xmit(const Qp &qp, const roce::Headers &h,
 		  std::span<const uint8_t> payload);
@@ -761,6 +762,7 @@ private:
 	RdmaCounters cnt_;
 	CcSettings cc_;
 	std::vector<uint8_t> frame_;	// one outgoing frame, allocated once
+	roce::Path spray_path_;		// pkt_path()'s answer when it sprays
 	// The active-QP scheduler (sched.hpp).  turn_: the QP whose turn
 	// poll() is running (its own activation only asks for another turn:
 	// turn_again_); in_pass_ and activated_: a QP became active during

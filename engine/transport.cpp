@@ -133,7 +133,7 @@ void Rdma::xmit_frame(size_t len)
 	plat_.send_frame({frame_.data(), len});
 }
 
-roce::Path Rdma::pkt_path(const Qp &qp, const Headers &h)
+const roce::Path &Rdma::pkt_path(const Qp &qp, const Headers &h)
 {
 	const unsigned n = qp.spray_paths();
 	if (n <= 1 || h.transport == roce::VENDOR || h.opcode == ACK ||
@@ -143,14 +143,15 @@ roce::Path Rdma::pkt_path(const Qp &qp, const Headers &h)
 	// Round robin over n ports from the QP's own, in RoCE's range
 	// (0xC000 and up, as rdma_flow_label_to_udp_sport): the fabric's
 	// ECMP hash takes each to a path.
-	roce::Path p = qp.path;
-	p.udp_sport = uint16_t(0xc000 | ((p.udp_sport + h.psn % n) & 0x3fff));
-	return p;
+	spray_path_ = qp.path;
+	spray_path_.udp_sport =
+		uint16_t(0xc000 | ((qp.path.udp_sport + h.psn % n) & 0x3fff));
+	return spray_path_;
 }
 
 void Rdma::xmit(const Qp &qp, const Headers &h, std::span<const uint8_t> payload)
 {
-	const roce::Path path = pkt_path(qp, h);
+	const roce::Path &path = pkt_path(qp, h);
 	const size_t hl = build_headers(frame_.data(), path, h);
 	if (!payload.empty())
 		std::memcpy(frame_.data() + hl, payload.data(), payload.size());
@@ -566,7 +567,7 @@ void Rdma::send_request_packet(Qp &qp, SendWqe &w)
 	if (qp.reliable())
 		h.ackreq = last || idx % 32 == 31;
 
-	const roce::Path path = pkt_path(qp, h);
+	const roce::Path &path = pkt_path(qp, h);
 	const size_t hl = build_headers(frame_.data(), path, h);
 	if (!gather(qp, w, qp.send_off, frame_.data() + hl, n)) {
 		requester_error(qp, w, VRNIC_WC_ST_LOC_PROT_ERR);

@@ -579,6 +579,13 @@ static void vrnic_ib_qp_restart(struct vrnic_qp *qp)
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 }
 
+/* Acknowledged and retransmitted: what selective repeat applies to. */
+static bool vrnic_ib_qp_type_reliable(enum ib_qp_type type)
+{
+	return type == IB_QPT_RC || type == IB_QPT_XRC_INI ||
+	       type == IB_QPT_XRC_TGT;
+}
+
 /*
  * ece: the options the QP's peer agreed to through ECE (vrnic-abi.h), or
  * NULL when user space told nothing.
@@ -688,8 +695,7 @@ static int __vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	 * default for every peer (spec 1.1).
 	 */
 	if (cur == IB_QPS_INIT && next == IB_QPS_RTR &&
-	    (ibqp->qp_type == IB_QPT_RC || ibqp->qp_type == IB_QPT_XRC_INI ||
-	     ibqp->qp_type == IB_QPT_XRC_TGT)) {
+	    vrnic_ib_qp_type_reliable(ibqp->qp_type)) {
 		bool sr = READ_ONCE(vdev->selective_repeat) ||
 			  (ece && (*ece & VRNIC_ECE_SELECTIVE_REPEAT));
 		u16 window = min_t(u16, READ_ONCE(vdev->send_window),
@@ -737,7 +743,6 @@ static int vrnic_ib_qp_ece_check(struct vrnic_qp *qp, u32 options,
 {
 	struct vrnic_dev *vdev = to_vdev(qp->ibqp.device);
 	u32 bits = options & ~VRNIC_ECE_VERSION_MASK;
-	enum ib_qp_type type = qp->ibqp.qp_type;
 	struct vrnic_ucontext *uctx;
 
 	if (!bits)
@@ -748,8 +753,7 @@ static int vrnic_ib_qp_ece_check(struct vrnic_qp *qp, u32 options,
 	    options >> VRNIC_ECE_VERSION_SHIFT != VRNIC_ECE_VERSION_SR ||
 	    !uctx || (bits & ~uctx->ece_offer))
 		return -EINVAL;
-	if (type != IB_QPT_RC && type != IB_QPT_XRC_INI &&
-	    type != IB_QPT_XRC_TGT)
+	if (!vrnic_ib_qp_type_reliable(qp->ibqp.qp_type))
 		return -EINVAL;
 	if (!(le32_to_cpu(vdev->attr.caps) & VRNIC_CAP_SELECTIVE_REPEAT))
 		return -EOPNOTSUPP;

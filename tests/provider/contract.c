@@ -627,15 +627,57 @@ static void test_page_size(void)
 	result("pages other than 4 KiB: the context is refused with EOPNOTSUPP");
 }
 
+/* ----------------------------------------------------------- 7. ECE */
+
+/*
+ * The stub's kernel grants no VRNIC_ALLOC_UCTX_RESP_ECE (as one from
+ * before ECE): the provider has no ECE to offer, and every modify_qp on
+ * the way to RTS is the plain command, which such a kernel takes (fcc367d:
+ * a QP that reached RTR was marked agreed-to-nothing and sent the
+ * extended command from then on).
+ */
+int vrnic_query_ece(struct ibv_qp *qp, struct ibv_ece *ece);	/* provider */
+
+static void test_ece_old_kernel(void)
+{
+	struct ibv_ece ece = {};
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	long before;
+
+	if (!open_ctx())
+		exit(1);
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	qp = cq ? create_qp(cq, 4) : NULL;
+	before = stub_modify_qp_ex_calls();
+	if (!qp || to_rts(qp)) {
+		check(0, "no QP at RTS: %s", strerror(errno));
+	} else {
+		check(stub_modify_qp_ex_calls() == before,
+		      "%ld extended modify_qp commands, want none",
+		      stub_modify_qp_ex_calls() - before);
+		check(vrnic_query_ece(qp, &ece) == EOPNOTSUPP,
+		      "query_ece without the kernel's ECE: not EOPNOTSUPP");
+	}
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (cq)
+		ibv_destroy_cq(cq);
+	close_ctx();
+	result("ECE on a kernel without it: plain modify_qp only, "
+	       "query_ece EOPNOTSUPP");
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("1..6\n");
+	printf("1..7\n");
 	test_dontfork();
 	test_cqe();
 	test_qp_state();
 	test_single_threaded();
 	test_close();
 	test_page_size();
+	test_ece_old_kernel();
 	return 0;
 }

@@ -491,6 +491,13 @@ int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 	return 0;
 }
 
+static long modify_qp_ex_calls;
+
+long stub_modify_qp_ex_calls(void)
+{
+	return __atomic_load_n(&modify_qp_ex_calls, __ATOMIC_RELAXED);
+}
+
 int ibv_cmd_modify_qp_ex(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			 int attr_mask, struct ibv_modify_qp_ex *cmd,
 			 size_t cmd_size,
@@ -498,6 +505,7 @@ int ibv_cmd_modify_qp_ex(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			 size_t resp_size)
 {
 	/* The ECE options (the driver's part) are the kernel's business. */
+	__atomic_add_fetch(&modify_qp_ex_calls, 1, __ATOMIC_RELAXED);
 	(void)cmd;
 	(void)cmd_size;
 	(void)resp;

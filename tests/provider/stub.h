@@ -57,6 +57,9 @@ void stub_set_answer(const struct stub_answer *answer);
 void stub_fail_dontfork(unsigned int nth, int err);
 long stub_dontfork_ranges(void);
 
+/* Extended modify_qp commands (with the driver's ECE request) so far. */
+long stub_modify_qp_ex_calls(void);
+
 enum stub_obj { STUB_CQ, STUB_QP, STUB_SRQ, STUB_NOBJ };
 
 /* Objects of kind the kernel holds now; destroy commands it got so far. */
