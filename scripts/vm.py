@@ -361,7 +361,15 @@ class VM:
             line = self._readline(deadline)
             if line.startswith("VRNIC-AGENT-READY"):
                 self.boot_seconds = time.time() - t0
-                return self.boot_seconds
+                break
+        # /init's vrnic-up said why it failed (say, GID index 1 not the
+        # IPv4 address's, which "-g 1" and "-x 1" name): one clear error
+        # instead of every RDMA test of the group failing on its own.
+        rc, out = self.run("cat /run/vrnic-up.failed 2>/dev/null")
+        if rc == 0 and out.strip():
+            raise VMError("%s: vrnic-up at boot: %s" % (self.name,
+                                                       out.strip()))
+        return self.boot_seconds
 
     def run(self, command, timeout=60):
         """Run a bash command in the guest; returns (status, output)."""
