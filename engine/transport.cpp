@@ -705,6 +705,9 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 				uint32_t(cnt_.sent_bytes - sent));
 		else if (ask && qp.sr())	// the hole timer's round trip
 			probe_sent(qp, pkt_psn, plat_.now_ns());
+		if (qp.spray_paths() > 1)
+			if (SrState *s = sr_state(qp))
+				s->note_sent(pkt_psn, plat_.now_ns());
 		// The request an RNR NAK named went out again (a rewind
 		// starts at it): the next RNR NAK answers it and may act.
 		qp.rnr_waiting = false;
@@ -1956,13 +1959,16 @@ void Rdma::send_sack(Qp &qp)
 // resend is lost: the peer holds kReorder PSNs first sent after it, or it
 // is older than the hole timer's period.  A READ or atomic is resent when
 // its request is missing; on a timeout, also when it is unanswered (its
-// response may be what was lost).  Returns when the oldest resend still
-// in flight was sent (0: none).
-uint64_t Rdma::sr_queue_holes(Qp &qp, SrState &s, uint32_t end, bool timeout)
+// response may be what was lost).  A spraying QP's hole sent less than
+// sr_reorder_ns() ago waits: it may be on a slower path.  Returns when
+// the oldest resend still in flight was sent, when the first hole that
+// waits counts as lost, and how many resends go again.
+Rdma::HoleScan Rdma::sr_queue_holes(Qp &qp, SrState &s, uint32_t end, bool timeout)
 {
 	const uint64_t now = plat_.now_ns();
 	const uint64_t period = sr_hole_period(qp);
-	uint64_t oldest = 0;
+	const uint64_t reorder = timeout ? 0 : sr_reorder_ns(qp);
+	HoleScan r;
 
 	for (size_t i = 0; i < qp.inflight.size() && i <= qp.send_idx; i++) {
 		const SendWqe &w = qp.inflight[i];
@@ -1984,10 +1990,16 @@ uint64_t Rdma::sr_queue_holes(Qp &qp, SrState &s, uint32_t end, bool timeout)
 					return;		// queued
 				if (psn_diff(end, s.resent_front[slot]) < SrState::kReorder &&
 				    (now > t ? now - t : 0) < period) {
-					if (!oldest || t < oldest)
-						oldest = t;
+					if (!r.oldest || t < r.oldest)
+						r.oldest = t;
 					return;		// may be on its way
 				}
+				r.again++;
+			} else if (const uint64_t t = reorder ? s.sent_at(psn) : 0;
+				   t && now < t + reorder) {
+				if (!r.due || t + reorder < r.due)
+					r.due = t + reorder;
+				return;		// may be on a slower path
 			}
 			s.resent[slot] = true;
 			s.resent_psn[slot] = psn;
@@ -2013,7 +2025,7 @@ uint64_t Rdma::sr_queue_holes(Qp &qp, SrState &s, uint32_t end, bool timeout)
 		activate(qp);
 		plat_.schedule();
 	}
-	return oldest;
+	return r;
 }
 
 // Send the one request packet at psn again, the send cursor untouched;
@@ -2121,7 +2133,36 @@ void Rdma::handle_sack(Qp &qp, const Packet &p)
 	// TCP takes one from what a SACK newly covers (RFC 6675).
 	if (const uint64_t rtt = probe_sacked(qp, *s, plat_.now_ns()))
 		rtt_sample(qp, rtt);
-	sr_queue_holes(qp, *s, end, false);
+	if (const uint64_t due = sr_queue_holes(qp, *s, end, false).due)
+		sr_arm(qp, due);
+}
+
+// The hole timer at `at`, unless it is due sooner.
+void Rdma::sr_arm(Qp &qp, uint64_t at)
+{
+	if (!qp.sr_at || at < qp.sr_at) {
+		qp.sr_at = at;
+		set_deadline(qp, kTimerSr, at);
+	}
+}
+
+// A spraying QP's reordering window: RACK's (RFC 8985), the smoothed round
+// trip plus a quarter of it, or plus four times its variation when that
+// is more, which grows with how much its paths' delays differ (with
+// twice, make bench's multipath run sent 1.10 packets per 4 KiB it
+// delivered, with four 1.02, as without spraying); at
+// most the hole timer's period, and that period before a round-trip
+// sample.
+uint64_t Rdma::sr_reorder_ns(const Qp &qp) const
+{
+	if (qp.spray_paths() <= 1)
+		return 0;
+	const uint64_t period = sr_hole_period(qp);
+	if (!qp.srtt_ns)
+		return period;
+	const uint64_t w = qp.srtt_ns + std::max({qp.srtt_ns / 4, 4 * qp.rttvar_ns,
+						  SrState::kReorderMinNs});
+	return std::min(w, period);
 }
 
 // The hole timer's period: the round trip as measured plus four times its
@@ -2145,7 +2186,9 @@ uint64_t Rdma::sr_hole_period(const Qp &qp) const
 // the next round-trip sample.  It only resends what the peer reported missing
 // below a PSN it holds, and costs no retry: a stall makes it resend
 // holes, never new data, and no less surely than the ack timer would.
-// Resends younger than the period re-arm it for the oldest of them.
+// Resends younger than the period re-arm it for the oldest of them.  It
+// is also a spraying QP's reordering timer: a hole whose window passed is
+// lost and sent for the first time, which is no timeout.
 void Rdma::sr_hole_timer(Qp &qp)
 {
 	SrState *s = qp.sr_st.get();
@@ -2153,17 +2196,15 @@ void Rdma::sr_hole_timer(Qp &qp)
 	if (!s || qp.attr.state != VRNIC_QPS_RTS || !s->any_sack ||
 	    psn_diff(s->high_sack, qp.una_psn) <= 0)
 		return;
-	const size_t before = s->redo.size();
-	const uint64_t oldest = sr_queue_holes(qp, *s, s->high_sack, false);
-	if (s->redo.size() > before) {
+	const HoleScan r = sr_queue_holes(qp, *s, s->high_sack, false);
+	if (r.again) {
 		cnt_.roce_adp_retrans_to++;
 		s->hole_backoff = uint8_t(std::min(s->hole_backoff + 1, 6));
 	}
-	if (oldest && !qp.sr_at) {
-		qp.sr_at = std::max(oldest + sr_hole_period(qp),
-				    plat_.now_ns() + 1);
-		set_deadline(qp, kTimerSr, qp.sr_at);
-	}
+	if (r.oldest)
+		sr_arm(qp, std::max(r.oldest + sr_hole_period(qp), plat_.now_ns() + 1));
+	if (r.due)
+		sr_arm(qp, r.due);
 }
 
 // --------------------------------------------------------------- entry
