@@ -32,6 +32,10 @@ same host names: QEMU's reconnect-ms brings every NIC back):
       512-PSN send window and again with FABRIC_BENCH_LOSS_WINDOW (debugfs
       send_window, IRN's BDP cap); goodput, and s1's requests resent.
       FABRIC_BENCH_LOSS_CC=dcqcn|swift runs it under that algorithm.
+      The references at the same rates, on a virtio-net NIC of each VM
+      (hosts v1 -> v2, the same loss on v1's link): Linux rxe with the
+      same ib_write_bw, and TCP (iperf3); FABRIC_BENCH_LOSS_REFS=0 leaves
+      them (and the two NICs) out.  Plot: build/bench/fabric-loss.svg.
   multipath (issue 25), tests/bench/topologies/fabric-leaf-spine.json: s1
       and s2 under leaf0, r under leaf1, 1 Gb/s spine links: two flows
       into r with one UDP source port each, repeated until ECMP puts both
@@ -105,6 +109,16 @@ LAYOUT = [("snd", [("s1", "vrnic", ["10.10.1.1"]),
           ("rcv", [("r", "vrnic", ["10.10.1.2", "10.10.2.2"]),
                    ("d2", "vrnic", ["10.10.3.2"],
                     {"sock": DIRECT_SOCK, "listen": False})])]
+# The loss sub-section's references, through the same switch: a
+# virtio-net NIC on each VM (hosts v1 and v2), with rdma_rxe on it, and
+# TCP (iperf3) over it.
+if os.environ.get("FABRIC_BENCH_LOSS_REFS", "1") != "0":
+    LAYOUT[0][1].append(("v1", "virtio", ["10.10.4.1"]))
+    LAYOUT[1][1].append(("v2", "virtio", ["10.10.4.2"]))
+RXE_UP = os.path.join(TOP, "tests", "system", "rxe-up")
+# rxe in a TCG guest drops what arrives faster than its tasklets run
+# (tests/system/fabric_tests.py RXE_BW): 16 in flight, a 4 s ACK timeout.
+RXE_ARGS = "-t 16 -u 20"
 HOSTS = ["s1", "s2", "r"]
 MTU = 9000
 TCLASS = 106        # DSCP 26 (priority 3) with ECT(0)
@@ -323,10 +337,12 @@ class Section:
         self.fab.wait_hosts_up(HOSTS, timeout=30)
         vmlib.wait_fabric_ports(self.vms, timeout=60)
 
-    def ib_write_bw(self, tag, snd, rcv, rip):
-        """One ib_write_bw 64 KiB run snd -> rcv (Nics); MiB/s or None."""
-        srv = "%s -d %s -x %d" % (PAIR_ARGS, rcv.rdma, self.gidx(rcv, rip))
-        cli = "%s -d %s -x %d %s" % (PAIR_ARGS, snd.rdma,
+    def ib_write_bw(self, tag, snd, rcv, rip, extra=""):
+        """One ib_write_bw 64 KiB run snd -> rcv (Nics); MiB/s or None.
+        extra: more perftest options, on both sides."""
+        args = PAIR_ARGS + (" " + extra if extra else "")
+        srv = "%s -d %s -x %d" % (args, rcv.rdma, self.gidx(rcv, rip))
+        cli = "%s -d %s -x %d %s" % (args, snd.rdma,
                                      self.gidx(snd, snd.ip), rip)
         start(rcv.vm, "psrv", srv, PAIR_SECS * 6 + 60)
         listening(rcv.vm, 18515)
@@ -336,7 +352,7 @@ class Section:
         v = perftest_mibs(out) if rc == 0 else None
         log("  %s ib_write_bw 64 KiB %s->%s: %s MiB/s" % (
             tag, snd.host, rcv.host,
-            v if v else "failed: " + out.strip()[-300:]))
+            v if v is not None else "failed: " + out.strip()[-300:]))
         return v
 
     def pair(self):
@@ -403,7 +419,53 @@ class Section:
         self.fab.set_link("s1", {"impair": {"loss": 0.0}}, "a_to_b")
         set_sr(s1.vm, [s1.rdma], 0)
         set_sr(r.vm, [r.rdma], 0)
+        if "v1" in self.nics:
+            out += self.loss_refs()
         return out
+
+    def loss_refs(self):
+        """The references at each loss rate, through the same switch on
+        the virtio-net NICs v1 -> v2: Linux rxe (go-back-N) with
+        ib_write_bw as above, and TCP (iperf3); result dicts."""
+        v1, v2 = self.nics["v1"], self.nics["v2"]
+        with open(RXE_UP) as f:
+            body = f.read()
+        for nic in (v1, v2):
+            nic.vm.check("cat > /tmp/rxe-up <<'VRNIC_EOF'\n%sVRNIC_EOF\n"
+                         "bash /tmp/rxe-up %d %s" % (body, MTU, nic.ip),
+                         timeout=60)
+            nic.rdma = "rxe0"
+        self.fab.wait_hosts_up(["v1", "v2"], timeout=30)
+        out = []
+        for mode in ("rxe (go-back-N)", "TCP (iperf3)"):
+            for p in LOSS_RATES:
+                self.fab.set_link("v1", {"impair": {"loss": p}}, "a_to_b")
+                tag = "%s, loss %g%%" % (mode.split()[0], 100 * p)
+                v = self.ib_write_bw(tag, v1, v2, v2.ip, extra=RXE_ARGS) \
+                    if mode.startswith("rxe") else self.iperf3(tag, v1, v2)
+                out.append({"mode": mode, "loss": p, "mibs": v})
+        self.fab.set_link("v1", {"impair": {"loss": 0.0}}, "a_to_b")
+        return out
+
+    def iperf3(self, tag, snd, rcv):
+        """One iperf3 run snd -> rcv for PAIR_SECS; MiB/s received or
+        None."""
+        rcv.vm.run("pkill -x iperf3; (timeout %d iperf3 -s -1 -B %s "
+                   ">/dev/null 2>&1 &)" % (PAIR_SECS + 60, rcv.ip))
+        time.sleep(1)
+        rc, out = snd.vm.run("timeout %d iperf3 -c %s -B %s -t %d -J" % (
+            PAIR_SECS + 40, rcv.ip, snd.ip, PAIR_SECS),
+            timeout=PAIR_SECS + 55)
+        v = None
+        try:
+            bps = json.loads(out)["end"]["sum_received"]["bits_per_second"]
+            v = round(bps / 8 / MIB, 1) if rc == 0 else None
+        except (ValueError, KeyError, TypeError):
+            pass
+        log("  %s iperf3 %s->%s: %s MiB/s" % (
+            tag, snd.host, rcv.host,
+            v if v is not None else "failed: " + out.strip()[-300:]))
+        return v
 
     def spine_tx(self):
         c = self.fab.counters()
@@ -659,6 +721,18 @@ def verdict(rounds, target=0.85):
     return "inconclusive"
 
 
+def loss_chart(loss):
+    """Goodput against loss, one line per mode (failed runs left out)."""
+    series = {}
+    for x in loss:
+        series.setdefault(x["mode"], [])
+        if x["mibs"] is not None:
+            series[x["mode"]].append((100 * x["loss"], x["mibs"]))
+    return rep.svg_chart(series, title="ib_write_bw 64 KiB s1 -> r (iperf3 "
+                         "for TCP) against Bernoulli loss",
+                         xlabel="loss (%)", ylabel="MiB/s")
+
+
 def loss_report(loss):
     """The loss sub-section's table and issue 25's two targets on it."""
     if not loss:
@@ -673,7 +747,12 @@ def loss_report(loss):
              "its roce_adp_retrans_to, the hole timer's resends.  \"held\" "
              "and \"not held\" are r's ooo_placed and ooo_dropped: what "
              "arrived after a gap and was kept, or dropped (out of the "
-             "window, or the budget spent)." % PAIR_SECS, "",
+             "window, or the budget spent).  The references run on a "
+             "virtio-net NIC of each VM through the same switch, with the "
+             "same loss on v1's link: Linux rxe (ib_write_bw as above, "
+             "with %s, as rxe in a TCG guest needs) and TCP (iperf3 -t "
+             "%d); the device counters do not apply to them.  The plot: "
+             "fabric-loss.svg." % (PAIR_SECS, RXE_ARGS, PAIR_SECS), "",
              "| mode | loss | MiB/s | of lossless | resent | hole timer | "
              "sequence NAKs | ack timeouts | held | not held |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -681,14 +760,17 @@ def loss_report(loss):
     for x in loss:
         if x["loss"] == 0 and x["mibs"]:
             base[x["mode"]] = x["mibs"]
+    def n(x, k):
+        return "%d" % x[k] if x.get(k) is not None else "—"
+
     for x in loss:
         b = base.get(x["mode"])
-        lines.append("| %s | %g%% | %s | %s | %d | %d | %d | %d | %d | %d |"
+        lines.append("| %s | %g%% | %s | %s | %s | %s | %s | %s | %s | %s |"
                      % (x["mode"], 100 * x["loss"], fr(x["mibs"]),
-                        "%.0f%%" % (100 * x["mibs"] / b) if b and x["mibs"]
-                        else "—", x["resent"], x.get("hole_timer", 0),
-                        x["seq_naks"], x["timeouts"], x.get("held", 0),
-                        x.get("not_held", 0)))
+                        "%.0f%%" % (100 * x["mibs"] / b)
+                        if b and x["mibs"] is not None else "—", n(x, "resent"), n(x, "hole_timer"),
+                        n(x, "seq_naks"), n(x, "timeouts"), n(x, "held"),
+                        n(x, "not_held")))
     at = {(x["mode"], x["loss"]): x["mibs"] for x in loss}
     rows = []
     for suffix in sorted({x["mode"].partition(",")[2] for x in loss}):
@@ -919,6 +1001,9 @@ def section(direct_mibs=None):
     wall = time.time() - t0
     md = report(direct_mibs, pair_direct, pair_vals, cost, results, wall)
     md += loss_report(loss)
+    if loss:
+        with open(os.path.join(OUT, "fabric-loss.svg"), "w") as f:
+            f.write(loss_chart(loss))
     md += multipath_report(mp)
     data = {"direct_mibs": direct_mibs, "pair_direct_mibs": pair_direct,
             "pair_mibs": pair_vals, "loss": loss, "multipath": mp,
