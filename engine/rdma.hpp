@@ -271,8 +271,8 @@ struct SrState {
 	// the peer holds may be a packet still on a slower path: it counts
 	// as lost only once sent longer ago than Rdma::sr_reorder_ns()
 	// (RACK's reordering window, RFC 8985), and the hole timer comes
-	// back for it then.  Without the window, spraying over 64 ports
-	// resent 14 to 16 % of what it sent (make bench, multipath).
+	// back for it then.  Without the window, spraying over 64 ports sent
+	// 1.14 to 1.16 packets per 4 KiB delivered (make bench, multipath).
 	static constexpr uint64_t kReorderMinNs = 50000;
 	std::array<uint32_t, kSlots> sent_psn{};
 	std::array<uint64_t, kSlots> sent_ns{};

@@ -705,9 +705,11 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 				uint32_t(cnt_.sent_bytes - sent));
 		else if (ask && qp.sr())	// the hole timer's round trip
 			probe_sent(qp, pkt_psn, plat_.now_ns());
+		// The PSN sr_queue_holes() looks up: a READ's first, even
+		// when it is asked again from a later response.
 		if (qp.spray_paths() > 1)
 			if (SrState *s = sr_state(qp))
-				s->note_sent(pkt_psn, plat_.now_ns());
+				s->note_sent(rd ? w.psn_first : pkt_psn, plat_.now_ns());
 		// The request an RNR NAK named went out again (a rewind
 		// starts at it): the next RNR NAK answers it and may act.
 		qp.rnr_waiting = false;
@@ -2186,7 +2188,9 @@ uint64_t Rdma::sr_hole_period(const Qp &qp) const
 // the next round-trip sample.  It only resends what the peer reported missing
 // below a PSN it holds, and costs no retry: a stall makes it resend
 // holes, never new data, and no less surely than the ack timer would.
-// Resends younger than the period re-arm it for the oldest of them.  It
+// Only resends that went again count (roce_adp_retrans_to) and double
+// the period.  Resends younger than the period re-arm it for the oldest
+// of them.  It
 // is also a spraying QP's reordering timer: a hole whose window passed is
 // lost and sent for the first time, which is no timeout.
 void Rdma::sr_hole_timer(Qp &qp)

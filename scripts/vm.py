@@ -362,9 +362,11 @@ class VM:
             if line.startswith("VRNIC-AGENT-READY"):
                 self.boot_seconds = time.time() - t0
                 break
-        # /init's vrnic-up said why it failed (say, GID index 1 not the
-        # IPv4 address's, which "-g 1" and "-x 1" name): one clear error
-        # instead of every RDMA test of the group failing on its own.
+        # /init's vrnic-up found GID index 1 not the IPv4 address's,
+        # which "-g 1" and "-x 1" name: one clear error instead of every
+        # RDMA test of the group failing on its own.  (Its other failures
+        # are on the console, as before: the tests that need the port
+        # say so, and fabric VMs set their NICs up again.)
         rc, out = self.run("cat /run/vrnic-up.failed 2>/dev/null")
         if rc == 0 and out.strip():
             raise VMError("%s: vrnic-up at boot: %s" % (self.name,

@@ -866,8 +866,6 @@ TEST_F(Sr, SprayingSpreadsTheRequestsOverSourcePorts)
 	}
 	EXPECT_TRUE(round_robin);
 	EXPECT_GT(b.counters().ooo_placed, 0u) << "the wire reordered";
-	EXPECT_EQ(a.counters().roce_adp_retrans, 0u)
-		<< "a packet a SACK overtook arrived inside the reordering window";
 	EXPECT_EQ(acks.size(), 1u) << "b's ACKs and SACKs from one port";
 
 	EXPECT_EQ(query_attr(a).spray_paths, 8u);
@@ -900,8 +898,8 @@ TEST(SrSpray, OnlyWithSelectiveRepeatAndAtMostTheMaximum)
 // behind it raised.  A spraying QP waits its reordering window (RACK's,
 // RFC 8985) before it calls the hole lost, so the late packet costs no
 // resend; a QP that does not spray takes the hole for a loss at once, as
-// before.  Without the window, spraying over 64 ports resent 14-16 % of
-// what it sent in make bench's multipath section.
+// before.  Without the window, spraying over 64 ports sent 1.14-1.16
+// packets per 4 KiB delivered in make bench's multipath section.
 TEST_F(Sr, ASprayingQpWaitsItsReorderingWindowBeforeAResend)
 {
 	for (const uint8_t spray : {uint8_t(1), uint8_t(8)}) {
@@ -975,4 +973,42 @@ TEST_F(Sr, ASprayingQpResendsALossWhenItsReorderingWindowPasses)
 	EXPECT_EQ(a.counters().roce_adp_retrans, 1u);
 	EXPECT_EQ(a.counters().roce_adp_retrans_to, 0u);
 	EXPECT_EQ(a.counters().retry_timeouts, 0u);
+}
+
+// A SACK shows a spraying QP a hole still inside its reordering window,
+// and the QP is drained (SQD) before the window passes: the hole timer
+// cannot send then.  Back in RTS the hole is looked at again and resent
+// once.  Before, the timer's expiry in SQD was lost and nothing else was
+// armed: the QP hung for good.
+TEST_F(Sr, ASprayingQpResendsAHoleWhenItLeavesSqd)
+{
+	a.spray_paths = b.spray_paths = 8;
+	connect();			// timeout 14: ack timer 67 ms
+	lose_once(kPsnA + 10);
+	fill(a, 0, 64 * kMtu, 9);
+	a.post_send(write_wqe(1, Node::kIova + 0x800000, b.mr),
+		    {a.sge(0, 64 * kMtu)});
+	ASSERT_TRUE(wire.run(a, b, [&] { return a.counters().sack_rcvd > 0; }));
+	ASSERT_TRUE(lost);
+	ASSERT_EQ(a.counters().roce_adp_retrans, 0u) << "inside the window";
+	vrnic_qp_attr at{};
+	at.state = VRNIC_QPS_SQD;
+	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK);
+	for (int i = 0; i < 200; i++) {	// 200 ms: past every timer
+		for (Node *n : {&a, &b}) {
+			n->p.now += 1000000;
+			if (n->p.deadline && n->p.deadline <= n->p.now) {
+				n->p.deadline = 0;
+				vrnic_engine_timer(n->p.eng);
+			}
+		}
+		wire.run(a, b, [] { return true; });
+	}
+	at.state = VRNIC_QPS_RTS;
+	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK);
+	const auto sc = wire.completions(a, b, a, 1);
+	ASSERT_EQ(sc.size(), 1u) << "the hole was never resent";
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	expect_written(1, 64 * kMtu);
+	EXPECT_EQ(a.counters().roce_adp_retrans, 1u);
 }
