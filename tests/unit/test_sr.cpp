@@ -133,6 +133,21 @@ struct Sr : ::testing::Test {
 				    {a.sge(uint64_t(i) * len, len)});
 		return wire.completions(a, b, a, count);
 	}
+	// Time passes in steps of step_ns: the timers due fire, and the
+	// wire carries what they send.
+	void pass_time(int steps, uint64_t step_ns)
+	{
+		for (int i = 0; i < steps; i++) {
+			for (Node *n : {&a, &b}) {
+				n->p.now += step_ns;
+				if (n->p.deadline && n->p.deadline <= n->p.now) {
+					n->p.deadline = 0;
+					vrnic_engine_timer(n->p.eng);
+				}
+			}
+			wire.run(a, b, [] { return true; });
+		}
+	}
 	void expect_written(unsigned count, uint32_t len)
 	{
 		EXPECT_EQ(std::memcmp(a.data(0), b.data(0x800000), size_t(count) * len), 0)
@@ -676,16 +691,7 @@ TEST_F(Sr, AResendStuckInAQueueIsNotSentAgainEarly)
 	a.post_send(write_wqe(2, Node::kIova + 0x900000, b.mr),
 		    {a.sge(64 * kMtu, 64 * kMtu)});
 	ASSERT_TRUE(wire.run(a, b, [&] { return seen >= 2; }));
-	for (int i = 0; i < 80; i++) {	// 8 ms, 100 us at a time
-		for (Node *n : {&a, &b}) {
-			n->p.now += 100000;
-			if (n->p.deadline && n->p.deadline <= n->p.now) {
-				n->p.deadline = 0;
-				vrnic_engine_timer(n->p.eng);
-			}
-		}
-		wire.run(a, b, [] { return true; });
-	}
+	pass_time(80, 100000);		// 8 ms, 100 us at a time
 	EXPECT_EQ(seen, 2) << "resent again while the first resend was queued";
 	vrnic_engine_receive(b.p.eng, kept.data(), kept.size());
 	const auto sc = wire.completions(a, b, a, 1);
@@ -994,16 +1000,7 @@ TEST_F(Sr, ASprayingQpResendsAHoleWhenItLeavesSqd)
 	vrnic_qp_attr at{};
 	at.state = VRNIC_QPS_SQD;
 	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK);
-	for (int i = 0; i < 200; i++) {	// 200 ms: past every timer
-		for (Node *n : {&a, &b}) {
-			n->p.now += 1000000;
-			if (n->p.deadline && n->p.deadline <= n->p.now) {
-				n->p.deadline = 0;
-				vrnic_engine_timer(n->p.eng);
-			}
-		}
-		wire.run(a, b, [] { return true; });
-	}
+	pass_time(200, 1000000);	// 200 ms: past every timer
 	at.state = VRNIC_QPS_RTS;
 	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK);
 	const auto sc = wire.completions(a, b, a, 1);
