@@ -2152,9 +2152,8 @@ void Rdma::sr_arm(Qp &qp, uint64_t at)
 // trip plus a quarter of it, or plus four times its variation when that
 // is more, which grows with how much its paths' delays differ (with
 // twice, make bench's multipath run sent 1.10 packets per 4 KiB it
-// delivered, with four 1.02, as without spraying); at
-// most the hole timer's period, and that period before a round-trip
-// sample.
+// delivered, with four 1.02, as without spraying); at most the hole
+// timer's period, and that period before a round-trip sample.
 uint64_t Rdma::sr_reorder_ns(const Qp &qp) const
 {
 	if (qp.spray_paths() <= 1)
@@ -2190,9 +2189,8 @@ uint64_t Rdma::sr_hole_period(const Qp &qp) const
 // holes, never new data, and no less surely than the ack timer would.
 // Only resends that went again count (roce_adp_retrans_to) and double
 // the period.  Resends younger than the period re-arm it for the oldest
-// of them.  It
-// is also a spraying QP's reordering timer: a hole whose window passed is
-// lost and sent for the first time, which is no timeout.
+// of them.  It is also a spraying QP's reordering timer: a hole whose
+// window passed is lost and sent for the first time, which is no timeout.
 void Rdma::sr_hole_timer(Qp &qp)
 {
 	SrState *s = qp.sr_st.get();
