@@ -19,7 +19,10 @@ keep running:
                     devices (debugfs): that packet alone is resent, on
                     r's SACKs (issue 25); rdma_cm negotiates selective
                     repeat through ECE (vrnic_ece), through 1% loss, with
-                    rxe too;
+                    rxe too; 1% loss on r's link: ib_write_bw, ib_read_bw
+                    both ways and ibv_rc_pingpong -c, with selective
+                    repeat and with go-back-N; 1% loss on rxe's link:
+                    vrnic(s2) and rxe both ways, go-back-N;
   leaf-spine.json   two leaves, two spines: one QP's flow takes one spine,
                     and both once it sprays over 64 UDP source ports;
   ecn.json          r's port at 500 Mb/s, marking from 4 KiB on priority
@@ -396,6 +399,108 @@ def inject_test(stage, fab, s1, r, sr=False):
     stage.record("%s: s1 resent that packet alone, on r's SACKs" % name,
                  "pass" if ok else "fail",
                  "s1 %s, r %s" % (d["s1"], d["r"]))
+
+
+LOSS_BW = "-s 65536 -n 100"
+LOSS_PP = "ibv_rc_pingpong -c -s 65536 -n 100 -m 1024"
+LOSS_KEYS = ("sack_rcvd", "sack_sent", "roce_adp_retrans", "rcvd_seq_err",
+             "ack_timeouts")
+
+
+def loss_tests(stage, fab, s1, r):
+    """g: 1% loss on r's link, both directions, between two vrnics (issue
+    25): ib_write_bw and ib_read_bw both ways and a data-checked
+    ibv_rc_pingpong, first with selective repeat on both devices
+    (debugfs, the default window), then with go-back-N.  Every run
+    completes; with selective repeat both devices recovered on SACKs, with
+    go-back-N neither sent or received a SACK and each recovered on
+    sequence NAKs or its ack timer."""
+    fab.set_link("r", {"impair": {"loss": 0.01}})
+    try:
+        for sr, mode in ((1, "selective repeat"), (0, "go-back-N")):
+            name = "loss 1%%, %s" % mode
+            try:
+                set_sr([s1, r], sr)
+                st0 = {"s1": link_stats(s1, LOSS_KEYS),
+                       "r": link_stats(r, LOSS_KEYS)}
+            except vmlib.VMError as e:
+                stage.record("%s: debugfs selective_repeat" % name, "fail",
+                             str(e))
+                continue
+            for test in ("ib_write_bw", "ib_read_bw"):
+                for cli, srv in ((s1, r), (r, s1)):
+                    cmd = "%s %s" % (test, LOSS_BW)
+                    pair(stage, "%s: %s %s->%s" % (name, cmd, cli.host,
+                                                   srv.host),
+                         srv.vm, cli.vm, "%s %s" % (cmd, perf(srv, srv.ip)),
+                         "%s %s %s" % (cmd, perf(cli, cli.ip), srv.ip),
+                         "#bytes", timeout=FLOW_TIMEOUT)
+            pair(stage, "%s: %s s1<->r" % (name, LOSS_PP), r.vm, s1.vm,
+                 "%s -d %s -g %d" % (LOSS_PP, r.rdma,
+                                     vmlib.gid_index(r.vm, r.rdma, r.ip)),
+                 "%s -d %s -g %d %s" % (LOSS_PP, s1.rdma,
+                                        vmlib.gid_index(s1.vm, s1.rdma,
+                                                        s1.ip), r.ip),
+                 "bytes in", timeout=FLOW_TIMEOUT)
+            d = {}
+            for h, nic in (("s1", s1), ("r", r)):
+                after = link_stats(nic, LOSS_KEYS)
+                d[h] = {k: (after[k] - st0[h][k]) if after[k] is not None
+                        and st0[h][k] is not None else -1 for k in LOSS_KEYS}
+            print("  | counter deltas: s1 %s, r %s" % (d["s1"], d["r"]),
+                  flush=True)
+            if sr:
+                ok = all(d[h]["sack_rcvd"] > 0 and d[h]["sack_sent"] > 0 and
+                         d[h]["roce_adp_retrans"] > 0 for h in d)
+                what = "both devices sent and received SACKs and resent " \
+                    "on them"
+            else:
+                ok = all(d[h]["sack_rcvd"] == 0 and d[h]["sack_sent"] == 0
+                         and d[h]["rcvd_seq_err"] + d[h]["ack_timeouts"] > 0
+                         for h in d)
+                what = "no SACK either way, both recovered on sequence " \
+                    "NAKs or ack timeouts"
+            stage.record("%s: %s" % (name, what), "pass" if ok else "fail",
+                         "s1 %s, r %s" % (d["s1"], d["r"]))
+    finally:
+        fab.set_link("r", {"impair": {"loss": 0.0}})
+        set_sr([s1, r], 0)
+
+
+RXE_LOSS_BW = "ib_write_bw -s 65536 -n 30 -t 16 -u 20"
+
+
+def rxe_loss_tests(stage, fab, s2, rxe):
+    """h: Linux rxe through the same 1% loss (on rxe's link, both
+    directions): vrnic (s2) and rxe recover by go-back-N both ways, and a
+    data-checked ibv_rc_pingpong completes."""
+    if "rxe0" not in rxe.vm.run("rdma link show")[1]:
+        if not step(stage, rxe.vm, "rxe loss: rdma_rxe up",
+                    shipped("rxe-up") + "bash /tmp/rxe-up 1500 %s" % rxe.ip):
+            return
+    rxe.rdma = "rxe0"
+    vip = "10.10.3.1"
+    fab.set_link("rxe", {"impair": {"loss": 0.01}})
+    try:
+        name = "rxe loss 1%"
+        pair(stage, "%s: %s vrnic(s2)->rxe" % (name, RXE_LOSS_BW), rxe.vm,
+             s2.vm, "%s %s" % (RXE_LOSS_BW, perf(rxe, rxe.ip)),
+             "%s %s %s" % (RXE_LOSS_BW, perf(s2, vip), rxe.ip), "#bytes",
+             timeout=FLOW_TIMEOUT)
+        pair(stage, "%s: %s rxe->vrnic(s2)" % (name, RXE_LOSS_BW), s2.vm,
+             rxe.vm, "%s %s" % (RXE_LOSS_BW, perf(s2, vip)),
+             "%s %s %s" % (RXE_LOSS_BW, perf(rxe, rxe.ip), vip), "#bytes",
+             timeout=FLOW_TIMEOUT)
+        pp = "ibv_rc_pingpong -c -s 4096 -n 200 -m 1024"
+        pair(stage, "%s: %s vrnic(s2)<->rxe" % (name, pp), rxe.vm, s2.vm,
+             "%s -d %s -g %d" % (pp, rxe.rdma,
+                                 vmlib.gid_index(rxe.vm, rxe.rdma, rxe.ip)),
+             "%s -d %s -g %d %s" % (pp, s2.rdma,
+                                    vmlib.gid_index(s2.vm, s2.rdma, vip),
+                                    rxe.ip),
+             "bytes in", timeout=FLOW_TIMEOUT)
+    finally:
+        fab.set_link("rxe", {"impair": {"loss": 0.0}})
 
 
 ECE = "/opt/vrnic/tests/vrnic_ece"
@@ -1140,6 +1245,8 @@ def main():
         (None, "inject", lambda: inject_test(stage, fab, s1, r)),
         (None, "inject sr", lambda: inject_test(stage, fab, s1, r, True)),
         (None, "ece", lambda: ece_tests(stage, fab, s1, s2, r, rxe)),
+        (None, "loss", lambda: loss_tests(stage, fab, s1, r)),
+        (None, "rxe loss", lambda: rxe_loss_tests(stage, fab, s2, rxe)),
         ("leaf-spine.json", "multipath",
          lambda: multipath_tests(stage, fab, s1, r)),
         ("ecn.json", "ecn", lambda: ecn_test(stage, fab, s1, r)),
