@@ -885,9 +885,10 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 		qp_error(qp, false);
 	if (next == VRNIC_QPS_RTS)
 		qp.sq_kick = true;
-	// Back from SQD or SQE: the hole timer did nothing while the QP
-	// could not send, so the holes a SACK showed (a spraying QP's still
-	// in their reordering window then) are looked at again now.
+	// Back from SQE: the hole timer did nothing while the QP could not
+	// send, so the holes a SACK showed (a spraying QP's still in their
+	// reordering window then) are looked at again now.  (In SQD it
+	// resends; looking again costs nothing.)
 	if (next == VRNIC_QPS_RTS && cur != VRNIC_QPS_RTR && qp.sr_st)
 		sr_hole_timer(qp);
 	activate(qp);

@@ -431,12 +431,31 @@ struct Qp {
 		const uint16_t w = le(attr.send_window);
 		return w ? int32_t(w) : int32_t(VRNIC_SEND_WINDOW_MAX);
 	}
+	// Whether packet idx of a message, at psn, asks for an ACK: the
+	// last of the message, every 32nd, or sooner when the window is
+	// smaller (every half window, and the packet that fills it).  A
+	// window of 16 filled before any packet asked, and the QP waited for
+	// its ack timer once per window.
+	[[nodiscard]] bool asks_ack(uint32_t idx, uint32_t psn, bool last) const
+	{
+		const int32_t win = send_window();
+		const uint32_t every = uint32_t(std::clamp(win / 2, 1, 32));
+		return last || idx % every == every - 1 ||
+		       roce::psn_diff(psn, una_psn) + 1 >= win;
+	}
 	// The UDP source ports its request packets spread over
 	// (MODIFY_QP's TRANSPORT): only with selective repeat, whose
 	// receiver places what arrives out of order; else one.
 	[[nodiscard]] unsigned spray_paths() const
 	{
 		return sr() && attr.spray_paths > 1 ? attr.spray_paths : 1;
+	}
+	// Its requester works: RTS, or SQD finishing the requests it began
+	// (IBA 10.3.1: a QP in SQD completes the work requests in progress,
+	// resending what was lost, and begins no new one).
+	[[nodiscard]] bool sends() const
+	{
+		return attr.state == VRNIC_QPS_RTS || attr.state == VRNIC_QPS_SQD;
 	}
 	// Acknowledged, retransmitted: RC, and XRC on either side.
 	[[nodiscard]] bool reliable() const

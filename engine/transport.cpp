@@ -562,10 +562,9 @@ void Rdma::send_request_packet(Qp &qp, SendWqe &w)
 	h.psn = psn_add(w.psn_first, idx);
 	h.imm = w.imm;
 	h.solicited = last && (w.flags & VRNIC_WQE_SOLICITED);
-	// Ask for an ACK at the end of a message and every 32 packets; UC
-	// has no acknowledgements.
+	// UC has no acknowledgements.
 	if (qp.reliable())
-		h.ackreq = last || idx % 32 == 31;
+		h.ackreq = qp.asks_ack(idx, h.psn, last);
 
 	const roce::Path &path = pkt_path(qp, h);
 	const size_t hl = build_headers(frame_.data(), path, h);
@@ -581,7 +580,7 @@ void Rdma::send_request_packet(Qp &qp, SendWqe &w)
 
 void Rdma::transmit(Qp &qp, unsigned int &budget)
 {
-	if (qp.attr.state != VRNIC_QPS_RTS || qp.rnr_deadline)
+	if (!qp.sends() || qp.rnr_deadline)
 		return;
 	cc_sync(qp);
 	// Selective repeat: the holes first, each a packet of its own.
@@ -602,7 +601,7 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 			qp.pacer.consume(plat_.now_ns(),
 					 uint32_t(cnt_.sent_bytes - sent));
 		budget--;
-		if (qp.attr.state != VRNIC_QPS_RTS)
+		if (!qp.sends())
 			return;		// a local error moved the QP to ERR
 		arm_ack_timer(qp);
 		if (!qp.sr_at) {
@@ -622,6 +621,10 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 			qp.send_off = 0;
 			continue;
 		}
+		// SQD: what began goes on (the rest of a message, a resend
+		// after a NAK or a timeout); the next request waits for RTS.
+		if (qp.attr.state == VRNIC_QPS_SQD && !w.psn_assigned)
+			break;
 		if (rd || (w.flags & VRNIC_WQE_FENCE)) {
 			unsigned int outstanding = 0;
 			for (size_t i = 0; i < qp.send_idx; i++)
@@ -692,13 +695,13 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 		const uint32_t pkt_psn =
 			w.opcode == VRNIC_WR_RDMA_READ ? w.resp_psn :
 			rd ? w.psn_first : psn_add(w.psn_first, qp.send_off / qp.mtu);
-		const bool ask = rd || qp.send_off + qp.mtu >= w.length ||
-				 (qp.send_off / qp.mtu) % 32 == 31;
+		const bool ask = rd || qp.asks_ack(qp.send_off / qp.mtu, pkt_psn,
+						   qp.send_off + qp.mtu >= w.length);
 		send_request_packet(qp, w);
 		if (qp.pacer.rate())	// the frame as it left
 			qp.pacer.consume(plat_.now_ns(),
 					 uint32_t(cnt_.sent_bytes - sent));
-		if (qp.attr.state != VRNIC_QPS_RTS)
+		if (!qp.sends())
 			return;		// a local error moved the QP to ERR
 		if (qp.cc_on)
 			cc_sent(qp, pkt_psn, ask && qp.reliable(),
@@ -1185,7 +1188,7 @@ void Rdma::expire(const TimerHeap::Entry &e, uint64_t now)
 		plat_.schedule();
 		return;
 	}
-	if (qp.inflight.empty() || qp.attr.state != VRNIC_QPS_RTS)
+	if (qp.inflight.empty() || !qp.sends())
 		return;
 	cnt_.retry_timeouts++;
 	if (qp.retry_left == 0) {
@@ -2195,7 +2198,7 @@ void Rdma::sr_hole_timer(Qp &qp)
 {
 	SrState *s = qp.sr_st.get();
 
-	if (!s || qp.attr.state != VRNIC_QPS_RTS || !s->any_sack ||
+	if (!s || !qp.sends() || !s->any_sack ||
 	    psn_diff(s->high_sack, qp.una_psn) <= 0)
 		return;
 	const HoleScan r = sr_queue_holes(qp, *s, s->high_sack, false);

@@ -148,6 +148,12 @@ struct Sr : ::testing::Test {
 			wire.run(a, b, [] { return true; });
 		}
 	}
+	void to_state(Node &n, uint8_t state)
+	{
+		vrnic_qp_attr at{};
+		at.state = state;
+		ASSERT_EQ(n.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK);
+	}
 	void expect_written(unsigned count, uint32_t len)
 	{
 		EXPECT_EQ(std::memcmp(a.data(0), b.data(0x800000), size_t(count) * len), 0)
@@ -986,7 +992,7 @@ TEST_F(Sr, ASprayingQpResendsALossWhenItsReorderingWindowPasses)
 // cannot send then.  Back in RTS the hole is looked at again and resent
 // once.  Before, the timer's expiry in SQD was lost and nothing else was
 // armed: the QP hung for good.
-TEST_F(Sr, ASprayingQpResendsAHoleWhenItLeavesSqd)
+TEST_F(Sr, ASprayingQpInSqdResendsAHoleOnceItsWindowPasses)
 {
 	a.spray_paths = b.spray_paths = 8;
 	connect();			// timeout 14: ack timer 67 ms
@@ -997,15 +1003,118 @@ TEST_F(Sr, ASprayingQpResendsAHoleWhenItLeavesSqd)
 	ASSERT_TRUE(wire.run(a, b, [&] { return a.counters().sack_rcvd > 0; }));
 	ASSERT_TRUE(lost);
 	ASSERT_EQ(a.counters().roce_adp_retrans, 0u) << "inside the window";
-	vrnic_qp_attr at{};
-	at.state = VRNIC_QPS_SQD;
-	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK);
+	to_state(a, VRNIC_QPS_SQD);
 	pass_time(200, 1000000);	// 200 ms: past every timer
-	at.state = VRNIC_QPS_RTS;
-	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK);
-	const auto sc = wire.completions(a, b, a, 1);
-	ASSERT_EQ(sc.size(), 1u) << "the hole was never resent";
-	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	vrnic_cqe c{};
+	ASSERT_TRUE(a.poll_cq(c)) << "the hole was not resent in SQD";
+	EXPECT_EQ(c.status, VRNIC_WC_ST_SUCCESS);
 	expect_written(1, 64 * kMtu);
 	EXPECT_EQ(a.counters().roce_adp_retrans, 1u);
+	EXPECT_EQ(query_attr(a).state, VRNIC_QPS_SQD);
+	// The hole timer it armed in SQD does nothing more back in RTS.
+	to_state(a, VRNIC_QPS_RTS);
+	pass_time(200, 1000000);
+	EXPECT_EQ(a.counters().roce_adp_retrans, 1u);
 }
+
+// IBA 10.3.1: in SQD a QP completes the work requests it began, resending
+// what was lost, and begins none of those posted after them.  Before, a
+// QP in SQD sent nothing, and its ack timer's expiry was dropped: a WRITE
+// half sent, or one packet short, hung until the consumer moved it back
+// to RTS, and for good if the ack timer was not re-armed then.
+struct SrSqd : Sr, ::testing::WithParamInterface<bool> {
+	// A WRITE of 64 packets with 16 in flight at most: 16 sent, then
+	// the QP moves to SQD.  The first copy of packet `lose` is lost.
+	void begin_and_drain(uint32_t lose)
+	{
+		a.send_window = 16;
+		connect(GetParam(), GetParam());
+		lose_once(kPsnA + lose);
+		ASSERT_FALSE(lost);
+		fill(a, 0, 64 * kMtu, 5);
+		a.post_send(write_wqe(1, Node::kIova + 0x800000, b.mr),
+			    {a.sge(0, 64 * kMtu)});
+		run_alone(a);
+		ASSERT_EQ(a.p.frames.size(), 16u);
+		to_state(a, VRNIC_QPS_SQD);
+	}
+};
+
+TEST_P(SrSqd, AQpInSqdFinishesTheWriteItBeganAndStartsNoOther)
+{
+	begin_and_drain(5);
+	// Posted in SQD: waits for RTS.
+	a.post_send(write_wqe(2, Node::kIova + 0x900000, b.mr),
+		    {a.sge(64 * kMtu, 8 * kMtu)});
+	pass_time(400, 1000000);	// 400 ms, several ack timeouts
+	ASSERT_TRUE(lost);
+	vrnic_cqe c{};
+	ASSERT_TRUE(a.poll_cq(c)) << "the WRITE begun before SQD hung";
+	EXPECT_EQ(c.wr_id, 1u);
+	EXPECT_EQ(c.status, VRNIC_WC_ST_SUCCESS);
+	expect_written(1, 64 * kMtu);
+	EXPECT_FALSE(a.poll_cq(c)) << "a WRITE posted in SQD began";
+	EXPECT_EQ(query_attr(a).state, VRNIC_QPS_SQD);
+	if (GetParam())
+		EXPECT_EQ(a.counters().roce_adp_retrans, 1u) << "the hole alone";
+	else
+		EXPECT_EQ(a.counters().rcvd_seq_err, 1u) << "go-back-N on the NAK";
+	to_state(a, VRNIC_QPS_RTS);
+	const auto sc = wire.completions(a, b, a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].wr_id, 2u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(std::memcmp(a.data(64 * kMtu), b.data(0x900000), 8 * kMtu), 0);
+}
+
+// The last packet lost: no NAK, no SACK shows it; only the ack timer
+// recovers, and it does in SQD.
+TEST_P(SrSqd, AQpInSqdResendsOnItsAckTimer)
+{
+	a.send_window = 0;
+	connect(GetParam(), GetParam());
+	lose_once(kPsnA + 3);
+	fill(a, 0, 4 * kMtu, 3);
+	a.post_send(write_wqe(1, Node::kIova + 0x800000, b.mr),
+		    {a.sge(0, 4 * kMtu)});
+	run_alone(a);
+	ASSERT_EQ(a.p.frames.size(), 4u);
+	to_state(a, VRNIC_QPS_SQD);
+	pass_time(200, 1000000);
+	ASSERT_TRUE(lost);
+	vrnic_cqe c{};
+	ASSERT_TRUE(a.poll_cq(c)) << "the ack timer's expiry was dropped in SQD";
+	EXPECT_EQ(c.status, VRNIC_WC_ST_SUCCESS);
+	expect_written(1, 4 * kMtu);
+	EXPECT_GE(a.counters().retry_timeouts, 1u);
+}
+
+// A send window smaller than the 32 packets between ACK requests: the
+// packet that fills the window, and every half window, ask for an ACK.
+// Before, none of the 16 in flight asked, the responder acknowledged
+// nothing, and the QP sent on only when its ack timer expired: once per
+// window, every 67 ms.
+TEST_P(SrSqd, AWindowSmallerThanTheAckIntervalNeedsNoTimeout)
+{
+	a.send_window = 16;
+	connect(GetParam(), GetParam());
+	const auto sc = write_all(2, 64 * kMtu);
+	ASSERT_EQ(sc.size(), 2u);
+	EXPECT_EQ(sc[1].status, VRNIC_WC_ST_SUCCESS);
+	expect_written(2, 64 * kMtu);
+	EXPECT_EQ(a.counters().retry_timeouts, 0u);
+	EXPECT_EQ(a.counters().roce_adp_retrans, 0u);
+	size_t asked = 0;
+	wire.drop_if = [&](const std::vector<uint8_t> &f) {
+		asked += is_write_request(f) && (f[50] & 0x80);	// AckReq
+		return false;
+	};
+	write_all(1, 64 * kMtu);
+	// Every 8th packet of 64 (and the last of the message is one).
+	EXPECT_EQ(asked, 8u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, SrSqd, ::testing::Bool(),
+			 [](const auto &i) {
+				 return i.param ? "SelectiveRepeat" : "GoBackN";
+			 });
