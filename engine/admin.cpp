@@ -424,6 +424,7 @@ vrnic_stats Device::stats() const
 	s.sack_rcvd = le(r.sack_rcvd);
 	s.ooo_placed = le(r.ooo_placed);
 	s.ooo_dropped = le(r.ooo_dropped);
+	s.implied_nak_seq_err = le(r.implied_nak_seq_err);
 	return s;
 }
 

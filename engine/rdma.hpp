@@ -86,6 +86,7 @@ struct RdmaCounters {
 	uint64_t sack_rcvd = 0;
 	uint64_t ooo_placed = 0;
 	uint64_t ooo_dropped = 0;
+	uint64_t implied_nak_seq_err = 0;	// READ responses after a gap
 };
 
 // Congestion control, device-wide (SET_CC / QUERY_CC): the algorithm and

@@ -1100,8 +1100,28 @@ void Rdma::handle_response(Qp &qp, const Packet &p)
 		answered(qp, *w);
 		return;
 	}
-	if (w->opcode != VRNIC_WR_RDMA_READ || h.psn != w->resp_psn)
-		return;		// out of order: the timer re-requests
+	if (w->opcode != VRNIC_WR_RDMA_READ)
+		return;
+	if (h.psn != w->resp_psn) {
+		// A response past the one expected (later in this READ, or
+		// a later READ's): those between were lost.  An implied NAK:
+		// the READ is asked again from its first missing response
+		// now, not when the ack timer fires.  Once per gap, as a
+		// sequence NAK is: the responses still in flight behind the
+		// first one past the gap start nothing more until a response
+		// moves resp_psn (progress()) or the ack timer fires.
+		if (psn_diff(h.psn, w->resp_psn) < 0 || qp.nak_retrying)
+			return;		// a duplicate, or this gap is asked again
+		cnt_.implied_nak_seq_err++;
+		if (qp.retry_left == 0) {
+			requester_error(qp, *w, VRNIC_WC_ST_RETRY_EXC_ERR);
+			return;
+		}
+		qp.retry_left--;
+		qp.nak_retrying = true;
+		rewind(qp, w->resp_psn);
+		return;
+	}
 	const uint32_t idx = (h.psn - w->psn_first) & kPsnMask;
 	const uint32_t off = idx * qp.mtu;
 	const uint32_t expect = std::min(qp.mtu, w->length - std::min(off, w->length));

@@ -1064,6 +1064,7 @@ struct vrnic_stats {
 	__le64 sack_rcvd;
 	__le64 ooo_placed;		/* requests held out of order */
 	__le64 ooo_dropped;		/* past the window, or the budget refused */
+	__le64 implied_nak_seq_err;	/* READ responses after a gap */
 };
 
 #define VRNIC_NUM_PRIOS			8
@@ -1146,7 +1147,7 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_eqe) == 16, "eqe is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_eth_desc) == 16, "eth desc is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_device_attr) == 104, "device attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_port_attr) == 16, "port attr");
-VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 376, "stats");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 384, "stats");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_port_stats) == 280, "port stats");
 VRNIC_HW_ASSERT(VRNIC_DB_BAR_SIZE == 1024 * 1024, "doorbell BAR is 1 MiB");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_mr) == 56, "create_mr");

@@ -528,6 +528,7 @@ static const struct rdma_stat_desc vrnic_hw_stat_descs[] = {
 	{ .name = "roce_adp_retrans" }, { .name = "roce_adp_retrans_to" },
 	{ .name = "sack_sent" }, { .name = "sack_rcvd" },
 	{ .name = "ooo_placed" }, { .name = "ooo_dropped" },
+	{ .name = "implied_nak_seq_err" },
 };
 
 static struct rdma_hw_stats *vrnic_ib_alloc_hw_port_stats(struct ib_device *ibdev,

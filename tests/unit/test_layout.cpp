@@ -59,6 +59,7 @@ CHECK_OFF(vrnic_stats, np_ecn_marked_roce_packets, 296);
 CHECK_OFF(vrnic_stats, rp_cnp_ignored, 320);
 CHECK_OFF(vrnic_stats, roce_adp_retrans, 328);
 CHECK_OFF(vrnic_stats, ooo_dropped, 368);
+CHECK_OFF(vrnic_stats, implied_nak_seq_err, 376);
 CHECK_OFF(vrnic_port_stats, rx_pause_duration_us, 64);
 CHECK_OFF(vrnic_port_stats, tx_pause, 192);
 CHECK_OFF(vrnic_port_stats, mac_control_malformed, 264);
@@ -126,7 +127,7 @@ TEST(Layout, SizesMatchSpec)
 	EXPECT_EQ(sizeof(vrnic_eth_desc), 16u);
 	EXPECT_EQ(sizeof(vrnic_device_attr), 104u);
 	EXPECT_EQ(sizeof(vrnic_port_attr), 16u);
-	EXPECT_EQ(sizeof(vrnic_stats), 376u);
+	EXPECT_EQ(sizeof(vrnic_stats), 384u);
 	EXPECT_EQ(sizeof(vrnic_port_stats), 280u);
 	EXPECT_EQ(sizeof(vrnic_admin_set_cc), 12u);
 	EXPECT_EQ(sizeof(vrnic_cc_params), 128u);

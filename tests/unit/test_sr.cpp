@@ -1022,7 +1022,7 @@ TEST_F(Sr, ASprayingQpInSqdResendsAHoleOnceItsWindowPasses)
 // QP in SQD sent nothing, and its ack timer's expiry was dropped: a WRITE
 // half sent, or one packet short, hung until the consumer moved it back
 // to RTS, and for good if the ack timer was not re-armed then.
-struct SrSqd : Sr, ::testing::WithParamInterface<bool> {
+struct SrModes : Sr, ::testing::WithParamInterface<bool> {
 	// A WRITE of 64 packets with 16 in flight at most: 16 sent, then
 	// the QP moves to SQD.  The first copy of packet `lose` is lost.
 	void begin_and_drain(uint32_t lose)
@@ -1040,7 +1040,7 @@ struct SrSqd : Sr, ::testing::WithParamInterface<bool> {
 	}
 };
 
-TEST_P(SrSqd, AQpInSqdFinishesTheWriteItBeganAndStartsNoOther)
+TEST_P(SrModes, AQpInSqdFinishesTheWriteItBeganAndStartsNoOther)
 {
 	begin_and_drain(5);
 	// Posted in SQD: waits for RTS.
@@ -1069,7 +1069,7 @@ TEST_P(SrSqd, AQpInSqdFinishesTheWriteItBeganAndStartsNoOther)
 
 // The last packet lost: no NAK, no SACK shows it; only the ack timer
 // recovers, and it does in SQD.
-TEST_P(SrSqd, AQpInSqdResendsOnItsAckTimer)
+TEST_P(SrModes, AQpInSqdResendsOnItsAckTimer)
 {
 	a.send_window = 0;
 	connect(GetParam(), GetParam());
@@ -1094,7 +1094,7 @@ TEST_P(SrSqd, AQpInSqdResendsOnItsAckTimer)
 // Before, none of the 16 in flight asked, the responder acknowledged
 // nothing, and the QP sent on only when its ack timer expired: once per
 // window, every 67 ms.
-TEST_P(SrSqd, AWindowSmallerThanTheAckIntervalNeedsNoTimeout)
+TEST_P(SrModes, AWindowSmallerThanTheAckIntervalNeedsNoTimeout)
 {
 	a.send_window = 16;
 	connect(GetParam(), GetParam());
@@ -1114,7 +1114,40 @@ TEST_P(SrSqd, AWindowSmallerThanTheAckIntervalNeedsNoTimeout)
 	EXPECT_EQ(asked, 8u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, SrSqd, ::testing::Bool(),
+// A READ response lost in the middle of a READ, with a second READ
+// behind it: the next response past the gap is an implied NAK, and the
+// READ is asked again from the lost response at once.  Before, the
+// responses after the gap were ignored and only the ack timer (67 ms
+// here) asked again.  Both READs complete with their data, in order,
+// with no timeout and one implied NAK, in both modes.
+TEST_P(SrModes, ALostReadResponseIsAskedAgainOnTheNextOne)
+{
+	connect(GetParam(), GetParam());
+	bool gone = false;
+	wire.drop_if = [&](const std::vector<uint8_t> &f) {
+		// READ_RESPONSE_MIDDLE 0x0e, the 6th response of the first READ
+		if (gone || bth_opcode(f) != 0x0e || bth_psn(f) != kPsnA + 5)
+			return false;
+		return gone = true;
+	};
+	fill(b, 0x800000, 32 * kMtu, 4);
+	for (uint64_t i = 0; i < 2; i++)
+		a.post_send(send_wqe(i, VRNIC_WR_RDMA_READ,
+				     Node::kIova + 0x800000 + i * 16 * kMtu, b.mr),
+			    {a.sge(0x100000 + i * 16 * kMtu, 16 * kMtu)});
+	const auto sc = wire.completions(a, b, a, 2);
+	ASSERT_TRUE(gone);
+	ASSERT_EQ(sc.size(), 2u);
+	for (uint64_t i = 0; i < 2; i++) {
+		EXPECT_EQ(sc[i].wr_id, i);
+		EXPECT_EQ(sc[i].status, VRNIC_WC_ST_SUCCESS);
+	}
+	EXPECT_EQ(std::memcmp(a.data(0x100000), b.data(0x800000), 32 * kMtu), 0);
+	EXPECT_EQ(a.counters().retry_timeouts, 0u) << "the ack timer recovered";
+	EXPECT_EQ(a.counters().implied_nak_seq_err, 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, SrModes, ::testing::Bool(),
 			 [](const auto &i) {
 				 return i.param ? "SelectiveRepeat" : "GoBackN";
 			 });
