@@ -404,7 +404,7 @@ def inject_test(stage, fab, s1, r, sr=False):
 LOSS_BW = "-s 65536 -n 100"
 LOSS_PP = "ibv_rc_pingpong -c -s 65536 -n 100 -m 1024"
 LOSS_KEYS = ("sack_rcvd", "sack_sent", "roce_adp_retrans", "rcvd_seq_err",
-             "ack_timeouts")
+             "ack_timeouts", "implied_nak_seq_err")
 
 
 def loss_tests(stage, fab, s1, r):
@@ -414,7 +414,9 @@ def loss_tests(stage, fab, s1, r):
     (debugfs, the default window), then with go-back-N.  Every run
     completes; with selective repeat both devices recovered on SACKs, with
     go-back-N neither sent or received a SACK and each recovered on
-    sequence NAKs or its ack timer."""
+    sequence NAKs or its ack timer.  In both, each device (each is a READ
+    requester once) asked a READ again on a response past a lost one
+    (implied_nak_seq_err)."""
     fab.set_link("r", {"impair": {"loss": 0.01}})
     try:
         for sr, mode in ((1, "selective repeat"), (0, "go-back-N")):
@@ -462,6 +464,12 @@ def loss_tests(stage, fab, s1, r):
                     "NAKs or ack timeouts"
             stage.record("%s: %s" % (name, what), "pass" if ok else "fail",
                          "s1 %s, r %s" % (d["s1"], d["r"]))
+            ok = all(d[h]["implied_nak_seq_err"] > 0 for h in d)
+            stage.record("%s: both READ requesters asked again on a response "
+                         "past a lost one" % name, "pass" if ok else "fail",
+                         "implied_nak_seq_err s1 %d, r %d"
+                         % (d["s1"]["implied_nak_seq_err"],
+                            d["r"]["implied_nak_seq_err"]))
     finally:
         fab.set_link("r", {"impair": {"loss": 0.0}})
         set_sr([s1, r], 0)
