@@ -191,7 +191,8 @@ template <typename T> void Rdma::forget_events(uint32_t h)
 	uint64_t types = 0;
 
 	if constexpr (std::is_same_v<T, Qp>)
-		types = 1ull << VRNIC_EQE_QP_FATAL | 1ull << VRNIC_EQE_QP_LAST_WQE;
+		types = 1ull << VRNIC_EQE_QP_FATAL | 1ull << VRNIC_EQE_QP_LAST_WQE |
+			1ull << VRNIC_EQE_QP_SQ_DRAINED;
 	else if constexpr (std::is_same_v<T, Cq>)
 		types = 1ull << VRNIC_EQE_CQ | 1ull << VRNIC_EQE_CQ_ERROR;
 	else if constexpr (std::is_same_v<T, Srq>)
@@ -702,7 +703,7 @@ constexpr Transition kTransitions[] = {
 	 VRNIC_QP_ATTR_ACCESS | VRNIC_QP_ATTR_TRANSPORT},
 	{VRNIC_QPS_RTR, VRNIC_QPS_RTS, kRtsReq, kRtsOpt},
 	{VRNIC_QPS_RTS, VRNIC_QPS_RTS, 0, kRtsOpt},
-	{VRNIC_QPS_RTS, VRNIC_QPS_SQD, 0, 0},
+	{VRNIC_QPS_RTS, VRNIC_QPS_SQD, 0, VRNIC_QP_ATTR_SQD_NOTIFY},
 	{VRNIC_QPS_SQD, VRNIC_QPS_SQD, 0, kSqdOpt},
 	{VRNIC_QPS_SQD, VRNIC_QPS_RTS, 0, kRtsOpt},
 	{VRNIC_QPS_SQE, VRNIC_QPS_RTS, 0, kRtsOpt},
@@ -747,7 +748,8 @@ bool transition_attrs(uint8_t type, uint8_t from, uint8_t to,
 	default:	// UD, GSI
 		required = from == VRNIC_QPS_RESET ? VRNIC_QP_ATTR_QKEY :
 			   t->required & VRNIC_QP_ATTR_SQ_PSN;
-		allowed = required | VRNIC_QP_ATTR_QKEY;
+		allowed = required | VRNIC_QP_ATTR_QKEY |
+			  (t->optional & VRNIC_QP_ATTR_SQD_NOTIFY);
 		break;
 	}
 	return true;
@@ -786,6 +788,7 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 	    ((attrs & VRNIC_QP_ATTR_SQ_PSN) && le(a.sq_psn) > roce::kPsnMask) ||
 	    ((attrs & VRNIC_QP_ATTR_RQ_PSN) && le(a.rq_psn) > roce::kPsnMask) ||
 	    ((attrs & VRNIC_QP_ATTR_DEST_QPN) && le(a.dest_qpn) > roce::kPsnMask) ||
+	    ((attrs & VRNIC_QP_ATTR_SQD_NOTIFY) && a.sqd_notify > 1) ||
 	    ((attrs & VRNIC_QP_ATTR_TRANSPORT) &&
 	     ((le(a.transport_flags) & ~VRNIC_QP_TF_SELECTIVE_REPEAT) ||
 	      le(a.send_window) > VRNIC_SEND_WINDOW_MAX ||
@@ -880,6 +883,12 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 		qp.rnr_left = qp.attr.rnr_retry;
 	}
 	qp.attr.state = next;
+	// SQD: the event, if asked for, when the last request begun completes
+	// (now, if none is outstanding); leaving SQD forgets it.
+	qp.sqd_notify = next == VRNIC_QPS_SQD &&
+			(cur == VRNIC_QPS_SQD ? qp.sqd_notify :
+			 (attrs & VRNIC_QP_ATTR_SQD_NOTIFY) && a.sqd_notify);
+	sqd_check(qp);
 	// The consumer's own move to ERR flushes, but is no error event.
 	if (next == VRNIC_QPS_ERR && cur != VRNIC_QPS_ERR)
 		qp_error(qp, false);
@@ -920,6 +929,8 @@ uint8_t Rdma::query_qp(const vrnic_admin_query_qp &c)
 	a.sq_psn = le(qp->next_psn);
 	a.rq_psn = le(qp->epsn);
 	a.cc_rate_mbps = le(qp->cc_rate_mbps);
+	a.sqd_notify = qp->sqd_notify;
+	a.sq_draining = qp->attr.state == VRNIC_QPS_SQD && !qp->sq_drained();
 	if (!plat_.write(le(c.out_addr), a)) {
 		dcnt_.dma_errors++;
 		return VRNIC_ADMIN_ST_DMA_ERROR;

@@ -370,6 +370,7 @@ struct Qp {
 	bool rnr_waiting = false;
 	uint8_t rnr_backoff = 0;
 	bool last_wqe_posted = false;	// SRQ QP in ERR: event sent
+	bool sqd_notify = false;	// in SQD: SQ_DRAINED event when drained
 	bool sq_kick = false;
 	// A sequence NAK started a go-back-N that has made no progress yet:
 	// further sequence NAKs are ignored until una_psn moves or the ack
@@ -457,6 +458,12 @@ struct Qp {
 	[[nodiscard]] bool sends() const
 	{
 		return attr.state == VRNIC_QPS_RTS || attr.state == VRNIC_QPS_SQD;
+	}
+	// Every send request it began has completed: what SQD waits for.
+	[[nodiscard]] bool sq_drained() const
+	{
+		return datagram() || inflight.empty() ||
+		       !inflight.front().psn_assigned;
 	}
 	// Acknowledged, retransmitted: RC, and XRC on either side.
 	[[nodiscard]] bool reliable() const
@@ -641,6 +648,7 @@ private:
 	bool gather(Qp &qp, const SendWqe &w, uint32_t off, uint8_t *dst,
 		    uint32_t len);
 	void retire(Qp &qp);
+	void sqd_check(Qp &qp);
 	void progress(Qp &qp);
 	void rewind(Qp &qp, uint32_t psn);
 	static uint32_t resume_psn(const Qp &qp);

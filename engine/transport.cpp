@@ -800,7 +800,19 @@ void Rdma::retire(Qp &qp)
 	if (progress) {
 		activate(qp);
 		plat_.schedule();	// slots freed, READ/atomic limit lower
+		sqd_check(qp);
 	}
+}
+
+// IBA's SQ Drained affiliated event: a QP that entered SQD with it asked
+// for (MODIFY_QP's SQD_NOTIFY) gets it once every request it began has
+// completed, once per entry into SQD.
+void Rdma::sqd_check(Qp &qp)
+{
+	if (!qp.sqd_notify || qp.attr.state != VRNIC_QPS_SQD || !qp.sq_drained())
+		return;
+	qp.sqd_notify = false;
+	eqs_[0].post(plat_, dcnt_, VRNIC_EQE_QP_SQ_DRAINED, qp.qpn);
 }
 
 // Where go-back-N restarts: the first response a READ still misses, an

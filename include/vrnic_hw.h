@@ -647,6 +647,7 @@ enum vrnic_qp_state {
 #define VRNIC_QP_ATTR_DEST_QPN		(1u << 12)
 #define VRNIC_QP_ATTR_QKEY		(1u << 13)	/* UD and GSI */
 #define VRNIC_QP_ATTR_TRANSPORT		(1u << 14)	/* RC, XRC; to INIT, RTR */
+#define VRNIC_QP_ATTR_SQD_NOTIFY	(1u << 15)	/* RTS->SQD: sqd_notify */
 
 /* transport_flags of struct vrnic_qp_attr: what the peer agreed to. */
 #define VRNIC_QP_TF_SELECTIVE_REPEAT	(1u << 0)	/* SACKs, hole resends */
@@ -685,7 +686,9 @@ struct vrnic_qp_attr {
 	__le32 transport_flags;		/* VRNIC_QP_TF_* */
 	__le16 send_window;		/* PSNs in flight, 0: the maximum */
 	__u8 spray_paths;		/* UDP source ports, 0 and 1: one */
-	__u8 rsvd[37];
+	__u8 sqd_notify;		/* 1: SQ_DRAINED event once drained */
+	__u8 sq_draining;		/* QUERY_QP only: in SQD, not drained */
+	__u8 rsvd[35];
 };
 
 struct vrnic_admin_modify_qp {
@@ -1096,6 +1099,7 @@ enum vrnic_eqe_type {
 	VRNIC_EQE_QP_FATAL		= 0x32,	/* QP <id> entered ERR */
 	VRNIC_EQE_SRQ_LIMIT		= 0x33,	/* SRQ <id> fell below its limit */
 	VRNIC_EQE_QP_LAST_WQE		= 0x34,	/* SRQ QP <id>: no more WQEs taken */
+	VRNIC_EQE_QP_SQ_DRAINED		= 0x35,	/* QP <id> in SQD: SQ drained */
 };
 
 #define VRNIC_EQE_PHASE			(1u << 0)

@@ -98,6 +98,7 @@ static irqreturn_t vrnic_aeq_irq(int irq, void *data)
 		case VRNIC_EQE_CQ_ERROR:
 		case VRNIC_EQE_QP_FATAL:
 		case VRNIC_EQE_QP_LAST_WQE:
+		case VRNIC_EQE_QP_SQ_DRAINED:
 		case VRNIC_EQE_SRQ_LIMIT:
 			vrnic_rdma_async_event(pf, eqe->type,
 					       le32_to_cpu(eqe->id));

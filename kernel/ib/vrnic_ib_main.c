@@ -53,6 +53,9 @@ static void vrnic_ib_async_event(struct vrnic_rdma_client *client, u8 type,
 	case VRNIC_EQE_QP_LAST_WQE:
 		vrnic_ib_qp_event(vdev, id, IB_EVENT_QP_LAST_WQE_REACHED);
 		break;
+	case VRNIC_EQE_QP_SQ_DRAINED:
+		vrnic_ib_qp_event(vdev, id, IB_EVENT_SQ_DRAINED);
+		break;
 	case VRNIC_EQE_SRQ_LIMIT:
 		vrnic_ib_srq_event(vdev, id);
 		break;

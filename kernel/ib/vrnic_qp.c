@@ -495,7 +495,8 @@ void vrnic_ib_qp_kick_flush(struct work_struct *work)
 }
 
 /*
- * An async event for a QP: QP_FATAL, or LAST_WQE_REACHED (SRQ QPs).  The
+ * An async event for a QP: QP_FATAL, LAST_WQE_REACHED (SRQ QPs) or
+ * SQ_DRAINED (asked for at RTS->SQD).  The
  * device moved a QP_FATAL QP to ERR (from RTR, RTS, SQD or SQE only, spec
  * "QP state"): so does the state the driver tracks, or the next
  * modify_qp would be checked against a state the QP is no longer in.  A
@@ -530,7 +531,8 @@ void vrnic_ib_qp_event(struct vrnic_dev *vdev, u32 qpn, enum ib_event_type type)
 	IB_QP_ACCESS_FLAGS | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_AV | \
 	IB_QP_PATH_MTU | IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | \
 	IB_QP_RQ_PSN | IB_QP_MAX_QP_RD_ATOMIC | IB_QP_MIN_RNR_TIMER | \
-	IB_QP_SQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_DEST_QPN | IB_QP_QKEY)
+	IB_QP_SQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_DEST_QPN | IB_QP_QKEY | \
+	IB_QP_EN_SQD_ASYNC_NOTIFY)
 
 static int vrnic_ib_qp_av(struct vrnic_qp *qp, struct ib_qp_attr *attr,
 			  int mask, struct vrnic_qp_attr *a)
@@ -689,6 +691,11 @@ static int __vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	if (mask & IB_QP_QKEY) {
 		a->qkey = cpu_to_le32(attr->qkey);
 		vmask |= VRNIC_QP_ATTR_QKEY;
+	}
+	/* IB_EVENT_SQ_DRAINED once the SQ is drained in SQD (RTS->SQD). */
+	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY) {
+		a->sqd_notify = !!attr->en_sqd_async_notify;
+		vmask |= VRNIC_QP_ATTR_SQD_NOTIFY;
 	}
 	/*
 	 * Selective repeat when the peer agreed through ECE, or the device
@@ -946,6 +953,10 @@ int vrnic_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->dest_qp_num = le32_to_cpu(a->dest_qpn);
 	attr->qkey = le32_to_cpu(a->qkey);
 	attr->port_num = 1;
+	/* Only in SQD: the device finishes what the SQ began (spec). */
+	attr->sq_draining = state == IB_QPS_SQD && READ_ONCE(a->sq_draining);
+	attr->en_sqd_async_notify = state == IB_QPS_SQD &&
+				    READ_ONCE(a->sqd_notify);
 	mutex_lock(&qp->state_lock);
 	vrnic_ib_qp_read_av(qp, state, &attr->ah_attr);
 	mutex_unlock(&qp->state_lock);

@@ -485,6 +485,11 @@ def verbs_tests(stage, a, b):
     step(stage, a, "srq a: QP to ERR gives IBV_EVENT_QP_LAST_WQE_REACHED",
          shipped("srq_last_wqe.py") + "timeout 30 python3 /tmp/srq_last_wqe.py",
          expect="ok: IBV_EVENT_QP_LAST_WQE_REACHED")
+    # SQD finishes what the QP began, then IBV_EVENT_SQ_DRAINED.
+    step(stage, a, "sqd a: SQD with en_sqd_async_notify gives "
+         "IBV_EVENT_SQ_DRAINED after the WRITE it began",
+         shipped("sqd_drained.py") + "timeout 60 python3 /tmp/sqd_drained.py",
+         expect="ok: IBV_EVENT_SQ_DRAINED", timeout=90)
     # QP lifecycle in the provider: RC and UD reuse after RESET, destroy
     # purging completions, destroy against pollers on a shared CQ.
     tap(stage, a, "a: QP lifecycle", "%svrnic_qp_lifecycle 1 5" % T,

@@ -1147,6 +1147,60 @@ TEST_P(SrModes, ALostReadResponseIsAskedAgainOnTheNextOne)
 	EXPECT_EQ(a.counters().implied_nak_seq_err, 1u);
 }
 
+// IBA's SQ Drained event, asked for at RTS->SQD: not while a request the
+// QP began is outstanding (QUERY_QP's sq_draining 1), once it completes;
+// at once when nothing is outstanding; once per entry into SQD.
+TEST_P(SrModes, SqdRaisesSqDrainedOnceWhatItBeganCompletes)
+{
+	auto drained = [](Node &n) {
+		unsigned k = 0;
+		for (const auto &e : n.p.drain_aeq())
+			k += e.type == VRNIC_EQE_QP_SQ_DRAINED && e.id == n.qp;
+		return k;
+	};
+	a.send_window = 16;
+	connect(GetParam(), GetParam());
+	fill(a, 0, 64 * kMtu, 5);
+	a.post_send(write_wqe(1, Node::kIova + 0x800000, b.mr),
+		    {a.sge(0, 64 * kMtu)});
+	run_alone(a);
+	ASSERT_EQ(a.p.frames.size(), 16u);
+	vrnic_qp_attr at{};
+	at.state = VRNIC_QPS_SQD;
+	at.sqd_notify = 2;
+	EXPECT_EQ(a.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_SQD_NOTIFY, at),
+		  VRNIC_ADMIN_ST_BAD_PARAM);
+	at.sqd_notify = 1;
+	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_SQD_NOTIFY, at),
+		  VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(drained(a), 0u) << "drained with 48 packets still to send";
+	vrnic_qp_attr q = query_attr(a);
+	EXPECT_EQ(q.sq_draining, 1);
+	EXPECT_EQ(q.sqd_notify, 1);
+	const auto sc = wire.completions(a, b, a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(drained(a), 1u);
+	q = query_attr(a);
+	EXPECT_EQ(q.state, VRNIC_QPS_SQD);
+	EXPECT_EQ(q.sq_draining, 0);
+	EXPECT_EQ(q.sqd_notify, 0);
+	// SQD->SQD (attributes changed while drained): no second event.
+	at.timeout = 15;
+	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_TIMEOUT, at),
+		  VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(drained(a), 0u);
+	// Back to RTS and into SQD again with nothing outstanding: at once.
+	to_state(a, VRNIC_QPS_RTS);
+	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_SQD_NOTIFY, at),
+		  VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(drained(a), 1u);
+	// Not asked for: none.
+	to_state(a, VRNIC_QPS_RTS);
+	to_state(a, VRNIC_QPS_SQD);
+	EXPECT_EQ(drained(a), 0u);
+	EXPECT_EQ(query_attr(a).sq_draining, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, SrModes, ::testing::Bool(),
 			 [](const auto &i) {
 				 return i.param ? "SelectiveRepeat" : "GoBackN";
