@@ -1023,19 +1023,25 @@ TEST_F(Sr, ASprayingQpInSqdResendsAHoleOnceItsWindowPasses)
 // half sent, or one packet short, hung until the consumer moved it back
 // to RTS, and for good if the ack timer was not re-armed then.
 struct SrModes : Sr, ::testing::WithParamInterface<bool> {
-	// A WRITE of 64 packets with 16 in flight at most: 16 sent, then
-	// the QP moves to SQD.  The first copy of packet `lose` is lost.
-	void begin_and_drain(uint32_t lose)
+	// A WRITE of `packets` with a send window of `window` (0: the
+	// maximum): the first `sent` packets leave, nothing is delivered yet.
+	// The first copy of packet `lose` will be lost (none if negative).
+	void begin(uint16_t window, uint32_t packets, size_t sent, int lose)
 	{
-		a.send_window = 16;
+		a.send_window = window;
 		connect(GetParam(), GetParam());
-		lose_once(kPsnA + lose);
-		ASSERT_FALSE(lost);
-		fill(a, 0, 64 * kMtu, 5);
+		if (lose >= 0)
+			lose_once(kPsnA + uint32_t(lose));
+		fill(a, 0, packets * kMtu, 5);
 		a.post_send(write_wqe(1, Node::kIova + 0x800000, b.mr),
-			    {a.sge(0, 64 * kMtu)});
+			    {a.sge(0, packets * kMtu)});
 		run_alone(a);
-		ASSERT_EQ(a.p.frames.size(), 16u);
+		ASSERT_EQ(a.p.frames.size(), sent);
+	}
+	// 64 packets, 16 in flight at most, then the QP moves to SQD.
+	void begin_and_drain(int lose)
+	{
+		begin(16, 64, 16, lose);
 		to_state(a, VRNIC_QPS_SQD);
 	}
 };
@@ -1071,14 +1077,7 @@ TEST_P(SrModes, AQpInSqdFinishesTheWriteItBeganAndStartsNoOther)
 // recovers, and it does in SQD.
 TEST_P(SrModes, AQpInSqdResendsOnItsAckTimer)
 {
-	a.send_window = 0;
-	connect(GetParam(), GetParam());
-	lose_once(kPsnA + 3);
-	fill(a, 0, 4 * kMtu, 3);
-	a.post_send(write_wqe(1, Node::kIova + 0x800000, b.mr),
-		    {a.sge(0, 4 * kMtu)});
-	run_alone(a);
-	ASSERT_EQ(a.p.frames.size(), 4u);
+	begin(0, 4, 4, 3);
 	to_state(a, VRNIC_QPS_SQD);
 	pass_time(200, 1000000);
 	ASSERT_TRUE(lost);
@@ -1158,13 +1157,7 @@ TEST_P(SrModes, SqdRaisesSqDrainedOnceWhatItBeganCompletes)
 			k += e.type == VRNIC_EQE_QP_SQ_DRAINED && e.id == n.qp;
 		return k;
 	};
-	a.send_window = 16;
-	connect(GetParam(), GetParam());
-	fill(a, 0, 64 * kMtu, 5);
-	a.post_send(write_wqe(1, Node::kIova + 0x800000, b.mr),
-		    {a.sge(0, 64 * kMtu)});
-	run_alone(a);
-	ASSERT_EQ(a.p.frames.size(), 16u);
+	begin(16, 64, 16, -1);
 	vrnic_qp_attr at{};
 	at.state = VRNIC_QPS_SQD;
 	at.sqd_notify = 2;
