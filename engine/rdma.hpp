@@ -433,14 +433,25 @@ struct Qp {
 		const uint16_t w = le(attr.send_window);
 		return w ? int32_t(w) : int32_t(VRNIC_SEND_WINDOW_MAX);
 	}
+	// The PSNs it may keep unacknowledged: its send window, or fewer
+	// when a window-based algorithm allows fewer bytes (at least one
+	// packet always may go).
+	[[nodiscard]] int32_t flight_pkts() const
+	{
+		const int32_t win = send_window();
+		if (!cc_window)
+			return win;
+		const uint64_t pkts = (cc_window + mtu - 1) / mtu;
+		return int32_t(std::clamp<uint64_t>(pkts, 1, uint64_t(win)));
+	}
 	// Whether packet idx of a message, at psn, asks for an ACK: the
 	// last of the message, every 32nd, or sooner when the window is
 	// smaller (every half window, and the packet that fills it).  A
-	// window of 16 filled before any packet asked, and the QP waited for
-	// its ack timer once per window.
+	// window of 16 (send_window, or Swift's first) filled before any
+	// packet asked, and the QP waited for its ack timer once per window.
 	[[nodiscard]] bool asks_ack(uint32_t idx, uint32_t psn, bool last) const
 	{
-		const int32_t win = send_window();
+		const int32_t win = flight_pkts();
 		const uint32_t every = uint32_t(std::clamp(win / 2, 1, 32));
 		return last || idx % every == every - 1 ||
 		       roce::psn_diff(psn, una_psn) + 1 >= win;
@@ -644,7 +655,8 @@ private:
 	}
 	bool read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status);
 	void transmit(Qp &qp, unsigned int &budget);
-	void send_request_packet(Qp &qp, SendWqe &w);
+	// Sends the packet at w's cursor; whether it asks for an ACK.
+	bool send_request_packet(Qp &qp, SendWqe &w);
 	bool gather(Qp &qp, const SendWqe &w, uint32_t off, uint8_t *dst,
 		    uint32_t len);
 	void retire(Qp &qp);

@@ -474,7 +474,7 @@ bool Rdma::gather(Qp &qp, const SendWqe &w, uint32_t off, uint8_t *dst,
 			 });
 }
 
-void Rdma::send_request_packet(Qp &qp, SendWqe &w)
+bool Rdma::send_request_packet(Qp &qp, SendWqe &w)
 {
 	Headers h;
 	h.transport = qp.wire_transport();
@@ -491,7 +491,7 @@ void Rdma::send_request_packet(Qp &qp, SendWqe &w)
 		h.dma_len = w.length - done_bytes;
 		h.ackreq = true;
 		xmit(qp, h, {});
-		return;
+		return true;
 	}
 	if (w.opcode == VRNIC_WR_FLUSH) {
 		const bool range = (w.swap >> VRNIC_FLUSH_LEVEL_SHIFT) ==
@@ -504,7 +504,7 @@ void Rdma::send_request_packet(Qp &qp, SendWqe &w)
 		h.feth = uint32_t(w.swap);
 		h.ackreq = true;
 		xmit(qp, h, {});
-		return;
+		return true;
 	}
 	if (w.opcode == VRNIC_WR_ATOMIC_WRITE) {
 		h.opcode = ATOMIC_WRITE;
@@ -518,7 +518,7 @@ void Rdma::send_request_packet(Qp &qp, SendWqe &w)
 		std::array<uint8_t, 8> value;
 		std::memcpy(value.data(), &raw, 8);
 		xmit(qp, h, value);
-		return;
+		return true;
 	}
 	if (w.opcode == VRNIC_WR_ATOMIC_CMP_SWP ||
 	    w.opcode == VRNIC_WR_ATOMIC_FETCH_ADD) {
@@ -531,7 +531,7 @@ void Rdma::send_request_packet(Qp &qp, SendWqe &w)
 		h.compare = w.compare_add;
 		h.ackreq = true;
 		xmit(qp, h, {});
-		return;
+		return true;
 	}
 
 	const uint32_t idx = qp.send_off / qp.mtu;
@@ -570,12 +570,13 @@ void Rdma::send_request_packet(Qp &qp, SendWqe &w)
 	const size_t hl = build_headers(frame_.data(), path, h);
 	if (!gather(qp, w, qp.send_off, frame_.data() + hl, n)) {
 		requester_error(qp, w, VRNIC_WC_ST_LOC_PROT_ERR);
-		return;
+		return false;
 	}
 	xmit_frame(finish(frame_.data(), path, hl, n));
 	qp.send_off += n;
 	if (n == 0)
 		qp.send_off = 1;	// zero-length message: sent
+	return h.ackreq;
 }
 
 void Rdma::transmit(Qp &qp, unsigned int &budget)
@@ -639,16 +640,12 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 		}
 		// Send window: never more than send_window() packets (at most
 		// kWindow) unacknowledged, so a slow peer is paced by its ACKs
-		// instead of flooded, and the queue a QP builds is bounded.
+		// instead of flooded, and the queue a QP builds is bounded;
+		// fewer when a window-based algorithm says so (flight_pkts()).
 		const uint32_t psn = !w.psn_assigned ? qp.next_psn :
 				     rd ? w.psn_first :
 				     psn_add(w.psn_first, qp.send_off / qp.mtu);
-		if (psn_diff(psn, qp.una_psn) >= qp.send_window())
-			break;
-		// A window-based algorithm's limit on bytes in flight (at
-		// least one packet always may go).
-		if (qp.cc_window && psn_diff(psn, qp.una_psn) > 0 &&
-		    uint64_t(psn_diff(psn, qp.una_psn)) * qp.mtu >= qp.cc_window)
+		if (psn_diff(psn, qp.una_psn) >= qp.flight_pkts())
 			break;
 		if (local) {
 			// Executed in SQ order, once: packets of later requests
@@ -695,9 +692,7 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 		const uint32_t pkt_psn =
 			w.opcode == VRNIC_WR_RDMA_READ ? w.resp_psn :
 			rd ? w.psn_first : psn_add(w.psn_first, qp.send_off / qp.mtu);
-		const bool ask = rd || qp.asks_ack(qp.send_off / qp.mtu, pkt_psn,
-						   qp.send_off + qp.mtu >= w.length);
-		send_request_packet(qp, w);
+		const bool ask = send_request_packet(qp, w);
 		if (qp.pacer.rate())	// the frame as it left
 			qp.pacer.consume(plat_.now_ns(),
 					 uint32_t(cnt_.sent_bytes - sent));

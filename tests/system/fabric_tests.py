@@ -297,6 +297,20 @@ def link_stats(nic, names):
     return got
 
 
+def link_deltas(nics, before, keys, absent=None):
+    """{host: {counter: now - before}} for nics {host: Nic}, before
+    {host: link_stats()}; absent where a counter is missing.  Prints
+    them."""
+    d = {}
+    for h, nic in nics.items():
+        after = link_stats(nic, keys)
+        d[h] = {k: (after[k] - before[h][k]) if after[k] is not None and
+                before[h][k] is not None else absent for k in keys}
+    print("  | counter deltas: %s" % ", ".join(
+        "%s %s" % (h, d[h]) for h in d), flush=True)
+    return d
+
+
 def inject_test(stage, fab, s1, r, sr=False):
     """c: drop the packet of s1's ibv_rc_pingpong at a chosen PSN, once.
     r's port is slowed to 100 Mb/s so that the transfer lasts long enough
@@ -387,12 +401,7 @@ def inject_test(stage, fab, s1, r, sr=False):
                  "seen %d times" % seen)
     if not sr:
         return
-    d = {}
-    for h, nic in (("s1", s1), ("r", r)):
-        after = link_stats(nic, keys)
-        d[h] = {k: (after[k] - st0[h][k]) if after[k] is not None and
-                st0[h][k] is not None else None for k in keys}
-    print("  | counter deltas: s1 %s, r %s" % (d["s1"], d["r"]), flush=True)
+    d = link_deltas({"s1": s1, "r": r}, st0, keys)
     ok = d["s1"]["roce_adp_retrans"] == 1 and \
         d["s1"]["rcvd_seq_err"] == 0 and \
         (d["s1"]["sack_rcvd"] or 0) > 0 and (d["r"]["ooo_placed"] or 0) > 0
@@ -444,13 +453,7 @@ def loss_tests(stage, fab, s1, r):
                                         vmlib.gid_index(s1.vm, s1.rdma,
                                                         s1.ip), r.ip),
                  "bytes in", timeout=FLOW_TIMEOUT)
-            d = {}
-            for h, nic in (("s1", s1), ("r", r)):
-                after = link_stats(nic, LOSS_KEYS)
-                d[h] = {k: (after[k] - st0[h][k]) if after[k] is not None
-                        and st0[h][k] is not None else -1 for k in LOSS_KEYS}
-            print("  | counter deltas: s1 %s, r %s" % (d["s1"], d["r"]),
-                  flush=True)
+            d = link_deltas({"s1": s1, "r": r}, st0, LOSS_KEYS, absent=-1)
             if sr:
                 ok = all(d[h]["sack_rcvd"] > 0 and d[h]["sack_sent"] > 0 and
                          d[h]["roce_adp_retrans"] > 0 for h in d)

@@ -305,6 +305,26 @@ TEST_P(SwiftRtt, SwiftTakesRoundTripsFromAcks)
 	EXPECT_EQ(qp(a).pacer.rate(), 0u) << "a window, not a rate, at this cwnd";
 }
 
+// Swift's window (16 packets to start) is below the 32 packets between ACK
+// requests: the packet that fills it asks for one, as for a small
+// send_window.  Before, a 64-packet WRITE filled Swift's window with no
+// packet asking, the responder acknowledged nothing, and each window
+// waited for the ack timer (67 ms).
+TEST_F(ReactionPoint, ASwiftWindowIsAnsweredWithoutTheAckTimer)
+{
+	algo(a, Algo::Swift);
+	connect(0);
+	a.post_send(send_wqe(1, VRNIC_WR_RDMA_WRITE, Node::kIova + 0x200000,
+			     b.mr),
+		    {a.sge(0, 64 * 4096)});
+	wire.ns_per_frame = 2000;
+	const auto sc = wire.completions(a, b, a, 1);
+	ASSERT_EQ(sc.size(), 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_GT(qp(a).cc_window, 0u) << "Swift gave no window";
+	EXPECT_EQ(a.counters().retry_timeouts, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Psn, SwiftRtt,
 			 ::testing::Values(100u, 0x7fffffu, 0x900000u, 0xfffff0u));
 
