@@ -62,7 +62,10 @@ struct vrnic_alloc_ucontext_req {
 enum vrnic_alloc_ucontext_resp_mask {
 	/* ece_options is valid; modify_qp takes struct vrnic_modify_qp_cmd */
 	VRNIC_ALLOC_UCTX_RESP_ECE = 1 << 0,
-	VRNIC_ALLOC_UCTX_RESP_MASK_ALL = VRNIC_ALLOC_UCTX_RESP_ECE,
+	/* modify_qp takes VRNIC_MODIFY_QP_CMD_TRANSPORT (vrnicdv) */
+	VRNIC_ALLOC_UCTX_RESP_TRANSPORT = 1 << 1,
+	VRNIC_ALLOC_UCTX_RESP_MASK_ALL = VRNIC_ALLOC_UCTX_RESP_ECE |
+					 VRNIC_ALLOC_UCTX_RESP_TRANSPORT,
 };
 
 /*
@@ -159,16 +162,38 @@ struct vrnic_create_srq_resp {
 /*
  * ibv_modify_qp, once the context's response granted
  * VRNIC_ALLOC_UCTX_RESP_ECE: the ECE options the QP's peer agreed to
- * (ibv_set_ece).  They take effect when the QP moves from INIT to RTR.
+ * (ibv_set_ece).  Once it granted VRNIC_ALLOC_UCTX_RESP_TRANSPORT: the
+ * QP's own transport settings (vrnicdv_set_qp_transport), which take the
+ * place of the device defaults and of what ECE agreed.  Both take effect
+ * when a reliable QP moves from INIT to RTR, and only then may they be
+ * passed.
  */
 enum vrnic_modify_qp_cmd_mask {
 	VRNIC_MODIFY_QP_CMD_ECE = 1 << 0,	/* ece_options is valid */
-	VRNIC_MODIFY_QP_CMD_MASK_ALL = VRNIC_MODIFY_QP_CMD_ECE,
+	/* transport_flags, send_window and spray_paths are valid */
+	VRNIC_MODIFY_QP_CMD_TRANSPORT = 1 << 1,
+	VRNIC_MODIFY_QP_CMD_MASK_ALL = VRNIC_MODIFY_QP_CMD_ECE |
+				       VRNIC_MODIFY_QP_CMD_TRANSPORT,
 };
+
+enum vrnic_modify_qp_transport_flags {
+	/* SACKs and hole resends; the peer must do the same */
+	VRNIC_MODIFY_QP_TRANSPORT_SR = 1 << 0,
+	VRNIC_MODIFY_QP_TRANSPORT_ALL = VRNIC_MODIFY_QP_TRANSPORT_SR,
+};
+
+/* What the driver takes: the device's limits (vrnic_hw.h) */
+#define VRNIC_MODIFY_QP_SEND_WINDOW_MAX	512
+#define VRNIC_MODIFY_QP_SPRAY_PATHS_MAX	64
 
 struct vrnic_modify_qp_cmd {
 	__u32 comp_mask;		/* enum vrnic_modify_qp_cmd_mask */
 	__u32 ece_options;
+	/* VRNIC_MODIFY_QP_CMD_TRANSPORT: */
+	__u32 transport_flags;		/* vrnic_modify_qp_transport_flags */
+	__u16 send_window;		/* PSNs in flight, 0: the most (512) */
+	__u8 spray_paths;		/* UDP source ports, 0 or 1: one */
+	__u8 reserved;			/* 0 */
 };
 
 /*

@@ -8,7 +8,8 @@ rsrc=$top/build/src/rdma-core-56.1
 rbld=$top/build/rdma-core
 root=$top/build/rdma-core-root
 
-for f in "$top"/userspace/*.c "$top"/userspace/*.h "$top"/userspace/CMakeLists.txt; do
+for f in "$top"/userspace/*.c "$top"/userspace/*.h "$top"/userspace/*.map \
+	 "$top"/userspace/CMakeLists.txt; do
 	sync_file "$f" "$rsrc/providers/vrnic/$(basename "$f")"
 done
 sync_file "$top/include/vrnic-abi.h" "$rsrc/kernel-headers/rdma/vrnic-abi.h"

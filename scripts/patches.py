@@ -382,7 +382,11 @@ RC_EDITED = ("kernel-headers/rdma/ib_user_ioctl_verbs.h",
              "kernel-headers/CMakeLists.txt", "CMakeLists.txt",
              "libibverbs/verbs.h", "MAINTAINERS", "README.md",
              "debian/control", "debian/copyright", "redhat/rdma-core.spec",
-             "suse/rdma-core.spec", "kernel-boot/rdma-description.rules")
+             "suse/rdma-core.spec", "kernel-boot/rdma-description.rules",
+             "debian/ibverbs-providers.install",
+             "debian/ibverbs-providers.lintian-overrides",
+             "debian/ibverbs-providers.symbols",
+             "debian/libibverbs-dev.install", "debian/rules")
 
 
 def rc_pristine():
@@ -435,14 +439,21 @@ def rc_series():
     # 2. the provider
     pdir = os.path.join(RC_WORK, "providers", "vrnic")
     os.makedirs(pdir)
-    for path in sorted(glob.glob(os.path.join(TOP, "userspace/*.[ch]"))):
+    for path in sorted(glob.glob(os.path.join(TOP, "userspace/*.[ch]")) +
+                       [os.path.join(TOP, "userspace/libvrnic.map")]):
         shutil.copy(path, pdir)
     cm = [ln for ln in src("userspace/CMakeLists.txt").splitlines(True)
           if not ln.startswith("#")]
     with open(os.path.join(pdir, "CMakeLists.txt"), "w") as f:
         f.write("".join(cm))
+    # The direct verbs' man pages (vrnicdv.h), built with pandoc as the
+    # other providers' are.
+    os.makedirs(os.path.join(pdir, "man"))
+    for path in sorted(glob.glob(os.path.join(TOP, "userspace/man/*"))):
+        shutil.copy(path, os.path.join(pdir, "man"))
     rc_edit("CMakeLists.txt", "add_subdirectory(providers/vmw_pvrdma)\n",
-            "add_subdirectory(providers/vrnic)\n")
+            "add_subdirectory(providers/vrnic)\n"
+            "add_subdirectory(providers/vrnic/man)\n")
     # verbs.h: the static provider's declaration, and one more argument
     # to _RDMA_STATIC_PREFIX_ so that RDMA_STATIC_PROVIDERS can still
     # list every provider (as mana and ionic did when they were added).
@@ -473,12 +484,48 @@ def rc_series():
     # spec (the SUSE one's *-rdmav2 Obsoletes is only for providers
     # packaged before rdma-core), and ID_RDMA_ROCE for the PCI function
     # ("vrnic") so that rdma-load-modules@roce runs.  vrnic_ib loads by
-    # its auxiliary device alias, so rdma-hw-modules.rules needs no line
-    # and, with no library of its own, neither do debian/*.install.
+    # its auxiliary device alias, so rdma-hw-modules.rules needs no line.
+    # libvrnic.so.1 (its direct verbs) is packaged as mana's libmana.so.1
+    # is: the library, its header, static library, pkg-config file and
+    # man pages, its symbols for Debian, a runtime package for SUSE, and
+    # left out where DMA is not coherent.
     rc_edit("README.md", " - vmw_pvrdma.ko\n", " - vrnic_ib.ko\n")
     rc_edit("debian/control",
             "  - vmw_pvrdma: VMware paravirtual RDMA device\n",
             "  - vrnic: vrnic, an emulated RoCEv2 NIC\n")
+    rc_edit("debian/control", "libmlx4-1, libmlx5-1, libmthca1\n",
+            "libmlx4-1, libmlx5-1, libmthca1, libvrnic1\n",
+            replace=True)
+    rc_edit("debian/ibverbs-providers.install", "usr/lib/*/libmlx5.so.*\n",
+            "usr/lib/*/libvrnic.so.*\n")
+    rc_edit("debian/ibverbs-providers.lintian-overrides",
+            "# libefa, libhns, libmana, libmlx4 and libmlx5 are",
+            "# libefa, libhns, libmana, libmlx4, libmlx5 and libvrnic are",
+            replace=True)
+    rc_edit("debian/ibverbs-providers.lintian-overrides",
+            " libmana1 libmlx4-1 libmlx5-1\n",
+            " libmana1 libmlx4-1 libmlx5-1 libvrnic1\n", replace=True)
+    rc_edit("debian/ibverbs-providers.symbols",
+            " manadv_set_context_attr@MANA_1.0 41\n",
+            "libvrnic.so.1 ibverbs-providers #MINVER#\n"
+            "* Build-Depends-Package: libibverbs-dev\n"
+            " VRNIC_1.0@VRNIC_1.0 57\n"
+            " vrnicdv_is_supported@VRNIC_1.0 57\n"
+            " vrnicdv_set_qp_transport@VRNIC_1.0 57\n")
+    for anchor, new in (
+            ("usr/include/infiniband/verbs_api.h\n",
+             "usr/include/infiniband/vrnicdv.h\n"),
+            ("usr/lib/*/libmlx5.so\n",
+             "usr/lib/*/libvrnic.a\nusr/lib/*/libvrnic.so\n"),
+            ("usr/lib/*/pkgconfig/libmlx5.pc\n",
+             "usr/lib/*/pkgconfig/libvrnic.pc\n"),
+            ("usr/share/man/man3/mult_to_ibv_rate.3\n",
+             "usr/share/man/man3/vrnicdv_*.3\n"),
+            ("usr/share/man/man7/mlx5dv.7\n",
+             "usr/share/man/man7/vrnicdv.7\n")):
+        rc_edit("debian/libibverbs-dev.install", anchor, new)
+    rc_edit("debian/rules", "/efa\\|hns\\|mana\\|mlx[45]/d",
+            "/efa\\|hns\\|mana\\|mlx[45]\\|vrnic/d", replace=True)
     rc_edit("debian/copyright",
             "Files: providers/vmw_pvrdma/*\nCopyright: 2012-2016 VMware, "
             "Inc.\nLicense: BSD-2-clause or GPL-2\n",
@@ -491,6 +538,28 @@ def rc_series():
     for spec in ("redhat/rdma-core.spec", "suse/rdma-core.spec"):
         rc_edit(spec, "- libvmw_pvrdma: VMware paravirtual RDMA device\n",
                 "- libvrnic: vrnic, an emulated RoCEv2 NIC\n")
+        rc_edit(spec, "%{_mandir}/man7/mlx4dv*\n",
+                "%{_mandir}/man3/vrnicdv*\n%{_mandir}/man7/vrnicdv*\n")
+    rc_edit("redhat/rdma-core.spec", "%{_libdir}/libmlx4.so.*\n",
+            "%{_libdir}/libvrnic.so.*\n")
+    for anchor, new in (
+            ("%define mlx5_so_major   1\n", "%define vrnic_so_major  1\n"),
+            ("%define  mlx5_lname   libmlx5-%{mlx5_so_major}\n",
+             "%define  vrnic_lname  libvrnic%{vrnic_so_major}\n"),
+            ("Requires:       %{mlx5_lname} = %{version}-%{release}\n",
+             "Requires:       %{vrnic_lname} = %{version}-%{release}\n"),
+            ("This package contains the mlx5 runtime library.\n",
+             "\n%package -n %vrnic_lname\n"
+             "Summary:        VRNIC runtime library\n"
+             "Group:          System/Libraries\n\n"
+             "%description -n %vrnic_lname\n"
+             "This package contains the vrnic runtime library.\n"),
+            ("%postun -n %mlx5_lname -p /sbin/ldconfig\n",
+             "\n%post -n %vrnic_lname -p /sbin/ldconfig\n"
+             "%postun -n %vrnic_lname -p /sbin/ldconfig\n"),
+            ("%{_libdir}/libmlx5*.so.*\n",
+             "\n%files -n %vrnic_lname\n%{_libdir}/libvrnic*.so.*\n")):
+        rc_edit("suse/rdma-core.spec", anchor, new)
     rc_edit("kernel-boot/rdma-description.rules",
             'DRIVERS=="vmw_pvrdma", ENV{ID_RDMA_ROCE}="1"\n',
             'DRIVERS=="vrnic", ENV{ID_RDMA_ROCE}="1"\n')
@@ -498,7 +567,10 @@ def rc_series():
               "The provider of vrnic_ib.ko, the RDMA driver of vrnic, an "
               "emulated\nRoCEv2 NIC (vrnic-device): the data path (posting, "
               "doorbells, polling)\nin user space, objects through uverbs.  "
-              "It matches RDMA_DRIVER_VRNIC\nfirst and the PCI ID after.\n\n"
+              "It matches RDMA_DRIVER_VRNIC\nfirst and the PCI ID after.  "
+              "libvrnic.so.1 exports its direct verbs\n(vrnicdv.h, "
+              "vrnicdv(7)): a reliable QP's own transport (selective\n"
+              "repeat, send window, UDP source ports sprayed over).\n\n"
               "It joins the lists of providers (README.md, libibverbs/"
               "verbs.h, the\nDebian, Red Hat and SUSE packaging) and the "
               "udev rule that marks RoCE\ndevices.")
@@ -516,14 +588,17 @@ Subject: [PATCH rdma-core 0/2] vrnic: the provider of an emulated RoCEv2 NIC
 The userspace provider of vrnic_ib.ko, the RDMA driver of vrnic, an
 emulated RoCEv2 NIC (vrnic-device, a program that QEMU attaches over
 vfio-user).  The data path (posting, doorbells, polling) runs in user
-space; objects are created through uverbs.
+space; objects are created through uverbs.  Like mana and efa it is a
+shared provider: libvrnic.so.1 exports its direct verbs (vrnicdv.h,
+vrnicdv(7)), today a reliable QP's own transport: selective repeat,
+the send window and the UDP source ports it sprays over.
 
 1. kernel-headers/: rdma/vrnic-abi.h and RDMA_DRIVER_VRNIC, as
    kernel-headers/update writes them from the kernel series "vrnic: an
    emulated RoCEv2 RDMA NIC".  This waits for that series to be merged.
-2. providers/vrnic, with the lists of providers it joins (CMake,
-   libibverbs/verbs.h, MAINTAINERS, README.md, the Debian, Red Hat and
-   SUSE packaging, kernel-boot's RoCE rule).
+2. providers/vrnic and its man pages, with the lists of providers it
+   joins (CMake, libibverbs/verbs.h, MAINTAINERS, README.md, the
+   Debian, Red Hat and SUSE packaging, kernel-boot's RoCE rule).
 
 The device uses the experimental PCI ID 1af4:10f0; the provider matches
 RDMA_DRIVER_VRNIC first and the PCI ID after.  Checked on rdma-core's
@@ -553,6 +628,17 @@ def rc_check(stage, patches):
     stage.record("rdma-core: gcc -DENABLE_STATIC=1 -DENABLE_WERROR=1 "
                  "builds", "fail" if rc else "pass")
     if rc == 0:
+        # check-build compares each library's ABI with the dump in ABI/,
+        # which the release tree (cut from a stable branch) has for the
+        # libraries it shipped and master, where a new provider goes, has
+        # not at all.  libvrnic.so.1 is new: its first dump is its own
+        # reference, as a stable branch would add it, and the others are
+        # still compared with the release's.
+        for lib in glob.glob(os.path.join(gcc, "lib", "libvrnic.so.*.*")):
+            if not os.path.islink(lib):
+                run(["abi-dumper", "-lver", "vrnic", lib, "-o",
+                     os.path.join(RC_CHECK, "ABI", "vrnic.dump")],
+                    cwd=gcc, check=False, env=env)
         rc, out = run(["/usr/bin/python3", os.path.join(
             RC_CHECK, "buildlib", "check-build"), "--src", RC_CHECK,
             "--cc", "gcc"], cwd=gcc, check=False, env=env)

@@ -906,17 +906,29 @@ int vrnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	int ret;
 
 	/*
-	 * Only an agreement to something needs the extended command: an
-	 * agreement to nothing is what a plain modify_qp means, and a kernel
-	 * without VRNIC_ALLOC_UCTX_RESP_ECE takes only that.
+	 * Only an agreement to something, or the QP's own transport on its
+	 * move to RTR, needs the extended command: an agreement to nothing
+	 * is what a plain modify_qp means, and a kernel without
+	 * VRNIC_ALLOC_UCTX_RESP_ECE takes only that.
 	 */
-	if (vqp->ece_set && vqp->ece_options) {
-		struct ib_uverbs_ex_modify_qp_resp resp = {};
-		struct uvrnic_modify_qp_ex cmd_ex = {
-			.comp_mask = VRNIC_MODIFY_QP_CMD_ECE,
-			.ece_options = vqp->ece_options,
-		};
+	bool ece = vqp->ece_set && vqp->ece_options;
+	bool transport = vqp->dv_transport && (mask & IBV_QP_STATE) &&
+			 attr->qp_state == IBV_QPS_RTR;
 
+	if (ece || transport) {
+		struct ib_uverbs_ex_modify_qp_resp resp = {};
+		struct uvrnic_modify_qp_ex cmd_ex = {};
+
+		if (ece) {
+			cmd_ex.comp_mask |= VRNIC_MODIFY_QP_CMD_ECE;
+			cmd_ex.ece_options = vqp->ece_options;
+		}
+		if (transport) {
+			cmd_ex.comp_mask |= VRNIC_MODIFY_QP_CMD_TRANSPORT;
+			cmd_ex.transport_flags = vqp->transport_flags;
+			cmd_ex.send_window = vqp->send_window;
+			cmd_ex.spray_paths = vqp->spray_paths;
+		}
 		ret = ibv_cmd_modify_qp_ex(qp, attr, mask, &cmd_ex.ibv_cmd,
 					   sizeof(cmd_ex), &resp, sizeof(resp));
 	} else {

@@ -163,6 +163,7 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 		ctx->has_ece = true;
 		ctx->ece_offer = resp.ece_options;
 	}
+	ctx->has_transport = resp.comp_mask & VRNIC_ALLOC_UCTX_RESP_TRANSPORT;
 	ctx->db_page = mmap(NULL, ctx->db_page_size, PROT_WRITE, MAP_SHARED,
 			    cmd_fd, resp.db_mmap_key);
 	if (ctx->db_page == MAP_FAILED) {
@@ -221,5 +222,10 @@ static const struct verbs_device_ops vrnic_dev_ops = {
 	.uninit_device = vrnic_device_free,
 	.alloc_context = vrnic_alloc_context,
 };
+
+bool vrnic_is_dev(struct ibv_device *device)
+{
+	return verbs_get_device(device)->ops == &vrnic_dev_ops;
+}
 
 PROVIDER_DRIVER(vrnic, vrnic_dev_ops);

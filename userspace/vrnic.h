@@ -107,6 +107,7 @@ struct vrnic_context {
 	struct vrnic_qp **qp_table[VRNIC_QP_TABLE_PAGES];	/* by QPN index */
 	bool has_ece;		/* the kernel takes ECE options in modify_qp */
 	uint32_t ece_offer;	/* what reliable QPs offer a peer */
+	bool has_transport;	/* ... and a QP's own transport (vrnicdv) */
 };
 
 struct vrnic_cq {
@@ -174,6 +175,14 @@ struct vrnic_qp {
 	 */
 	bool ece_set;
 	uint32_t ece_options;
+	/*
+	 * vrnicdv_set_qp_transport: the QP's own transport, passed on with
+	 * its moves to RTR (struct vrnic_modify_qp_cmd's fields).
+	 */
+	bool dv_transport;
+	uint32_t transport_flags;
+	uint16_t send_window;
+	uint8_t spray_paths;
 };
 
 static inline struct vrnic_context *to_vctx(struct ibv_context *ibctx)
@@ -287,6 +296,7 @@ int vrnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		   int attr_mask, struct ibv_qp_init_attr *init_attr);
 int vrnic_set_ece(struct ibv_qp *qp, struct ibv_ece *ece);
 int vrnic_query_ece(struct ibv_qp *qp, struct ibv_ece *ece);
+bool vrnic_is_dev(struct ibv_device *device);
 int vrnic_destroy_qp(struct ibv_qp *qp);
 int vrnic_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		    struct ibv_send_wr **bad_wr);

@@ -589,11 +589,12 @@ static bool vrnic_ib_qp_type_reliable(enum ib_qp_type type)
 }
 
 /*
- * ece: the options the QP's peer agreed to through ECE (vrnic-abi.h), or
- * NULL when user space told nothing.
+ * ucmd: what user space told (vrnic-abi.h), checked by
+ * vrnic_ib_modify_qp(): the options the QP's peer agreed to through ECE,
+ * the QP's own transport settings; NULL for a kernel consumer.
  */
 static int __vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
-			     int mask, const u32 *ece)
+			     int mask, const struct vrnic_modify_qp_cmd *ucmd)
 {
 	struct vrnic_dev *vdev = to_vdev(ibqp->device);
 	struct vrnic_qp *qp = to_vqp(ibqp);
@@ -621,6 +622,10 @@ static int __vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	}
 	if ((mask & IB_QP_PATH_MTU) &&
 	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
+		return -EINVAL;
+	/* A QP's transport settings go with its move to RTR, never later. */
+	if (ucmd && (ucmd->comp_mask & VRNIC_MODIFY_QP_CMD_TRANSPORT) &&
+	    (cur != IB_QPS_INIT || next != IB_QPS_RTR))
 		return -EINVAL;
 	/* The responder depth is a promise of resources: no more than exist. */
 	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
@@ -698,17 +703,27 @@ static int __vrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		vmask |= VRNIC_QP_ATTR_SQD_NOTIFY;
 	}
 	/*
-	 * Selective repeat when the peer agreed through ECE, or the device
-	 * default for every peer (spec 1.1).
+	 * The QP's own settings (vrnicdv_set_qp_transport); else selective
+	 * repeat when the peer agreed through ECE, or the device defaults
+	 * for every peer (spec 1.1).
 	 */
 	if (cur == IB_QPS_INIT && next == IB_QPS_RTR &&
 	    vrnic_ib_qp_type_reliable(ibqp->qp_type)) {
+		u32 cm = ucmd ? ucmd->comp_mask : 0;
 		bool sr = READ_ONCE(vdev->selective_repeat) ||
-			  (ece && (*ece & VRNIC_ECE_SELECTIVE_REPEAT));
+			  ((cm & VRNIC_MODIFY_QP_CMD_ECE) &&
+			   (ucmd->ece_options & VRNIC_ECE_SELECTIVE_REPEAT));
 		u16 window = min_t(u16, READ_ONCE(vdev->send_window),
 				   VRNIC_SEND_WINDOW_MAX);
 		u8 spray = min_t(u8, READ_ONCE(vdev->spray_paths),
 				 VRNIC_SPRAY_PATHS_MAX);
+
+		if (cm & VRNIC_MODIFY_QP_CMD_TRANSPORT) {
+			sr = ucmd->transport_flags &
+			     VRNIC_MODIFY_QP_TRANSPORT_SR;
+			window = ucmd->send_window;
+			spray = ucmd->spray_paths;
+		}
 
 		if (sr || window || spray) {
 			a->transport_flags =
@@ -768,6 +783,35 @@ static int vrnic_ib_qp_ece_check(struct vrnic_qp *qp, u32 options,
 }
 
 /*
+ * A QP's own transport settings (vrnicdv_set_qp_transport): on a reliable
+ * QP of a device with selective repeat, each within what the device
+ * takes, and spraying only with selective repeat (whose receiver takes
+ * what arrives out of order).  Without VRNIC_MODIFY_QP_CMD_TRANSPORT
+ * every field is 0.
+ */
+static int vrnic_ib_qp_transport_check(struct vrnic_qp *qp,
+				       const struct vrnic_modify_qp_cmd *ucmd)
+{
+	struct vrnic_dev *vdev = to_vdev(qp->ibqp.device);
+
+	BUILD_BUG_ON(VRNIC_MODIFY_QP_SEND_WINDOW_MAX != VRNIC_SEND_WINDOW_MAX);
+	BUILD_BUG_ON(VRNIC_MODIFY_QP_SPRAY_PATHS_MAX != VRNIC_SPRAY_PATHS_MAX);
+	if (!(ucmd->comp_mask & VRNIC_MODIFY_QP_CMD_TRANSPORT))
+		return ucmd->transport_flags || ucmd->send_window ||
+		       ucmd->spray_paths || ucmd->reserved ? -EINVAL : 0;
+	if (ucmd->transport_flags & ~VRNIC_MODIFY_QP_TRANSPORT_ALL ||
+	    ucmd->send_window > VRNIC_SEND_WINDOW_MAX ||
+	    ucmd->spray_paths > VRNIC_SPRAY_PATHS_MAX || ucmd->reserved ||
+	    (ucmd->spray_paths > 1 &&
+	     !(ucmd->transport_flags & VRNIC_MODIFY_QP_TRANSPORT_SR)) ||
+	    !vrnic_ib_qp_type_reliable(qp->ibqp.qp_type))
+		return -EINVAL;
+	if (!(le32_to_cpu(vdev->attr.caps) & VRNIC_CAP_SELECTIVE_REPEAT))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+/*
  * uverbs takes the QP shared for modify: two callers at once would race on
  * the state checked, qp->attr and the restart of the rings.
  */
@@ -776,7 +820,6 @@ int vrnic_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 {
 	struct vrnic_qp *qp = to_vqp(ibqp);
 	struct vrnic_modify_qp_cmd ucmd = {};
-	const u32 *ece = NULL;
 	int ret;
 
 	if (udata) {
@@ -790,14 +833,16 @@ int vrnic_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		ret = vrnic_ib_qp_ece_check(qp, ucmd.ece_options, udata);
 		if (ret)
 			return ret;
-		ece = &ucmd.ece_options;
 	} else if (ucmd.ece_options) {
 		return -EINVAL;
 	}
+	ret = vrnic_ib_qp_transport_check(qp, &ucmd);
+	if (ret)
+		return ret;
 	if (mask & ~VRNIC_QP_SUPPORTED_MASK)
 		return -EOPNOTSUPP;
 	mutex_lock(&qp->state_lock);
-	ret = __vrnic_modify_qp(ibqp, attr, mask, ece);
+	ret = __vrnic_modify_qp(ibqp, attr, mask, udata ? &ucmd : NULL);
 	mutex_unlock(&qp->state_lock);
 	return ret;
 }

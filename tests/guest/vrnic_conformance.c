@@ -28,6 +28,7 @@
 #include <linux/netlink.h>
 
 #include <infiniband/verbs.h>
+#include <infiniband/vrnicdv.h>
 #include <rdma/ib_user_verbs.h>
 
 #include "vrnic-abi.h"
@@ -1755,8 +1756,7 @@ static int ece_set(struct ibv_qp *qp, uint32_t vendor, uint32_t options,
  * The extended modify_qp with struct vrnic_modify_qp_cmd, by hand, on
  * the provider's QP: attr_mask 0 changes nothing but the checks run.
  */
-static int raw_modify_ece(struct ibv_qp *qp, uint32_t comp_mask,
-			  uint32_t options)
+static int raw_modify(struct ibv_qp *qp, const struct vrnic_modify_qp_cmd *drv)
 {
 	struct {
 		struct ib_uverbs_cmd_hdr hdr;
@@ -1774,11 +1774,21 @@ static int raw_modify_ece(struct ibv_qp *qp, uint32_t comp_mask,
 	m.ex.response = (uintptr_t)&resp;
 	m.ex.provider_in_words = sizeof(m.drv) / 8;
 	m.cmd.base.qp_handle = qp->handle;
-	m.drv.comp_mask = comp_mask;
-	m.drv.ece_options = options;
+	m.drv = *drv;
 	if (write(qp->context->cmd_fd, &m, sizeof(m)) == (ssize_t)sizeof(m))
 		return 0;
 	return errno;
+}
+
+static int raw_modify_ece(struct ibv_qp *qp, uint32_t comp_mask,
+			  uint32_t options)
+{
+	struct vrnic_modify_qp_cmd drv = {
+		.comp_mask = comp_mask,
+		.ece_options = options,
+	};
+
+	return raw_modify(qp, &drv);
 }
 
 /*
@@ -1884,6 +1894,105 @@ static int ece(struct env *e)
 	       ece_is(c, ECE_SR, "c after RESET");
 }
 
+static int dv_set(struct ibv_qp *qp, uint64_t mask, unsigned int sr,
+		  unsigned int window, unsigned int paths, uint32_t reserved)
+{
+	struct vrnicdv_qp_transport t = {
+		.comp_mask = mask,
+		.selective_repeat = (uint8_t)sr,
+		.send_window = (uint16_t)window,
+		.spray_paths = (uint8_t)paths,
+		.reserved = reserved,
+	};
+
+	return vrnicdv_set_qp_transport(qp, &t);
+}
+
+/*
+ * A QP's own transport through the provider's direct verbs (vrnicdv.h,
+ * issue 25): refused on a UD QP, for values beyond the device's and for
+ * spraying without selective repeat, and once the QP is past INIT; two
+ * RC QPs that set selective repeat, a window and 8 paths connect and
+ * move data.  The driver's checks of the request, by hand: the transport
+ * only with the move from INIT to RTR, its fields only with its bit.
+ */
+static int dv_transport(struct env *e)
+{
+	static const struct {
+		uint64_t mask;
+		unsigned int sr, window, paths;
+		uint32_t reserved;
+		const char *what;
+	} bad[] = {
+		{ 2, 1, 0, 0, 0, "comp_mask bit 1" },
+		{ 1, 1, 0, 0, 1, "reserved" },
+		{ 1, 2, 0, 0, 0, "selective_repeat 2" },
+		{ 1, 1, 513, 0, 0, "send_window 513" },
+		{ 1, 1, 0, 65, 0, "spray_paths 65" },
+		{ 1, 0, 0, 8, 0, "spray_paths 8 without selective repeat" },
+	};
+	struct vrnic_modify_qp_cmd drv;
+	struct ibv_qp *a, *b, *ud;
+	struct ibv_cq *cq;
+	unsigned int i;
+	int ret;
+
+	if (!vrnicdv_is_supported(e->ctx->device))
+		FAIL("vrnicdv_is_supported: false on a vrnic\n");
+	cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
+	a = cq ? make_qp(e, IBV_QPT_RC, cq, cq, 8, 0) : NULL;
+	b = a ? make_qp(e, IBV_QPT_RC, cq, cq, 8, 0) : NULL;
+	ud = b ? make_qp(e, IBV_QPT_UD, cq, cq, 8, 0) : NULL;
+	if (!ud)
+		FAIL("setup: %s\n", strerror(errno));
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		ret = dv_set(a, bad[i].mask, bad[i].sr, bad[i].window,
+			     bad[i].paths, bad[i].reserved);
+		if (ret != EINVAL)
+			FAIL("vrnicdv %s: %d, not EINVAL\n", bad[i].what, ret);
+	}
+	ret = dv_set(ud, 1, 1, 0, 0, 0);
+	if (ret != EINVAL)
+		FAIL("vrnicdv on a UD QP: %d, not EINVAL\n", ret);
+
+	/* the driver's checks */
+	memset(&drv, 0, sizeof(drv));
+	drv.comp_mask = VRNIC_MODIFY_QP_CMD_TRANSPORT;
+	drv.transport_flags = VRNIC_MODIFY_QP_TRANSPORT_SR;
+	ret = raw_modify(a, &drv);
+	if (ret != EINVAL)
+		FAIL("modify_qp TRANSPORT without INIT->RTR: %d, not EINVAL\n",
+		     ret);
+	drv.comp_mask = 0;
+	ret = raw_modify(a, &drv);
+	if (ret != EINVAL)
+		FAIL("modify_qp transport_flags without the bit: %d, not "
+		     "EINVAL\n", ret);
+	drv.transport_flags = 0;
+	drv.spray_paths = 2;
+	ret = raw_modify(a, &drv);
+	if (ret != EINVAL)
+		FAIL("modify_qp spray_paths without the bit: %d, not EINVAL\n",
+		     ret);
+
+	/* set, connect, move data */
+	ret = dv_set(a, 1, 1, 64, 8, 0);
+	if (!ret)
+		ret = dv_set(b, 1, 1, 64, 8, 0);
+	if (ret)
+		FAIL("vrnicdv_set_qp_transport: %s\n", strerror(ret));
+	if (to_rts(e, a, b->qp_num) || to_rts(e, b, a->qp_num))
+		FAIL("to_rts with the QPs' own transport: %s\n",
+		     strerror(errno));
+	for (i = 0; i < 16; i++)
+		if (!moves(e, a, b, cq))
+			return 0;
+	ret = dv_set(a, 1, 1, 64, 8, 0);
+	if (ret != EINVAL)
+		FAIL("vrnicdv in RTS: %d, not EINVAL\n", ret);
+	return 1;
+}
+
 struct test {
 	int (*fn)(struct env *e);
 	const char *name;
@@ -1906,6 +2015,7 @@ static const struct test tests[] = {
 	{ qkey_policy, "qkey: ib_core's privileged-qkey setting rules controlled Q_Keys" },
 	{ dbrec_pool, "dbrec: 1000 QPs and CQs pin their records in a few pages" },
 	{ ece, "ece: reliable QPs offer selective repeat, set_ece agrees, the driver checks" },
+	{ dv_transport, "vrnicdv: a QP's own transport, checked by the provider and the driver" },
 };
 
 /* Run one test in a child; a crash or a hang is a failure. */

@@ -6,9 +6,14 @@
  * each end agreed to is printed, then a data-checked exchange runs over
  * the connection.
  *
- *   server: vrnic_ece -s -a ADDR [-p PORT] [-n MSGS] [-z BYTES]
+ *   server: vrnic_ece -s -a ADDR [-p PORT] [-n MSGS] [-z BYTES] [-t SR:WIN:N]
  *   client: vrnic_ece -c -a SERVER [-b LOCAL] [-p PORT] [-n MSGS] [-z BYTES]
- *           [-w SEC [-f FILE]]
+ *           [-w SEC [-f FILE]] [-t SR:WIN:N]
+ *
+ * -t sets the QP's own transport with vrnicdv_set_qp_transport (the vrnic
+ * direct verbs of libvrnic) before it connects: selective repeat 0 or 1,
+ * the send window, the paths sprayed over; that takes the place of what
+ * ECE agrees.
  *
  * The client writes a region of the server's memory with RDMA WRITE,
  * reads it back with RDMA READ and compares, then sends MSGS messages of
@@ -18,6 +23,7 @@
  *   remote ece: vendor V options O     (server: from the REQ)
  *   ece: vendor V options O            (ibv_query_ece once connected, or
  *                                       "ece: not supported")
+ *   transport: selective_repeat S send_window W spray_paths N  (-t only)
  *   qpn N
  *   data: ok ...                       (or "data: FAIL ...", exit 1)
  *   linger                             (the client then waits -w seconds,
@@ -38,6 +44,7 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+#include <infiniband/vrnicdv.h>
 #include <rdma/rdma_cma.h>
 
 #define REGION		(4u << 20)	/* bytes written, then read back */
@@ -60,6 +67,8 @@ struct ctx {
 	uint8_t *buf;		/* region, then DEPTH message slots */
 	size_t size;		/* message bytes */
 	unsigned int msgs;
+	int dv;			/* -t: set the QP's transport (vrnicdv) */
+	struct vrnicdv_qp_transport transport;
 };
 
 static int fail(const char *what)
@@ -171,6 +180,17 @@ static int setup(struct ctx *c, struct rdma_cm_id *id)
 	qa.send_cq = qa.recv_cq = c->cq;
 	if (rdma_create_qp(id, c->pd, &qa))
 		return fail("rdma_create_qp");
+	if (c->dv) {
+		int ret = vrnicdv_set_qp_transport(id->qp, &c->transport);
+
+		if (ret) {
+			errno = ret;
+			return fail("vrnicdv_set_qp_transport");
+		}
+		printf("transport: selective_repeat %u send_window %u "
+		       "spray_paths %u\n", c->transport.selective_repeat,
+		       c->transport.send_window, c->transport.spray_paths);
+	}
 	return 0;
 }
 
@@ -397,9 +417,10 @@ int main(int argc, char **argv)
 	struct addrinfo *dst = NULL, *src = NULL;
 	const char *a = NULL, *b = NULL, *port = "7471", *go = NULL;
 	struct ctx c = { .size = 65536, .msgs = 200 };
-	int opt, srv = -1, linger = 0, ret;
+	unsigned int sr, win, paths;
+	int opt, srv = -1, linger = 0, bad = 0, ret;
 
-	while ((opt = getopt(argc, argv, "sca:b:p:n:z:w:f:")) != -1) {
+	while ((opt = getopt(argc, argv, "sca:b:p:n:z:w:f:t:")) != -1) {
 		switch (opt) {
 		case 's': srv = 1; break;
 		case 'c': srv = 0; break;
@@ -410,13 +431,26 @@ int main(int argc, char **argv)
 		case 'z': c.size = (size_t)atol(optarg); break;
 		case 'w': linger = atoi(optarg); break;
 		case 'f': go = optarg; break;
-		default: srv = -1; a = NULL; break;
+		case 't':
+			if (sscanf(optarg, "%u:%u:%u", &sr, &win, &paths) != 3 ||
+			    sr > 255 || win > 65535 || paths > 255) {
+				bad = 1;
+				break;
+			}
+			c.dv = 1;
+			c.transport.comp_mask = VRNICDV_QP_TRANSPORT_MASK_ALL;
+			c.transport.selective_repeat = (uint8_t)sr;
+			c.transport.send_window = (uint16_t)win;
+			c.transport.spray_paths = (uint8_t)paths;
+			break;
+		default: bad = 1; break;
 		}
 	}
-	if (srv < 0 || !a || c.size < 1 || c.size > (1u << 20) ||
+	if (bad || srv < 0 || !a || c.size < 1 || c.size > (1u << 20) ||
 	    c.msgs > 1000000) {
 		fprintf(stderr, "usage: %s -s|-c -a ADDR [-b LOCAL] [-p PORT] "
-			"[-n MSGS] [-z BYTES (1..1M)] [-w SEC [-f FILE]]\n",
+			"[-n MSGS] [-z BYTES (1..1M)] [-w SEC [-f FILE]] "
+			"[-t SR:WINDOW:PATHS]\n",
 			argv[0]);
 		return 2;
 	}

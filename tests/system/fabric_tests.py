@@ -19,7 +19,8 @@ keep running:
                     devices (debugfs): that packet alone is resent, on
                     r's SACKs (issue 25); rdma_cm negotiates selective
                     repeat through ECE (vrnic_ece), through 1% loss, with
-                    rxe too; 1% loss on r's link: ib_write_bw, ib_read_bw
+                    rxe too, and each QP sets its own through the
+                    provider's direct verbs (vrnicdv); 1% loss on r's link: ib_write_bw, ib_read_bw
                     both ways and ibv_rc_pingpong -c, with selective
                     repeat and with go-back-N; 1% loss on rxe's link:
                     vrnic(s2) and rxe both ways, go-back-N;
@@ -535,14 +536,15 @@ def qp_attrs(nic, out, names=("selective_repeat", "spray_paths")):
 
 
 def ece_run(stage, name, srv, srv_ip, cli, cli_ip, args, want_srv, want_cli,
-            spray=None, want_req=ECE_SR):
+            spray=None, want_req=ECE_SR, dv=None):
     """vrnic_ece between srv and cli: the REQ carried want_req (the
     server's rdma_get_remote_ece), each side's ECE line is as wanted, each
     QP's selective_repeat in restrack (None: not a vrnic) follows it, and
     the data exchange checks out; with spray, the client's QP sprays over
-    that many ports (restrack).  The client keeps its connection until
-    restrack was read (/tmp/ece.go, at most 60 s).  Returns the client's
-    output."""
+    that many ports (restrack).  With dv ({restrack attribute: value},
+    what both sides set with -t): both QPs have exactly that, whatever
+    ECE agreed.  The client keeps its connection until restrack was read
+    (/tmp/ece.go, at most 60 s).  Returns the client's output."""
     start(srv.vm, "ecesrv", "%s -s -a %s -p %d %s" % (ECE, srv_ip, ECE_PORT,
                                                      args))
     srv.vm.run("for i in $(seq 200); do grep -q listening /tmp/ecesrv.out "
@@ -553,11 +555,14 @@ def ece_run(stage, name, srv, srv_ip, cli, cli_ip, args, want_srv, want_cli,
     cli.vm.run("for i in $(seq %d); do grep -q '^linger' /tmp/ececli.out "
                "&& exit 0; sleep 0.25; done; exit 1" % (FLOW_TIMEOUT * 4),
                timeout=FLOW_TIMEOUT + 30)
-    sr, paths = {}, None
+    sr, paths, attrs = {}, None, {}
     for who, nic, tag in (("server", srv, "ecesrv"), ("client", cli,
                                                       "ececli")):
         if nic.kind == "vrnic":
-            got = qp_attrs(nic, nic.vm.run("cat /tmp/%s.out" % tag)[1])
+            got = qp_attrs(nic, nic.vm.run("cat /tmp/%s.out" % tag)[1],
+                           ("selective_repeat", "spray_paths",
+                            "send_window"))
+            attrs[who] = got
             sr[who] = got["selective_repeat"]
             if who == "client":
                 paths = got["spray_paths"]
@@ -582,6 +587,12 @@ def ece_run(stage, name, srv, srv_ip, cli, cli_ip, args, want_srv, want_cli,
     stage.record("%s: ibv_query_ece after the handshake" % name,
                  "pass" if ok else "fail", "server %r, client %r (wanted %r, "
                  "%r)" % (got + (want_srv, want_cli)))
+    if dv is not None:
+        ok = len(attrs) == 2 and all(a == dv for a in attrs.values())
+        stage.record("%s: restrack: both QPs use what vrnicdv set, not "
+                     "what ECE agreed" % name, "pass" if ok else "fail",
+                     "got %s, wanted %s" % (attrs, dv))
+        return cout
     want_sr = {w: int(v == ECE_SR) for w, v in (("server", want_srv),
                                                  ("client", want_cli))
                if w in sr}
@@ -611,7 +622,10 @@ def ece_tests(stage, fab, s1, s2, r, rxe):
     QPs use selective repeat (ibv_query_ece, restrack), recovering on
     SACKs with every byte checked.  Then r withdraws its offer (debugfs
     ece_selective_repeat 0): both agree on nothing and recover by
-    go-back-N.  Last, s2 -> rxe: rxe knows no ECE, so s2's QP stays on
+    go-back-N.  Then neither offers, and each QP sets its own transport
+    through the provider's direct verbs (vrnic_ece -t: selective repeat,
+    window 64, 8 paths): restrack shows exactly that on both, and s1
+    recovers on SACKs.  Last, s2 -> rxe: rxe knows no ECE, so s2's QP stays on
     go-back-N and the exchange works as before, both ways."""
     keys = ("sack_rcvd", "sack_sent", "roce_adp_retrans")
     name = "ece: vrnic_ece s1->r, 1% loss both ways"
@@ -638,9 +652,23 @@ def ece_tests(stage, fab, s1, s2, r, rxe):
             ok = d.get("sack_rcvd", -1) == 0
             stage.record("%s: go-back-N, no SACK" % name,
                          "pass" if ok else "fail", "s1 deltas %s" % d)
+            # Neither offers; each QP sets its own transport through the
+            # provider's direct verbs (vrnicdv_set_qp_transport).
+            name = "ece: no offer, vrnicdv on both QPs, 1% loss"
+            set_ece([s1], 0)
+            ece_run(stage, name, r, r.ip, s1, s1.ip, "-t 1:64:8", ECE_NONE,
+                    ECE_NONE, want_req=ECE_NONE,
+                    dv={"selective_repeat": 1, "spray_paths": 8,
+                        "send_window": 64})
+            st3 = link_stats(s1, keys)
+            d = {k: st3[k] - st2[k] for k in keys
+                 if st3[k] is not None and st2[k] is not None}
+            ok = d.get("sack_rcvd", 0) > 0 and d.get("roce_adp_retrans", 0) > 0
+            stage.record("%s: s1 recovered on SACKs" % name,
+                         "pass" if ok else "fail", "s1 deltas %s" % d)
         finally:
             fab.set_link("r", {"impair": {"loss": 0.0}})
-            set_ece([r], 1)
+            set_ece([s1, r], 1)
     except (fabric.FabricError, vmlib.VMError) as e:
         stage.record(name, "fail", str(e))
     name = "ece: vrnic_ece vrnic(s2)->rxe"
