@@ -62,7 +62,10 @@ struct vrnic_alloc_ucontext_req {
 enum vrnic_alloc_ucontext_resp_mask {
 	/* ece_options is valid; modify_qp takes struct vrnic_modify_qp_cmd */
 	VRNIC_ALLOC_UCTX_RESP_ECE = 1 << 0,
-	/* modify_qp takes VRNIC_MODIFY_QP_CMD_TRANSPORT (vrnicdv) */
+	/*
+	 * modify_qp takes VRNIC_MODIFY_QP_CMD_TRANSPORT (vrnicdv) up to
+	 * max_send_window and max_spray_paths
+	 */
 	VRNIC_ALLOC_UCTX_RESP_TRANSPORT = 1 << 1,
 	VRNIC_ALLOC_UCTX_RESP_MASK_ALL = VRNIC_ALLOC_UCTX_RESP_ECE |
 					 VRNIC_ALLOC_UCTX_RESP_TRANSPORT,
@@ -89,6 +92,11 @@ struct vrnic_alloc_ucontext_resp {
 	/* VRNIC_ALLOC_UCTX_RESP_ECE: what this context's QPs offer */
 	__u32 ece_options;
 	__u32 reserved1;		/* 0 */
+	/* VRNIC_ALLOC_UCTX_RESP_TRANSPORT: */
+	__u16 max_send_window;		/* PSNs in flight */
+	__u8 max_spray_paths;		/* UDP source ports */
+	__u8 reserved2;			/* 0 */
+	__u32 reserved3;		/* 0 */
 };
 
 /* ibv_create_cq: the CQE ring and the doorbell record live in user memory. */
@@ -182,16 +190,12 @@ enum vrnic_modify_qp_transport_flags {
 	VRNIC_MODIFY_QP_TRANSPORT_ALL = VRNIC_MODIFY_QP_TRANSPORT_SR,
 };
 
-/* What the driver takes: the device's limits (vrnic_hw.h) */
-#define VRNIC_MODIFY_QP_SEND_WINDOW_MAX	512
-#define VRNIC_MODIFY_QP_SPRAY_PATHS_MAX	64
-
 struct vrnic_modify_qp_cmd {
 	__u32 comp_mask;		/* enum vrnic_modify_qp_cmd_mask */
 	__u32 ece_options;
 	/* VRNIC_MODIFY_QP_CMD_TRANSPORT: */
 	__u32 transport_flags;		/* vrnic_modify_qp_transport_flags */
-	__u16 send_window;		/* PSNs in flight, 0: the most (512) */
+	__u16 send_window;		/* PSNs in flight, 0: max_send_window */
 	__u8 spray_paths;		/* UDP source ports, 0 or 1: one */
 	__u8 reserved;			/* 0 */
 };

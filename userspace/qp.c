@@ -1017,8 +1017,12 @@ int vrnic_set_ece(struct ibv_qp *ibqp, struct ibv_ece *ece)
 
 /*
  * ibv_query_ece: what the QP offers, or once set (or moved to RTR), what
- * was agreed.  The driver's debugfs selective_repeat forces selective
- * repeat beyond what ECE agreed; restrack shows what is in effect.
+ * was agreed; for a QP with its own transport (vrnicdv), what it will
+ * use (librdmacm reads it at rdma_create_qp, before vrnicdv can be
+ * called, but an application that exchanges ECE itself is told the
+ * truth).  The driver's debugfs
+ * selective_repeat forces selective repeat beyond what ECE agreed;
+ * restrack shows what is in effect.
  */
 int vrnic_query_ece(struct ibv_qp *ibqp, struct ibv_ece *ece)
 {
@@ -1028,7 +1032,13 @@ int vrnic_query_ece(struct ibv_qp *ibqp, struct ibv_ece *ece)
 	if (!ctx->has_ece)
 		return errno = EOPNOTSUPP;
 	ece->vendor_id = VRNIC_PCI_VENDOR_ID;
-	ece->options = qp->ece_set ? qp->ece_options : vrnic_ece_offer(qp);
+	if (qp->dv_transport)
+		ece->options = qp->transport_flags & VRNIC_MODIFY_QP_TRANSPORT_SR ?
+			       VRNIC_ECE_VERSION_SR << VRNIC_ECE_VERSION_SHIFT |
+			       VRNIC_ECE_SELECTIVE_REPEAT : 0;
+	else
+		ece->options = qp->ece_set ? qp->ece_options :
+			       vrnic_ece_offer(qp);
 	ece->comp_mask = 0;
 	return 0;
 }

@@ -163,7 +163,11 @@ static struct verbs_context *vrnic_alloc_context(struct ibv_device *ibdev,
 		ctx->has_ece = true;
 		ctx->ece_offer = resp.ece_options;
 	}
-	ctx->has_transport = resp.comp_mask & VRNIC_ALLOC_UCTX_RESP_TRANSPORT;
+	if (resp.comp_mask & VRNIC_ALLOC_UCTX_RESP_TRANSPORT) {
+		ctx->has_transport = true;
+		ctx->max_send_window = resp.max_send_window;
+		ctx->max_spray_paths = resp.max_spray_paths;
+	}
 	ctx->db_page = mmap(NULL, ctx->db_page_size, PROT_WRITE, MAP_SHARED,
 			    cmd_fd, resp.db_mmap_key);
 	if (ctx->db_page == MAP_FAILED) {

@@ -108,6 +108,8 @@ struct vrnic_context {
 	bool has_ece;		/* the kernel takes ECE options in modify_qp */
 	uint32_t ece_offer;	/* what reliable QPs offer a peer */
 	bool has_transport;	/* ... and a QP's own transport (vrnicdv) */
+	uint16_t max_send_window;	/* what that takes at most */
+	uint8_t max_spray_paths;
 };
 
 struct vrnic_cq {

@@ -28,27 +28,30 @@ int vrnicdv_set_qp_transport(struct ibv_qp *ibqp,
 		return EOPNOTSUPP;
 	ctx = to_vctx(ibqp->context);
 	qp = to_vqp(ibqp);
-	if (attr->comp_mask & ~(uint64_t)VRNICDV_QP_TRANSPORT_MASK_ALL ||
-	    attr->reserved)
-		return EINVAL;
+	if (attr && attr->comp_mask)
+		return EOPNOTSUPP;
 	if (qp->type != VRNIC_QPT_RC && qp->type != VRNIC_QPT_XRC_INI &&
 	    qp->type != VRNIC_QPT_XRC_TGT)
 		return EINVAL;
 	state = atomic_load(&qp->state);
 	if (state != IBV_QPS_RESET && state != IBV_QPS_INIT)
 		return EINVAL;
-	if (!attr->comp_mask) {
+	if (!attr) {
 		qp->dv_transport = false;
 		return 0;
 	}
-	if (attr->selective_repeat > 1 ||
-	    attr->send_window > VRNIC_MODIFY_QP_SEND_WINDOW_MAX ||
-	    attr->spray_paths > VRNIC_MODIFY_QP_SPRAY_PATHS_MAX ||
-	    (attr->spray_paths > 1 && !attr->selective_repeat))
+	if (attr->flags & ~(uint32_t)VRNICDV_QP_TRANSPORT_SELECTIVE_REPEAT ||
+	    attr->reserved)
 		return EINVAL;
 	if (!ctx->has_transport)
 		return EOPNOTSUPP;
-	qp->transport_flags = attr->selective_repeat ?
+	if (attr->send_window > ctx->max_send_window ||
+	    attr->spray_paths > ctx->max_spray_paths ||
+	    (attr->spray_paths > 1 &&
+	     !(attr->flags & VRNICDV_QP_TRANSPORT_SELECTIVE_REPEAT)))
+		return EINVAL;
+	qp->transport_flags = attr->flags &
+			      VRNICDV_QP_TRANSPORT_SELECTIVE_REPEAT ?
 			      VRNIC_MODIFY_QP_TRANSPORT_SR : 0;
 	qp->send_window = attr->send_window;
 	qp->spray_paths = attr->spray_paths;

@@ -17,33 +17,32 @@ extern "C" {
 /* Whether device is a vrnic device (its calls may still be refused). */
 bool vrnicdv_is_supported(struct ibv_device *device);
 
-enum vrnicdv_qp_transport_mask {
-	/* selective_repeat, send_window and spray_paths are valid */
-	VRNICDV_QP_TRANSPORT_MASK_ALL = 1 << 0,
+enum vrnicdv_qp_transport_flags {
+	/*
+	 * Selective repeat (SACKs, hole resends) instead of go-back-N: the
+	 * peer must use it too.
+	 */
+	VRNICDV_QP_TRANSPORT_SELECTIVE_REPEAT = 1 << 0,
 };
 
 struct vrnicdv_qp_transport {
-	uint64_t comp_mask;		/* enum vrnicdv_qp_transport_mask */
+	uint64_t comp_mask;	/* no optional field is defined: 0 */
+	uint32_t flags;		/* enum vrnicdv_qp_transport_flags */
+	/* request PSNs in flight at most, 0: the most the device takes */
+	uint16_t send_window;
 	/*
-	 * Selective repeat (SACKs, hole resends) instead of go-back-N:
-	 * the peer must use it too.
-	 */
-	uint8_t selective_repeat;	/* 0 or 1 */
-	/*
-	 * UDP source ports the QP's requests spread over, 1 to 64 (0 is 1);
+	 * UDP source ports the QP's requests spread over (0 or 1: one);
 	 * more than 1 needs selective repeat.
 	 */
 	uint8_t spray_paths;
-	/* request PSNs in flight at most (0: the most, 512) */
-	uint16_t send_window;
-	uint32_t reserved;		/* 0 */
+	uint8_t reserved;	/* 0 */
 };
 
 /*
  * A reliable QP's own transport, in place of the device's defaults and
- * of what ECE agreed, taken at its moves from INIT to RTR; comp_mask 0
- * gives the QP back to those.  Call it in RESET or INIT.  Returns 0 or
- * an errno value.
+ * of what ECE agreed, taken at its moves from INIT to RTR; attr NULL
+ * gives the QP back to those.  Call it in RESET or INIT, never while
+ * another thread modifies the QP.  Returns 0 or an errno value.
  */
 int vrnicdv_set_qp_transport(struct ibv_qp *qp,
 			     const struct vrnicdv_qp_transport *attr);

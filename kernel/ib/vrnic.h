@@ -108,6 +108,14 @@ struct vrnic_dev {
 	 * capability); a QP uses it only once its peer agreed.
 	 */
 	bool ece_selective_repeat;
+	/*
+	 * debugfs user_transport: user contexts opened from now on may give
+	 * their reliable QPs their own transport (vrnicdv: selective repeat,
+	 * send window, spray paths), in place of the defaults above; on by
+	 * default with the capability.  Off, those defaults and ECE are
+	 * policy: no process can spray over more ports than spray_paths.
+	 */
+	bool user_transport;
 };
 
 struct vrnic_ucontext {
@@ -117,6 +125,7 @@ struct vrnic_ucontext {
 	struct mutex dbrec_lock;	/* dbrec_pages */
 	struct list_head dbrec_pages;	/* struct vrnic_dbrec_page */
 	u32 ece_offer;		/* what its QPs offer: all they may agree to */
+	bool user_transport;	/* its QPs may choose their transport */
 };
 
 /*

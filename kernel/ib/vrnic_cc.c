@@ -240,6 +240,8 @@ void vrnic_ib_cc_debugfs_init(struct vrnic_dev *vdev)
 				    &vdev->ece_selective_repeat);
 		debugfs_create_u8("spray_paths", 0600, d->dir,
 				  &vdev->spray_paths);
+		debugfs_create_bool("user_transport", 0600, d->dir,
+				    &vdev->user_transport);
 	}
 	cc = debugfs_create_dir("cc_params", d->dir);
 	vrnic_ib_cc_file(vdev, &n, cc, "cc_algo", VRNIC_CC_FILE_ALGO, 0);

@@ -140,6 +140,7 @@ static int vrnic_ib_probe(struct auxiliary_device *adev,
 	vdev->attr = *vadev->attr;
 	vdev->ece_selective_repeat = le32_to_cpu(vdev->attr.caps) &
 				     VRNIC_CAP_SELECTIVE_REPEAT;
+	vdev->user_transport = vdev->ece_selective_repeat;
 	vdev->client.ops = &vrnic_ib_rdma_ops;
 	INIT_WORK(&vdev->flush_work, vrnic_ib_qp_kick_flush);
 	xa_init_flags(&vdev->cq_xa, XA_FLAGS_LOCK_IRQ);

@@ -784,21 +784,24 @@ static int vrnic_ib_qp_ece_check(struct vrnic_qp *qp, u32 options,
 
 /*
  * A QP's own transport settings (vrnicdv_set_qp_transport): on a reliable
- * QP of a device with selective repeat, each within what the device
- * takes, and spraying only with selective repeat (whose receiver takes
- * what arrives out of order).  Without VRNIC_MODIFY_QP_CMD_TRANSPORT
- * every field is 0.
+ * QP of a context that was granted them (a device with selective repeat,
+ * the administrator's user_transport when it was opened), each within
+ * what the device takes, and spraying only with selective repeat (whose
+ * receiver takes what arrives out of order).  Without
+ * VRNIC_MODIFY_QP_CMD_TRANSPORT every field is 0.
  */
 static int vrnic_ib_qp_transport_check(struct vrnic_qp *qp,
-				       const struct vrnic_modify_qp_cmd *ucmd)
+				       const struct vrnic_modify_qp_cmd *ucmd,
+				       struct ib_udata *udata)
 {
-	struct vrnic_dev *vdev = to_vdev(qp->ibqp.device);
+	struct vrnic_ucontext *uctx;
 
-	BUILD_BUG_ON(VRNIC_MODIFY_QP_SEND_WINDOW_MAX != VRNIC_SEND_WINDOW_MAX);
-	BUILD_BUG_ON(VRNIC_MODIFY_QP_SPRAY_PATHS_MAX != VRNIC_SPRAY_PATHS_MAX);
-	if (!(ucmd->comp_mask & VRNIC_MODIFY_QP_CMD_TRANSPORT))
-		return ucmd->transport_flags || ucmd->send_window ||
-		       ucmd->spray_paths || ucmd->reserved ? -EINVAL : 0;
+	if (!(ucmd->comp_mask & VRNIC_MODIFY_QP_CMD_TRANSPORT)) {
+		if (ucmd->transport_flags || ucmd->send_window ||
+		    ucmd->spray_paths || ucmd->reserved)
+			return -EINVAL;
+		return 0;
+	}
 	if (ucmd->transport_flags & ~VRNIC_MODIFY_QP_TRANSPORT_ALL ||
 	    ucmd->send_window > VRNIC_SEND_WINDOW_MAX ||
 	    ucmd->spray_paths > VRNIC_SPRAY_PATHS_MAX || ucmd->reserved ||
@@ -806,7 +809,10 @@ static int vrnic_ib_qp_transport_check(struct vrnic_qp *qp,
 	     !(ucmd->transport_flags & VRNIC_MODIFY_QP_TRANSPORT_SR)) ||
 	    !vrnic_ib_qp_type_reliable(qp->ibqp.qp_type))
 		return -EINVAL;
-	if (!(le32_to_cpu(vdev->attr.caps) & VRNIC_CAP_SELECTIVE_REPEAT))
+	/* Granted when the context was opened (debugfs user_transport). */
+	uctx = rdma_udata_to_drv_context(udata, struct vrnic_ucontext,
+					 ibucontext);
+	if (!uctx || !uctx->user_transport)
 		return -EOPNOTSUPP;
 	return 0;
 }
@@ -836,7 +842,7 @@ int vrnic_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	} else if (ucmd.ece_options) {
 		return -EINVAL;
 	}
-	ret = vrnic_ib_qp_transport_check(qp, &ucmd);
+	ret = vrnic_ib_qp_transport_check(qp, &ucmd, udata);
 	if (ret)
 		return ret;
 	if (mask & ~VRNIC_QP_SUPPORTED_MASK)

@@ -229,9 +229,17 @@ static int vrnic_ib_alloc_ucontext(struct ib_ucontext *ibuctx,
 	resp.db_page_size = VRNIC_DB_PAGE_SIZE;
 	/* What this context's QPs offer a peer through ECE (rdma_cm). */
 	resp.comp_mask = VRNIC_ALLOC_UCTX_RESP_ECE;
-	/* ... and each may choose its own transport (vrnicdv). */
-	if (le32_to_cpu(vdev->attr.caps) & VRNIC_CAP_SELECTIVE_REPEAT)
+	/*
+	 * ... and each may choose its own transport (vrnicdv), unless the
+	 * administrator said otherwise (debugfs user_transport).
+	 */
+	if (READ_ONCE(vdev->user_transport) &&
+	    (le32_to_cpu(vdev->attr.caps) & VRNIC_CAP_SELECTIVE_REPEAT)) {
 		resp.comp_mask |= VRNIC_ALLOC_UCTX_RESP_TRANSPORT;
+		resp.max_send_window = VRNIC_SEND_WINDOW_MAX;
+		resp.max_spray_paths = VRNIC_SPRAY_PATHS_MAX;
+		uctx->user_transport = true;
+	}
 	if (READ_ONCE(vdev->ece_selective_repeat) &&
 	    (le32_to_cpu(vdev->attr.caps) & VRNIC_CAP_SELECTIVE_REPEAT))
 		resp.ece_options = VRNIC_ECE_VERSION_SR <<

@@ -32,6 +32,7 @@
 #include <rdma/ib_user_verbs.h>
 
 #include "vrnic-abi.h"
+#include "vrnic.h"	/* the provider's private QP, for vrnicdv's checks */
 
 #include "kselftest.h"
 #include "vrnic_verbs_util.h"
@@ -1894,45 +1895,106 @@ static int ece(struct env *e)
 	       ece_is(c, ECE_SR, "c after RESET");
 }
 
-static int dv_set(struct ibv_qp *qp, uint64_t mask, unsigned int sr,
-		  unsigned int window, unsigned int paths, uint32_t reserved)
+static int dv_set(struct ibv_qp *qp, uint64_t mask, uint32_t flags,
+		  unsigned int window, unsigned int paths, unsigned int reserved)
 {
 	struct vrnicdv_qp_transport t = {
 		.comp_mask = mask,
-		.selective_repeat = (uint8_t)sr,
+		.flags = flags,
 		.send_window = (uint16_t)window,
 		.spray_paths = (uint8_t)paths,
-		.reserved = reserved,
+		.reserved = (uint8_t)reserved,
 	};
 
 	return vrnicdv_set_qp_transport(qp, &t);
 }
 
+static int qp_state_is(struct ibv_qp *qp, enum ibv_qp_state want)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr a;
+
+	return !ibv_query_qp(qp, &a, IBV_QP_STATE, &init) &&
+	       a.qp_state == want;
+}
+
+/* RESET or INIT -> INIT, then INIT -> RTR: the latter's result. */
+static int init_rtr(struct env *e, struct ibv_qp *qp, uint32_t dest)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = e->gid;
+	a.ah_attr.grh.sgid_index = e->gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			     IBV_QP_MIN_RNR_TIMER);
+}
+
+#define SR VRNICDV_QP_TRANSPORT_SELECTIVE_REPEAT
+#define ECE_OPT_SR (VRNIC_ECE_VERSION_SR << VRNIC_ECE_VERSION_SHIFT | \
+		    VRNIC_ECE_SELECTIVE_REPEAT)
+
 /*
  * A QP's own transport through the provider's direct verbs (vrnicdv.h,
- * issue 25): refused on a UD QP, for values beyond the device's and for
- * spraying without selective repeat, and once the QP is past INIT; two
- * RC QPs that set selective repeat, a window and 8 paths connect and
- * move data.  The driver's checks of the request, by hand: the transport
- * only with the move from INIT to RTR, its fields only with its bit.
+ * issue 25): refused for unknown bits, values beyond what the kernel
+ * answered, spraying without selective repeat, a UD QP and a QP past
+ * INIT; ibv_query_ece reports what the QP will use.  Two RC QPs that set
+ * selective repeat, a window of 64 and 8 paths connect and move data.
+ * The driver's own checks, by hand: the transport only with the move
+ * from INIT to RTR and its fields only with its bit; and, as a process
+ * that writes the provider's private QP (userspace/vrnic.h) would send
+ * them, each out-of-range value with a real move to RTR: EINVAL, and
+ * the QP stays in INIT.
  */
 static int dv_transport(struct env *e)
 {
 	static const struct {
 		uint64_t mask;
-		unsigned int sr, window, paths;
-		uint32_t reserved;
+		uint32_t flags;
+		unsigned int window, paths, reserved;
+		int err;
 		const char *what;
 	} bad[] = {
-		{ 2, 1, 0, 0, 0, "comp_mask bit 1" },
-		{ 1, 1, 0, 0, 1, "reserved" },
-		{ 1, 2, 0, 0, 0, "selective_repeat 2" },
-		{ 1, 1, 513, 0, 0, "send_window 513" },
-		{ 1, 1, 0, 65, 0, "spray_paths 65" },
-		{ 1, 0, 0, 8, 0, "spray_paths 8 without selective repeat" },
+		{ 1, SR, 0, 0, 0, EOPNOTSUPP, "comp_mask bit 0" },
+		{ 0, 2, 0, 0, 0, EINVAL, "flags bit 1" },
+		{ 0, SR, 0, 0, 1, EINVAL, "reserved" },
+		{ 0, SR, 513, 0, 0, EINVAL, "send_window 513" },
+		{ 0, SR, 0, 65, 0, EINVAL, "spray_paths 65" },
+		{ 0, 0, 0, 8, 0, EINVAL, "spray_paths 8 without SR" },
+	};
+	/* What the driver must refuse with a real INIT -> RTR. */
+	static const struct {
+		uint32_t flags;
+		unsigned int window, paths;
+		const char *what;
+	} poke[] = {
+		{ 2, 0, 0, "an unknown flag" },
+		{ VRNIC_MODIFY_QP_TRANSPORT_SR, 513, 0, "send_window 513" },
+		{ VRNIC_MODIFY_QP_TRANSPORT_SR, 0, 65, "spray_paths 65" },
+		{ 0, 0, 8, "spraying without selective repeat" },
 	};
 	struct vrnic_modify_qp_cmd drv;
-	struct ibv_qp *a, *b, *ud;
+	struct ibv_qp *a, *b, *c, *ud;
+	struct ibv_qp_attr reset;
+	struct vrnic_qp *vc;
+	struct ibv_ece ece;
 	struct ibv_cq *cq;
 	unsigned int i;
 	int ret;
@@ -1942,20 +2004,22 @@ static int dv_transport(struct env *e)
 	cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
 	a = cq ? make_qp(e, IBV_QPT_RC, cq, cq, 8, 0) : NULL;
 	b = a ? make_qp(e, IBV_QPT_RC, cq, cq, 8, 0) : NULL;
-	ud = b ? make_qp(e, IBV_QPT_UD, cq, cq, 8, 0) : NULL;
+	c = b ? make_qp(e, IBV_QPT_RC, cq, cq, 8, 0) : NULL;
+	ud = c ? make_qp(e, IBV_QPT_UD, cq, cq, 8, 0) : NULL;
 	if (!ud)
 		FAIL("setup: %s\n", strerror(errno));
 	for (i = 0; i < ARRAY_SIZE(bad); i++) {
-		ret = dv_set(a, bad[i].mask, bad[i].sr, bad[i].window,
+		ret = dv_set(a, bad[i].mask, bad[i].flags, bad[i].window,
 			     bad[i].paths, bad[i].reserved);
-		if (ret != EINVAL)
-			FAIL("vrnicdv %s: %d, not EINVAL\n", bad[i].what, ret);
+		if (ret != bad[i].err)
+			FAIL("vrnicdv %s: %d, not %d\n", bad[i].what, ret,
+			     bad[i].err);
 	}
-	ret = dv_set(ud, 1, 1, 0, 0, 0);
+	ret = dv_set(ud, 0, SR, 0, 0, 0);
 	if (ret != EINVAL)
 		FAIL("vrnicdv on a UD QP: %d, not EINVAL\n", ret);
 
-	/* the driver's checks */
+	/* the driver's checks, by hand */
 	memset(&drv, 0, sizeof(drv));
 	drv.comp_mask = VRNIC_MODIFY_QP_CMD_TRANSPORT;
 	drv.transport_flags = VRNIC_MODIFY_QP_TRANSPORT_SR;
@@ -1974,22 +2038,59 @@ static int dv_transport(struct env *e)
 	if (ret != EINVAL)
 		FAIL("modify_qp spray_paths without the bit: %d, not EINVAL\n",
 		     ret);
+	/* ... and with a real move to RTR, past the provider's checks */
+	if (dv_set(c, 0, SR, 0, 0, 0))
+		FAIL("vrnicdv on c\n");
+	vc = to_vqp(c);
+	for (i = 0; i < ARRAY_SIZE(poke); i++) {
+		vc->transport_flags = poke[i].flags;
+		vc->send_window = (uint16_t)poke[i].window;
+		vc->spray_paths = (uint8_t)poke[i].paths;
+		ret = init_rtr(e, c, c->qp_num);
+		if (ret != EINVAL)
+			FAIL("INIT->RTR with %s: %d, not EINVAL\n",
+			     poke[i].what, ret);
+		if (!qp_state_is(c, IBV_QPS_INIT))
+			FAIL("after INIT->RTR with %s: not in INIT\n",
+			     poke[i].what);
+	}
+	/* the same move with what the provider would send passes */
+	vc->transport_flags = VRNIC_MODIFY_QP_TRANSPORT_SR;
+	vc->send_window = 0;
+	vc->spray_paths = 0;
+	ret = init_rtr(e, c, c->qp_num);
+	if (ret || !qp_state_is(c, IBV_QPS_RTR))
+		FAIL("INIT->RTR with valid settings: %d\n", ret);
+	memset(&reset, 0, sizeof(reset));
+	reset.qp_state = IBV_QPS_RESET;
+	if (ibv_modify_qp(c, &reset, IBV_QP_STATE))
+		FAIL("c to RESET: %s\n", strerror(errno));
 
-	/* set, connect, move data */
-	ret = dv_set(a, 1, 1, 64, 8, 0);
+	/* set, report through ECE, connect, move data */
+	ret = dv_set(a, 0, SR, 64, 8, 0);
 	if (!ret)
-		ret = dv_set(b, 1, 1, 64, 8, 0);
+		ret = dv_set(b, 0, SR, 64, 8, 0);
 	if (ret)
 		FAIL("vrnicdv_set_qp_transport: %s\n", strerror(ret));
+	if (ibv_query_ece(a, &ece) || ece.options != ECE_OPT_SR)
+		FAIL("query_ece with SR set: %#x\n", ece.options);
 	if (to_rts(e, a, b->qp_num) || to_rts(e, b, a->qp_num))
 		FAIL("to_rts with the QPs' own transport: %s\n",
 		     strerror(errno));
 	for (i = 0; i < 16; i++)
 		if (!moves(e, a, b, cq))
 			return 0;
-	ret = dv_set(a, 1, 1, 64, 8, 0);
+	ret = dv_set(a, 0, SR, 64, 8, 0);
 	if (ret != EINVAL)
 		FAIL("vrnicdv in RTS: %d, not EINVAL\n", ret);
+	/* go-back-N chosen: ECE says so; NULL gives c back to the defaults */
+	if (dv_set(c, 0, 0, 0, 0, 0) || ibv_query_ece(c, &ece) ||
+	    ece.options != 0)
+		FAIL("query_ece with go-back-N set: %#x\n", ece.options);
+	if (vrnicdv_set_qp_transport(c, NULL) || ibv_query_ece(c, &ece) ||
+	    ece.options != ECE_OPT_SR)
+		FAIL("query_ece after NULL: %#x, not the offer\n",
+		     ece.options);
 	return 1;
 }
 

@@ -13,7 +13,7 @@
  * -t sets the QP's own transport with vrnicdv_set_qp_transport (the vrnic
  * direct verbs of libvrnic) before it connects: selective repeat 0 or 1,
  * the send window, the paths sprayed over; that takes the place of what
- * ECE agrees.
+ * ECE agrees, and ibv_query_ece (so the REQ or REP) reports it.
  *
  * The client writes a region of the server's memory with RDMA WRITE,
  * reads it back with RDMA READ and compares, then sends MSGS messages of
@@ -188,7 +188,8 @@ static int setup(struct ctx *c, struct rdma_cm_id *id)
 			return fail("vrnicdv_set_qp_transport");
 		}
 		printf("transport: selective_repeat %u send_window %u "
-		       "spray_paths %u\n", c->transport.selective_repeat,
+		       "spray_paths %u\n", !!(c->transport.flags &
+			VRNICDV_QP_TRANSPORT_SELECTIVE_REPEAT),
 		       c->transport.send_window, c->transport.spray_paths);
 	}
 	return 0;
@@ -433,13 +434,13 @@ int main(int argc, char **argv)
 		case 'f': go = optarg; break;
 		case 't':
 			if (sscanf(optarg, "%u:%u:%u", &sr, &win, &paths) != 3 ||
-			    sr > 255 || win > 65535 || paths > 255) {
+			    sr > 1 || win > 65535 || paths > 255) {
 				bad = 1;
 				break;
 			}
 			c.dv = 1;
-			c.transport.comp_mask = VRNICDV_QP_TRANSPORT_MASK_ALL;
-			c.transport.selective_repeat = (uint8_t)sr;
+			c.transport.flags = sr ?
+				VRNICDV_QP_TRANSPORT_SELECTIVE_REPEAT : 0;
 			c.transport.send_window = (uint16_t)win;
 			c.transport.spray_paths = (uint8_t)paths;
 			break;

@@ -624,8 +624,10 @@ def ece_tests(stage, fab, s1, s2, r, rxe):
     ece_selective_repeat 0): both agree on nothing and recover by
     go-back-N.  Then neither offers, and each QP sets its own transport
     through the provider's direct verbs (vrnic_ece -t: selective repeat,
-    window 64, 8 paths): restrack shows exactly that on both, and s1
-    recovers on SACKs.  Last, s2 -> rxe: rxe knows no ECE, so s2's QP stays on
+    window 64, 8 paths): the REQ carries the offer librdmacm read when
+    rdma_create_qp made the QP (nothing), ibv_query_ece then reports the
+    QPs' own choice (selective repeat) on both, restrack shows exactly
+    what was set on both, and s1 recovers on SACKs.  Last, s2 -> rxe: rxe knows no ECE, so s2's QP stays on
     go-back-N and the exchange works as before, both ways."""
     keys = ("sack_rcvd", "sack_sent", "roce_adp_retrans")
     name = "ece: vrnic_ece s1->r, 1% loss both ways"
@@ -656,8 +658,8 @@ def ece_tests(stage, fab, s1, s2, r, rxe):
             # provider's direct verbs (vrnicdv_set_qp_transport).
             name = "ece: no offer, vrnicdv on both QPs, 1% loss"
             set_ece([s1], 0)
-            ece_run(stage, name, r, r.ip, s1, s1.ip, "-t 1:64:8", ECE_NONE,
-                    ECE_NONE, want_req=ECE_NONE,
+            ece_run(stage, name, r, r.ip, s1, s1.ip, "-t 1:64:8", ECE_SR,
+                    ECE_SR, want_req=ECE_NONE,
                     dv={"selective_repeat": 1, "spray_paths": 8,
                         "send_window": 64})
             st3 = link_stats(s1, keys)
