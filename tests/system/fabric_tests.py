@@ -518,6 +518,7 @@ def rxe_loss_tests(stage, fab, s2, rxe):
 ECE = "/opt/vrnic/tests/vrnic_ece"
 ECE_PORT = 7471
 ECE_KNOB = "/sys/kernel/debug/vrnic/%s/ece_selective_repeat"
+USER_TRANSPORT_KNOB = "/sys/kernel/debug/vrnic/%s/user_transport"
 ECE_SR = "vendor 0x1af4 options 0x20000001"     # version 2, bit 0
 ECE_NONE = "vendor 0x1af4 options 0"
 
@@ -627,8 +628,10 @@ def ece_tests(stage, fab, s1, s2, r, rxe):
     window 64, 8 paths): the REQ carries the offer librdmacm read when
     rdma_create_qp made the QP (nothing), ibv_query_ece then reports the
     QPs' own choice (selective repeat) on both, restrack shows exactly
-    what was set on both, and s1 recovers on SACKs.  Last, s2 -> rxe: rxe knows no ECE, so s2's QP stays on
-    go-back-N and the exchange works as before, both ways."""
+    what was set on both, and s1 recovers on SACKs; with the
+    administrator's user_transport 0 the call is refused (EOPNOTSUPP).
+    Last, s2 -> rxe: rxe knows no ECE, so s2's QP stays on go-back-N and
+    the exchange works as before, both ways."""
     keys = ("sack_rcvd", "sack_sent", "roce_adp_retrans")
     name = "ece: vrnic_ece s1->r, 1% loss both ways"
     try:
@@ -668,6 +671,22 @@ def ece_tests(stage, fab, s1, s2, r, rxe):
             ok = d.get("sack_rcvd", 0) > 0 and d.get("roce_adp_retrans", 0) > 0
             stage.record("%s: s1 recovered on SACKs" % name,
                          "pass" if ok else "fail", "s1 deltas %s" % d)
+            # The administrator's gate: a context opened while
+            # user_transport is 0 may not choose (EOPNOTSUPP).
+            name = "ece: user_transport 0"
+            knob = USER_TRANSPORT_KNOB % s1.rdma
+            s1.vm.check("echo 0 > %s" % knob)
+            try:
+                rc, out = s1.vm.run("%s -c -a %s -b %s -p %d -t 1:64:8 "
+                                    "2>&1" % (ECE, r.ip, s1.ip, ECE_PORT),
+                                    timeout=60)[:2]
+            finally:
+                s1.vm.check("echo 1 > %s" % knob)
+            ok = rc != 0 and "data: FAIL vrnicdv_set_qp_transport: " \
+                "Operation not supported" in out
+            stage.record("%s: vrnicdv_set_qp_transport is refused with "
+                         "EOPNOTSUPP" % name, "pass" if ok else "fail",
+                         "exit %s: %s" % (rc, out.strip()[-300:]))
         finally:
             fab.set_link("r", {"impair": {"loss": 0.0}})
             set_ece([s1, r], 1)
