@@ -30,6 +30,7 @@
 #include <infiniband/verbs.h>
 
 #include "kselftest.h"
+#include "vrnic_verbs_util.h"
 
 #define BIG_MIN		(1u << 20)
 #define BIG_MAX		(64u << 20)
@@ -48,41 +49,13 @@ static double now(void)
 static int connect_qp(struct ibv_qp *qp, uint32_t dest, union ibv_gid *gid,
 		      int gid_index)
 {
-	struct ibv_qp_attr a;
+	/* 256-byte MTU, 16 READs in flight, a 67 ms ack timeout */
+	struct vt_path path = {
+		.mtu = IBV_MTU_256, .rd_atomic = 16, .retry = 3,
+		.access = IBV_ACCESS_REMOTE_READ,
+	};
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_256;
-	a.dest_qp_num = dest;
-	a.rq_psn = 0;
-	a.max_dest_rd_atomic = 16;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.sgid_index = gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
-	a.timeout = 14;		/* 67 ms */
-	a.retry_cnt = 3;
-	a.rnr_retry = 3;
-	a.max_rd_atomic = 16;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	return vt_to_rts(qp, dest, gid, gid_index, &path);
 }
 
 /* One round; returns the big READ's status, or -1 (setup), -2 (hang). */

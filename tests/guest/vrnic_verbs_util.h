@@ -39,6 +39,49 @@ struct vt_path {
 };
 
 /*
+ * A connected QP (not UD) from RESET or INIT to INIT on port 1, then to
+ * RTR: dest is the peer QPN, gid/gid_index the loopback address; UC takes
+ * no RDMA READ/atomic attributes.  0 or ibv_modify_qp()'s result.
+ */
+static inline int vt_to_init(struct ibv_qp *qp, const struct vt_path *p)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = p->access;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+static inline int vt_to_rtr(struct ibv_qp *qp, uint32_t dest,
+			    const union ibv_gid *gid, int gid_index,
+			    const struct vt_path *p)
+{
+	int uc = qp->qp_type == IBV_QPT_UC;
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = p->mtu;
+	a.dest_qp_num = dest;
+	a.max_dest_rd_atomic = p->rd_atomic;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *gid;
+	a.ah_attr.grh.sgid_index = gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	return ibv_modify_qp(qp, &a, uc ?
+			     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN :
+			     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+}
+
+/*
  * RESET -> INIT -> RTR -> RTS on port 1; dest is the peer QPN (ignored for
  * UD), gid/gid_index the loopback address.  UC takes no RDMA READ/atomic
  * or retry attributes, an XRC receive QP no retry attributes.
@@ -67,27 +110,7 @@ static inline int vt_to_rts(struct ibv_qp *qp, uint32_t dest,
 		a.qp_state = IBV_QPS_RTS;
 		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
 	}
-	a.qp_access_flags = p->access;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = p->mtu;
-	a.dest_qp_num = dest;
-	a.max_dest_rd_atomic = p->rd_atomic;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.sgid_index = gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, uc ?
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN :
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+	if (vt_to_init(qp, p) || vt_to_rtr(qp, dest, gid, gid_index, p))
 		return -1;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;

@@ -633,6 +633,13 @@ def ece_tests(stage, fab, s1, s2, r, rxe):
     Last, s2 -> rxe: rxe knows no ECE, so s2's QP stays on go-back-N and
     the exchange works as before, both ways."""
     keys = ("sack_rcvd", "sack_sent", "roce_adp_retrans")
+
+    def s1_deltas(before):
+        """s1's counters now, less before (where both exist), and now."""
+        now = link_stats(s1, keys)
+        return {k: now[k] - before[k] for k in keys
+                if now[k] is not None and before[k] is not None}, now
+
     name = "ece: vrnic_ece s1->r, 1% loss both ways"
     try:
         # Only ECE may turn it on: the device default stays off.
@@ -642,18 +649,14 @@ def ece_tests(stage, fab, s1, s2, r, rxe):
         fab.set_link("r", {"impair": {"loss": 0.01}})
         try:
             ece_run(stage, name, r, r.ip, s1, s1.ip, "", ECE_SR, ECE_SR)
-            st1 = link_stats(s1, keys)
-            d = {k: st1[k] - st0[k] for k in keys
-                 if st1[k] is not None and st0[k] is not None}
+            d, st1 = s1_deltas(st0)
             ok = d.get("sack_rcvd", 0) > 0 and d.get("roce_adp_retrans", 0) > 0
             stage.record("%s: s1 recovered on SACKs" % name,
                          "pass" if ok else "fail", "s1 deltas %s" % d)
             name = "ece: r withdraws its offer, 1% loss"
             set_ece([r], 0)
             ece_run(stage, name, r, r.ip, s1, s1.ip, "", ECE_NONE, ECE_NONE)
-            st2 = link_stats(s1, keys)
-            d = {k: st2[k] - st1[k] for k in keys
-                 if st2[k] is not None and st1[k] is not None}
+            d, st2 = s1_deltas(st1)
             ok = d.get("sack_rcvd", -1) == 0
             stage.record("%s: go-back-N, no SACK" % name,
                          "pass" if ok else "fail", "s1 deltas %s" % d)
@@ -665,9 +668,7 @@ def ece_tests(stage, fab, s1, s2, r, rxe):
                     ECE_SR, want_req=ECE_NONE,
                     dv={"selective_repeat": 1, "spray_paths": 8,
                         "send_window": 64})
-            st3 = link_stats(s1, keys)
-            d = {k: st3[k] - st2[k] for k in keys
-                 if st3[k] is not None and st2[k] is not None}
+            d, _ = s1_deltas(st2)
             ok = d.get("sack_rcvd", 0) > 0 and d.get("roce_adp_retrans", 0) > 0
             stage.record("%s: s1 recovered on SACKs" % name,
                          "pass" if ok else "fail", "s1 deltas %s" % d)
