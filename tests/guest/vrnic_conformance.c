@@ -1931,6 +1931,77 @@ static int init_rtr(struct env *e, struct ibv_qp *qp, uint32_t dest)
 	return vt_to_rtr(qp, dest, &e->gid, e->gid_index, &path);
 }
 
+static int write_knob(const char *path, const char *val)
+{
+	ssize_t n = (ssize_t)strlen(val);
+	int fd = open(path, O_WRONLY);
+	int ok = fd >= 0 && write(fd, val, (size_t)n) == n;
+
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : -1;
+}
+
+/*
+ * The administrator's gate, in the driver: a context opened while the
+ * debugfs user_transport is 0 is refused a QP's own transport
+ * (EOPNOTSUPP) by the provider, and by the driver when a process writes
+ * the provider's private QP to send it anyway; the QP stays in INIT.
+ */
+static int dv_gate(struct env *e)
+{
+	struct ibv_context *ctx;
+	struct ibv_qp *qp = NULL;
+	struct ibv_cq *cq = NULL;
+	struct ibv_pd *pd = NULL;
+	struct vrnic_qp *vq;
+	char knob[128];
+	int ret, ok = 0;
+
+	snprintf(knob, sizeof(knob), "/sys/kernel/debug/vrnic/%s/user_transport",
+		 ibv_get_device_name(e->ctx->device));
+	if (write_knob(knob, "0"))
+		FAIL("%s: %s\n", knob, strerror(errno));
+	ctx = ibv_open_device(e->ctx->device);
+	if (write_knob(knob, "1"))
+		FAIL("%s back to 1: %s\n", knob, strerror(errno));
+	if (!ctx)
+		FAIL("ibv_open_device: %s\n", strerror(errno));
+	pd = ibv_alloc_pd(ctx);
+	cq = pd ? ibv_create_cq(ctx, 16, NULL, NULL, 0) : NULL;
+	qp = cq ? vt_make_qp(pd, IBV_QPT_RC, cq, cq, 8, 0) : NULL;
+	if (!qp) {
+		ksft_print_msg("setup: %s\n", strerror(errno));
+		goto out;
+	}
+	ret = dv_set(qp, 0, VRNICDV_QP_TRANSPORT_SELECTIVE_REPEAT, 0, 0, 0);
+	if (ret != EOPNOTSUPP) {
+		ksft_print_msg("vrnicdv, user_transport 0: %d\n", ret);
+		goto out;
+	}
+	vq = to_vqp(qp);
+	vq->dv_transport = true;
+	vq->transport_flags = VRNIC_MODIFY_QP_TRANSPORT_SR;
+	vq->send_window = 0;
+	vq->spray_paths = 0;
+	ret = init_rtr(e, qp, qp->qp_num);
+	if (ret != EOPNOTSUPP || !qp_state_is(qp, IBV_QPS_INIT)) {
+		ksft_print_msg("INIT->RTR past the provider, user_transport "
+			       "0: %d, not EOPNOTSUPP in INIT\n", ret);
+		goto out;
+	}
+	ok = 1;
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (pd)
+		ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return ok;
+}
+
 #define SR VRNICDV_QP_TRANSPORT_SELECTIVE_REPEAT
 #define ECE_OPT_SR (VRNIC_ECE_VERSION_SR << VRNIC_ECE_VERSION_SHIFT | \
 		    VRNIC_ECE_SELECTIVE_REPEAT)
@@ -1945,7 +2016,7 @@ static int init_rtr(struct env *e, struct ibv_qp *qp, uint32_t dest)
  * from INIT to RTR and its fields only with its bit; and, as a process
  * that writes the provider's private QP (userspace/vrnic.h) would send
  * them, each out-of-range value with a real move to RTR: EINVAL, and
- * the QP stays in INIT.
+ * the QP stays in INIT.  Last, the administrator's gate (dv_gate()).
  */
 static int dv_transport(struct env *e)
 {
@@ -1963,7 +2034,11 @@ static int dv_transport(struct env *e)
 		{ 0, SR, 0, 65, 0, EINVAL, "spray_paths 65" },
 		{ 0, 0, 0, 8, 0, EINVAL, "spray_paths 8 without SR" },
 	};
-	/* What the driver must refuse with a real INIT -> RTR. */
+	/*
+	 * What the driver must refuse with a real INIT -> RTR.  The device
+	 * refuses the first three too (MODIFY_QP's BAD_PARAM), a backstop;
+	 * spraying without selective repeat only the driver does.
+	 */
 	static const struct {
 		uint32_t flags;
 		unsigned int window, paths;
@@ -2075,7 +2150,7 @@ static int dv_transport(struct env *e)
 	    ece.options != ECE_OPT_SR)
 		FAIL("query_ece after NULL: %#x, not the offer\n",
 		     ece.options);
-	return 1;
+	return dv_gate(e);
 }
 
 struct test {
