@@ -2003,8 +2003,6 @@ out:
 }
 
 #define SR VRNICDV_QP_TRANSPORT_SELECTIVE_REPEAT
-#define ECE_OPT_SR (VRNIC_ECE_VERSION_SR << VRNIC_ECE_VERSION_SHIFT | \
-		    VRNIC_ECE_SELECTIVE_REPEAT)
 
 /*
  * A QP's own transport through the provider's direct verbs (vrnicdv.h,
@@ -2131,7 +2129,7 @@ static int dv_transport(struct env *e)
 		ret = dv_set(b, 0, SR, 64, 8, 0);
 	if (ret)
 		FAIL("vrnicdv_set_qp_transport: %s\n", strerror(ret));
-	if (ibv_query_ece(a, &ece) || ece.options != ECE_OPT_SR)
+	if (ibv_query_ece(a, &ece) || ece.options != ECE_SR)
 		FAIL("query_ece with SR set: %#x\n", ece.options);
 	if (to_rts(e, a, b->qp_num) || to_rts(e, b, a->qp_num))
 		FAIL("to_rts with the QPs' own transport: %s\n",
@@ -2147,7 +2145,7 @@ static int dv_transport(struct env *e)
 	    ece.options != 0)
 		FAIL("query_ece with go-back-N set: %#x\n", ece.options);
 	if (vrnicdv_set_qp_transport(c, NULL) || ibv_query_ece(c, &ece) ||
-	    ece.options != ECE_OPT_SR)
+	    ece.options != ECE_SR)
 		FAIL("query_ece after NULL: %#x, not the offer\n",
 		     ece.options);
 	return dv_gate(e);
