@@ -3,6 +3,7 @@
 //
 //   vrnic-fabric --topology fabric/topologies/pair.json --dir /run/fab
 //                [--control PATH] [--tcp-bind ADDR] [--telemetry FILE]
+//                [--telemetry-format jsonl|csv]
 //
 // Prints "vrnic-fabric ready" on stdout once every socket listens.
 #include <malloc.h>
@@ -22,6 +23,7 @@ int usage()
 	(void)std::fprintf(stderr,
 		     "usage: vrnic-fabric --topology FILE [--dir DIR] [--control PATH]\n"
 		     "                    [--tcp-bind ADDR] [--telemetry FILE]\n"
+		     "                    [--telemetry-format jsonl|csv]   (default: csv for *.csv)\n"
 		     "                    [--check]   (parse the topology and exit)\n");
 	return 2;
 }
@@ -63,6 +65,8 @@ int main(int argc, char **argv)
 			opt.tcp_bind = v;
 		else if (a == "--telemetry")
 			opt.telemetry = v;
+		else if (a == "--telemetry-format" && (!std::strcmp(v, "csv") || !std::strcmp(v, "jsonl")))
+			opt.telemetry_format = v;
 		else
 			return usage();
 	}

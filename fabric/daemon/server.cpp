@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "server.hpp"
+#include "telemetry.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -55,6 +56,9 @@ Server::Server(TopologyConfig cfg, ServerOptions opt) : cfg_(std::move(cfg)), op
 	t0_ = mono_ns();
 	if (opt_.control.empty())
 		opt_.control = opt_.dir + "/control.sock";
+	const std::string &f = opt_.telemetry;
+	csv_ = opt_.telemetry_format == "csv" ||
+	       (opt_.telemetry_format.empty() && f.size() >= 4 && f.ends_with(".csv"));
 }
 
 Server::~Server()
@@ -195,6 +199,8 @@ bool Server::open()
 				     std::strerror(errno));
 			return false;
 		}
+		if (csv_)
+			(void)std::fputs(kTelemetryCsvHeader, telemetry_);
 	}
 	return true;
 }
@@ -486,8 +492,13 @@ void Server::write_counters(uint64_t t)
 {
 	if (!telemetry_)
 		return;
-	const std::string line = dump({{"t_ns", t}, {"counters", fabric_->counters(t)}}) + "\n";
-	(void)std::fputs(line.c_str(), telemetry_);
+	write_record({{"t_ns", t}, {"counters", fabric_->counters(t)}});
+}
+
+void Server::write_record(const nlohmann::json &record)
+{
+	const std::string text = csv_ ? telemetry_csv(record) : dump(record) + "\n";
+	(void)std::fputs(text.c_str(), telemetry_);
 	(void)std::fflush(telemetry_);
 }
 
@@ -498,9 +509,7 @@ void Server::telemetry_tick(uint64_t t)
 	const nlohmann::json s = fabric_->sample(t);
 	// Empty samples at most once a second: the file stays small when idle.
 	if (!s["q"].empty() || last_written_ == 0 || t - last_written_ >= 1'000'000'000ULL) {
-		const std::string line = dump(s) + "\n";
-		(void)std::fputs(line.c_str(), telemetry_);
-		(void)std::fflush(telemetry_);
+		write_record(s);
 		last_written_ = std::max<uint64_t>(t, 1);
 	}
 	// Every counter, once a second (and at the end, from run()).

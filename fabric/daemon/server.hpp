@@ -20,7 +20,8 @@ struct ServerOptions {
 	std::string dir = ".";		// where the host sockets live
 	std::string control;		// control socket path ("" = dir/control.sock)
 	std::string tcp_bind = "127.0.0.1";
-	std::string telemetry;		// JSON lines: depths, counters ("" = none)
+	std::string telemetry;		// depths and counters ("" = none)
+	std::string telemetry_format;	// "jsonl" or "csv"; "" = by the name
 	size_t tx_limit = 4 << 20;	// bytes queued towards one slow host
 	size_t rx_budget = 256 << 10;	// bytes read from one port per wake-up
 };
@@ -70,6 +71,7 @@ private:
 	void update_events(Conn *c);
 	void arm_timer();
 	void telemetry_tick(uint64_t t);
+	void write_record(const nlohmann::json &record);
 	void write_counters(uint64_t t);
 
 	TopologyConfig cfg_;
@@ -88,6 +90,7 @@ private:
 	std::vector<std::string> unix_paths_;	// to unlink at exit
 	std::vector<uint8_t> rbuf_ = std::vector<uint8_t>(65536);
 	FILE *telemetry_ = nullptr;
+	bool csv_ = false;
 	uint64_t next_sample_ = 0;
 	uint64_t last_written_ = 0;
 	uint64_t next_counters_ = 0;

@@ -10,9 +10,11 @@ framing on the AF_UNIX host sockets, that:
   - hostile input (an oversized length, garbage) is counted and the
     daemon keeps serving; a port that disconnects and reconnects works,
     over TCP too;
-  - a client that never reads does not stall the other port.
+  - a client that never reads does not stall the other port;
+  - telemetry is written as JSON lines, or as CSV for a *.csv file.
 Every wait is bounded; the daemon is stopped by its PID."""
 
+import csv
 import json
 import os
 import select
@@ -86,6 +88,50 @@ def port(counters, peer):
         if p["peer"] == peer:
             return p
     raise KeyError(peer)
+
+
+def csv_telemetry(d, tfile, check):
+    """--telemetry *.csv: the header, queue samples and the counters as rows,
+    the last counters agreeing with what was sent."""
+    tele = os.path.join(d, "telemetry.csv")
+    p = subprocess.Popen([DAEMON, "--topology", tfile, "--dir", d,
+                          "--control", os.path.join(d, "control2.sock"),
+                          "--telemetry", tele],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    sent = 0
+    try:
+        r, _, _ = select.select([p.stdout], [], [], 10)
+        check(bool(r) and "ready" in p.stdout.readline(), "csv: daemon ready")
+        a = connect(os.path.join(d, "a.sock"))
+        b = connect(os.path.join(d, "b.sock"))
+        send(b, frame(2, 1))
+        recv_frames(a, 1)
+        for i in range(50):
+            send(a, frame(1, 2, 1000, i))
+        sent = len(recv_frames(b, 50))
+        time.sleep(0.1)
+    finally:
+        p.terminate()
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    check(sent == 50, "csv: 50 frames a -> b (%d)" % sent)
+    rows = list(csv.reader(open(tele)))
+    check(rows and rows[0] == ["t_ns", "switch", "port", "prio", "metric",
+                               "value"], "csv: header")
+    body = rows[1:]
+    check(body and all(len(r) == 6 and r[0].isdigit() and
+                       r[5].lstrip("-").isdigit() for r in body),
+          "csv: %d rows of six fields, integer values" % len(body))
+    check(any(r[4] == "sample" for r in body), "csv: queue samples")
+    last = max(int(r[0]) for r in body if r[4] == "buffer_used")
+    tx = sum(int(r[5]) for r in body
+             if int(r[0]) == last and r[4] == "tx_packets")
+    check(tx == 51, "csv: the last counters sum tx_packets to the 51 "
+          "frames sent (%d)" % tx)
 
 
 def main():
@@ -231,6 +277,7 @@ def main():
         check(len(lines) > 0 and all("t_ns" in x for x in lines),
               "telemetry file has JSON lines")
         check(any("counters" in x for x in lines), "telemetry has counters")
+        csv_telemetry(d, tfile, check)
     print("%d passed, %d failed" % (len(passes), len(failures)))
     return 1 if failures else 0
 

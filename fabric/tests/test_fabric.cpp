@@ -3,8 +3,12 @@
 // scheduling, the buffer, ECN, PFC, ECMP, impairments and injection.
 #include "helpers.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
+
+#include "telemetry.hpp"
 
 namespace vrnic::fabric::test {
 
@@ -739,6 +743,43 @@ TEST(FabricTelemetry, CountersAndSamplesAreJson)
 	EXPECT_EQ(port_b["prio"][0]["tx_bytes"], 10000);
 	EXPECT_EQ(port_b["prio"][0]["depth_max"], 9000);
 	EXPECT_EQ(c["switches"][0]["ports"][0]["prio"][0]["rx_packets"], 10);
+}
+
+TEST(FabricTelemetry, CsvRowsCarryTheSameValues)
+{
+	Sim sim(pair_topo(R"("b_to_a":{"rate_gbps":1})"));
+	sim.send(1, from_to(2, 1));
+	for (int i = 0; i < 10; i++)
+		sim.send(0, from_to(1, 2));
+	const std::string t = std::to_string(sim.now);
+	EXPECT_EQ(telemetry_csv(sim.fabric.sample(sim.now)),
+		  t + ",,,,sample,1\n" + t + ",sw0,1,0,depth,9000\n");
+	sim.run_until(kMs);
+	const std::string csv =
+		telemetry_csv({{"t_ns", sim.now}, {"counters", sim.fabric.counters(sim.now)}});
+	const std::string c = std::to_string(sim.now);
+	EXPECT_NE(csv.find(c + ",sw0,1,0,tx_packets,10\n"), std::string::npos) << csv;
+	EXPECT_NE(csv.find(c + ",sw0,1,0,tx_bytes,10000\n"), std::string::npos);
+	EXPECT_NE(csv.find(c + ",sw0,0,0,rx_packets,10\n"), std::string::npos);
+	EXPECT_NE(csv.find(c + ",sw0,1,,up,"), std::string::npos);
+	EXPECT_NE(csv.find(c + ",sw0,,,buffer_used,0\n"), std::string::npos);
+	// Every row has six fields and ends in a number.
+	size_t rows = 0;
+	for (size_t at = 0; at < csv.size();) {
+		const size_t end = csv.find('\n', at);
+		ASSERT_NE(end, std::string::npos);
+		const std::string r = csv.substr(at, end - at);
+		EXPECT_EQ(std::count(r.begin(), r.end(), ','), 5) << r;
+		EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(r.back()))) << r;
+		at = end + 1;
+		rows++;
+	}
+	EXPECT_GT(rows, 2U * 8U * 10U);
+	// Names are quoted as RFC 4180 wants; anything else gives no rows.
+	EXPECT_EQ(telemetry_csv(nlohmann::json::parse(R"({"t_ns":5,"q":[["a,\"b",0,3,7]]})")),
+		  "5,,,,sample,1\n5,\"a,\"\"b\",0,3,depth,7\n");
+	EXPECT_EQ(telemetry_csv(nlohmann::json::parse(R"({"t_ns":5})")), "");
+	EXPECT_EQ(telemetry_csv(nlohmann::json::parse("[1,2]")), "");
 }
 
 TEST(FabricControl, ImpairmentsChangeAtRunTime)
