@@ -20,6 +20,7 @@ Command line (a quick look at a running fabric):
 import atexit
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -92,6 +93,26 @@ def link_mbps(topology, host):
                 if rate is not None:
                     return int(rate) or None
     return None
+
+
+NIC_KNOB = re.compile(r"^[a-z0-9_]{1,64}$")
+
+
+def nic_cc_params(topology):
+    """[(name, value)] of the topology's "nic": {"cc_params": {..}}: the
+    congestion-control knobs that fit this fabric's rates, which the
+    harness writes into every vrnic attached to it (vm.apply_nic_params).
+    The switch checks the same shape; checked again here because the
+    names become paths in the guest."""
+    with open(topology_path(topology)) as f:
+        cc = json.load(f).get("nic", {}).get("cc_params", {})
+    out = []
+    for k, v in cc.items():
+        if not NIC_KNOB.match(k) or not NIC_KNOB.match(str(v)):
+            raise FabricError("%s: nic.cc_params.%s: bad name or value %r"
+                              % (topology, k, v))
+        out.append((k, str(v)))
+    return out
 
 
 class Fabric:

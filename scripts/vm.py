@@ -579,6 +579,7 @@ class Nic:
         self.rdma = None
         self.vm = None
         self.devproc = None     # its vrnic-device
+        self.direct = False     # a direct wire, not a fabric port
         # The port speed the NIC reports and times PFC quanta at: the
         # switch port's rate, so that both ends agree on a pause's length.
         self.speed_mbps = None
@@ -677,6 +678,7 @@ def boot_fabric(fab, layout, mem_mb=1536, speeds=None):
                       "52:54:00:76:%02x:%02x" % (0x80 + index, j + 1),
                       listen=bool(direct and direct["listen"]))
             nic.vm = vm
+            nic.direct = bool(direct)
             if kind == "vrnic" and not direct:
                 nic.speed_mbps = (speeds or {}).get(
                     host, fablib.link_mbps(fab.topology, host))
@@ -693,7 +695,30 @@ def boot_fabric(fab, layout, mem_mb=1536, speeds=None):
         vm.wait_ready()
     for vm in vms:
         _setup_nics(vm)
+    apply_nic_params(vms, fab.topology)
     return vms
+
+
+def apply_nic_params(vms, topology):
+    """Write the topology's "nic" cc_params (fabric.nic_cc_params) into
+    the driver's debugfs of every vrnic of vms that is attached to the
+    fabric (not a direct wire): the knobs that fit the fabric's rates.  A
+    topology without them changes nothing.  Raises VMError if a knob does
+    not take (an unknown name or a value out of range)."""
+    import fabric as fablib
+    knobs = fablib.nic_cc_params(topology)
+    if not knobs:
+        return
+    for vm in vms:
+        devs = [n.rdma for n in vm.fabric_nics
+                if n.kind == "vrnic" and n.rdma and not n.direct]
+        if not devs:
+            continue
+        vm.check("mountpoint -q /sys/kernel/debug || mount -t debugfs none "
+                 "/sys/kernel/debug; for d in %s; do %s done" % (
+                     " ".join(devs), " ".join(
+                         "echo %s > /sys/kernel/debug/vrnic/$d/cc_params/%s "
+                         "|| exit 1;" % (v, k) for k, v in knobs)))
 
 
 # The GID index of an IPv4 address on an RDMA device (its RoCE v2 entry),

@@ -3,6 +3,7 @@
 // is known, every value range-checked; an error names the key path.
 #include "config.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <initializer_list>
@@ -90,6 +91,37 @@ public:
 			return;
 		}
 		out = j.at(key).get<std::string>();
+	}
+
+	// "nic": settings for the NICs attached to this fabric, which the
+	// switch does not use; the harness writes them into every vrnic
+	// (scripts/vm.py).  {"cc_params": {NAME: VALUE}}: NAME a file of the
+	// driver's debugfs cc_params ([a-z0-9_], at most 64), VALUE an
+	// integer 0..2^32-1 or such a name (cc_algo's "dcqcn").
+	void nic(const json &j)
+	{
+		if (!object(j, "nic", {"cc_params"}) || !j.contains("cc_params"))
+			return;
+		const json &cc = j.at("cc_params");
+		if (!cc.is_object() || cc.size() > 64) {
+			fail("nic.cc_params", "must be an object of at most 64 knobs");
+			return;
+		}
+		auto word = [](const std::string &w) {
+			return !w.empty() && w.size() <= 64 &&
+			       std::all_of(w.begin(), w.end(), [](char c) {
+				       return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+					      c == '_';
+			       });
+		};
+		for (const auto &[k, v] : cc.items()) {
+			const std::string where = "nic.cc_params." + k;
+			if (!word(k))
+				fail(where, "a knob's name is [a-z0-9_], at most 64 characters");
+			else if (v.is_number_unsigned() ? v.get<uint64_t>() > 0xffffffffULL
+							: !(v.is_string() && word(v.get<std::string>())))
+				fail(where, "must be an integer 0..4294967295 or a name");
+		}
 	}
 
 	// A list of priorities 0..7 as a bit mask.
@@ -309,7 +341,7 @@ ParseResult parse_topology(const std::string &text)
 	try {
 		if (!r.object(j, "topology", {"name", "seed", "max_frame", "sample_us",
 					      "max_inflight", "defaults", "switches",
-					      "hosts", "links", "inject"})) {
+					      "hosts", "links", "inject", "nic"})) {
 			res.error = r.error;
 			return res;
 		}
@@ -318,6 +350,8 @@ ParseResult parse_topology(const std::string &text)
 		r.number(j, "max_frame", "topology", t.max_frame, 64, 65535);
 		r.number(j, "sample_us", "topology", t.sample_ns, 1, 1e9, 1e3);
 		r.number(j, "max_inflight", "topology", t.max_inflight, 65536, 1ULL << 32);
+		if (j.contains("nic"))
+			r.nic(j.at("nic"));
 		LinkConfig defaults;
 		if (j.contains("defaults"))
 			r.link_body(j.at("defaults"), "defaults", defaults, {});

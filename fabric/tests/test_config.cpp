@@ -81,6 +81,31 @@ TEST(FabricConfig, RefusesWhatItDoesNotKnow)
 		  std::string::npos);
 }
 
+// "nic" is for the harness: the switch checks its shape and ignores it.
+TEST(FabricConfig, NicSettingsAreCheckedNotUsed)
+{
+	const std::string sw = R"({"switches":[{"name":"s"}],"hosts":[],)";
+	EXPECT_TRUE(parse_topology(sw + R"("nic":{"cc_params":{"rp_time_reset":30000,
+		"cc_algo":"dcqcn"}}})").config.has_value());
+	EXPECT_TRUE(parse_topology(sw + R"("nic":{}})").config.has_value());
+	EXPECT_NE(error_of(sw + R"("nic":{"cc":{}}})").find("nic: unknown key \"cc\""),
+		  std::string::npos);
+	EXPECT_NE(error_of(sw + R"("nic":{"cc_params":[]}})").find("nic.cc_params"),
+		  std::string::npos);
+	// The names become file names in the guest: no path, no shell.
+	for (const char *bad : {R"("../x":1)", R"("a b":1)", R"("A":1)", R"("":1)"})
+		EXPECT_NE(error_of(sw + R"("nic":{"cc_params":{)" + bad + "}}}")
+				  .find("[a-z0-9_]"),
+			  std::string::npos)
+			<< bad;
+	for (const char *bad : {R"("x":-1)", R"("x":1.5)", R"("x":4294967296)", R"("x":"a;b")",
+				R"("x":true)", R"("x":null)"})
+		EXPECT_NE(error_of(sw + R"("nic":{"cc_params":{)" + bad + "}}}")
+				  .find("nic.cc_params.x: must be"),
+			  std::string::npos)
+			<< bad;
+}
+
 TEST(FabricConfig, DirectionsOverrideTheShared)
 {
 	const TopologyConfig t = topology(R"({"switches":[{"name":"s"}],"defaults":{"delay_us":3},
