@@ -138,6 +138,47 @@ def _percentile(pairs, p):
     return sorted(pairs)[-1][0]
 
 
+def convergence(tel, key, interval_ns, limit, window_ns=100000000):
+    """When one queue settles below limit bytes.  Between its first and
+    last sample that hold bytes, in windows of window_ns: converged at the
+    end of the first window whose p99 is below limit.  Returns {} if the
+    queue never held bytes, else start_ns, t_ns (None if it never
+    settled), seconds (t_ns - start_ns), and after t_ns the depth's p50,
+    p99 and max and how many of the later windows had a p99 at or above
+    limit (windows_over of windows)."""
+    pts = []
+    s = tel.samples
+    for i, (t, q) in enumerate(s):
+        pts.append((t, q.get(key, 0), 1))
+        if interval_ns and i + 1 < len(s):
+            missing = int(round((s[i + 1][0] - t) / interval_ns)) - 1
+            if missing > 0:
+                pts.append((t + interval_ns, 0, missing))
+    busy = [t for t, v, _ in pts if v]
+    if not busy:
+        return {}
+    start, end = busy[0], busy[-1]
+    pts = [p for p in pts if start <= p[0] <= end]
+    wins = {}
+    for t, v, w in pts:
+        wins.setdefault((t - start) // window_ns, []).append((v, w))
+    out = {"start_ns": start, "t_ns": None, "seconds": None}
+    conv = next((start + (k + 1) * window_ns for k in sorted(wins)
+                 if _percentile(wins[k], 99) < limit), None)
+    if conv is None:
+        return out
+    after = [(v, w) for t, v, w in pts if t >= conv]
+    later = [k for k in wins if start + k * window_ns >= conv]
+    out.update({
+        "t_ns": conv, "seconds": (conv - start) / 1e9,
+        "p50": _percentile(after, 50), "p99": _percentile(after, 99),
+        "max": max((v for v, _ in after), default=0),
+        "windows": len(later),
+        "windows_over": sum(1 for k in later
+                            if _percentile(wins[k], 99) >= limit)})
+    return out
+
+
 def queue_stats(tel, key=None, interval_ns=None):
     """Depth statistics of one queue over time.
 

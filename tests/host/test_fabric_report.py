@@ -132,6 +132,29 @@ class Queues(unittest.TestCase):
         self.assertEqual(s[0], (0, 0))
         self.assertEqual([t for t, _ in s], sorted(t for t, _ in s))
 
+    def test_convergence(self):
+        # 1 ms samples: 300 ms above the limit, then 20 KB with a 1 ms
+        # spike every 500 ms, then idle (not counted).
+        k = ("sw0", 2, 3)
+        lines = [qline(i * MS, ["sw0", 2, 3, 200000 if i < 300 else
+                                300000 if i % 500 == 0 else 20000])
+                 for i in range(1, 3001)] + [qline(3100 * MS)]
+        c = fr.convergence(fr.parse_lines(lines), k, MS, 131072)
+        self.assertEqual(c["start_ns"], MS)
+        self.assertAlmostEqual(c["seconds"], 0.4)
+        self.assertEqual((c["p50"], c["p99"], c["max"]),
+                         (20000, 20000, 300000))
+        self.assertEqual((c["windows_over"], c["windows"]), (0, 26))
+        # Windows of 1 ms see each spike.
+        c = fr.convergence(fr.parse_lines(lines), k, MS, 131072, MS)
+        self.assertAlmostEqual(c["seconds"], 0.3)
+        self.assertEqual(c["windows_over"], 6)
+        # Never below the limit; never busy.
+        c = fr.convergence(fr.parse_lines(lines), k, MS, 1000)
+        self.assertIsNone(c["t_ns"])
+        self.assertEqual(fr.convergence(fr.parse_lines(lines), ("x", 0, 0),
+                                        MS, 1000), {})
+
     def test_empty_file(self):
         tel = fr.parse_lines([])
         st = fr.queue_stats(tel)
