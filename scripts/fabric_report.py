@@ -33,7 +33,10 @@ from xml.sax.saxutils import escape
 
 # samples: [(t_ns, {(switch, port, prio): bytes})] in file order.
 # counters: [(t_ns, counters object)] in file order.
-Telemetry = namedtuple("Telemetry", "samples counters")
+# stalls: [(t_ns, late_ns)], the samples the switch took a whole interval
+# or more late (the host did not run it: frames waited in the sockets).
+Telemetry = namedtuple("Telemetry", "samples counters stalls",
+                       defaults=((),))
 
 PLOT_WIDTH = 72
 MARKS = "*+ox#%@="
@@ -52,7 +55,7 @@ ADMISSION_DROPS = ("buffer", "headroom", "queue_limit", "no_route")
 def parse_lines(lines):
     """Telemetry from an iterable of JSON lines (str).  Blank lines and a
     torn last line (the daemon killed mid-write) are skipped."""
-    samples, counters = [], []
+    samples, counters, stalls = [], [], []
     for line in lines:
         line = line.strip()
         if not line:
@@ -69,9 +72,11 @@ def parse_lines(lines):
             for sw, port, prio, nbytes in obj["q"]:
                 q[(sw, int(port), int(prio))] = int(nbytes)
             samples.append((t, q))
+            if "late_ns" in obj:
+                stalls.append((t, int(obj["late_ns"])))
         if "counters" in obj:
             counters.append((t, obj["counters"]))
-    return Telemetry(samples, counters)
+    return Telemetry(samples, counters, stalls)
 
 
 def load(path):
@@ -138,14 +143,18 @@ def _percentile(pairs, p):
     return sorted(pairs)[-1][0]
 
 
-def convergence(tel, key, interval_ns, limit, window_ns=100000000):
+def convergence(tel, key, interval_ns, limit, window_ns=100000000,
+                after_stall_ns=10000000):
     """When one queue settles below limit bytes.  Between its first and
     last sample that hold bytes, in windows of window_ns: converged at the
     end of the first window whose p99 is below limit.  Returns {} if the
     queue never held bytes, else start_ns, t_ns (None if it never
     settled), seconds (t_ns - start_ns), and after t_ns the depth's p50,
-    p99 and max and how many of the later windows had a p99 at or above
-    limit (windows_over of windows)."""
+    p99 and max, how many of the later windows had a p99 at or above
+    limit (windows_over of windows), the switch's stalls (tel.stalls:
+    count, stalled_ns), and how many samples at or above limit there were
+    (over) and how many of them came within after_stall_ns of a stall
+    (over_after_stall)."""
     pts = []
     s = tel.samples
     for i, (t, q) in enumerate(s):
@@ -169,7 +178,14 @@ def convergence(tel, key, interval_ns, limit, window_ns=100000000):
         return out
     after = [(v, w) for t, v, w in pts if t >= conv]
     later = [k for k in wins if start + k * window_ns >= conv]
+    stalls = [(t, late) for t, late in tel.stalls if conv <= t <= end]
+    over = [t for t, v, _ in pts if t >= conv and v >= limit]
     out.update({
+        "stalls": len(stalls),
+        "stalled_ns": sum(late for _, late in stalls),
+        "over": len(over),
+        "over_after_stall": sum(1 for t in over if any(
+            0 <= t - st <= after_stall_ns for st, _ in stalls)),
         "t_ns": conv, "seconds": (conv - start) / 1e9,
         "p50": _percentile(after, 50), "p99": _percentile(after, 99),
         "max": max((v for v, _ in after), default=0),

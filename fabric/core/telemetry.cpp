@@ -100,6 +100,8 @@ std::string telemetry_csv(const nlohmann::json &record)
 	if (record.contains("q") && record["q"].is_array()) {
 		const auto &q = record["q"];
 		row(out, t, "", "", "", "sample", q.size());
+		if (record.contains("late_ns"))
+			row(out, t, "", "", "", "late_ns", record["late_ns"]);
 		for (const auto &e : q)
 			if (e.is_array() && e.size() == 4)
 				row(out, t, scalar(e[0]), scalar(e[1]), scalar(e[2]), "depth", e[3]);

@@ -14,8 +14,9 @@ inline constexpr const char *kTelemetryCsvHeader = "t_ns,switch,port,prio,metric
 
 // The rows of one record of Fabric::sample() or of
 // {"t_ns":..,"counters":Fabric::counters()}, each ending in a newline:
-//   a sample:   "t,,,,sample,N" (N queues hold bytes), then
-//               "t,SW,PORT,PRIO,depth,BYTES" for each of them;
+//   a sample:   "t,,,,sample,N" (N queues hold bytes), "t,,,,late_ns,NS"
+//               if the switch ran that late, then
+//               "t,SW,PORT,PRIO,depth,BYTES" for each queue;
 //   counters:   "t,SW,,,buffer_used,V" and "shared_used" per switch,
 //               "t,SW,PORT,,up,0|1" for a host port,
 //               "t,SW,PORT,PRIO,NAME,V" for every counter of a queue

@@ -506,9 +506,16 @@ void Server::telemetry_tick(uint64_t t)
 {
 	if (!telemetry_ || t < next_sample_)
 		return;
-	const nlohmann::json s = fabric_->sample(t);
+	nlohmann::json s = fabric_->sample(t);
+	// A whole interval late: the host did not run the switch in time, and
+	// frames that waited in the sockets arrive together now.  Say so, so
+	// that a queue spike can be told from the fabric's own behaviour.
+	const uint64_t late = t - next_sample_;
+	if (next_sample_ != 0 && late >= cfg_.sample_ns)
+		s["late_ns"] = late;
 	// Empty samples at most once a second: the file stays small when idle.
-	if (!s["q"].empty() || last_written_ == 0 || t - last_written_ >= 1'000'000'000ULL) {
+	if (!s["q"].empty() || s.contains("late_ns") || last_written_ == 0 ||
+	    t - last_written_ >= 1'000'000'000ULL) {
 		write_record(s);
 		last_written_ = std::max<uint64_t>(t, 1);
 	}

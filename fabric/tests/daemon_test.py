@@ -11,13 +11,15 @@ framing on the AF_UNIX host sockets, that:
     daemon keeps serving; a port that disconnects and reconnects works,
     over TCP too;
   - a client that never reads does not stall the other port;
-  - telemetry is written as JSON lines, or as CSV for a *.csv file.
+  - telemetry is written as JSON lines, or as CSV for a *.csv file, and
+    says when the switch ran late (stopped by SIGSTOP).
 Every wait is bounded; the daemon is stopped by its PID."""
 
 import csv
 import json
 import os
 import select
+import signal
 import socket
 import struct
 import subprocess
@@ -264,6 +266,12 @@ def main():
             check(frame(2, 1, 70, 3) in recv_frames(a, 1),
                   "b -> a still flows")
             check(p.poll() is None, "daemon alive")
+            # Stopped for 50 ms, as a busy host may: the next sample says
+            # how late the switch ran.
+            os.kill(p.pid, signal.SIGSTOP)
+            time.sleep(0.05)
+            os.kill(p.pid, signal.SIGCONT)
+            time.sleep(0.05)
         finally:
             p.terminate()
             try:
@@ -277,6 +285,10 @@ def main():
         check(len(lines) > 0 and all("t_ns" in x for x in lines),
               "telemetry file has JSON lines")
         check(any("counters" in x for x in lines), "telemetry has counters")
+        late = [x["late_ns"] for x in lines if "late_ns" in x]
+        check(any(v >= 40000000 for v in late),
+              "a sample after a 50 ms SIGSTOP has late_ns >= 40 ms (%s)"
+              % late)
         csv_telemetry(d, tfile, check)
     print("%d passed, %d failed" % (len(passes), len(failures)))
     return 1 if failures else 0

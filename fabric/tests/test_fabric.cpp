@@ -778,6 +778,8 @@ TEST(FabricTelemetry, CsvRowsCarryTheSameValues)
 	// Names are quoted as RFC 4180 wants; anything else gives no rows.
 	EXPECT_EQ(telemetry_csv(nlohmann::json::parse(R"({"t_ns":5,"q":[["a,\"b",0,3,7]]})")),
 		  "5,,,,sample,1\n5,\"a,\"\"b\",0,3,depth,7\n");
+	EXPECT_EQ(telemetry_csv(nlohmann::json::parse(R"({"t_ns":5,"late_ns":3000000,"q":[]})")),
+		  "5,,,,sample,0\n5,,,,late_ns,3000000\n");
 	EXPECT_EQ(telemetry_csv(nlohmann::json::parse(R"({"t_ns":5})")), "");
 	EXPECT_EQ(telemetry_csv(nlohmann::json::parse("[1,2]")), "");
 }

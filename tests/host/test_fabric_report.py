@@ -145,6 +145,15 @@ class Queues(unittest.TestCase):
         self.assertEqual((c["p50"], c["p99"], c["max"]),
                          (20000, 20000, 300000))
         self.assertEqual((c["windows_over"], c["windows"]), (0, 26))
+        self.assertEqual((c["stalls"], c["over"], c["over_after_stall"]),
+                         (0, 6, 0))
+        # The switch ran 4 ms late just before two of the six spikes.
+        for t in (1000, 2000):
+            lines[t - 1] = json.dumps({"t_ns": t * MS, "late_ns": 4 * MS,
+                                       "q": [["sw0", 2, 3, 300000]]})
+        c = fr.convergence(fr.parse_lines(lines), k, MS, 131072)
+        self.assertEqual((c["stalls"], c["stalled_ns"]), (2, 8 * MS))
+        self.assertEqual((c["over"], c["over_after_stall"]), (6, 2))
         # Windows of 1 ms see each spike.
         c = fr.convergence(fr.parse_lines(lines), k, MS, 131072, MS)
         self.assertAlmostEqual(c["seconds"], 0.3)
