@@ -258,21 +258,32 @@ def delta(after, before, key):
 # Documentation/vrnic-spec.rst).
 DCQCN_KNOBS = [kv.split("=", 1) for kv in
                os.environ.get("FABRIC_BENCH_DCQCN", "").split(",") if kv]
-# mlx5's own values of the knobs a topology may stretch: the dcqcn-mlx5
+# mlx5's own values (engine/cc.hpp's DcqcnParams) of the knobs a
+# topology or FABRIC_BENCH_DCQCN may change: the dcqcn-mlx5
 # configuration, to show what the stretch is for.
 MLX5_DCQCN = {"rp_dce_tcp_rtt": 1, "rp_rate_reduce_monitor_period": 4,
               "np_min_time_between_cnps": 4, "rp_time_reset": 300,
               "rp_byte_reset": 32767, "rp_ai_rate": 5, "rp_hai_rate": 50}
 
 
+def mlx5_knobs():
+    """[(name, mlx5's value)] for every DCQCN knob the incast topology or
+    FABRIC_BENCH_DCQCN changes; a knob without a known mlx5 value is an
+    error rather than silently left changed."""
+    names = [k for k, _ in fablib.nic_cc_params(INCAST_TOPO)
+             if not k.startswith("swift_") and k != "cc_algo"]
+    names += [k for k, _ in DCQCN_KNOBS if k not in names]
+    unknown = [k for k in names if k not in MLX5_DCQCN]
+    if unknown:
+        raise vmlib.VMError("dcqcn-mlx5: no mlx5 value known for %s "
+                            "(MLX5_DCQCN)" % ", ".join(unknown))
+    return [(k, str(MLX5_DCQCN[k])) for k in names]
+
+
 def set_cc(vm, devs, algo, knobs=None):
     knobs = (knobs if knobs is not None else DCQCN_KNOBS) \
         if algo == "dcqcn" else []
-    vm.check("mountpoint -q /sys/kernel/debug || mount -t debugfs none "
-             "/sys/kernel/debug; for d in %s; do %s :; done" % (
-                 " ".join(devs), " ".join(
-                     "echo %s > /sys/kernel/debug/vrnic/$d/cc_params/%s "
-                     "||exit 1;" % (v, k) for k, v in knobs)))
+    vmlib.write_cc_params(vm, devs, knobs)
     vm.check("mountpoint -q /sys/kernel/debug || mount -t debugfs none "
              "/sys/kernel/debug; for d in %s; do echo %s > "
              "/sys/kernel/debug/vrnic/$d/cc_params/cc_algo; "
@@ -587,11 +598,18 @@ class Section:
 
     def incast(self, name, algo, pfc):
         """One incast configuration; returns its result dict."""
-        s1, s2, r = (self.nics[h] for h in HOSTS)
         knobs = None
         if name == "dcqcn-mlx5":
-            knobs = [(k, str(MLX5_DCQCN[k])) for k, _ in
-                     fablib.nic_cc_params(INCAST_TOPO) if k in MLX5_DCQCN]
+            knobs = mlx5_knobs()
+        try:
+            return self._incast(name, algo, pfc, knobs)
+        finally:
+            if knobs:
+                # Back to the topology's values for what follows.
+                vmlib.apply_nic_params(self.vms, INCAST_TOPO)
+
+    def _incast(self, name, algo, pfc, knobs):
+        s1, s2, r = (self.nics[h] for h in HOSTS)
         set_cc(s1.vm, [s1.rdma, s2.rdma], algo, knobs)
         set_cc(r.vm, [r.rdma], algo, knobs)
         if not pfc:
@@ -610,9 +628,6 @@ class Section:
         time.sleep(1.2)                 # one more counter snapshot
         t1 = self.fab.ping()["t_ns"]
         after = {n.host: guest_counters(n) for n in (s1, s2, r)}
-        if knobs:
-            # Back to the topology's values for the next configuration.
-            vmlib.apply_nic_params(self.vms, INCAST_TOPO)
         tel = rep.load(self.fab.telemetry)
         tel = rep.Telemetry([x for x in tel.samples if t0 <= x[0] <= t1],
                             [x for x in tel.counters if t0 <= x[0] <= t1])
@@ -1050,8 +1065,7 @@ def report(main_direct, pair_direct, pair_vals, cost, results, wall):
                  "; then FABRIC_BENCH_DCQCN in dcqcn: " + ", ".join(
                      "%s=%s" % (k, v) for k, v in DCQCN_KNOBS)
                  if DCQCN_KNOBS else "",
-                 ", ".join("%s=%s" % (k, MLX5_DCQCN[k]) for k, _ in prof
-                           if k in MLX5_DCQCN)),
+                 ", ".join("%s=%s" % kv for kv in mlx5_knobs())),
               "", "Targets (issue 24; Swift has none):", "",
               "| config | target | measured | met |", "|---|---|---|---|"]
     for r in results:

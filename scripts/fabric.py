@@ -95,7 +95,7 @@ def link_mbps(topology, host):
     return None
 
 
-NIC_KNOB = re.compile(r"^[a-z0-9_]{1,64}$")
+NIC_KNOB = re.compile(r"[a-z0-9_]{1,64}")
 
 
 def nic_cc_params(topology):
@@ -103,12 +103,19 @@ def nic_cc_params(topology):
     congestion-control knobs that fit this fabric's rates, which the
     harness writes into every vrnic attached to it (vm.apply_nic_params).
     The switch checks the same shape; checked again here because the
-    names become paths in the guest."""
+    names and values become a path and a word in a guest shell command."""
     with open(topology_path(topology)) as f:
-        cc = json.load(f).get("nic", {}).get("cc_params", {})
+        nic = json.load(f).get("nic", {})
+    cc = nic.get("cc_params", {}) if isinstance(nic, dict) else None
+    if not isinstance(cc, dict):
+        raise FabricError("%s: nic.cc_params must be an object" % topology)
     out = []
     for k, v in cc.items():
-        if not NIC_KNOB.match(k) or not NIC_KNOB.match(str(v)):
+        ok = isinstance(k, str) and NIC_KNOB.fullmatch(k) and (
+            (isinstance(v, int) and not isinstance(v, bool) and
+             0 <= v < 1 << 32) or
+            (isinstance(v, str) and NIC_KNOB.fullmatch(v)))
+        if not ok:
             raise FabricError("%s: nic.cc_params.%s: bad name or value %r"
                               % (topology, k, v))
         out.append((k, str(v)))

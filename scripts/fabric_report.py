@@ -144,54 +144,62 @@ def _percentile(pairs, p):
 
 
 def convergence(tel, key, interval_ns, limit, window_ns=100000000,
-                after_stall_ns=10000000):
+                settle=5, after_stall_ns=10000000):
     """When one queue settles below limit bytes.  Between its first and
-    last sample that hold bytes, in windows of window_ns: converged at the
-    end of the first window whose p99 is below limit.  Returns {} if the
-    queue never held bytes, else start_ns, t_ns (None if it never
-    settled), seconds (t_ns - start_ns), and after t_ns the depth's p50,
-    p99 and max, how many of the later windows had a p99 at or above
-    limit (windows_over of windows), the switch's stalls (tel.stalls:
-    count, stalled_ns), and how many samples at or above limit there were
-    (over) and how many of them came within after_stall_ns of a stall
+    last sample that hold bytes (a gap in the samples counts as empty
+    samples, one per interval), in windows of window_ns: converged at the
+    end of the first `settle` consecutive windows whose p99 is below
+    limit, if samples follow.  Returns {} if the queue never held bytes,
+    else start_ns, t_ns and seconds (t_ns - start_ns; None if it never
+    settled), and once settled: the depth's p50, p99 and max after t_ns,
+    how many of the later windows had a p99 at or above limit
+    (windows_over of windows), the switch's stalls after t_ns (tel.stalls:
+    stalls, stalled_ns), and how many samples were at or above limit
+    (over) and how many of those came within after_stall_ns of a stall
     (over_after_stall)."""
-    pts = []
     s = tel.samples
+    pts = []
     for i, (t, q) in enumerate(s):
-        pts.append((t, q.get(key, 0), 1))
+        pts.append((t, q.get(key, 0)))
         if interval_ns and i + 1 < len(s):
             missing = int(round((s[i + 1][0] - t) / interval_ns)) - 1
-            if missing > 0:
-                pts.append((t + interval_ns, 0, missing))
-    busy = [t for t, v, _ in pts if v]
+            pts.extend((t + k * interval_ns, 0)
+                       for k in range(1, missing + 1))
+    busy = [t for t, v in pts if v]
     if not busy:
         return {}
     start, end = busy[0], busy[-1]
     pts = [p for p in pts if start <= p[0] <= end]
     wins = {}
-    for t, v, w in pts:
-        wins.setdefault((t - start) // window_ns, []).append((v, w))
+    for t, v in pts:
+        wins.setdefault((t - start) // window_ns, []).append((v, 1))
     out = {"start_ns": start, "t_ns": None, "seconds": None}
-    conv = next((start + (k + 1) * window_ns for k in sorted(wins)
-                 if _percentile(wins[k], 99) < limit), None)
-    if conv is None:
+    last = (end - start) // window_ns
+    run, conv = 0, None
+    for k in range(last + 1):
+        ok = k in wins and _percentile(wins[k], 99) < limit
+        run = run + 1 if ok else 0
+        if run == settle:
+            conv = start + (k + 1) * window_ns
+            break
+    after = [(v, 1) for t, v in pts if conv is not None and t >= conv]
+    if not after:
         return out
-    after = [(v, w) for t, v, w in pts if t >= conv]
     later = [k for k in wins if start + k * window_ns >= conv]
     stalls = [(t, late) for t, late in tel.stalls if conv <= t <= end]
-    over = [t for t, v, _ in pts if t >= conv and v >= limit]
+    over = [t for t, v in pts if t >= conv and v >= limit]
     out.update({
+        "t_ns": conv, "seconds": (conv - start) / 1e9,
+        "p50": _percentile(after, 50), "p99": _percentile(after, 99),
+        "max": max(v for v, _ in after),
+        "windows": len(later),
+        "windows_over": sum(1 for k in later
+                            if _percentile(wins[k], 99) >= limit),
         "stalls": len(stalls),
         "stalled_ns": sum(late for _, late in stalls),
         "over": len(over),
         "over_after_stall": sum(1 for t in over if any(
-            0 <= t - st <= after_stall_ns for st, _ in stalls)),
-        "t_ns": conv, "seconds": (conv - start) / 1e9,
-        "p50": _percentile(after, 50), "p99": _percentile(after, 99),
-        "max": max((v for v, _ in after), default=0),
-        "windows": len(later),
-        "windows_over": sum(1 for k in later
-                            if _percentile(wins[k], 99) >= limit)})
+            0 <= t - st <= after_stall_ns for st, _ in stalls))})
     return out
 
 

@@ -699,26 +699,39 @@ def boot_fabric(fab, layout, mem_mb=1536, speeds=None):
     return vms
 
 
+def write_cc_params(vm, devs, knobs):
+    """Write knobs [(name, value)] into the driver's debugfs cc_params of
+    each RDMA device in devs on vm (mlx5's DCQCN names, swift_*,
+    cc_algo).  Names and values must be [a-z0-9_] words (checked here:
+    they become a path and an argument in the guest's shell).  Raises
+    VMError if one does not take (unknown name, value out of range)."""
+    import fabric as fablib
+    for k, v in knobs:
+        if not fablib.NIC_KNOB.fullmatch(k) or \
+                not fablib.NIC_KNOB.fullmatch(str(v)):
+            raise VMError("cc_params: bad knob %r=%r" % (k, v))
+    if not devs or not knobs:
+        return
+    vm.check("mountpoint -q /sys/kernel/debug || mount -t debugfs none "
+             "/sys/kernel/debug; for d in %s; do %s done" % (
+                 " ".join(devs), " ".join(
+                     "echo %s > /sys/kernel/debug/vrnic/$d/cc_params/%s "
+                     "|| exit 1;" % (v, k) for k, v in knobs)))
+
+
 def apply_nic_params(vms, topology):
     """Write the topology's "nic" cc_params (fabric.nic_cc_params) into
-    the driver's debugfs of every vrnic of vms that is attached to the
-    fabric (not a direct wire): the knobs that fit the fabric's rates.  A
-    topology without them changes nothing.  Raises VMError if a knob does
-    not take (an unknown name or a value out of range)."""
+    every vrnic of vms that is attached to the fabric (not a direct
+    wire): the knobs that fit the fabric's rates.  A topology without them
+    changes nothing, and leaves what an earlier topology wrote.  Raises
+    VMError if a knob does not take (an unknown name or a value out of
+    range)."""
     import fabric as fablib
     knobs = fablib.nic_cc_params(topology)
-    if not knobs:
-        return
     for vm in vms:
-        devs = [n.rdma for n in vm.fabric_nics
-                if n.kind == "vrnic" and n.rdma and not n.direct]
-        if not devs:
-            continue
-        vm.check("mountpoint -q /sys/kernel/debug || mount -t debugfs none "
-                 "/sys/kernel/debug; for d in %s; do %s done" % (
-                     " ".join(devs), " ".join(
-                         "echo %s > /sys/kernel/debug/vrnic/$d/cc_params/%s "
-                         "|| exit 1;" % (v, k) for k, v in knobs)))
+        write_cc_params(vm, [n.rdma for n in vm.fabric_nics
+                             if n.kind == "vrnic" and n.rdma and
+                             not n.direct], knobs)
 
 
 # The GID index of an IPv4 address on an RDMA device (its RoCE v2 entry),

@@ -52,18 +52,40 @@ void row(std::string &out, const std::string &t, const std::string &sw, const st
 	out += '\n';
 }
 
+// A member of an object, or 0: records come from Fabric, but nothing
+// here may throw on a missing key or a wrong type.
+const nlohmann::json &member(const nlohmann::json &j, const char *key)
+{
+	static const nlohmann::json zero = 0;
+	if (!j.is_object())
+		return zero;
+	const auto it = j.find(key);
+	return it == j.end() ? zero : *it;
+}
+
+const nlohmann::json &list(const nlohmann::json &j, const char *key)
+{
+	static const nlohmann::json empty = nlohmann::json::array();
+	const nlohmann::json &v = member(j, key);
+	return v.is_array() ? v : empty;
+}
+
 void counters_csv(std::string &out, const std::string &t, const nlohmann::json &c)
 {
-	for (const auto &s : c.value("switches", nlohmann::json::array())) {
-		const std::string sw = field(s.value("name", ""));
-		row(out, t, sw, "", "", "buffer_used", s.value("buffer_used", 0U));
-		row(out, t, sw, "", "", "shared_used", s.value("shared_used", 0U));
-		for (const auto &p : s.value("ports", nlohmann::json::array())) {
-			const std::string port = scalar(p.value("port", 0U));
-			if (p.contains("up"))
+	for (const auto &s : list(c, "switches")) {
+		const std::string sw = scalar(member(s, "name"));
+		row(out, t, sw, "", "", "buffer_used", member(s, "buffer_used"));
+		row(out, t, sw, "", "", "shared_used", member(s, "shared_used"));
+		for (const auto &p : list(s, "ports")) {
+			const std::string port = scalar(member(p, "port"));
+			// What the port leads to: a host or a switch's name.
+			row(out, t, sw, port, "", "peer", member(p, "peer"));
+			if (p.is_object() && p.contains("up"))
 				row(out, t, sw, port, "", "up", p["up"]);
-			for (const auto &q : p.value("prio", nlohmann::json::array())) {
-				const std::string prio = scalar(q.value("prio", 0U));
+			for (const auto &q : list(p, "prio")) {
+				if (!q.is_object())
+					continue;
+				const std::string prio = scalar(member(q, "prio"));
 				for (const auto &[k, v] : q.items()) {
 					if (k == "prio")
 						continue;
@@ -82,10 +104,10 @@ void counters_csv(std::string &out, const std::string &t, const nlohmann::json &
 		}
 	}
 	size_t i = 0;
-	for (const auto &inj : c.value("injections", nlohmann::json::array())) {
+	for (const auto &inj : list(c, "injections")) {
 		const std::string n = "injection." + std::to_string(i++);
-		row(out, t, "", "", "", n + ".seen", inj.value("seen", 0U));
-		row(out, t, "", "", "", n + ".fired", inj.value("fired", 0U));
+		row(out, t, "", "", "", n + ".seen", member(inj, "seen"));
+		row(out, t, "", "", "", n + ".fired", member(inj, "fired"));
 	}
 }
 
@@ -104,7 +126,8 @@ std::string telemetry_csv(const nlohmann::json &record)
 			row(out, t, "", "", "", "late_ns", record["late_ns"]);
 		for (const auto &e : q)
 			if (e.is_array() && e.size() == 4)
-				row(out, t, scalar(e[0]), scalar(e[1]), scalar(e[2]), "depth", e[3]);
+				row(out, t, scalar(e[0]), scalar(e[1]), scalar(e[2]), "sampled_depth",
+				    e[3]);
 	} else if (record.contains("counters") && record["counters"].is_object()) {
 		counters_csv(out, t, record["counters"]);
 	}

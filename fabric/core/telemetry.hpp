@@ -16,8 +16,9 @@ inline constexpr const char *kTelemetryCsvHeader = "t_ns,switch,port,prio,metric
 // {"t_ns":..,"counters":Fabric::counters()}, each ending in a newline:
 //   a sample:   "t,,,,sample,N" (N queues hold bytes), "t,,,,late_ns,NS"
 //               if the switch ran that late, then
-//               "t,SW,PORT,PRIO,depth,BYTES" for each queue;
+//               "t,SW,PORT,PRIO,sampled_depth,BYTES" for each queue;
 //   counters:   "t,SW,,,buffer_used,V" and "shared_used" per switch,
+//               "t,SW,PORT,,peer,NAME" for every port (what it leads to),
 //               "t,SW,PORT,,up,0|1" for a host port,
 //               "t,SW,PORT,PRIO,NAME,V" for every counter of a queue
 //               (a drop as "drops.CAUSE", only when it is not zero),

@@ -58,7 +58,7 @@ Server::Server(TopologyConfig cfg, ServerOptions opt) : cfg_(std::move(cfg)), op
 		opt_.control = opt_.dir + "/control.sock";
 	const std::string &f = opt_.telemetry;
 	csv_ = opt_.telemetry_format == "csv" ||
-	       (opt_.telemetry_format.empty() && f.size() >= 4 && f.ends_with(".csv"));
+	       (opt_.telemetry_format.empty() && f.ends_with(".csv"));
 }
 
 Server::~Server()
@@ -498,7 +498,7 @@ void Server::write_counters(uint64_t t)
 void Server::write_record(const nlohmann::json &record)
 {
 	const std::string text = csv_ ? telemetry_csv(record) : dump(record) + "\n";
-	(void)std::fputs(text.c_str(), telemetry_);
+	(void)std::fwrite(text.data(), 1, text.size(), telemetry_);
 	(void)std::fflush(telemetry_);
 }
 

@@ -121,15 +121,21 @@ def csv_telemetry(d, tfile, check):
             p.kill()
             p.wait()
     check(sent == 50, "csv: 50 frames a -> b (%d)" % sent)
-    rows = list(csv.reader(open(tele)))
+    with open(tele) as f:
+        rows = list(csv.reader(f))
     check(rows and rows[0] == ["t_ns", "switch", "port", "prio", "metric",
                                "value"], "csv: header")
     body = rows[1:]
     check(body and all(len(r) == 6 and r[0].isdigit() and
-                       r[5].lstrip("-").isdigit() for r in body),
-          "csv: %d rows of six fields, integer values" % len(body))
+                       (r[5].lstrip("-").isdigit() or r[4] == "peer")
+                       for r in body),
+          "csv: %d rows of six fields, integer values (names for peer)"
+          % len(body))
+    check(any(r[4] == "peer" and r[5] == "a" for r in body),
+          "csv: the ports' peers")
     check(any(r[4] == "sample" for r in body), "csv: queue samples")
-    last = max(int(r[0]) for r in body if r[4] == "buffer_used")
+    last = max((int(r[0]) for r in body if r[4] == "buffer_used"),
+               default=None)
     tx = sum(int(r[5]) for r in body
              if int(r[0]) == last and r[4] == "tx_packets")
     check(tx == 51, "csv: the last counters sum tx_packets to the 51 "

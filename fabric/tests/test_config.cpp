@@ -76,6 +76,11 @@ TEST(FabricConfig, RefusesWhatItDoesNotKnow)
 	EXPECT_NE(error_of(R"({"switches":[{"name":"s"},{"name":"t"}],"hosts":[],
 		"links":[{"a":"s","b":"s"}]})").find("two different"),
 		  std::string::npos);
+	EXPECT_NE(error_of(R"({"switches":[{"name":"s\u0000x"}],"hosts":[]})").find("control characters"),
+		  std::string::npos);
+	EXPECT_NE(error_of(R"({"switches":[{"name":"s"}],"hosts":[{"name":"a\nb","switch":"s"}]})")
+			  .find("control characters"),
+		  std::string::npos);
 	EXPECT_NE(error_of(R"({"switches":[{"name":"s"}],"hosts":[],"inject":[{"action":"eat","qpn":1,"psn":1}]})")
 			  .find("drop, ecn or corrupt"),
 		  std::string::npos);

@@ -753,7 +753,7 @@ TEST(FabricTelemetry, CsvRowsCarryTheSameValues)
 		sim.send(0, from_to(1, 2));
 	const std::string t = std::to_string(sim.now);
 	EXPECT_EQ(telemetry_csv(sim.fabric.sample(sim.now)),
-		  t + ",,,,sample,1\n" + t + ",sw0,1,0,depth,9000\n");
+		  t + ",,,,sample,1\n" + t + ",sw0,1,0,sampled_depth,9000\n");
 	sim.run_until(kMs);
 	const std::string csv =
 		telemetry_csv({{"t_ns", sim.now}, {"counters", sim.fabric.counters(sim.now)}});
@@ -763,21 +763,31 @@ TEST(FabricTelemetry, CsvRowsCarryTheSameValues)
 	EXPECT_NE(csv.find(c + ",sw0,0,0,rx_packets,10\n"), std::string::npos);
 	EXPECT_NE(csv.find(c + ",sw0,1,,up,"), std::string::npos);
 	EXPECT_NE(csv.find(c + ",sw0,,,buffer_used,0\n"), std::string::npos);
-	// Every row has six fields and ends in a number.
+	EXPECT_NE(csv.find(c + ",sw0,1,,peer,b\n"), std::string::npos);
+	// Every row has six fields and ends in a number (a name for peer).
 	size_t rows = 0;
 	for (size_t at = 0; at < csv.size();) {
 		const size_t end = csv.find('\n', at);
 		ASSERT_NE(end, std::string::npos);
 		const std::string r = csv.substr(at, end - at);
 		EXPECT_EQ(std::count(r.begin(), r.end(), ','), 5) << r;
-		EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(r.back()))) << r;
+		const bool name = r.find(",peer,") != std::string::npos;
+		EXPECT_TRUE(name || std::isdigit(static_cast<unsigned char>(r.back()))) << r;
 		at = end + 1;
 		rows++;
 	}
 	EXPECT_GT(rows, 2U * 8U * 10U);
 	// Names are quoted as RFC 4180 wants; anything else gives no rows.
 	EXPECT_EQ(telemetry_csv(nlohmann::json::parse(R"({"t_ns":5,"q":[["a,\"b",0,3,7]]})")),
-		  "5,,,,sample,1\n5,\"a,\"\"b\",0,3,depth,7\n");
+		  "5,,,,sample,1\n5,\"a,\"\"b\",0,3,sampled_depth,7\n");
+	// 64-bit values stay whole; a record of the wrong shape throws nothing.
+	EXPECT_EQ(telemetry_csv(nlohmann::json::parse(
+			  R"({"t_ns":5,"counters":{"switches":[{"name":"s","buffer_used":5000000000}]}})")),
+		  "5,s,,,buffer_used,5000000000\n5,s,,,shared_used,0\n");
+	EXPECT_EQ(telemetry_csv(nlohmann::json::parse(
+			  R"({"t_ns":5,"counters":{"switches":[{"name":1,"ports":[7,{"prio":3}]}],
+			      "injections":5}})")),
+		  "5,1,,,buffer_used,0\n5,1,,,shared_used,0\n5,1,0,,peer,0\n5,1,0,,peer,0\n");
 	EXPECT_EQ(telemetry_csv(nlohmann::json::parse(R"({"t_ns":5,"late_ns":3000000,"q":[]})")),
 		  "5,,,,sample,0\n5,,,,late_ns,3000000\n");
 	EXPECT_EQ(telemetry_csv(nlohmann::json::parse(R"({"t_ns":5})")), "");

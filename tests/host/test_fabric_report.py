@@ -141,28 +141,52 @@ class Queues(unittest.TestCase):
                  for i in range(1, 3001)] + [qline(3100 * MS)]
         c = fr.convergence(fr.parse_lines(lines), k, MS, 131072)
         self.assertEqual(c["start_ns"], MS)
-        self.assertAlmostEqual(c["seconds"], 0.4)
+        # Five windows of 100 ms below the limit after the first three.
+        self.assertAlmostEqual(c["seconds"], 0.8)
         self.assertEqual((c["p50"], c["p99"], c["max"]),
                          (20000, 20000, 300000))
-        self.assertEqual((c["windows_over"], c["windows"]), (0, 26))
+        self.assertEqual((c["windows_over"], c["windows"]), (0, 22))
         self.assertEqual((c["stalls"], c["over"], c["over_after_stall"]),
-                         (0, 6, 0))
-        # The switch ran 4 ms late just before two of the six spikes.
+                         (0, 5, 0))
+        # The switch ran 4 ms late just before two of the five spikes.
+        stalled = list(lines)
         for t in (1000, 2000):
-            lines[t - 1] = json.dumps({"t_ns": t * MS, "late_ns": 4 * MS,
-                                       "q": [["sw0", 2, 3, 300000]]})
-        c = fr.convergence(fr.parse_lines(lines), k, MS, 131072)
+            stalled[t - 1] = json.dumps({"t_ns": t * MS, "late_ns": 4 * MS,
+                                         "q": [["sw0", 2, 3, 300000]]})
+        c = fr.convergence(fr.parse_lines(stalled), k, MS, 131072)
         self.assertEqual((c["stalls"], c["stalled_ns"]), (2, 8 * MS))
-        self.assertEqual((c["over"], c["over_after_stall"]), (6, 2))
+        self.assertEqual((c["over"], c["over_after_stall"]), (5, 2))
         # Windows of 1 ms see each spike.
         c = fr.convergence(fr.parse_lines(lines), k, MS, 131072, MS)
-        self.assertAlmostEqual(c["seconds"], 0.3)
+        self.assertAlmostEqual(c["seconds"], 0.304)
         self.assertEqual(c["windows_over"], 6)
         # Never below the limit; never busy.
-        c = fr.convergence(fr.parse_lines(lines), k, MS, 1000)
-        self.assertIsNone(c["t_ns"])
+        self.assertIsNone(fr.convergence(fr.parse_lines(lines), k, MS,
+                                         1000)["t_ns"])
         self.assertEqual(fr.convergence(fr.parse_lines(lines), ("x", 0, 0),
                                         MS, 1000), {})
+
+    def test_convergence_needs_what_follows(self):
+        k = ("sw0", 2, 3)
+        # Below the limit only in the last, partial window: not settled
+        # (nothing after it to judge).
+        lines = [qline(i * MS, ["sw0", 2, 3, 200000 if i < 200 else 1000])
+                 for i in range(1, 251)]
+        self.assertIsNone(fr.convergence(fr.parse_lines(lines), k, MS,
+                                         131072)["t_ns"])
+        # One quiet window, then above again: not settled either.
+        lines = [qline(i * MS, ["sw0", 2, 3, 1000 if i < 100 else 200000])
+                 for i in range(1, 2001)]
+        self.assertIsNone(fr.convergence(fr.parse_lines(lines), k, MS,
+                                         131072)["t_ns"])
+        # An idle second in the middle counts as empty samples spread over
+        # its windows, not as one window.
+        lines = [qline(i * MS, ["sw0", 2, 3, 1000]) for i in range(1, 600)]
+        lines += [qline(i * MS, ["sw0", 2, 3, 1000])
+                  for i in range(1600, 2200)]
+        c = fr.convergence(fr.parse_lines(lines), k, MS, 131072)
+        self.assertAlmostEqual(c["seconds"], 0.5)
+        self.assertEqual(c["windows"], 17)
 
     def test_empty_file(self):
         tel = fr.parse_lines([])

@@ -1157,7 +1157,9 @@ def incast_dcqcn_test(stage, fab, s1, s2, r):
     # Reported, not asserted: the bottleneck queue from the telemetry.
     try:
         q = r_queue(fab, t0, t1)
-        if q:
+        if not q:
+            print("  | no queue statistics: no sample held bytes", flush=True)
+        else:
             print("  | queue towards r, priority 3, during the run: p50 %d "
                   "p99 %d max %d bytes; below Kmax (%d) %.1f%% of %d "
                   "samples" % (q["p50"], q["p99"], q["max"], ECN_KMAX,
@@ -1174,41 +1176,48 @@ SWIFT_TARGET_US = 500
 SWIFT_SECONDS = 4
 # Swift's target puts about 19 KB there ((500 - ~200 µs) of 500 Mb/s);
 # with cc_algo none the same incast held p99 1.07 MB (2026-11-29).  The
-# bound leaves room for the host descheduling the switch for a few ms.
-SWIFT_QUEUE_P99 = 512 * 1024
+# bound leaves room for the host descheduling the switch for a few ms
+# (the bench's Swift incast peaked at 81 KiB).
+SWIFT_QUEUE_P99 = 256 * 1024
 
 
 def incast_swift_test(stage, fab, s1, s2, r):
     """i (ecn.json): s1 and s2 into r's 500 Mb/s port with Swift, the
     delay-based algorithm, on the senders' devices (priority 3 as in h:
     r's CNPs for the CE marks reach reaction points that ignore them):
-    both complete, share
-    the port fairly, and the queue stays far below what the same incast
-    without congestion control builds, with no drop and no ACK timeout."""
+    both complete, share the port fairly, and the queue stays far below
+    what the same incast without congestion control builds, with no drop
+    and no ACK timeout.  The devices get their algorithm and target back
+    afterwards."""
     name = "incast Swift"
     bw = "ib_write_bw -s 65536 -D %d" % SWIFT_SECONDS
+    target = "cat %s/swift_base_target_us"
+    old = {n.host: n.vm.check(target % (CC_DIR % n.rdma)).strip()
+           for n in (s1, s2)}
+    snaps, c0, c1, t0, t1 = [], None, None, None, None
     try:
-        set_cc([s1, s2], "swift")
         for n in (s1, s2):
-            n.vm.check("echo %d > %s/swift_base_target_us" % (
-                SWIFT_TARGET_US, CC_DIR % n.rdma))
-    except vmlib.VMError as e:
-        stage.record("%s: cc_algo swift on s1 and s2 (debugfs)" % name,
-                     "fail", str(e))
-        return
-    try:
+            vmlib.write_cc_params(n.vm, [n.rdma], [
+                ("swift_base_target_us", SWIFT_TARGET_US),
+                ("cc_algo", "swift")])
         c0 = fab.counters()
         e0 = {n.host: link_stats(n, ("ack_timeouts",)) for n in (s1, s2)}
         t0 = fab.ping()["t_ns"]
-        snaps = []
         flows(stage, name, incast_specs(s1, s2, r, "--tclass=%d" % ECN_TCLASS),
               bw=bw, during=lambda: snaps.extend(sender_bytes(
                   fab, s1.vm, SWIFT_SECONDS)))
         t1 = fab.ping()["t_ns"]
         c1 = counters(stage, fab, name)
         tmo = link_deltas({"s1": s1, "s2": s2}, e0, ("ack_timeouts",))
+    except vmlib.VMError as e:
+        stage.record("%s: cc_algo swift on s1 and s2 and the guests' "
+                     "counters" % name, "fail", str(e))
+        return
     finally:
-        set_cc([s1, s2], "none")
+        for n in (s1, s2):
+            vmlib.write_cc_params(n.vm, [n.rdma], [
+                ("cc_algo", "none"),
+                ("swift_base_target_us", old[n.host])])
     both = both_sending(snaps)
     j = jain(both)
     stage.record("%s: fair share (Jain >= 0.8 over the bytes each sender "
@@ -1216,16 +1225,16 @@ def incast_swift_test(stage, fab, s1, s2, r):
                  "pass" if min(both) > 0 and j >= 0.8 else "fail",
                  "switch rx from s1, s2 while both sent: %s bytes, Jain %.3f"
                  % (both, j))
-    if c1 is None:
-        return
-    # Priority 3 only: the fabric also counts what it floods towards the
-    # rxe host's port on priority 0 while that NIC is down.
-    lost = prio_drops(c1, 3) - prio_drops(c0, 3)
-    tmo = {h: tmo[h]["ack_timeouts"] for h in tmo}
-    stage.record("%s: no drop of priority 3 in the switch, no ACK timeout "
-                 "on s1 or s2" % name, "pass" if lost == 0 and all(
-                     v == 0 for v in tmo.values()) else "fail",
-                 "drops %d, ack_timeouts %s" % (lost, tmo))
+    if c1 is not None:
+        # Priority 3 only: the fabric also counts what it floods towards
+        # the rxe host's port on priority 0 while that NIC is down.
+        lost = prio_drops(c1, 3) - prio_drops(c0, 3)
+        tmo = {h: tmo[h]["ack_timeouts"] for h in tmo}
+        stage.record("%s: no drop of priority 3 in the switch, no ACK "
+                     "timeout on s1 or s2" % name,
+                     "pass" if lost == 0 and all(
+                         v == 0 for v in tmo.values()) else "fail",
+                     "drops %d, ack_timeouts %s" % (lost, tmo))
     try:
         q = r_queue(fab, t0, t1)
     except (OSError, ValueError, KeyError, IndexError) as e:
