@@ -629,8 +629,8 @@ class Section:
         t1 = self.fab.ping()["t_ns"]
         after = {n.host: guest_counters(n) for n in (s1, s2, r)}
         tel = rep.load(self.fab.telemetry)
-        tel = rep.Telemetry([x for x in tel.samples if t0 <= x[0] <= t1],
-                            [x for x in tel.counters if t0 <= x[0] <= t1])
+        tel = rep.Telemetry(*([x for x in xs if t0 <= x[0] <= t1]
+                              for xs in tel))
         return self.analyse(name, algo, pfc, tel, perf, before, after,
                             t0, t1)
 
@@ -764,7 +764,10 @@ def targets(r):
                            c["over_after_stall"], c["over"]),
                         c["p99"] < r["kmax"]))
         out.append(("no pause once converged (2nd half)",
-                    "%d pause frames" % r["pfc_tx_second_half"],
+                    "%d pause frames%s" % (
+                        r["pfc_tx_second_half"],
+                        " (the switch ran late %d times after converging)"
+                        % c["stalls"] if c.get("t_ns") is not None else ""),
                     r["pfc_tx_second_half"] == 0))
     elif r["config"] == "pfc":
         ok = r["pfc_tx"] > 0 and q["p99"] >= r["xoff"]
