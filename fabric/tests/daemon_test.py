@@ -92,6 +92,16 @@ def port(counters, peer):
     raise KeyError(peer)
 
 
+
+def stop(p):
+    """SIGTERM the daemon, SIGKILL after 5 s; reaped either way."""
+    p.terminate()
+    try:
+        p.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
 def csv_telemetry(d, tfile, check):
     """--telemetry *.csv: the header, queue samples and the counters as rows,
     the last counters agreeing with what was sent."""
@@ -114,12 +124,7 @@ def csv_telemetry(d, tfile, check):
         sent = len(recv_frames(b, 50))
         time.sleep(0.1)
     finally:
-        p.terminate()
-        try:
-            p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        stop(p)
     check(sent == 50, "csv: 50 frames a -> b (%d)" % sent)
     with open(tele) as f:
         rows = list(csv.reader(f))
@@ -279,12 +284,7 @@ def main():
             os.kill(p.pid, signal.SIGCONT)
             time.sleep(0.05)
         finally:
-            p.terminate()
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            stop(p)
         check(p.returncode == 0, "clean exit on SIGTERM (rc %s)" % p.returncode)
         check(not os.path.exists(os.path.join(d, "a.sock")), "sockets removed")
         lines = [json.loads(x) for x in open(tele).read().splitlines()]

@@ -1066,6 +1066,17 @@ def both_sending(snaps):
     return both
 
 
+
+def fair_share(stage, name, snaps, more=""):
+    """Records Jain's index >= 0.8 of both_sending(snaps)."""
+    both = both_sending(snaps)
+    j = jain(both)
+    stage.record("%s: fair share (Jain >= 0.8 over the bytes each sender "
+                 "sent while both were sending)" % name,
+                 "pass" if min(both) > 0 and j >= 0.8 else "fail",
+                 "switch rx from s1, s2 while both sent: %s bytes, Jain "
+                 "%.3f%s" % (both, j, more))
+
 def r_queue(fab, t0, t1):
     """The queue towards r on priority 3 between t0 and t1 (fabric ns),
     over the transfer's span (the first to the last sample with bytes
@@ -1125,14 +1136,8 @@ def incast_dcqcn_test(stage, fab, s1, s2, r):
         len(seen), seen[:40]), flush=True)
     bws = [float(x.split()[3]) if len(x.split()) > 3 else 0.0
            for x in lines]
-    both = both_sending(snaps)
-    j = jain(both)
-    stage.record("%s: fair share (Jain >= 0.8 over the bytes each sender "
-                 "sent while both were sending)" % name,
-                 "pass" if min(both) > 0 and j >= 0.8 else "fail",
-                 "switch rx from s1, s2 while both sent: %s bytes, Jain "
-                 "%.3f (perftest BW average %s MB/s, Jain %.3f)"
-                 % (both, j, bws, jain(bws)))
+    fair_share(stage, name, snaps, " (perftest BW average %s MB/s, Jain "
+               "%.3f)" % (bws, jain(bws)))
     handled = {h: d[h].get("rp_cnp_handled", 0) for h in ("s1", "s2")}
     stage.record("%s: both reaction points handled CNPs" % name,
                  "pass" if all(handled.values()) else "fail",
@@ -1218,13 +1223,7 @@ def incast_swift_test(stage, fab, s1, s2, r):
             vmlib.write_cc_params(n.vm, [n.rdma], [
                 ("cc_algo", "none"),
                 ("swift_base_target_us", old[n.host])])
-    both = both_sending(snaps)
-    j = jain(both)
-    stage.record("%s: fair share (Jain >= 0.8 over the bytes each sender "
-                 "sent while both were sending)" % name,
-                 "pass" if min(both) > 0 and j >= 0.8 else "fail",
-                 "switch rx from s1, s2 while both sent: %s bytes, Jain %.3f"
-                 % (both, j))
+    fair_share(stage, name, snaps)
     if c1 is not None:
         # Priority 3 only: the fabric also counts what it floods towards
         # the rxe host's port on priority 0 while that NIC is down.
