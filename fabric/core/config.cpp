@@ -91,7 +91,7 @@ public:
 			return;
 		}
 		// Names end up in file names, logs and CSV: no control characters.
-		const std::string &v = j.at(key).get_ref<const std::string &>();
+		const auto &v = j.at(key).get_ref<const std::string &>();
 		if (std::any_of(v.begin(), v.end(),
 				[](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
 			fail(where + "." + key, "must not hold control characters");
