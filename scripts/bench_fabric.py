@@ -629,8 +629,7 @@ class Section:
         t1 = self.fab.ping()["t_ns"]
         after = {n.host: guest_counters(n) for n in (s1, s2, r)}
         tel = rep.load(self.fab.telemetry)
-        tel = rep.Telemetry(*([x for x in xs if t0 <= x[0] <= t1]
-                              for xs in tel))
+        tel = rep.window(tel, t0, t1)
         return self.analyse(name, algo, pfc, tel, perf, before, after,
                             t0, t1)
 

@@ -79,6 +79,13 @@ def parse_lines(lines):
     return Telemetry(samples, counters, stalls)
 
 
+def window(tel, t0=None, t1=None):
+    """The part of tel between t0 and t1 (ns, inclusive; None: open),
+    every kind of record kept (samples, counters and stalls)."""
+    return Telemetry(*([x for x in xs if (t0 is None or x[0] >= t0) and
+                        (t1 is None or x[0] <= t1)] for xs in tel))
+
+
 def load(path):
     """Telemetry read from the file at path."""
     with open(path) as f:

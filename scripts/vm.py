@@ -847,8 +847,7 @@ def _plot(fab, since, rates):
     except OSError as e:
         print("\n== no telemetry: %s" % e)
         return
-    tel = report.Telemetry([x for x in tel.samples if x[0] >= since],
-                           [x for x in tel.counters if x[0] >= since])
+    tel = report.window(tel, since)
     print("\n== the run from the fabric's telemetry (%s)\n" % fab.telemetry)
     print(report.text_report(tel))
     svg = os.path.join(fab.dir, "report.svg")

@@ -166,6 +166,21 @@ class Queues(unittest.TestCase):
         self.assertEqual(fr.convergence(fr.parse_lines(lines), ("x", 0, 0),
                                         MS, 1000), {})
 
+    def test_window_keeps_every_kind(self):
+        # The bench once cut a run's window out of samples and counters
+        # only, and convergence() then saw no stall in it.
+        tel = fr.parse_lines([
+            qline(1 * MS, ["sw0", 2, 3, 10]),
+            json.dumps({"t_ns": 2 * MS, "late_ns": 3 * MS, "q": []}),
+            json.dumps({"t_ns": 3 * MS, "counters": {"switches": []}}),
+            qline(9 * MS)])
+        w = fr.window(tel, 2 * MS, 3 * MS)
+        self.assertEqual([t for t, _ in w.samples], [2 * MS])
+        self.assertEqual(w.stalls, [(2 * MS, 3 * MS)])
+        self.assertEqual([t for t, _ in w.counters], [3 * MS])
+        self.assertEqual(len(fr.window(tel, 2 * MS).samples), 2)
+        self.assertEqual(fr.window(tel), tel)
+
     def test_convergence_needs_what_follows(self):
         k = ("sw0", 2, 3)
         # Below the limit only in the last, partial window: not settled

@@ -1083,14 +1083,12 @@ def r_queue(fab, t0, t1):
     queued): queue_stats' dict, or None without samples."""
     import fabric_report as report
     tel = report.load(fab.telemetry)
-    tel = report.Telemetry([x for x in tel.samples if t0 <= x[0] <= t1],
-                           tel.counters)
-    key = report.parse_port("sw0:r:3", tel)
+    key = report.parse_port("sw0:r:3", tel)     # the counters name r's port
+    tel = report.window(tel, t0, t1)
     busy = [t for t, x in tel.samples if x.get(key)]
     if not busy:
         return None
-    tel = report.Telemetry([x for x in tel.samples
-                            if busy[0] <= x[0] <= busy[-1]], [])
+    tel = report.window(tel, busy[0], busy[-1])
     q = report.queue_stats(tel, key)
     pairs = report._weighted(tel, key, q["interval_ns"])
     n = sum(w for _, w in pairs)
