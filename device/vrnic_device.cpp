@@ -15,6 +15,7 @@
 //   vrnic-device --socket PATH --mac MAC
 //                (--wire-listen PATH | --wire-connect PATH)
 //                [--host-mem-budget BYTES] [--speed-mbps N]
+//                [--qpc-cache N] [--qpc-miss-ns NS]
 //                [--control PATH] [--trace GLOB[,GLOB...]]
 //                [--user NAME] [--no-sandbox] [--x-fault-syscall]
 // It serves one QEMU until that QEMU goes away, then exits 0.  Once QEMU
@@ -240,6 +241,8 @@ struct Options {
 	bool fault_syscall = false;
 	uint64_t host_mem_budget = 0;
 	uint32_t speed_mbps = 0;
+	uint32_t qpc_cache = 0;		// 0: unlimited
+	uint32_t qpc_miss_ns = 0;	// 0: the engine's default
 };
 
 class Device final : public vfu::Backend {
@@ -1143,6 +1146,8 @@ bool Device::setup()
 	cfg.link_up = true;
 	cfg.host_mem_budget = opt_.host_mem_budget;
 	cfg.speed_mbps = opt_.speed_mbps;
+	cfg.qpc_cache = opt_.qpc_cache;
+	cfg.qpc_miss_ns = opt_.qpc_miss_ns;
 	eng_ = vrnic_engine_new(&cfg, &kOps, this);
 	ep_ = epoll_create1(EPOLL_CLOEXEC);
 	timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -1332,7 +1337,8 @@ void usage()
 {
 	say("usage: vrnic-device --socket PATH --mac MAC "
 	    "(--wire-listen PATH | --wire-connect PATH) "
-	    "[--host-mem-budget BYTES] [--speed-mbps N] [--control PATH] "
+	    "[--host-mem-budget BYTES] [--speed-mbps N] [--qpc-cache N] "
+	    "[--qpc-miss-ns NS] [--control PATH] "
 	    "[--trace GLOB[,GLOB...]] [--user NAME] [--no-sandbox]");
 }
 
@@ -1387,6 +1393,17 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			o.speed_mbps = uint32_t(n);
+		} else if (a == "--qpc-cache" || a == "--qpc-miss-ns") {
+			// The QP-context cache model: 0 contexts is unlimited.
+			const bool cache = a == "--qpc-cache";
+			const uint64_t max = cache ? VRNIC_MAX_QP : VRNIC_QPC_MISS_NS_MAX;
+			uint64_t n = 0;
+			if (!parse_u64(v, n) || n > max || (!cache && n == 0)) {
+				say(a + " must be between " + (cache ? "0" : "1") +
+				    " and " + std::to_string(max));
+				return 2;
+			}
+			(cache ? o.qpc_cache : o.qpc_miss_ns) = uint32_t(n);
 		} else {
 			usage();
 			return 2;

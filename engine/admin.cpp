@@ -93,6 +93,8 @@ uint8_t Device::exec_admin(const vrnic_admin_cmd &cmd, uint32_t &result)
 	}
 	case VRNIC_ADMIN_SET_CC:
 		return admin_set_cc(cmd);
+	case VRNIC_ADMIN_SET_QPC_MEM:
+		return rdma_.set_qpc_mem(cmd.set_qpc_mem);
 	case VRNIC_ADMIN_SET_PORT:
 		return admin_set_port(cmd.set_port);
 	case VRNIC_ADMIN_SET_MAC:
@@ -369,6 +371,8 @@ vrnic_device_attr Device::device_attr() const
 	a.host_mem_budget = le(budget_.limit());
 	a.max_srq = le(uint32_t(VRNIC_MAX_SRQ - 1));
 	a.max_mcast_attach = le(uint32_t(VRNIC_MAX_MCAST_ATTACH));
+	a.qpc_cache = le(rdma_.qpc().capacity());
+	a.qpc_miss_ns = le(rdma_.qpc_miss_ns());
 	return a;
 }
 
@@ -425,6 +429,9 @@ vrnic_stats Device::stats() const
 	s.ooo_placed = le(r.ooo_placed);
 	s.ooo_dropped = le(r.ooo_dropped);
 	s.implied_nak_seq_err = le(r.implied_nak_seq_err);
+	s.qpc_cache_hits = le(r.qpc_cache_hits);
+	s.qpc_cache_misses = le(r.qpc_cache_misses);
+	s.qpc_cache_evictions = le(r.qpc_cache_evictions);
 	return s;
 }
 

@@ -76,6 +76,12 @@ void Rdma::reset()
 	active_.clear();
 	timers_.clear();
 	sched_cnt_ = SchedCounters();
+	// The cache keeps its size; the driver gives its memory again.
+	qpc_.clear();
+	qpc_mem_ = RingMem();
+	qpc_mem_set_ = false;
+	qpc_debt_ns_ = 0;
+	qpc_stall_until_ = 0;
 	turn_ = 0;
 	turn_again_ = in_pass_ = activated_ = false;
 	mrs_.reset();
@@ -202,13 +208,124 @@ template <typename T> void Rdma::forget_events(uint32_t h)
 			eq.forget(types, h);
 }
 
-Qp *Rdma::find_qp(uint32_t qpn) { return lookup(qps_, qpn); }
+// A QP's context is looked up: through the cache when it is limited.
+Qp *Rdma::find_qp(uint32_t qpn)
+{
+	Qp *qp = lookup(qps_, qpn);
+
+	if (qp)
+		qpc_access(*qp);
+	return qp;
+}
 Cq *Rdma::find_cq(uint32_t cqn) { return lookup(cqs_, cqn); }
 Srq *Rdma::find_srq(uint32_t srqn) { return lookup(srqs_, srqn); }
 
+// A look from outside (tests, restrack): no cache access.
 const Qp *Rdma::qp(uint32_t qpn) const
 {
-	return const_cast<Rdma *>(this)->find_qp(qpn);
+	return const_cast<Rdma *>(this)->lookup(const_cast<Rdma *>(this)->qps_, qpn);
+}
+
+// ------------------------------------------------- QP-context cache
+
+void Rdma::set_qpc(uint32_t entries, uint32_t miss_ns)
+{
+	qpc_.set_capacity(entries);
+	qpc_miss_ns_ = miss_ns;
+	qpc_debt_ns_ = 0;
+	qpc_stall_until_ = 0;
+}
+
+vrnic_qpc Rdma::qpc_record(const Qp &qp)
+{
+	vrnic_qpc c{};
+
+	c.qpn = le(qp.qpn);
+	c.type = qp.type;
+	c.state = qp.attr.state;
+	c.pdn = le(qp.pdn);
+	c.send_cqn = le(qp.send_cqn);
+	c.recv_cqn = le(qp.recv_cqn);
+	c.srqn = le(qp.srqn);
+	c.dest_qpn = qp.attr.dest_qpn;
+	c.sq_head = le(qp.sq_head);
+	c.next_psn = le(qp.next_psn);
+	c.una_psn = le(qp.una_psn);
+	c.epsn = le(qp.epsn);
+	c.msn = le(qp.msn);
+	c.rq_head = le(qp.rq_head);
+	c.uctx = le(qp.uctx);
+	c.dbrec = le(qp.dbrec);
+	return c;
+}
+
+// Only with no QP: the contexts of live QPs are not moved.
+uint8_t Rdma::set_qpc_mem(const vrnic_admin_set_qpc_mem &c)
+{
+	if (c.rsvd[0] || c.rsvd[1] || c.rsvd[2] || le(c.entries) != VRNIC_MAX_QP)
+		return VRNIC_ADMIN_ST_BAD_PARAM;
+	if (qps_.any(used_.qp, [](const Qp &q) { return q.valid; }))
+		return VRNIC_ADMIN_ST_BUSY;
+	bool nomem = false;
+	RingMem m;
+	if (!m.load(plat_, budget_, le(c.base), c.flags,
+		    uint64_t(VRNIC_MAX_QP) * VRNIC_QPC_SIZE, nomem))
+		return nomem ? VRNIC_ADMIN_ST_NO_RESOURCE : VRNIC_ADMIN_ST_BAD_PARAM;
+	qpc_mem_ = std::move(m);
+	qpc_mem_set_ = true;
+	qpc_.clear();
+	return VRNIC_ADMIN_ST_OK;
+}
+
+// A new QP's context goes to memory, as CREATE_QP does on an RNIC; its
+// first use is a miss.
+void Rdma::qpc_created(const Qp &qp)
+{
+	if (qpc_.limited())
+		qpc_write(qp);
+}
+
+void Rdma::qpc_write(const Qp &qp)
+{
+	if (!qpc_mem_set_)
+		return;
+	const vrnic_qpc c = qpc_record(qp);
+	const uint64_t off = uint64_t(handle_slot(qp.qpn)) * VRNIC_QPC_SIZE;
+	if (!plat_.dma_write(qpc_mem_.addr(off), &c, sizeof(c)))
+		dcnt_.dma_errors++;
+}
+
+// Every lookup of a live QP.  A miss writes the evicted context back and
+// reads this one: the device's own copy stays what it acts on (the guest
+// may have written that memory), and a context read back unlike the one
+// written is counted, not trusted.  The miss's cost is owed to the pass.
+void Rdma::qpc_access(Qp &qp)
+{
+	uint32_t evicted;
+
+	if (!qpc_.limited() || qpc_.touch(handle_slot(qp.qpn), evicted)) {
+		cnt_.qpc_cache_hits++;
+		return;
+	}
+	cnt_.qpc_cache_misses++;
+	qpc_debt_ns_ += qpc_miss_ns_;
+	if (evicted != QpcCache::kNone) {
+		cnt_.qpc_cache_evictions++;
+		const Qp *o = qps_.find(evicted);
+		if (o && o->valid)
+			qpc_write(*o);
+	}
+	if (!qpc_mem_set_)
+		return;
+	vrnic_qpc c;
+	const uint64_t off = uint64_t(handle_slot(qp.qpn)) * VRNIC_QPC_SIZE;
+	if (!plat_.dma_read(qpc_mem_.addr(off), &c, sizeof(c))) {
+		dcnt_.dma_errors++;
+		return;
+	}
+	const vrnic_qpc want = qpc_record(qp);
+	if (std::memcmp(&c, &want, sizeof(c)) != 0)
+		sched_cnt_.qpc_ctx_mismatch++;
 }
 
 bool Rdma::uctx_in_use(uint32_t uctx) const
@@ -462,6 +579,7 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 		if (!ini)
 			rcq->refs++;
 		result = qp.qpn;
+		qpc_created(qp);
 	}
 	return VRNIC_ADMIN_ST_OK;
 }
@@ -486,6 +604,7 @@ uint8_t Rdma::create_xrc_tgt(const vrnic_admin_create_qp &c, uint32_t &result)
 	qp->reserve = std::move(reserve);
 	qp->attr.state = VRNIC_QPS_RESET;
 	result = qp->qpn;
+	qpc_created(*qp);
 	return VRNIC_ADMIN_ST_OK;
 }
 
@@ -539,6 +658,7 @@ uint8_t Rdma::destroy_qp(uint32_t qpn)
 	// A destroyed QP leaves its multicast groups.
 	erase_mcast([qpn](const McastAttach &m) { return m.qpn == qpn; });
 	sched_forget(handle_slot(qpn));
+	qpc_.forget(handle_slot(qpn));
 	const uint16_t gen = qp->gen;
 	*qp = Qp();
 	qp->gen = gen;

@@ -24,6 +24,7 @@
 #include "mr.hpp"
 #include "pfc.hpp"
 #include "platform.hpp"
+#include "qpc_cache.hpp"
 #include "roce.hpp"
 #include "sched.hpp"
 #include "slot_table.hpp"
@@ -87,6 +88,11 @@ struct RdmaCounters {
 	uint64_t ooo_placed = 0;
 	uint64_t ooo_dropped = 0;
 	uint64_t implied_nak_seq_err = 0;	// READ responses after a gap
+	// The QP-context cache: accesses that hit, that missed (and read
+	// the context back), and contexts evicted (written back).
+	uint64_t qpc_cache_hits = 0;
+	uint64_t qpc_cache_misses = 0;
+	uint64_t qpc_cache_evictions = 0;
 };
 
 // Congestion control, device-wide (SET_CC / QUERY_CC): the algorithm and
@@ -503,6 +509,9 @@ struct SchedCounters {
 	uint64_t timer_calls = 0;	// timer() calls
 	uint64_t timer_pops = 0;	// timer heap entries popped
 	uint64_t paced = 0;		// packets held back by a pacer
+	uint64_t qpc_stalls = 0;	// passes ended to pay for cache misses
+	uint64_t qpc_stall_ns = 0;	// the time they asked for
+	uint64_t qpc_ctx_mismatch = 0;	// contexts read back unlike written
 };
 
 // Lifetimes: no reference or iterator into device state survives a call
@@ -561,6 +570,16 @@ public:
 	// burst_bytes (0: Pacer::default_burst).  The engine's own hook for
 	// congestion control and tests; false if there is no such QP.
 	bool set_qp_rate(uint32_t qpn, uint64_t rate_Bps, uint64_t burst_bytes = 0);
+	// The QP-context cache model (spec "QP-context cache"): entries
+	// (0: unlimited) and what a miss costs.  A new size starts empty.
+	void set_qpc(uint32_t entries, uint32_t miss_ns);
+	[[nodiscard]] const QpcCache &qpc() const { return qpc_; }
+	[[nodiscard]] uint32_t qpc_miss_ns() const { return qpc_miss_ns_; }
+	uint8_t set_qpc_mem(const vrnic_admin_set_qpc_mem &c);
+	// A QP's context as the device writes it back.
+	[[nodiscard]] static vrnic_qpc qpc_record(const Qp &qp);
+	// The stall a pass ends with once the misses owe this much.
+	static constexpr int64_t kQpcStallSlackNs = 20000;
 
 	static constexpr unsigned int kPktBudget = 256;
 	// Unacknowledged packets a QP may have in flight (fewer if its
@@ -841,6 +860,19 @@ private:
 	ActiveList active_;
 	TimerHeap timers_;
 	SchedCounters sched_cnt_;
+	// The QP-context cache and its backing memory in the guest; the
+	// misses' cost not yet paid (negative: a late wake-up paid ahead),
+	// and until when the pass waits for it (0: it does not).
+	QpcCache qpc_;
+	uint32_t qpc_miss_ns_ = 0;
+	RingMem qpc_mem_;
+	bool qpc_mem_set_ = false;
+	int64_t qpc_debt_ns_ = 0;
+	uint64_t qpc_stall_until_ = 0;
+	void qpc_access(Qp &qp);
+	void qpc_write(const Qp &qp);
+	void qpc_created(const Qp &qp);
+	bool qpc_stall(uint64_t now);
 	uint32_t turn_ = 0;
 	bool turn_again_ = false;
 	bool in_pass_ = false;

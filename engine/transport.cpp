@@ -741,6 +741,8 @@ void Rdma::arm_timer()
 
 	if (!timers_.empty() && (!next || timers_.top().at < next))
 		next = timers_.top().at;
+	if (qpc_stall_until_ && (!next || qpc_stall_until_ < next))
+		next = qpc_stall_until_;	// the misses are paid
 	if (next)
 		plat_.timer_arm(next);
 }
@@ -1170,6 +1172,8 @@ void Rdma::timer()
 	// A PFC pause ended: the QPs it held are still on the active list
 	// (poll_qp() keeps them there), and poll() visits them.
 	if (pfc_.expire(now))
+		plat_.schedule();
+	if (qpc_stall_until_ && now >= qpc_stall_until_)
 		plat_.schedule();
 	sched_cnt_.timer_calls++;
 	while (!timers_.empty() && timers_.top().at <= now) {
@@ -2368,9 +2372,35 @@ void Rdma::poll_qp(Qp &qp, unsigned int &budget)
 	transmit(qp, budget);
 }
 
+// The QP-context cache's misses are paid by not sending: once they owe
+// kQpcStallSlackNs, the pass stops until they are paid (the timer wakes
+// it).  A wake-up later than asked pays ahead, up to the slack, so that
+// over time the device loses what its misses cost and no more than that.
+bool Rdma::qpc_stall(uint64_t now)
+{
+	if (qpc_stall_until_) {
+		if (now < qpc_stall_until_)
+			return true;
+		qpc_debt_ns_ -= int64_t(std::min<uint64_t>(now - qpc_stall_until_,
+							  kQpcStallSlackNs));
+		qpc_stall_until_ = 0;
+	}
+	if (qpc_debt_ns_ < kQpcStallSlackNs)
+		return false;
+	qpc_stall_until_ = now + uint64_t(qpc_debt_ns_);
+	sched_cnt_.qpc_stalls++;
+	sched_cnt_.qpc_stall_ns += uint64_t(qpc_debt_ns_);
+	qpc_debt_ns_ = 0;
+	arm_timer();
+	return true;
+}
+
 bool Rdma::poll()
 {
 	unsigned int budget = kPktBudget;
+
+	if (qpc_.limited() && qpc_stall(plat_.now_ns()))
+		return false;
 
 	while (!loopback_.empty() && budget > 0) {
 		// Read in place; frames it causes queue behind it.
@@ -2416,8 +2446,12 @@ bool Rdma::poll()
 			active_.requeue(h);
 		else
 			active_.leave(h);
+		if (qpc_debt_ns_ >= kQpcStallSlackNs)
+			break;	// the next poll() waits for the misses
 	}
 	in_pass_ = false;
+	if (qpc_.limited() && qpc_stall(plat_.now_ns()))
+		return false;
 	return budget == 0 || activated_ || !loopback_.empty() ||
 	       !mcast_q_.empty();
 }

@@ -86,6 +86,10 @@ struct vrnic_platform_ops {
 #define VRNIC_SPEED_MBPS_DEFAULT	100000u
 #define VRNIC_SPEED_MBPS_MAX		400000u
 
+/* qpc_miss_ns: its default, a PCIe read round trip, and its bound. */
+#define VRNIC_QPC_MISS_NS_DEFAULT	800u
+#define VRNIC_QPC_MISS_NS_MAX		1000000u
+
 struct vrnic_engine_config {
 	uint8_t mac[6];
 	uint32_t num_msix;		/* vectors the platform provides */
@@ -95,6 +99,11 @@ struct vrnic_engine_config {
 	 * Clamped to [VRNIC_HOST_MEM_BUDGET_MIN, VRNIC_HOST_MEM_BUDGET_MAX]. */
 	uint64_t host_mem_budget;
 	uint32_t speed_mbps;		/* 0 = VRNIC_SPEED_MBPS_DEFAULT */
+	/* The QP-context cache model (spec "QP-context cache"): contexts
+	 * cached (0 = unlimited) and what a miss costs in ns (0 =
+	 * VRNIC_QPC_MISS_NS_DEFAULT; at most VRNIC_QPC_MISS_NS_MAX). */
+	uint32_t qpc_cache;
+	uint32_t qpc_miss_ns;
 };
 
 struct vrnic_engine;

@@ -221,6 +221,7 @@ enum vrnic_admin_opcode {
 	VRNIC_ADMIN_SET_MAC		= 0x24,
 	VRNIC_ADMIN_SET_RX_FILTER	= 0x25,
 	VRNIC_ADMIN_SET_CC		= 0x26,	/* congestion control */
+	VRNIC_ADMIN_SET_QPC_MEM		= 0x27,	/* QP context backing */
 	VRNIC_ADMIN_NUM_OPCODES
 };
 
@@ -597,6 +598,45 @@ struct vrnic_admin_set_cc {
 	__le32 value;
 };
 
+/*
+ * The QP-context cache (spec "QP-context cache"): when QUERY_DEVICE reports
+ * qpc_cache (its entries; 0: unlimited, no memory needed), the driver gives
+ * the device VRNIC_MAX_QP contexts of VRNIC_QPC_SIZE bytes, the context of
+ * QP slot i at byte i * VRNIC_QPC_SIZE, before it creates a QP.  The device
+ * writes a context there when the cache evicts it and reads it back on the
+ * next miss; the driver never reads or writes it.  base is the memory
+ * itself (4 KiB aligned) or, with VRNIC_RING_PAGED, the list of its 4 KiB
+ * pages, as for a ring.
+ */
+#define VRNIC_QPC_SIZE			64
+struct vrnic_admin_set_qpc_mem {
+	__le64 base;
+	__le32 entries;			/* VRNIC_MAX_QP */
+	__u8 flags;			/* VRNIC_RING_PAGED */
+	__u8 rsvd[3];			/* must be 0 */
+};
+
+/* A QP context as the device writes it back: its own, opaque to drivers. */
+struct vrnic_qpc {
+	__le32 qpn;
+	__u8 type;
+	__u8 state;
+	__le16 rsvd0;
+	__le32 pdn;
+	__le32 send_cqn;
+	__le32 recv_cqn;
+	__le32 srqn;
+	__le32 dest_qpn;
+	__le32 sq_head;
+	__le32 next_psn;
+	__le32 una_psn;
+	__le32 epsn;
+	__le32 msn;
+	__le32 rq_head;
+	__le32 uctx;
+	__le64 dbrec;
+};
+
 /* Result of QUERY_CC. */
 struct vrnic_cc_params {
 	__le32 algo;			/* enum vrnic_cc_algo */
@@ -961,6 +1001,7 @@ struct vrnic_admin_cmd {
 		struct vrnic_admin_set_mac set_mac;
 		struct vrnic_admin_set_rx_filter set_rx_filter;
 		struct vrnic_admin_set_cc set_cc;
+		struct vrnic_admin_set_qpc_mem set_qpc_mem;
 		__u8 raw[56];
 	};
 };
@@ -1005,6 +1046,8 @@ struct vrnic_device_attr {
 	__le64 host_mem_budget;
 	__le32 max_srq;
 	__le32 max_mcast_attach;	/* (GID, QP) pairs, all groups */
+	__le32 qpc_cache;		/* QP contexts cached; 0: unlimited */
+	__le32 qpc_miss_ns;		/* the modelled cost of a miss */
 };
 
 /* Result of QUERY_PORT. */
@@ -1068,6 +1111,10 @@ struct vrnic_stats {
 	__le64 ooo_placed;		/* requests held out of order */
 	__le64 ooo_dropped;		/* past the window, or the budget refused */
 	__le64 implied_nak_seq_err;	/* READ responses after a gap */
+	/* The QP-context cache (every access hits when it is unlimited) */
+	__le64 qpc_cache_hits;
+	__le64 qpc_cache_misses;
+	__le64 qpc_cache_evictions;
 };
 
 #define VRNIC_NUM_PRIOS			8
@@ -1149,9 +1196,9 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_eq) == 16, "create_eq");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_eth_ring) == 16, "eth ring");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_eqe) == 16, "eqe is 16 bytes");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_eth_desc) == 16, "eth desc is 16 bytes");
-VRNIC_HW_ASSERT(sizeof(struct vrnic_device_attr) == 104, "device attr");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_device_attr) == 112, "device attr");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_port_attr) == 16, "port attr");
-VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 384, "stats");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_stats) == 408, "stats");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_port_stats) == 280, "port stats");
 VRNIC_HW_ASSERT(VRNIC_DB_BAR_SIZE == 1024 * 1024, "doorbell BAR is 1 MiB");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_create_mr) == 56, "create_mr");
@@ -1164,6 +1211,8 @@ VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_set_gid) == 32, "set_gid");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_set_mac) == 8, "set_mac");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_set_rx_filter) == 56, "rx filter");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_set_cc) == 12, "set_cc");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_admin_set_qpc_mem) == 16, "set_qpc_mem");
+VRNIC_HW_ASSERT(sizeof(struct vrnic_qpc) == VRNIC_QPC_SIZE, "qp context");
 VRNIC_HW_ASSERT(sizeof(struct vrnic_cc_params) == 128, "cc params");
 VRNIC_HW_ASSERT(VRNIC_CC_NUM_DCQCN == 20, "mlx5's 20 DCQCN knobs");
 VRNIC_HW_ASSERT(VRNIC_GID_TABLE_LEN <= 256, "sgid_index is 8 bits");

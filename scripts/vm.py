@@ -116,6 +116,9 @@ class VM:
         self.nics = {}
         self.proc = None
         self.devproc = None     # its vrnic-device (not on the fabric)
+        # More vrnic-device options, e.g. "--qpc-cache 256" (the QP-
+        # context cache model): VRNIC_DEVICE_ARGS, or set before boot.
+        self.dev_args = os.environ.get("VRNIC_DEVICE_ARGS", "").split()
         self.dev_captures = set()   # filter-dump ids vrnic-device runs
         self.agent = None
         self._buf = b""
@@ -251,7 +254,7 @@ class VM:
              # them (rare: a test's set_link or a peer going away).
              "--trace", "vrnic_link"]
             + (["--user", DEVICE_USER] if DEVICE_USER else [])
-            + wire,
+            + self.dev_args + wire,
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         deadline = time.time() + 10
@@ -280,6 +283,7 @@ class VM:
                    nic.sock]
             if nic.speed_mbps:
                 cmd += ["--speed-mbps", str(nic.speed_mbps)]
+            cmd += self.dev_args
             log = open(self.path("device-f%d.log" % i), "wb")
             nic.devproc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                                            stdout=log,

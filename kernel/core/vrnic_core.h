@@ -105,6 +105,18 @@ struct vrnic_netdev_priv {
 	struct delayed_work refill_work;	/* RX refill after an OOM */
 };
 
+/*
+ * The memory the device writes evicted QP contexts to when it models a
+ * QP-context cache (attr.qpc_cache): VRNIC_MAX_QP contexts in 4 KiB pages
+ * and their list.  Kept over function resets, freed after the last DMA.
+ */
+struct vrnic_qpc_mem {
+	__le64 *list;
+	dma_addr_t list_dma;
+	void **pages;
+	unsigned int npages;
+};
+
 /* One PCI function. */
 struct vrnic_pf {
 	struct pci_dev *pdev;
@@ -119,6 +131,7 @@ struct vrnic_pf {
 	unsigned int num_vectors;
 	u32 caps;		/* VRNIC_REG_CAPS: VRNIC_CAP_* */
 	struct vrnic_device_attr attr;
+	struct vrnic_qpc_mem qpc;
 	struct dma_pool *cmd_pool;	/* VRNIC_CMD_BUF_SIZE command buffers */
 	atomic_t test_irqs;
 	bool port_events;	/* the netdev may see port events */

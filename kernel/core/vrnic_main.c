@@ -22,6 +22,7 @@
 #include <linux/dmapool.h>
 #include <linux/module.h>
 #include <linux/rtnetlink.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 
 #include "vrnic_core.h"
@@ -55,6 +56,72 @@ static void vrnic_stop_dma(struct vrnic_pf *pf)
 	if (vrnic_reset(pf))
 		dev_warn(&pf->pdev->dev, "device reset timed out\n");
 	pci_clear_master(pf->pdev);
+}
+
+#define VRNIC_QPC_PAGE_SIZE	SZ_4K
+#define VRNIC_QPC_PAGES \
+	(VRNIC_MAX_QP * VRNIC_QPC_SIZE / VRNIC_QPC_PAGE_SIZE)
+
+/* Only after vrnic_stop_dma(): the device may write any of it until then. */
+static void vrnic_qpc_mem_free(struct vrnic_pf *pf)
+{
+	struct vrnic_qpc_mem *q = &pf->qpc;
+	struct device *dev = &pf->pdev->dev;
+	unsigned int i;
+
+	for (i = 0; i < q->npages; i++)
+		dma_free_coherent(dev, VRNIC_QPC_PAGE_SIZE, q->pages[i],
+				  le64_to_cpu(q->list[i]));
+	if (q->list)
+		dma_free_coherent(dev, VRNIC_QPC_PAGES * sizeof(__le64),
+				  q->list, q->list_dma);
+	kfree(q->pages);
+	memset(q, 0, sizeof(*q));
+}
+
+/*
+ * A device that models a QP-context cache (spec "QP-context cache") gets
+ * the memory for every QP's context before the first QP, at probe and
+ * after every function reset (a reset forgets it).  The memory is made
+ * once.  Without it the device still models the misses' cost, so a
+ * failure here is reported and not fatal.
+ */
+static void vrnic_qpc_mem_give(struct vrnic_pf *pf)
+{
+	struct vrnic_qpc_mem *q = &pf->qpc;
+	struct device *dev = &pf->pdev->dev;
+	struct vrnic_admin_cmd cmd = {};
+	dma_addr_t a;
+	int ret;
+
+	if (!le32_to_cpu(pf->attr.qpc_cache))
+		return;
+	if (!q->list) {
+		q->pages = kcalloc(VRNIC_QPC_PAGES, sizeof(*q->pages), GFP_KERNEL);
+		q->list = dma_alloc_coherent(dev, VRNIC_QPC_PAGES * sizeof(__le64),
+					     &q->list_dma, GFP_KERNEL);
+		if (!q->pages || !q->list)
+			goto nomem;
+		for (; q->npages < VRNIC_QPC_PAGES; q->npages++) {
+			q->pages[q->npages] = dma_alloc_coherent(dev, VRNIC_QPC_PAGE_SIZE,
+								 &a, GFP_KERNEL);
+			if (!q->pages[q->npages])
+				goto nomem;
+			q->list[q->npages] = cpu_to_le64(a);
+		}
+	}
+	cmd.opcode = VRNIC_ADMIN_SET_QPC_MEM;
+	cmd.set_qpc_mem.base = cpu_to_le64(q->list_dma);
+	cmd.set_qpc_mem.entries = cpu_to_le32(VRNIC_MAX_QP);
+	cmd.set_qpc_mem.flags = VRNIC_RING_PAGED;
+	ret = vrnic_pf_admin_exec(pf, &cmd, NULL);
+	if (ret)
+		dev_warn(dev, "QP-context memory refused: %d\n", ret);
+	return;
+nomem:
+	dev_warn(dev, "no memory for QP contexts: the cache model reads none\n");
+	/* The device never saw it: free at once. */
+	vrnic_qpc_mem_free(pf);
 }
 
 /*
@@ -421,6 +488,7 @@ int vrnic_pf_up(struct vrnic_pf *pf)
 				   sizeof(pf->attr));
 	if (ret)
 		goto err;
+	vrnic_qpc_mem_give(pf);
 	ret = vrnic_ceqs_create(pf);
 	if (ret)
 		goto err;
@@ -573,6 +641,7 @@ static int vrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 				   sizeof(pf->attr));
 	if (ret)
 		goto err_stop;
+	vrnic_qpc_mem_give(pf);
 	ret = vrnic_ceqs_create(pf);
 	if (ret)
 		goto err_stop;
@@ -601,6 +670,7 @@ err_ceqs:
 	vrnic_ceqs_destroy(pf);
 err_stop:
 	vrnic_stop_dma(pf);
+	vrnic_qpc_mem_free(pf);
 	vrnic_eq_free_irqs(pf);
 err_aeq:
 	vrnic_aeq_free(pf);
@@ -638,6 +708,7 @@ static void vrnic_remove(struct pci_dev *pdev)
 	vrnic_ceqs_destroy(pf);
 	/* All DMA stops before the rings are freed. */
 	vrnic_stop_dma(pf);
+	vrnic_qpc_mem_free(pf);
 	vrnic_eq_free_irqs(pf);
 	vrnic_aeq_free(pf);
 	vrnic_aq_free(pf);

@@ -540,6 +540,8 @@ static const struct rdma_stat_desc vrnic_hw_stat_descs[] = {
 	{ .name = "sack_sent" }, { .name = "sack_rcvd" },
 	{ .name = "ooo_placed" }, { .name = "ooo_dropped" },
 	{ .name = "implied_nak_seq_err" },
+	{ .name = "qpc_cache_hits" }, { .name = "qpc_cache_misses" },
+	{ .name = "qpc_cache_evictions" },
 };
 
 static struct rdma_hw_stats *vrnic_ib_alloc_hw_port_stats(struct ib_device *ibdev,

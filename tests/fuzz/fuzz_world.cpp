@@ -775,6 +775,12 @@ void Dev::reset(uint8_t peer_id, bool eth)
 		.mac = {0x52, 0x54, 0x00, 0x12, 0x34, id},
 		.num_msix = VRNIC_NUM_MSIX,
 		.link_up = true,
+		.host_mem_budget = 0,
+		.speed_mbps = 0,
+		// A small QP-context cache, so that evictions and misses
+		// (their write-back and read) are fuzzed with the rest.
+		.qpc_cache = 4,
+		.qpc_miss_ns = 0,
 	};
 	if (eng) {
 		vrnic_engine_reset(eng);

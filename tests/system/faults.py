@@ -601,6 +601,10 @@ def bad_command_line(stage, a, b):
               "--host-mem-budget must be between"),
              (["--mac", "52:54:00:00:00:01", "--speed-mbps", "999999999"],
               "--speed-mbps must be between"),
+             (["--mac", "52:54:00:00:00:01", "--qpc-cache", "65537"],
+              "--qpc-cache must be between 0 and 65536"),
+             (["--mac", "52:54:00:00:00:01", "--qpc-miss-ns", "0"],
+              "--qpc-miss-ns must be between 1 and"),
              (["--mac", "52:54:00:00:00:01", "--x-fault-bogus"], "usage:")]
     for extra, want in cases:
         try:

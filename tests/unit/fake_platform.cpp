@@ -55,7 +55,8 @@ const vrnic_platform_ops kOps = {
 } // namespace
 
 FakePlatform::FakePlatform(uint8_t mac_last, uint64_t mem_size,
-			   uint64_t host_mem_budget)
+			   uint64_t host_mem_budget, uint32_t qpc_cache,
+			   uint32_t qpc_miss_ns)
 	: mem(mem_size)
 {
 	const vrnic_engine_config cfg = {
@@ -64,6 +65,8 @@ FakePlatform::FakePlatform(uint8_t mac_last, uint64_t mem_size,
 		.link_up = true,
 		.host_mem_budget = host_mem_budget,
 		.speed_mbps = 0,
+		.qpc_cache = qpc_cache,
+		.qpc_miss_ns = qpc_miss_ns,
 	};
 	eng = vrnic_engine_new(&cfg, &kOps, this);
 	if (!eng)

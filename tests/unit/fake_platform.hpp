@@ -16,9 +16,11 @@ struct FakePlatform {
 	static constexpr uint64_t kMemBase = 0x100000;
 	static constexpr uint64_t kMemSize = 4 << 20;	// default window
 
-	// host_mem_budget: the engine's, 0 for its default.
+	// host_mem_budget: the engine's, 0 for its default; qpc_cache and
+	// qpc_miss_ns: the QP-context cache model's (0: unlimited, default).
 	explicit FakePlatform(uint8_t mac_last = 0x56, uint64_t mem_size = kMemSize,
-			      uint64_t host_mem_budget = 0);
+			      uint64_t host_mem_budget = 0, uint32_t qpc_cache = 0,
+			      uint32_t qpc_miss_ns = 0);
 	~FakePlatform();
 	FakePlatform(const FakePlatform &) = delete;
 	FakePlatform &operator=(const FakePlatform &) = delete;

@@ -7,8 +7,9 @@
 #include <string>
 
 Node::Node(uint8_t node_id, bool paged_rings, unsigned cq_log_depth,
-	   uint8_t type, uint64_t host_mem_budget)
-	: p(node_id, 40 << 20, host_mem_budget), id(node_id), paged(paged_rings),
+	   uint8_t type, uint64_t host_mem_budget, uint32_t qpc_cache,
+	   uint32_t qpc_miss_ns)
+	: p(node_id, 40 << 20, host_mem_budget, qpc_cache, qpc_miss_ns), id(node_id), paged(paged_rings),
 	  cq_log(cq_log_depth), qp_type(type)
 {
 	p.enable();
@@ -19,6 +20,16 @@ Node::Node(uint8_t node_id, bool paged_rings, unsigned cq_log_depth,
 	c.create_eq.eqn = 1;
 	c.create_eq.vector = 1;
 	admin_ok(c);
+
+	// A limited QP-context cache: its backing memory, as the driver
+	// gives it, before the first QP.
+	if (qpc_cache) {
+		c = {};
+		c.opcode = VRNIC_ADMIN_SET_QPC_MEM;
+		c.set_qpc_mem.base = kQpcMem;
+		c.set_qpc_mem.entries = VRNIC_MAX_QP;
+		admin_ok(c);
+	}
 
 	c = {};
 	c.opcode = VRNIC_ADMIN_CREATE_PD;

@@ -49,6 +49,8 @@ CHECK_OFF(vrnic_device_attr, gid_tbl_len, 86);
 CHECK_OFF(vrnic_device_attr, max_srq, 96);
 CHECK_OFF(vrnic_device_attr, max_mcast_attach, 100);
 CHECK_OFF(vrnic_device_attr, host_mem_budget, 88);
+CHECK_OFF(vrnic_device_attr, qpc_cache, 104);
+CHECK_OFF(vrnic_device_attr, qpc_miss_ns, 108);
 CHECK_OFF(vrnic_port_attr, speed_mbps, 12);
 CHECK_OFF(vrnic_stats, admin_cmds, 72);
 CHECK_OFF(vrnic_stats, sent_pkts, 80);
@@ -60,6 +62,11 @@ CHECK_OFF(vrnic_stats, rp_cnp_ignored, 320);
 CHECK_OFF(vrnic_stats, roce_adp_retrans, 328);
 CHECK_OFF(vrnic_stats, ooo_dropped, 368);
 CHECK_OFF(vrnic_stats, implied_nak_seq_err, 376);
+CHECK_OFF(vrnic_stats, qpc_cache_hits, 384);
+CHECK_OFF(vrnic_stats, qpc_cache_evictions, 400);
+CHECK_OFF(vrnic_admin_set_qpc_mem, entries, 8);
+CHECK_OFF(vrnic_admin_set_qpc_mem, flags, 12);
+CHECK_OFF(vrnic_qpc, dbrec, 56);
 CHECK_OFF(vrnic_port_stats, rx_pause_duration_us, 64);
 CHECK_OFF(vrnic_port_stats, tx_pause, 192);
 CHECK_OFF(vrnic_port_stats, mac_control_malformed, 264);
@@ -127,13 +134,15 @@ TEST(Layout, SizesMatchSpec)
 	EXPECT_EQ(sizeof(vrnic_admin_cqe), 16u);
 	EXPECT_EQ(sizeof(vrnic_eqe), 16u);
 	EXPECT_EQ(sizeof(vrnic_eth_desc), 16u);
-	EXPECT_EQ(sizeof(vrnic_device_attr), 104u);
+	EXPECT_EQ(sizeof(vrnic_device_attr), 112u);
 	EXPECT_EQ(sizeof(vrnic_port_attr), 16u);
-	EXPECT_EQ(sizeof(vrnic_stats), 384u);
+	EXPECT_EQ(sizeof(vrnic_stats), 408u);
 	EXPECT_EQ(sizeof(vrnic_port_stats), 280u);
 	EXPECT_EQ(sizeof(vrnic_admin_set_cc), 12u);
 	EXPECT_EQ(sizeof(vrnic_cc_params), 128u);
 	EXPECT_EQ(sizeof(vrnic_qp_attr), 128u);
+	EXPECT_EQ(sizeof(vrnic_admin_set_qpc_mem), 16u);
+	EXPECT_EQ(sizeof(vrnic_qpc), 64u);
 }
 
 TEST(Layout, RegisterMapIsAlignedAndInsideBar0)

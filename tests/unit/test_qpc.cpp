@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The QP-context cache model (issue 29): its LRU accounting; with a cache
+// smaller than the QPs in use, every QP's data still arrives whole, each
+// miss reads the context back from the memory the driver gave and each
+// eviction writes it there (the context read back is the one written); a
+// context the guest overwrote is counted, never trusted; the misses'
+// modelled cost is paid in time the device does not send; unlimited (the
+// default) changes nothing.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <map>
+
+#include "engine_internal.hpp"
+#include "qpc_cache.hpp"
+#include "rdma_node.hpp"
+
+namespace {
+
+using vrnic::QpcCache;
+using vrnic::Rdma;
+
+Rdma &rdma(Node &n) { return n.p.eng->dev.rdma_for_test(); }
+
+vrnic_device_attr query_device(FakePlatform &p)
+{
+	const uint64_t out = FakePlatform::kMemBase + 0x8000;
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_QUERY_DEVICE;
+	c.query.out_addr = out;
+	c.query.out_len = sizeof(vrnic_device_attr);
+	EXPECT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
+	return p.load<vrnic_device_attr>(out);
+}
+
+// A cache of 3: hits move a slot to the front, a miss evicts the least
+// recently used, forget() leaves no entry and no write-back.
+TEST(QpcCache, LruOrderHitsMissesEvictions)
+{
+	QpcCache c;
+	uint32_t ev;
+
+	EXPECT_FALSE(c.limited());
+	c.set_capacity(3);
+	EXPECT_FALSE(c.touch(10, ev));
+	EXPECT_EQ(ev, QpcCache::kNone);
+	EXPECT_FALSE(c.touch(11, ev));
+	EXPECT_FALSE(c.touch(12, ev));
+	EXPECT_EQ(c.size(), 3u);
+	EXPECT_TRUE(c.touch(10, ev));		// 10 most recent: 11 is least
+	EXPECT_FALSE(c.touch(13, ev));
+	EXPECT_EQ(ev, 11u);
+	EXPECT_FALSE(c.cached(11));
+	EXPECT_TRUE(c.cached(10) && c.cached(12) && c.cached(13));
+	c.forget(12);
+	EXPECT_EQ(c.size(), 2u);
+	EXPECT_FALSE(c.touch(14, ev));		// room again: no eviction
+	EXPECT_EQ(ev, QpcCache::kNone);
+	EXPECT_FALSE(c.touch(60000, ev));	// the links grow with the slot
+	EXPECT_EQ(ev, 10u);
+	c.forget(60000);
+	c.forget(60000);			// twice: nothing
+	EXPECT_EQ(c.size(), 2u);
+	c.clear();
+	EXPECT_EQ(c.size(), 0u);
+	EXPECT_FALSE(c.touch(13, ev));
+	EXPECT_EQ(ev, QpcCache::kNone);
+}
+
+// A reference LRU against the cache, for a long random sequence.
+TEST(QpcCache, MatchesAReferenceLru)
+{
+	QpcCache c;
+	c.set_capacity(8);
+	std::vector<uint32_t> ref;	// most recent first
+	uint32_t x = 12345;
+	for (int i = 0; i < 20000; i++) {
+		x = x * 1103515245u + 12345u;
+		const uint32_t s = (x >> 16) % 24;
+		uint32_t ev;
+		const bool hit = c.touch(s, ev);
+		const auto it = std::find(ref.begin(), ref.end(), s);
+		ASSERT_EQ(hit, it != ref.end()) << i;
+		uint32_t want = QpcCache::kNone;
+		if (it != ref.end()) {
+			ref.erase(it);
+		} else if (ref.size() == 8) {
+			want = ref.back();
+			ref.pop_back();
+		}
+		ref.insert(ref.begin(), s);
+		ASSERT_EQ(ev, want) << i;
+		if (i % 97 == 0) {
+			c.forget(ref.back());
+			ref.pop_back();
+		}
+	}
+}
+
+// n QP pairs a -> b, each of a's on its own SQ ring and doorbell record.
+struct Pairs {
+	static constexpr uint64_t kSqs = Node::B + 0x1200000;	// 128 KiB each
+	static constexpr uint64_t kDbs = Node::B + 0x41000;	// 8 B each
+	Node &a, &b;
+	std::vector<uint32_t> qa, qb;
+	std::vector<uint32_t> posted;
+
+	Pairs(Node &x, Node &y, unsigned n) : a(x), b(y), posted(n)
+	{
+		for (unsigned i = 0; i < n; i++) {
+			vrnic_admin_cmd c = a.srq_qp_cmd(0);
+			c.create_qp.rq_base = Node::kRq;
+			c.create_qp.rq_log_depth = Node::kRqLog;
+			c.create_qp.rq_wqe_shift = Node::kRqShift;
+			vrnic_admin_cmd d = c;
+			d.create_qp.pdn = b.pd;
+			d.create_qp.send_cqn = d.create_qp.recv_cqn = b.cq;
+			c.create_qp.sq_base = kSqs + uint64_t(i) * 0x20000;
+			c.create_qp.dbrec = kDbs + 8ull * i;
+			a.qp = a.admin_ok(c);
+			b.qp = b.admin_ok(d);
+			a.connect(b, 5, 100 + i, 5000 + i);
+			b.connect(a, 5, 5000 + i, 100 + i);
+			qa.push_back(a.qp);
+			qb.push_back(b.qp);
+		}
+	}
+	// One RDMA WRITE of len bytes on pair i, from a's data at src to b's
+	// at dst.
+	void write(unsigned i, uint64_t src, uint64_t dst, uint32_t len, uint64_t wr)
+	{
+		const uint32_t shift = Node::kSqShift;
+		const uint64_t slot = kSqs + uint64_t(i) * 0x20000 +
+				      uint64_t(posted[i] % (1u << Node::kSqLog)) * (1u << shift);
+		std::memset(a.p.ptr(slot), 0, 1u << shift);
+		vrnic_send_wqe h = send_wqe(wr, VRNIC_WR_RDMA_WRITE, Node::kIova + dst, b.mr);
+		h.num_sge = 1;
+		a.p.store(slot, h);
+		a.p.store(slot + sizeof(h), a.sge(src, len));
+		posted[i]++;
+		a.p.store<uint32_t>(kDbs + 8ull * i, posted[i]);
+		a.p.db(0, VRNIC_DB_SQ, qa[i]);
+	}
+};
+
+// Both nodes on a wire that takes no time; the clock jumps to the
+// earliest timer when nothing moves.
+bool run(Node &a, Node &b, const std::function<bool()> &done)
+{
+	for (int r = 0; r < 2000000; r++) {
+		if (done())
+			return true;
+		for (Node *n : {&a, &b})
+			for (int i = 0; i < 1000; i++) {
+				const unsigned s = n->p.schedules;
+				vrnic_engine_poll(n->p.eng);
+				if (n->p.schedules == s)
+					break;
+			}
+		auto fa = std::move(a.p.frames);
+		auto fb = std::move(b.p.frames);
+		a.p.frames.clear();
+		b.p.frames.clear();
+		for (auto &f : fa)
+			vrnic_engine_receive(b.p.eng, f.data(), f.size());
+		for (auto &f : fb)
+			vrnic_engine_receive(a.p.eng, f.data(), f.size());
+		if (!fa.empty() || !fb.empty())
+			continue;
+		uint64_t next = 0;
+		for (Node *n : {&a, &b})
+			if (n->p.deadline && (!next || n->p.deadline < next))
+				next = n->p.deadline;
+		if (!next)
+			return done();
+		for (Node *n : {&a, &b}) {
+			n->p.now = std::max(n->p.now, next);
+			if (n->p.deadline && n->p.deadline <= next) {
+				n->p.deadline = 0;
+				vrnic_engine_timer(n->p.eng);
+			}
+		}
+	}
+	return done();
+}
+
+unsigned drain(Node &n, std::map<uint32_t, unsigned> &per_qp)
+{
+	unsigned got = 0;
+	vrnic_cqe c;
+	while (n.poll_cq(c)) {
+		EXPECT_EQ(c.status, VRNIC_WC_ST_SUCCESS);
+		per_qp[c.qpn]++;
+		got++;
+	}
+	return got;
+}
+
+// 6 QPs in rotation through a cache of 2: misses and evictions on every
+// turn, data whole on every QP, each context read back as written.
+TEST(QpcCacheEngine, RotatingQpsThroughASmallCache)
+{
+	Node a{1, false, Node::kCqLog, VRNIC_QPT_RC, 0, 2, 1000}, b{2};
+	Pairs pr(a, b, 6);
+	const auto &cnt = rdma(a).counters();
+	const auto &sc = rdma(a).sched_counters();
+	const uint64_t miss0 = cnt.qpc_cache_misses;
+
+	constexpr unsigned kRounds = 8;
+	constexpr uint32_t kLen = 8192;
+	unsigned total = 0;
+	std::map<uint32_t, unsigned> per_qp;
+	for (unsigned r = 0; r < kRounds; r++)
+		for (unsigned i = 0; i < 6; i++) {
+			const uint64_t off = (uint64_t(r) * 6 + i) * kLen;
+			pr.write(i, off, 0x800000 + off, kLen, r * 6 + i);
+		}
+	ASSERT_TRUE(run(a, b, [&] {
+		total += drain(a, per_qp);
+		return total == kRounds * 6;
+	}));
+	for (uint32_t q : pr.qa)
+		EXPECT_EQ(per_qp[q], kRounds);
+	EXPECT_EQ(std::memcmp(b.data(0x800000), a.data(0), kRounds * 6 * kLen), 0);
+	EXPECT_GT(cnt.qpc_cache_misses - miss0, 6u * 2);
+	EXPECT_GT(cnt.qpc_cache_evictions, 6u);
+	EXPECT_GT(cnt.qpc_cache_hits, 0u);
+	EXPECT_EQ(sc.qpc_ctx_mismatch, 0u);
+	EXPECT_LE(rdma(a).qpc().size(), 2u);
+	// The contexts of the QPs out of the cache are in the guest's memory
+	// as the device last had them.
+	unsigned checked = 0;
+	for (uint32_t q : pr.qa) {
+		if (rdma(a).qpc().cached(vrnic::handle_slot(q)))
+			continue;
+		const auto mem = a.p.load<vrnic_qpc>(Node::kQpcMem +
+						      vrnic::handle_slot(q) * VRNIC_QPC_SIZE);
+		const vrnic_qpc want = Rdma::qpc_record(*rdma(a).qp(q));
+		EXPECT_EQ(std::memcmp(&mem, &want, sizeof(mem)), 0) << q;
+		EXPECT_EQ(mem.qpn, q);
+		EXPECT_EQ(mem.state, VRNIC_QPS_RTS);
+		checked++;
+	}
+	EXPECT_GE(checked, 4u);
+	// b's cache is unlimited: every access a hit, no miss.
+	EXPECT_EQ(rdma(b).counters().qpc_cache_misses, 0u);
+	EXPECT_GT(rdma(b).counters().qpc_cache_hits, 0u);
+	EXPECT_FALSE(rdma(b).qpc().limited());
+}
+
+// The guest overwrites an evicted context: the next miss reads it, counts
+// it, and the QP goes on from the device's own copy.
+TEST(QpcCacheEngine, AContextTheGuestOverwroteIsNotTrusted)
+{
+	Node a{1, false, Node::kCqLog, VRNIC_QPT_RC, 0, 1, 1000}, b{2};
+	Pairs pr(a, b, 2);
+	const auto &sc = rdma(a).sched_counters();
+	std::map<uint32_t, unsigned> per_qp;
+	unsigned total = 0;
+
+	pr.write(0, 0, 0x800000, 4096, 1);
+	pr.write(1, 4096, 0x801000, 4096, 2);
+	ASSERT_TRUE(run(a, b, [&] { total += drain(a, per_qp); return total == 2; }));
+	// One of the two is out of the cache now; scribble over its context.
+	const uint32_t out = rdma(a).qpc().cached(vrnic::handle_slot(pr.qa[0])) ? 1 : 0;
+	ASSERT_FALSE(rdma(a).qpc().cached(vrnic::handle_slot(pr.qa[out])));
+	std::memset(a.p.ptr(Node::kQpcMem + vrnic::handle_slot(pr.qa[out]) * VRNIC_QPC_SIZE),
+		    0xa5, VRNIC_QPC_SIZE);
+	const uint64_t bad = sc.qpc_ctx_mismatch;
+	pr.write(out, 0x2000, 0x802000, 4096, 3);
+	ASSERT_TRUE(run(a, b, [&] { total += drain(a, per_qp); return total == 3; }));
+	EXPECT_EQ(sc.qpc_ctx_mismatch, bad + 1);
+	EXPECT_EQ(rdma(a).qp(pr.qa[out])->attr.state, VRNIC_QPS_RTS);
+	EXPECT_EQ(std::memcmp(b.data(0x800000), a.data(0), 3 * 4096), 0);
+}
+
+// The misses cost time: with 100 µs a miss, 2 QPs alternating through a
+// cache of 1 make the device wait, and what it waited is what the misses
+// cost (less what is still owed, at most the slack).  Unlimited, the same
+// traffic takes no time at all on this wire.
+TEST(QpcCacheEngine, MissesArePaidInTime)
+{
+	constexpr uint32_t kMiss = 100000;
+	for (const uint32_t cache : {1u, 0u}) {
+		Node a{1, false, Node::kCqLog, VRNIC_QPT_RC, 0, cache, kMiss}, b{2};
+		Pairs pr(a, b, 2);
+		const auto &cnt = rdma(a).counters();
+		const auto &sc = rdma(a).sched_counters();
+		const uint64_t miss0 = cnt.qpc_cache_misses, t0 = a.p.now;
+		std::map<uint32_t, unsigned> per_qp;
+		unsigned total = 0;
+		for (unsigned r = 0; r < 16; r++)
+			for (unsigned i = 0; i < 2; i++)
+				pr.write(i, (r * 2 + i) * 4096ull, 0x800000 + (r * 2 + i) * 4096ull,
+					 4096, r * 2 + i);
+		ASSERT_TRUE(run(a, b, [&] { total += drain(a, per_qp); return total == 32; }));
+		const uint64_t misses = cnt.qpc_cache_misses - miss0;
+		if (!cache) {
+			EXPECT_EQ(misses, 0u);
+			EXPECT_EQ(sc.qpc_stalls, 0u);
+			EXPECT_EQ(a.p.now, t0);
+			continue;
+		}
+		EXPECT_GE(misses, 16u);
+		EXPECT_GT(sc.qpc_stalls, 0u);
+		// Every miss asked for its time; the stalls asked for all but
+		// what is still owed (under the slack plus one miss).
+		EXPECT_LE(sc.qpc_stall_ns, cnt.qpc_cache_misses * uint64_t(kMiss));
+		EXPECT_GE(sc.qpc_stall_ns + uint64_t(Rdma::kQpcStallSlackNs) + kMiss,
+			  cnt.qpc_cache_misses * uint64_t(kMiss));
+		EXPECT_GE(a.p.now - t0, sc.qpc_stall_ns / 2);
+		EXPECT_EQ(std::memcmp(b.data(0x800000), a.data(0), 32 * 4096), 0);
+	}
+}
+
+// QUERY_DEVICE tells the driver; SET_QPC_MEM takes only whole, aligned
+// memory for every slot, and only while no QP exists.
+TEST(QpcCacheEngine, QueryDeviceAndSetQpcMem)
+{
+	FakePlatform p(7, 40 << 20, 0, 256, 0);
+	p.enable();
+	const vrnic_device_attr attr = query_device(p);
+	EXPECT_EQ(attr.qpc_cache, 256u);
+	EXPECT_EQ(attr.qpc_miss_ns, VRNIC_QPC_MISS_NS_DEFAULT);
+
+	vrnic_admin_cmd c{};
+	c.opcode = VRNIC_ADMIN_SET_QPC_MEM;
+	c.set_qpc_mem.base = Node::kQpcMem;
+	c.set_qpc_mem.entries = VRNIC_MAX_QP - 1;
+	EXPECT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_BAD_PARAM);
+	c.set_qpc_mem.entries = VRNIC_MAX_QP;
+	c.set_qpc_mem.base = Node::kQpcMem + 64;
+	EXPECT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_BAD_PARAM);
+	c.set_qpc_mem.base = Node::kQpcMem;
+	c.set_qpc_mem.rsvd[1] = 1;
+	EXPECT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_BAD_PARAM);
+	c.set_qpc_mem.rsvd[1] = 0;
+	c.set_qpc_mem.flags = 0x80;
+	EXPECT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_BAD_PARAM);
+	c.set_qpc_mem.flags = 0;
+	EXPECT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
+
+	Node n{3, false, Node::kCqLog, VRNIC_QPT_RC, 0, 16, 0};
+	EXPECT_EQ(query_device(n.p).qpc_cache, 16u);
+	c.set_qpc_mem.base = Node::kQpcMem;
+	EXPECT_EQ(n.p.admin(c).status, VRNIC_ADMIN_ST_BUSY);	// n has a QP
+
+	FakePlatform u;
+	u.enable();
+	EXPECT_EQ(query_device(u).qpc_cache, 0u);		// unlimited
+}
+
+} // namespace
