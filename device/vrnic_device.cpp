@@ -997,6 +997,11 @@ std::string Device::ctl_qom_get(const std::string &prop) const
 		return ctl::reply_ok(std::to_string(fault_create_ring_));
 	if (prop == "x-fault-internal")
 		return ctl::reply_ok("false");	// as QEMU's: reading gives false
+	if (prop == "qpc-cache")
+		return ctl::reply_ok(std::to_string(opt_.qpc_cache));
+	if (prop == "qpc-miss-ns")
+		return ctl::reply_ok(std::to_string(opt_.qpc_miss_ns ? opt_.qpc_miss_ns
+								   : VRNIC_QPC_MISS_NS_DEFAULT));
 	return ctl::reply_error("Property 'vrnic." + prop + "' not found");
 }
 
@@ -1016,6 +1021,19 @@ std::string Device::ctl_qom_set(const std::string &prop, const ctl::Value &v)
 		fault_destroy_ = n;
 	} else if (prop == "x-fault-create-ring") {
 		fault_create_ring_ = n;
+	} else if (prop == "qpc-cache" || prop == "qpc-miss-ns") {
+		// The QP-context cache model, as --qpc-cache and --qpc-miss-ns
+		// would have set it; the guest's driver learns of it when it
+		// next probes.
+		const bool cache = prop == "qpc-cache";
+		if (cache ? n > VRNIC_MAX_QP : (n == 0 || n > VRNIC_QPC_MISS_NS_MAX))
+			return ctl::reply_error("Parameter 'value' is out of range");
+		const uint32_t entries = cache ? n : opt_.qpc_cache;
+		const uint32_t miss = cache ? opt_.qpc_miss_ns : n;
+		if (!eng_ || !vrnic_engine_set_qpc(eng_, entries, miss))
+			return ctl::reply_error("the device is not running");
+		opt_.qpc_cache = entries;
+		opt_.qpc_miss_ns = miss;
 	} else if (prop == "x-fault-admin") {
 		// 0 lets a held doorbell through now; a new delay counts from now.
 		fault_admin_ = n;

@@ -128,6 +128,15 @@ void vrnic_engine_set_link(struct vrnic_engine *e, bool up)
 	}, up);
 }
 
+bool vrnic_engine_set_qpc(struct vrnic_engine *e, uint32_t entries,
+			  uint32_t miss_ns)
+{
+	return entry(e, Device::Call::Config, false, false, [=](Device &d) {
+		d.set_qpc(entries, miss_ns);
+		return true;
+	});
+}
+
 void vrnic_engine_tx_resume(struct vrnic_engine *e)
 {
 	entry(e, Device::Call::TxResume, 0, 0, [](Device &d) {

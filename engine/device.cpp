@@ -40,11 +40,7 @@ Device::Device(const vrnic_engine_config &cfg, const vrnic_platform_ops *ops,
 	if (!cfg_.speed_mbps)
 		cfg_.speed_mbps = VRNIC_SPEED_MBPS_DEFAULT;
 	cfg_.num_msix = std::min<uint32_t>(cfg_.num_msix, VRNIC_NUM_MSIX);
-	if (!cfg_.qpc_miss_ns)
-		cfg_.qpc_miss_ns = VRNIC_QPC_MISS_NS_DEFAULT;
-	cfg_.qpc_miss_ns = std::min(cfg_.qpc_miss_ns, VRNIC_QPC_MISS_NS_MAX);
-	cfg_.qpc_cache = std::min<uint32_t>(cfg_.qpc_cache, VRNIC_MAX_QP);
-	rdma_.set_qpc(cfg_.qpc_cache, cfg_.qpc_miss_ns);
+	set_qpc(cfg_.qpc_cache, cfg_.qpc_miss_ns);
 	// Memory came back after a refusal: WQEs waiting for it are fetched.
 	budget_.on_release([this] { plat_.schedule(); });
 	reset();
@@ -133,6 +129,18 @@ bool Device::enter(Call what, bool link_up) noexcept
 	return true;
 }
 
+// Out of range is clamped: 0 ns is the default, more than
+// VRNIC_MAX_QP entries is VRNIC_MAX_QP.  QUERY_DEVICE reports the new
+// values; a driver learns them when it next probes (and only then gives
+// the memory a limited cache reads contexts from).
+void Device::set_qpc(uint32_t entries, uint32_t miss_ns)
+{
+	cfg_.qpc_miss_ns = miss_ns ? std::min(miss_ns, VRNIC_QPC_MISS_NS_MAX)
+				   : VRNIC_QPC_MISS_NS_DEFAULT;
+	cfg_.qpc_cache = std::min<uint32_t>(entries, VRNIC_MAX_QP);
+	rdma_.set_qpc(cfg_.qpc_cache, cfg_.qpc_miss_ns);
+}
+
 void Device::refuse(Call what, bool link_up)
 {
 	switch (what) {
@@ -161,6 +169,8 @@ void Device::refuse(Call what, bool link_up)
 	case Call::DbWrite:
 		guest_error("blocked re-entrant register or doorbell access");
 		break;
+	case Call::Config:
+		break;		// the caller is told (false)
 	}
 	cnt_.reentry_refused++;
 }

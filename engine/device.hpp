@@ -82,7 +82,7 @@ public:
 	//   (VRNIC_ERR_INTERNAL) and waits for a reset.
 	enum class Call : uint8_t {
 		Reset, RegRead, RegWrite, DbWrite, Poll, Timer, Receive, Link,
-		TxResume
+		TxResume, Config
 	};
 	enum class Run : uint8_t { Idle, Running, Draining };
 	[[nodiscard]] Run state() const { return run_; }
@@ -94,6 +94,8 @@ public:
 	void internal_error() noexcept;
 
 	void reset();
+	// vrnic_engine_set_qpc(): the QP-context cache model, at once.
+	void set_qpc(uint32_t entries, uint32_t miss_ns);
 	// vrnic_engine_tx_resume(): the network has room again.
 	void tx_resume()
 	{

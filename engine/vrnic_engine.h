@@ -135,6 +135,14 @@ bool vrnic_engine_can_receive(struct vrnic_engine *e);
 size_t vrnic_engine_receive(struct vrnic_engine *e, const uint8_t *frame,
 			    size_t len);
 void vrnic_engine_set_link(struct vrnic_engine *e, bool up);
+/*
+ * The QP-context cache model, changed at run time (vrnic-device's control
+ * socket): entries (0 = unlimited, at most VRNIC_MAX_QP) and miss_ns (0 =
+ * the default).  The cache starts empty; a driver learns of it at its next
+ * probe.  False if refused (called from inside the engine).
+ */
+bool vrnic_engine_set_qpc(struct vrnic_engine *e, uint32_t entries,
+			  uint32_t miss_ns);
 /* The network has room again after send_frame() returned non-zero. */
 void vrnic_engine_tx_resume(struct vrnic_engine *e);
 

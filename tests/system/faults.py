@@ -761,13 +761,87 @@ def devlink_recover(stage, a, b):
           rc == 1, bad[-1500:])
 
 
+def rdma_stat(vm, names):
+    """The named counters of `rdma statistic show link vrnic0/1`."""
+    _, out = vm.run("rdma statistic show link vrnic0/1")
+    got = {}
+    for n in names:
+        m = re.search(r"\b%s (\d+)" % n, out)
+        got[n] = int(m.group(1)) if m else None
+    return got
+
+
+QPC = ("qpc_cache_hits", "qpc_cache_misses", "qpc_cache_evictions")
+
+
+def qpc_cache(stage, a, b):
+    """The QP-context cache model (issue 29): set at run time through
+    vrnic-device's control socket (qom-set qpc-cache), learned by the
+    driver when it probes again, which then gives the device the memory
+    its contexts are written back to.  64 QPs through a cache of 16 on
+    each side: ib_write_bw passes, misses and evictions count in rdma
+    statistic, the driver reports nothing refused, and unloading frees
+    that memory cleanly.  Back to unlimited at the end."""
+    import guest_tests  # noqa: E402  (its pair() and retry rules)
+    for cache in (16, 0):
+        for vm in (a, b):
+            vm.qmp("qom-set", path=vrnic_path(vm), property="qpc-cache",
+                   value=cache)
+            got = vm.qmp("qom-get", path=vrnic_path(vm),
+                         property="qpc-cache")
+            vm.check("dmesg -C")
+            rc, out = vm.run("timeout 60 rmmod vrnic_ib vrnic", timeout=70)
+            ok = rc == 0 and str(got) == str(cache)
+            if ok:
+                rc, out = vm.run(
+                    "modprobe vrnic && for i in $(seq 60); do "
+                    "[ -e /sys/class/infiniband/vrnic0 ] && break; "
+                    "sleep 0.5; done && vrnic-up 1500", timeout=90)
+                ok = rc == 0
+            if not check(stage, "%s: qpc-cache %d: qom-set, qom-get, rmmod "
+                         "and modprobe bring vrnic0 back" % (vm.name, cache),
+                         ok, "qom-get %r, rc %d: %s" % (got, rc, out[-500:])):
+                return
+        if not cache:
+            break
+        before = {vm.name: rdma_stat(vm, QPC) for vm in (a, b)}
+        args = "ib_write_bw -d vrnic0 -x 1 -q 64 -s 4096 -n 50"
+        guest_tests.pair(stage, "qpc-cache 16: %s" % args, b, a, args,
+                         "%s %s" % (args, b.ip), "#bytes", timeout=300)
+        for vm in (a, b):
+            after = rdma_stat(vm, QPC)
+            d = {k: (after[k] or 0) - (before[vm.name][k] or 0) for k in QPC}
+            check(stage, "%s: qpc-cache 16, 64 QPs: qpc_cache_misses and "
+                  "qpc_cache_evictions move in rdma statistic" % vm.name,
+                  None not in after.values() and d["qpc_cache_misses"] > 0 and
+                  d["qpc_cache_evictions"] > 0 and d["qpc_cache_hits"] > 0,
+                  "deltas %r" % d)
+            rc, out = vm.run("dmesg | grep -E 'QP-context memory refused|"
+                             "no memory for QP contexts|%s'" % BAD)
+            _, dma = vm.run("ethtool -S $(ls /sys/bus/pci/drivers/vrnic/*/"
+                            "net | head -1) | grep -w dev_dma_errors")
+            check(stage, "%s: qpc-cache 16: the device took the context "
+                  "memory and wrote and read it with no DMA error; no oops "
+                  "or warning" % vm.name, rc == 1 and
+                  dma.split()[-1:] == ["0"], dma + out[-1000:])
+    for vm in (a, b):
+        rc, out = vm.run("dmesg | grep -E '%s'" % BAD)
+        check(stage, "%s: back to an unlimited QP-context cache: the "
+              "memory freed at rmmod, no oops or warning" % vm.name,
+              rc == 1, out[-1000:])
+        after = rdma_stat(vm, QPC)
+        check(stage, "%s: unlimited again: no miss since the reload"
+              % vm.name, after["qpc_cache_misses"] == 0, repr(after))
+
+
 TESTS = {"cmdline": bad_command_line, "mtu": mtu_fault,
          "destroy": destroy_fault, "slots": admin_slots,
          "admin": admin_fault, "fatal": device_fatal,
          "kfatal": kernel_ulp_fatal,
          "kdestroy": lambda stage, a, b: kernel_ulp_fatal(stage, a, b,
                                                           "destroy"),
-         "remove": remove_under_server, "recover": devlink_recover}
+         "remove": remove_under_server, "qpc": qpc_cache,
+         "recover": devlink_recover}
 
 
 def run(stage, a, b, only=None):

@@ -22,6 +22,7 @@ using vrnic::QpcCache;
 using vrnic::Rdma;
 
 Rdma &rdma(Node &n) { return n.p.eng->dev.rdma_for_test(); }
+const Rdma &rdma_of(FakePlatform &p) { return p.eng->dev.rdma(); }
 
 vrnic_device_attr query_device(FakePlatform &p)
 {
@@ -349,6 +350,16 @@ TEST(QpcCacheEngine, QueryDeviceAndSetQpcMem)
 	FakePlatform u;
 	u.enable();
 	EXPECT_EQ(query_device(u).qpc_cache, 0u);		// unlimited
+	// At run time (vrnic-device's control socket), clamped.
+	EXPECT_TRUE(vrnic_engine_set_qpc(u.eng, 32, 5000));
+	EXPECT_EQ(query_device(u).qpc_cache, 32u);
+	EXPECT_EQ(query_device(u).qpc_miss_ns, 5000u);
+	EXPECT_TRUE(rdma_of(u).qpc().limited());
+	EXPECT_TRUE(vrnic_engine_set_qpc(u.eng, VRNIC_MAX_QP + 1, 0));
+	EXPECT_EQ(query_device(u).qpc_cache, uint32_t(VRNIC_MAX_QP));
+	EXPECT_EQ(query_device(u).qpc_miss_ns, VRNIC_QPC_MISS_NS_DEFAULT);
+	EXPECT_TRUE(vrnic_engine_set_qpc(u.eng, 0, 0));
+	EXPECT_FALSE(rdma_of(u).qpc().limited());
 }
 
 } // namespace
