@@ -873,6 +873,7 @@ private:
 	void qpc_write(const Qp &qp);
 	void qpc_created(const Qp &qp);
 	bool qpc_stall(uint64_t now);
+	bool qpc_paid(uint64_t now);
 	uint32_t turn_ = 0;
 	bool turn_again_ = false;
 	bool in_pass_ = false;

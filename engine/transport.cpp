@@ -1173,8 +1173,8 @@ void Rdma::timer()
 	// (poll_qp() keeps them there), and poll() visits them.
 	if (pfc_.expire(now))
 		plat_.schedule();
-	if (qpc_stall_until_ && now >= qpc_stall_until_)
-		plat_.schedule();
+	if (qpc_paid(now))
+		plat_.schedule();	// the pass may go on
 	sched_cnt_.timer_calls++;
 	while (!timers_.empty() && timers_.top().at <= now) {
 		const TimerHeap::Entry e = timers_.pop();
@@ -2376,15 +2376,22 @@ void Rdma::poll_qp(Qp &qp, unsigned int &budget)
 // kQpcStallSlackNs, the pass stops until they are paid (the timer wakes
 // it).  A wake-up later than asked pays ahead, up to the slack, so that
 // over time the device loses what its misses cost and no more than that.
+// The stall is over by now (true once): a late end pays ahead.
+bool Rdma::qpc_paid(uint64_t now)
+{
+	if (!qpc_stall_until_ || now < qpc_stall_until_)
+		return false;
+	qpc_debt_ns_ -= int64_t(std::min<uint64_t>(now - qpc_stall_until_,
+						  kQpcStallSlackNs));
+	qpc_stall_until_ = 0;
+	return true;
+}
+
 bool Rdma::qpc_stall(uint64_t now)
 {
-	if (qpc_stall_until_) {
-		if (now < qpc_stall_until_)
-			return true;
-		qpc_debt_ns_ -= int64_t(std::min<uint64_t>(now - qpc_stall_until_,
-							  kQpcStallSlackNs));
-		qpc_stall_until_ = 0;
-	}
+	qpc_paid(now);
+	if (qpc_stall_until_)
+		return true;
 	if (qpc_debt_ns_ < kQpcStallSlackNs)
 		return false;
 	qpc_stall_until_ = now + uint64_t(qpc_debt_ns_);

@@ -18,6 +18,10 @@ medians of 5): single-core memcpy, the frame rate of the AF_UNIX socket
 under the wires' netdev (stream; dgram for comparison), RoCE frames
 built/parsed per second and ICRC GB/s.
 
+Scale (issue 29, scripts/bench_scale.py): ib_write_bw against 1 to 4096
+active QPs, vrnic with its QP-context cache unlimited and small, and rxe,
+on a pair of its own (SCALE_BENCH=0 leaves it out).
+
 Middleware (issue 16, tests/system/middleware.py BenchSection): UCX
 tag_bw/tag_lat and MPI_Allreduce over vrnic, rxe and TCP (UCX's tcp
 transport; Open MPI's ob1/btl tcp), in the same runs.
@@ -43,6 +47,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
 import vm as vmlib  # noqa: E402
 import middleware  # noqa: E402
 import bench_fabric  # noqa: E402
+import bench_scale  # noqa: E402
 
 TOP = vmlib.TOP
 OUT = os.path.join(TOP, "build", "bench")
@@ -557,10 +562,14 @@ def main():
     if bench_fabric.enabled():
         fab_md, fab = bench_fabric.section(
             bench.median("ib_write_bw 64 KiB", "vrnic"))
+    # The scale section (scripts/bench_scale.py, issue 29): its own pair.
+    scale_md, scale = (bench_scale.section() if bench_scale.enabled()
+                       else ("", None))
     text, met, total = report(bench, host, time.time() - t0)
     text += modes_report(benches)
     if fab is not None:
         text += fab_md
+    text += scale_md
     with open(os.path.join(OUT, "results.md"), "w") as f:
         f.write(text)
     with open(os.path.join(OUT, "results.json"), "w") as f:
@@ -573,7 +582,7 @@ def main():
                 "cpu_s_per_gib": {"%s|%s" % k: v
                                   for k, v in b.cpu.items()}}
                 for m, b in benches.items()},
-            "fabric": fab}, f, indent=1)
+            "fabric": fab, "scale": scale}, f, indent=1)
     plot(bench)
     print("\n" + text)
     log("bench: %d of %d targets met; build/bench/results.md, "

@@ -1,0 +1,302 @@
+#!/usr/bin/python3
+"""make bench, the scale section (issue 29): aggregate ib_write_bw
+throughput and message rate against the number of QPs carrying it, for
+vrnic with its QP-context cache unlimited (the default) and small
+(SCALE_BENCH_CACHE contexts, 256 unless told), and for Linux rxe, on one
+pair of bench VMs (vrnic + virtio-net each, scripts/vm.py boot_bench).
+
+Each point is `ib_write_bw -s SIZE -q N -D SECS` (perftest spreads its
+messages over the N QPs in turn, so every QP is active), the median of
+SCALE_BENCH_REPEAT runs.  The cache is changed through vrnic-device's
+control socket (qom-set qpc-cache) and the driver reloaded, which is when
+it learns of the cache and gives the device its context memory.  Also
+reported: the cache's hits, misses and evictions per run (rdma
+statistic), so that the wall can be read against its cause.
+
+    SCALE_BENCH=0             leave the section out of make bench
+    SCALE_BENCH_QPS=1,16,...  the QP counts (default 1,16,256,1024,4096)
+    SCALE_BENCH_CACHE=256     the small cache
+    SCALE_BENCH_SIZE=4096     message size
+    SCALE_BENCH_MISS_NS=20000 a miss's cost in the small-cache series
+    SCALE_BENCH_REPEAT=3      runs per point
+    SCALE_BENCH_RXE=0         leave rxe out
+
+Run alone: python3 scripts/bench_scale.py (writes build/bench/scale.md,
+scale.json and scale.png).
+"""
+
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import vm as vmlib  # noqa: E402
+
+TOP = vmlib.TOP
+OUT = os.path.join(TOP, "build", "bench")
+MTU = 9000
+SECS = int(os.environ.get("BENCH_SECONDS", "4"))
+QPS = [int(x) for x in os.environ.get("SCALE_BENCH_QPS",
+                                      "1,16,256,1024,4096").split(",")]
+CACHE = int(os.environ.get("SCALE_BENCH_CACHE", "256"))
+# What a miss costs in the small-cache series (vrnic-device's default,
+# 800 ns, is a PCIe round trip at a real RNIC's packet rate; see the
+# report for the stretch).
+# The default stretches it as the fabric's DCQCN constants are
+# stretched: this emulation moves a 4 KiB message in 5-10 us, a 100 Gb/s
+# RNIC in about 0.35 us, so a miss that costs about two messages' time
+# there (800 ns) is 20 us here.
+MISS_NS = int(os.environ.get("SCALE_BENCH_MISS_NS", "20000"))
+SIZE = int(os.environ.get("SCALE_BENCH_SIZE", "4096"))
+REPEAT = int(os.environ.get("SCALE_BENCH_REPEAT", "3"))
+RXE = os.environ.get("SCALE_BENCH_RXE", "1") != "0"
+QPC = ("qpc_cache_hits", "qpc_cache_misses", "qpc_cache_evictions")
+
+
+def enabled():
+    return os.environ.get("SCALE_BENCH", "1") != "0"
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def setup(a, b):
+    here = os.path.join(TOP, "tests", "system", "rxe-up")
+    body = open(here).read()
+    for vm in (a, b):
+        vm.check("vrnic-up %d" % MTU, timeout=60)
+        vm.check("cat > /tmp/rxe-up <<'VRNIC_EOF'\n%sVRNIC_EOF\n"
+                 "bash /tmp/rxe-up %d %s" % (body, MTU, vm.ip2()), timeout=60)
+    a.check("ping -c 2 -W 5 %s && ping -c 2 -W 5 %s" % (b.ip, b.ip2()),
+            timeout=60)
+
+
+def set_cache(a, b, entries, miss_ns=800):
+    """Both vrnics to a QP-context cache of entries (0: unlimited) with
+    misses of miss_ns; the driver reloads to learn of it."""
+    for vm in (a, b):
+        vm.qmp("qom-set", path=vm.vrnic_qom_path(), property="qpc-miss-ns",
+               value=miss_ns)
+        vm.qmp("qom-set", path=vm.vrnic_qom_path(), property="qpc-cache",
+               value=entries)
+        vm.check("rmmod vrnic_ib vrnic && modprobe vrnic && "
+                 "for i in $(seq 60); do [ -e /sys/class/infiniband/vrnic0 ]"
+                 " && break; sleep 0.5; done && vrnic-up %d" % MTU,
+                 timeout=120)
+        rc, out = vm.run("dmesg | grep -E 'QP-context memory refused|"
+                         "no memory for QP contexts'")
+        if rc == 0:
+            raise vmlib.VMError("%s: %s" % (vm.name, out.strip()))
+    a.check("ping -c 2 -W 5 %s" % b.ip, timeout=60)
+
+
+def qpc_stats(vm):
+    _, out = vm.run("rdma statistic show link vrnic0/1")
+    got = {}
+    for n in QPC:
+        m = re.search(r"\b%s (\d+)" % n, out)
+        got[n] = int(m.group(1)) if m else 0
+    return got
+
+
+def dev_cpu(vms):
+    """CPU seconds the VMs' vrnic-device processes have used."""
+    t = 0.0
+    for vm in vms:
+        try:
+            with open("/proc/%d/stat" % vm.devproc.pid) as f:
+                w = f.read().rsplit(")", 1)[1].split()
+            t += (int(w[11]) + int(w[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, AttributeError, IndexError, ValueError):
+            pass
+    return t
+
+
+def bw(a, b, dev, ip, qps):
+    """One ib_write_bw run of qps QPs, b serving: (MiB/s, Mpps, the
+    vrnic-device processes' CPU share over the client's run) or None,
+    and the wall time it took (setup included)."""
+    args = "ib_write_bw -d %s -x 1 -F -s %d -q %d -D %d" % (dev, SIZE, qps,
+                                                           SECS)
+    limit = SECS * 6 + 60 + qps // 8
+    b.check("pkill -x ib_write_bw; (timeout %d %s > /tmp/srv.out 2>&1 &)"
+            % (limit, args))
+    time.sleep(1.5)
+    t0, c0 = time.time(), dev_cpu((a, b))
+    rc, out = a.run("timeout %d %s %s 2>&1" % (limit, args, ip),
+                    timeout=limit + 15)
+    wall = time.time() - t0
+    share = (dev_cpu((a, b)) - c0) / wall if wall > 0 else 0.0
+    b.run("for i in $(seq 20); do pgrep -x ib_write_bw >/dev/null || exit 0;"
+          " sleep 0.5; done; pkill -x ib_write_bw", timeout=30)
+    for line in out.splitlines():
+        w = line.split()
+        if rc == 0 and w and w[0] == str(SIZE) and len(w) >= 5:
+            mib = float(w[3]) * 1e6 / (1 << 20)  # perftest's MB/sec
+            return (mib, float(w[4]), share), wall
+    log("  ! ib_write_bw -q %d on %s: exit %d: %s"
+        % (qps, dev, rc, out.strip()[-300:]))
+    return None, wall
+
+
+def measure(a, b):
+    """{series: {qps: {"mib": .., "mpps": .., "qpc": {..}, "wall": ..}}}"""
+    res = {}
+    series = [("vrnic", 0), ("vrnic cache %d" % CACHE, CACHE)]
+    for name, cache in series:
+        set_cache(a, b, cache, MISS_NS)
+        res[name] = {}
+        for q in QPS:
+            runs, deltas, walls = [], [], []
+            for _ in range(REPEAT):
+                before = qpc_stats(a)
+                r, wall = bw(a, b, "vrnic0", b.ip, q)
+                after = qpc_stats(a)
+                walls.append(wall)
+                if r:
+                    runs.append(r)
+                    deltas.append({k: after[k] - before[k] for k in QPC})
+            if not runs:
+                continue
+            d = deltas[len(deltas) // 2]
+            acc = sum(d.values()) - d["qpc_cache_evictions"]
+            res[name][q] = {
+                "mib": statistics.median(x[0] for x in runs),
+                "mpps": statistics.median(x[1] for x in runs),
+                "dev_cpu": statistics.median(x[2] for x in runs),
+                "qpc": d, "wall": statistics.median(walls),
+                "miss_ratio": d["qpc_cache_misses"] / acc if acc else 0.0}
+            p = res[name][q]
+            log("  %-18s -q %-5d %8.1f MiB/s %7.4f Mpps  misses %5.1f%% "
+                "(%d)  devices' CPU %3.0f%%  (%.0f s)"
+                % (name, q, p["mib"], p["mpps"], 100 * p["miss_ratio"],
+                   d["qpc_cache_misses"], 100 * p["dev_cpu"], p["wall"]))
+    set_cache(a, b, 0)
+    if RXE:
+        res["rxe"] = {}
+        for q in QPS:
+            runs, walls = [], []
+            for _ in range(REPEAT):
+                r, wall = bw(a, b, "rxe0", b.ip2(), q)
+                walls.append(wall)
+                if r:
+                    runs.append(r)
+            if runs:
+                res["rxe"][q] = {
+                    "mib": statistics.median(x[0] for x in runs),
+                    "mpps": statistics.median(x[1] for x in runs),
+                    "wall": statistics.median(walls)}
+                log("  %-18s -q %-5d %8.1f MiB/s %7.4f Mpps  (%.0f s)"
+                    % ("rxe", q, res["rxe"][q]["mib"], res["rxe"][q]["mpps"],
+                       res["rxe"][q]["wall"]))
+    return res
+
+
+def report(res, elapsed):
+    first = QPS[0]
+    lines = ["", "## Scale: throughput against active QPs (issue 29)", "",
+             "`ib_write_bw -s %d -q N -D %d`, every QP active, median of %d; "
+             "vrnic with its QP-context cache unlimited and at %d contexts "
+             "(misses %d ns each), and rxe, on one pair of bench VMs "
+             "(%.0f s).  Relative: to the series' own %d-QP figure." % (
+                 SIZE, SECS, REPEAT, CACHE,
+                 MISS_NS, elapsed, first), ""]
+    hdr = "| QPs |"
+    sep = "|---|"
+    names = [n for n in res if res[n]]
+    for n in names:
+        hdr += " %s MiB/s | rel | Mpps |" % n
+        sep += "---|---|---|"
+        if n.startswith("vrnic cache"):
+            hdr += " miss % |"
+            sep += "---|"
+    lines += [hdr, sep]
+    for q in QPS:
+        row = "| %d |" % q
+        for n in names:
+            p = res[n].get(q)
+            base = res[n].get(first)
+            if p is None:
+                row += " failed | | |"
+            else:
+                rel = p["mib"] / base["mib"] if base else None
+                row += " %.1f | %s | %.4f |" % (
+                    p["mib"], "%.2f" % rel if rel else "", p["mpps"])
+            if n.startswith("vrnic cache"):
+                row += " %s |" % ("%.1f" % (100 * p["miss_ratio"]) if p else "")
+        lines.append(row)
+    # The target: unlimited, within 10% of the 1-QP figure up to 4K.
+    v = res.get("vrnic", {})
+    if first in v:
+        worst = min((v[q]["mib"] / v[first]["mib"], q) for q in v
+                    if q <= 4096)
+        lines += ["", "Unlimited cache, up to 4096 QPs: the lowest is %.2f "
+                  "of the %d-QP figure (at %d QPs); target >= 0.90: %s." % (
+                      worst[0], first, worst[1],
+                      "met" if worst[0] >= 0.9 else "missed")]
+    return "\n".join(lines) + "\n"
+
+
+def plot(res, path):
+    data = os.path.join(OUT, "scale.dat")
+    names = [n for n in res if res[n]]
+    with open(data, "w") as f:
+        for n in names:
+            f.write("# %s\n" % n)
+            for q in QPS:
+                if q in res[n]:
+                    f.write("%d %.2f\n" % (q, res[n][q]["mib"]))
+            f.write("\n\n")
+    gp = ["set terminal png size 900,500", "set output '%s'" % path,
+          "set title 'ib_write_bw %d B against active QPs (two TCG VMs)'"
+          % SIZE, "set logscale x 2", "set xlabel 'active QPs'",
+          "set ylabel 'MiB/s'", "set key outside", "set grid",
+          "plot " + ", ".join("'%s' index %d with linespoints title '%s'"
+                              % (data, i, n) for i, n in enumerate(names))]
+    try:
+        subprocess.run(["gnuplot"], input="\n".join(gp), text=True,
+                       check=True, timeout=60, capture_output=True)
+    except (OSError, subprocess.SubprocessError) as e:
+        log("  scale plot: %s" % e)
+
+
+def section():
+    """Boot the bench pair, measure, shut down: (markdown, data)."""
+    t0 = time.time()
+    log("== scale: booting VMs scale-a and scale-b (vrnic + virtio-net)")
+    a = b = None
+    try:
+        a, b = vmlib.boot_bench(("scale-a", "scale-b"))
+        setup(a, b)
+        res = measure(a, b)
+    except vmlib.VMError as e:
+        log("  ! scale: %s" % e)
+        return "\n## Scale\n\nThe section failed: %s\n" % e, None
+    finally:
+        for vm in (a, b):
+            if vm:
+                vm.kill()
+    md = report(res, time.time() - t0)
+    os.makedirs(OUT, exist_ok=True)
+    plot(res, os.path.join(OUT, "scale.png"))
+    return md, {k: {str(q): p for q, p in v.items()} for k, v in res.items()}
+
+
+def main():
+    md, data = section()
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, "scale.md"), "w") as f:
+        f.write(md)
+    with open(os.path.join(OUT, "scale.json"), "w") as f:
+        json.dump(data, f, indent=1)
+    print(md)
+    return 0 if data else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
