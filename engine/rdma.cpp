@@ -78,6 +78,7 @@ void Rdma::reset()
 	sched_cnt_ = SchedCounters();
 	// The cache keeps its size; the driver gives its memory again.
 	qpc_.clear();
+	qpc_written_.clear();
 	qpc_mem_ = RingMem();
 	qpc_mem_set_ = false;
 	qpc_debt_ns_ = 0;
@@ -228,13 +229,32 @@ const Qp *Rdma::qp(uint32_t qpn) const
 
 // ------------------------------------------------- QP-context cache
 
+// A pass that waited for a stall goes on at once.
 void Rdma::set_qpc(uint32_t entries, uint32_t miss_ns)
 {
+	if (qpc_stall_until_)
+		plat_.schedule();
 	qpc_.set_capacity(entries);
+	qpc_written_.clear();
 	qpc_miss_ns_ = miss_ns;
 	qpc_debt_ns_ = 0;
 	qpc_stall_until_ = 0;
 }
+
+namespace {
+
+// FNV-1a of a context as written, never 0 (0: none written).
+uint64_t qpc_hash(const vrnic_qpc &c)
+{
+	const auto *b = reinterpret_cast<const uint8_t *>(&c);
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < sizeof(c); i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h ? h : 1;
+}
+
+} // namespace
 
 vrnic_qpc Rdma::qpc_record(const Qp &qp)
 {
@@ -274,6 +294,7 @@ uint8_t Rdma::set_qpc_mem(const vrnic_admin_set_qpc_mem &c)
 	qpc_mem_ = std::move(m);
 	qpc_mem_set_ = true;
 	qpc_.clear();
+	qpc_written_.clear();
 	return VRNIC_ADMIN_ST_OK;
 }
 
@@ -290,9 +311,16 @@ void Rdma::qpc_write(const Qp &qp)
 	if (!qpc_mem_set_)
 		return;
 	const vrnic_qpc c = qpc_record(qp);
-	const uint64_t off = uint64_t(handle_slot(qp.qpn)) * VRNIC_QPC_SIZE;
-	if (!plat_.dma_write(qpc_mem_.addr(off), &c, sizeof(c)))
+	const uint32_t slot = handle_slot(qp.qpn);
+	const uint64_t off = uint64_t(slot) * VRNIC_QPC_SIZE;
+	if (slot >= qpc_written_.size())
+		qpc_written_.resize(grown(slot, qpc_written_.size()), 0);
+	if (!plat_.dma_write(qpc_mem_.addr(off), &c, sizeof(c))) {
 		dcnt_.dma_errors++;
+		qpc_written_[slot] = 0;
+		return;
+	}
+	qpc_written_[slot] = qpc_hash(c);
 }
 
 // Every lookup of a live QP.  A miss writes the evicted context back and
@@ -308,7 +336,10 @@ void Rdma::qpc_access(Qp &qp)
 		return;
 	}
 	cnt_.qpc_cache_misses++;
-	qpc_debt_ns_ += qpc_miss_ns_;
+	// What the misses owe is bounded: a flood of them (from the wire,
+	// or another context's QPs) delays sending by at most that much at
+	// a time, so that no timer waits behind it for long.
+	qpc_debt_ns_ = std::min<int64_t>(qpc_debt_ns_ + qpc_miss_ns_, kQpcMaxDebtNs);
 	if (evicted != QpcCache::kNone) {
 		cnt_.qpc_cache_evictions++;
 		const Qp *o = qps_.find(evicted);
@@ -318,13 +349,17 @@ void Rdma::qpc_access(Qp &qp)
 	if (!qpc_mem_set_)
 		return;
 	vrnic_qpc c;
-	const uint64_t off = uint64_t(handle_slot(qp.qpn)) * VRNIC_QPC_SIZE;
+	const uint32_t slot = handle_slot(qp.qpn);
+	const uint64_t off = uint64_t(slot) * VRNIC_QPC_SIZE;
 	if (!plat_.dma_read(qpc_mem_.addr(off), &c, sizeof(c))) {
 		dcnt_.dma_errors++;
 		return;
 	}
-	const vrnic_qpc want = qpc_record(qp);
-	if (std::memcmp(&c, &want, sizeof(c)) != 0)
+	// Against what was written last (none: a QP made while the cache
+	// was unlimited, or a failed write): not the QP's state now, which
+	// may have moved without a lookup (an error reaching every QP).
+	if (slot < qpc_written_.size() && qpc_written_[slot] &&
+	    qpc_hash(c) != qpc_written_[slot])
 		sched_cnt_.qpc_ctx_mismatch++;
 }
 
@@ -659,6 +694,8 @@ uint8_t Rdma::destroy_qp(uint32_t qpn)
 	erase_mcast([qpn](const McastAttach &m) { return m.qpn == qpn; });
 	sched_forget(handle_slot(qpn));
 	qpc_.forget(handle_slot(qpn));
+	if (handle_slot(qpn) < qpc_written_.size())
+		qpc_written_[handle_slot(qpn)] = 0;
 	const uint16_t gen = qp->gen;
 	*qp = Qp();
 	qp->gen = gen;
@@ -1063,9 +1100,12 @@ uint8_t Rdma::query_qp(const vrnic_admin_query_qp &c)
 bool Rdma::doorbell(uint32_t page, uint32_t off, uint32_t v)
 {
 	if (off == VRNIC_DB_SQ || off == VRNIC_DB_RQ) {
-		Qp *qp = find_qp(v);
+		// Its owner's only: another context's QPN touches nothing,
+		// not even the QP-context cache.
+		Qp *qp = lookup(qps_, v);
 		if (!qp || qp->uctx != page)
 			return false;
+		qpc_access(*qp);
 		if (off == VRNIC_DB_SQ)
 			qp->sq_kick = true;
 		else if (qp->attr.state == VRNIC_QPS_ERR)

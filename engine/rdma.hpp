@@ -580,6 +580,8 @@ public:
 	[[nodiscard]] static vrnic_qpc qpc_record(const Qp &qp);
 	// The stall a pass ends with once the misses owe this much.
 	static constexpr int64_t kQpcStallSlackNs = 20000;
+	// ... and what they may owe at most (one stall's length).
+	static constexpr int64_t kQpcMaxDebtNs = 1000000;
 
 	static constexpr unsigned int kPktBudget = 256;
 	// Unacknowledged packets a QP may have in flight (fewer if its
@@ -867,6 +869,8 @@ private:
 	uint32_t qpc_miss_ns_ = 0;
 	RingMem qpc_mem_;
 	bool qpc_mem_set_ = false;
+	// Per slot, a hash of the context last written (0: none).
+	std::vector<uint64_t> qpc_written_;
 	int64_t qpc_debt_ns_ = 0;
 	uint64_t qpc_stall_until_ = 0;
 	void qpc_access(Qp &qp);

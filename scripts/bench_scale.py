@@ -117,6 +117,13 @@ def dev_cpu(vms):
     return t
 
 
+def guest_busy(vm):
+    """(busy, total) jiffies of the guest's CPUs, from /proc/stat."""
+    _, out = vm.run("head -1 /proc/stat")
+    v = [int(x) for x in out.split()[1:]]
+    return sum(v) - v[3] - v[4], sum(v)
+
+
 def bw(a, b, dev, ip, qps):
     """One ib_write_bw run of qps QPs, b serving: (MiB/s, Mpps, the
     vrnic-device processes' CPU share over the client's run) or None,
@@ -127,21 +134,24 @@ def bw(a, b, dev, ip, qps):
     b.check("pkill -x ib_write_bw; (timeout %d %s > /tmp/srv.out 2>&1 &)"
             % (limit, args))
     time.sleep(1.5)
-    t0, c0 = time.time(), dev_cpu((a, b))
+    t0, c0, g0 = time.time(), dev_cpu((a, b)), guest_busy(a)
     rc, out = a.run("timeout %d %s %s 2>&1" % (limit, args, ip),
                     timeout=limit + 15)
     wall = time.time() - t0
     share = (dev_cpu((a, b)) - c0) / wall if wall > 0 else 0.0
+    g1 = guest_busy(a)
+    guest = (g1[0] - g0[0]) / max(1, g1[1] - g0[1])
     b.run("for i in $(seq 20); do pgrep -x ib_write_bw >/dev/null || exit 0;"
           " sleep 0.5; done; pkill -x ib_write_bw", timeout=30)
     for line in out.splitlines():
         w = line.split()
         if rc == 0 and w and w[0] == str(SIZE) and len(w) >= 5:
             mib = float(w[3]) * 1e6 / (1 << 20)  # perftest's MB/sec
-            return (mib, float(w[4]), share), wall
+            return (mib, float(w[4]), share, guest), wall
+    why = out.strip().splitlines()[-1:] or ["exit %d" % rc]
     log("  ! ib_write_bw -q %d on %s: exit %d: %s"
         % (qps, dev, rc, out.strip()[-300:]))
-    return None, wall
+    return why[0].strip(), wall
 
 
 def measure(a, b):
@@ -158,10 +168,11 @@ def measure(a, b):
                 r, wall = bw(a, b, "vrnic0", b.ip, q)
                 after = qpc_stats(a)
                 walls.append(wall)
-                if r:
+                if isinstance(r, tuple):
                     runs.append(r)
                     deltas.append({k: after[k] - before[k] for k in QPC})
             if not runs:
+                res[name][q] = {"error": r}
                 continue
             d = deltas[len(deltas) // 2]
             acc = sum(d.values()) - d["qpc_cache_evictions"]
@@ -169,13 +180,15 @@ def measure(a, b):
                 "mib": statistics.median(x[0] for x in runs),
                 "mpps": statistics.median(x[1] for x in runs),
                 "dev_cpu": statistics.median(x[2] for x in runs),
+                "guest_cpu": statistics.median(x[3] for x in runs),
                 "qpc": d, "wall": statistics.median(walls),
                 "miss_ratio": d["qpc_cache_misses"] / acc if acc else 0.0}
             p = res[name][q]
             log("  %-18s -q %-5d %8.1f MiB/s %7.4f Mpps  misses %5.1f%% "
-                "(%d)  devices' CPU %3.0f%%  (%.0f s)"
+                "(%d)  devices' CPU %3.0f%%, guest a %3.0f%%  (%.0f s)"
                 % (name, q, p["mib"], p["mpps"], 100 * p["miss_ratio"],
-                   d["qpc_cache_misses"], 100 * p["dev_cpu"], p["wall"]))
+                   d["qpc_cache_misses"], 100 * p["dev_cpu"],
+                   100 * p["guest_cpu"], p["wall"]))
     set_cache(a, b, 0)
     if RXE:
         res["rxe"] = {}
@@ -184,9 +197,14 @@ def measure(a, b):
             for _ in range(REPEAT):
                 r, wall = bw(a, b, "rxe0", b.ip2(), q)
                 walls.append(wall)
-                if r:
+                if isinstance(r, tuple):
                     runs.append(r)
-            if runs:
+                else:
+                    break       # it fails alike every time
+            if not runs:
+                res["rxe"][q] = {"error": r}
+                log("  %-18s -q %-5d failed: %s" % ("rxe", q, r))
+            else:
                 res["rxe"][q] = {
                     "mib": statistics.median(x[0] for x in runs),
                     "mpps": statistics.median(x[1] for x in runs),
@@ -213,28 +231,42 @@ def report(res, elapsed):
         hdr += " %s MiB/s | rel | Mpps |" % n
         sep += "---|---|---|"
         if n.startswith("vrnic cache"):
-            hdr += " miss % |"
+            hdr += " vs unlimited | miss % |"
+            sep += "---|---|"
+        if n.startswith("vrnic"):
+            hdr += " guest a CPU |"
             sep += "---|"
     lines += [hdr, sep]
+    errors = {}
     for q in QPS:
         row = "| %d |" % q
         for n in names:
-            p = res[n].get(q)
-            base = res[n].get(first)
-            if p is None:
+            p = res[n].get(q) or {"error": "not run"}
+            base = res[n].get(first, {})
+            if "error" in p:
+                errors.setdefault(p["error"], []).append("%s -q %d" % (n, q))
                 row += " failed | | |"
             else:
-                rel = p["mib"] / base["mib"] if base else None
+                rel = (p["mib"] / base["mib"]) if base.get("mib") else None
                 row += " %.1f | %s | %.4f |" % (
                     p["mib"], "%.2f" % rel if rel else "", p["mpps"])
             if n.startswith("vrnic cache"):
-                row += " %s |" % ("%.1f" % (100 * p["miss_ratio"]) if p else "")
+                u = res.get("vrnic", {}).get(q, {})
+                row += " %s | %s |" % (
+                    "%.2f" % (p["mib"] / u["mib"]) if u.get("mib") and
+                    "mib" in p else "",
+                    "%.1f" % (100 * p["miss_ratio"]) if "mib" in p else "")
+            if n.startswith("vrnic"):
+                row += " %s |" % ("%.0f%%" % (100 * p["guest_cpu"])
+                                  if "guest_cpu" in p else "")
         lines.append(row)
+    for why, where in errors.items():
+        lines += ["", "Failed (%s): %s." % (", ".join(where), why)]
     # The target: unlimited, within 10% of the 1-QP figure up to 4K.
     v = res.get("vrnic", {})
-    if first in v:
+    if "mib" in v.get(first, {}):
         worst = min((v[q]["mib"] / v[first]["mib"], q) for q in v
-                    if q <= 4096)
+                    if q <= 4096 and "mib" in v[q])
         lines += ["", "Unlimited cache, up to 4096 QPs: the lowest is %.2f "
                   "of the %d-QP figure (at %d QPs); target >= 0.90: %s." % (
                       worst[0], first, worst[1],
@@ -249,7 +281,7 @@ def plot(res, path):
         for n in names:
             f.write("# %s\n" % n)
             for q in QPS:
-                if q in res[n]:
+                if "mib" in res[n].get(q, {}):
                     f.write("%d %.2f\n" % (q, res[n][q]["mib"]))
             f.write("\n\n")
     gp = ["set terminal png size 900,500", "set output '%s'" % path,

@@ -111,9 +111,10 @@ struct vrnic_netdev_priv {
  * and their list.  Kept over function resets, freed after the last DMA.
  */
 struct vrnic_qpc_mem {
-	__le64 *list;
+	__le64 *list;		/* the device's copy of the page addresses */
 	dma_addr_t list_dma;
 	void **pages;
+	dma_addr_t *dma;	/* the driver's own, to free by */
 	unsigned int npages;
 };
 

@@ -62,7 +62,11 @@ static void vrnic_stop_dma(struct vrnic_pf *pf)
 #define VRNIC_QPC_PAGES \
 	(VRNIC_MAX_QP * VRNIC_QPC_SIZE / VRNIC_QPC_PAGE_SIZE)
 
-/* Only after vrnic_stop_dma(): the device may write any of it until then. */
+/*
+ * Only after vrnic_stop_dma(): the device may write any of it until then.
+ * The pages are freed by the driver's own copy of their addresses, not by
+ * the list the device can write.
+ */
 static void vrnic_qpc_mem_free(struct vrnic_pf *pf)
 {
 	struct vrnic_qpc_mem *q = &pf->qpc;
@@ -71,12 +75,36 @@ static void vrnic_qpc_mem_free(struct vrnic_pf *pf)
 
 	for (i = 0; i < q->npages; i++)
 		dma_free_coherent(dev, VRNIC_QPC_PAGE_SIZE, q->pages[i],
-				  le64_to_cpu(q->list[i]));
+				  q->dma[i]);
 	if (q->list)
 		dma_free_coherent(dev, VRNIC_QPC_PAGES * sizeof(__le64),
 				  q->list, q->list_dma);
+	kfree(q->dma);
 	kfree(q->pages);
 	memset(q, 0, sizeof(*q));
+}
+
+static int vrnic_qpc_mem_alloc(struct vrnic_pf *pf)
+{
+	struct vrnic_qpc_mem *q = &pf->qpc;
+	struct device *dev = &pf->pdev->dev;
+	void *page;
+
+	q->pages = kcalloc(VRNIC_QPC_PAGES, sizeof(*q->pages), GFP_KERNEL);
+	q->dma = kcalloc(VRNIC_QPC_PAGES, sizeof(*q->dma), GFP_KERNEL);
+	q->list = dma_alloc_coherent(dev, VRNIC_QPC_PAGES * sizeof(__le64),
+				     &q->list_dma, GFP_KERNEL);
+	if (!q->pages || !q->dma || !q->list)
+		return -ENOMEM;
+	for (; q->npages < VRNIC_QPC_PAGES; q->npages++) {
+		page = dma_alloc_coherent(dev, VRNIC_QPC_PAGE_SIZE,
+					  &q->dma[q->npages], GFP_KERNEL);
+		if (!page)
+			return -ENOMEM;
+		q->pages[q->npages] = page;
+		q->list[q->npages] = cpu_to_le64(q->dma[q->npages]);
+	}
+	return 0;
 }
 
 /*
@@ -91,24 +119,15 @@ static void vrnic_qpc_mem_give(struct vrnic_pf *pf)
 	struct vrnic_qpc_mem *q = &pf->qpc;
 	struct device *dev = &pf->pdev->dev;
 	struct vrnic_admin_cmd cmd = {};
-	dma_addr_t a;
 	int ret;
 
 	if (!le32_to_cpu(pf->attr.qpc_cache))
 		return;
-	if (!q->list) {
-		q->pages = kcalloc(VRNIC_QPC_PAGES, sizeof(*q->pages), GFP_KERNEL);
-		q->list = dma_alloc_coherent(dev, VRNIC_QPC_PAGES * sizeof(__le64),
-					     &q->list_dma, GFP_KERNEL);
-		if (!q->pages || !q->list)
-			goto nomem;
-		for (; q->npages < VRNIC_QPC_PAGES; q->npages++) {
-			q->pages[q->npages] = dma_alloc_coherent(dev, VRNIC_QPC_PAGE_SIZE,
-								 &a, GFP_KERNEL);
-			if (!q->pages[q->npages])
-				goto nomem;
-			q->list[q->npages] = cpu_to_le64(a);
-		}
+	if (!q->list && vrnic_qpc_mem_alloc(pf)) {
+		dev_warn(dev, "no memory for QP contexts: the cache reads none\n");
+		/* The device never saw it: free at once. */
+		vrnic_qpc_mem_free(pf);
+		return;
 	}
 	cmd.opcode = VRNIC_ADMIN_SET_QPC_MEM;
 	cmd.set_qpc_mem.base = cpu_to_le64(q->list_dma);
@@ -117,11 +136,6 @@ static void vrnic_qpc_mem_give(struct vrnic_pf *pf)
 	ret = vrnic_pf_admin_exec(pf, &cmd, NULL);
 	if (ret)
 		dev_warn(dev, "QP-context memory refused: %d\n", ret);
-	return;
-nomem:
-	dev_warn(dev, "no memory for QP contexts: the cache model reads none\n");
-	/* The device never saw it: free at once. */
-	vrnic_qpc_mem_free(pf);
 }
 
 /*
