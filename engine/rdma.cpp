@@ -83,6 +83,7 @@ void Rdma::reset()
 	qpc_mem_set_ = false;
 	qpc_debt_ns_ = 0;
 	qpc_stall_until_ = 0;
+	qpc_turn_owed_ = false;
 	turn_ = 0;
 	turn_again_ = in_pass_ = activated_ = false;
 	mrs_.reset();
@@ -239,6 +240,7 @@ void Rdma::set_qpc(uint32_t entries, uint32_t miss_ns)
 	qpc_miss_ns_ = miss_ns;
 	qpc_debt_ns_ = 0;
 	qpc_stall_until_ = 0;
+	qpc_turn_owed_ = false;
 }
 
 namespace {
@@ -336,9 +338,10 @@ void Rdma::qpc_access(Qp &qp)
 		return;
 	}
 	cnt_.qpc_cache_misses++;
-	// What the misses owe is bounded: a flood of them (from the wire,
-	// or another context's QPs) delays sending by at most that much at
-	// a time, so that no timer waits behind it for long.
+	// What the misses owe is bounded, and paid in stalls of at most
+	// kQpcMaxStallNs with a QP's turn between them: a flood of misses
+	// (from the wire, or another context's QPs) slows every QP, as on
+	// an RNIC, and stops none.
 	qpc_debt_ns_ = std::min<int64_t>(qpc_debt_ns_ + qpc_miss_ns_, kQpcMaxDebtNs);
 	if (evicted != QpcCache::kNone) {
 		cnt_.qpc_cache_evictions++;

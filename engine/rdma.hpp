@@ -580,8 +580,11 @@ public:
 	[[nodiscard]] static vrnic_qpc qpc_record(const Qp &qp);
 	// The stall a pass ends with once the misses owe this much.
 	static constexpr int64_t kQpcStallSlackNs = 20000;
-	// ... and what they may owe at most (one stall's length).
-	static constexpr int64_t kQpcMaxDebtNs = 1000000;
+	// One stall lasts at most this, and at least one QP's turn comes
+	// between two; the misses owe at most kQpcMaxDebtNs (the rest of a
+	// flood of misses is forgotten).
+	static constexpr int64_t kQpcMaxStallNs = 1000000;
+	static constexpr int64_t kQpcMaxDebtNs = 100000000;
 
 	static constexpr unsigned int kPktBudget = 256;
 	// Unacknowledged packets a QP may have in flight (fewer if its
@@ -872,6 +875,7 @@ private:
 	// Per slot, a hash of the context last written (0: none).
 	std::vector<uint64_t> qpc_written_;
 	int64_t qpc_debt_ns_ = 0;
+	bool qpc_turn_owed_ = false;
 	uint64_t qpc_stall_until_ = 0;
 	void qpc_access(Qp &qp);
 	void qpc_write(const Qp &qp);

@@ -2376,7 +2376,8 @@ void Rdma::poll_qp(Qp &qp, unsigned int &budget)
 // kQpcStallSlackNs, the pass stops until they are paid (the timer wakes
 // it).  A wake-up later than asked pays ahead, up to the slack, so that
 // over time the device loses what its misses cost and no more than that.
-// The stall is over by now (true once): a late end pays ahead.
+// The stall is over by now (true once): a late end pays ahead, and the
+// next pass gets at least one QP's turn before another stall.
 bool Rdma::qpc_paid(uint64_t now)
 {
 	if (!qpc_stall_until_ || now < qpc_stall_until_)
@@ -2384,6 +2385,7 @@ bool Rdma::qpc_paid(uint64_t now)
 	qpc_debt_ns_ -= int64_t(std::min<uint64_t>(now - qpc_stall_until_,
 						  kQpcStallSlackNs));
 	qpc_stall_until_ = 0;
+	qpc_turn_owed_ = true;
 	return true;
 }
 
@@ -2392,12 +2394,17 @@ bool Rdma::qpc_stall(uint64_t now)
 	qpc_paid(now);
 	if (qpc_stall_until_)
 		return true;
+	if (qpc_turn_owed_) {
+		qpc_turn_owed_ = false;
+		return false;
+	}
 	if (qpc_debt_ns_ < kQpcStallSlackNs)
 		return false;
-	qpc_stall_until_ = now + uint64_t(qpc_debt_ns_);
+	const int64_t t = std::min(qpc_debt_ns_, kQpcMaxStallNs);
+	qpc_stall_until_ = now + uint64_t(t);
 	sched_cnt_.qpc_stalls++;
-	sched_cnt_.qpc_stall_ns += uint64_t(qpc_debt_ns_);
-	qpc_debt_ns_ = 0;
+	sched_cnt_.qpc_stall_ns += uint64_t(t);
+	qpc_debt_ns_ -= t;
 	arm_timer();
 	return true;
 }

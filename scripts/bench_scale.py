@@ -66,14 +66,7 @@ def log(msg):
 
 
 def setup(a, b):
-    here = os.path.join(TOP, "tests", "system", "rxe-up")
-    body = open(here).read()
-    for vm in (a, b):
-        vm.check("vrnic-up %d" % MTU, timeout=60)
-        vm.check("cat > /tmp/rxe-up <<'VRNIC_EOF'\n%sVRNIC_EOF\n"
-                 "bash /tmp/rxe-up %d %s" % (body, MTU, vm.ip2()), timeout=60)
-    a.check("ping -c 2 -W 5 %s && ping -c 2 -W 5 %s" % (b.ip, b.ip2()),
-            timeout=60)
+    vmlib.setup_bench(a, b, MTU)
 
 
 def set_cache(a, b, entries, miss_ns=800):

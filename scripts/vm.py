@@ -562,6 +562,19 @@ def boot_bench(names=("a", "b")):
     return _boot(a, b)
 
 
+def setup_bench(a, b, mtu):
+    """The boot_bench pair ready to measure: vrnic and virtio-net at mtu,
+    rxe on the virtio-net (tests/system/rxe-up), both addresses ping."""
+    with open(os.path.join(TOP, "tests", "system", "rxe-up")) as f:
+        body = f.read()
+    for vm in (a, b):
+        vm.check("vrnic-up %d" % mtu, timeout=60)
+        vm.check("cat > /tmp/rxe-up <<'VRNIC_EOF'\n%sVRNIC_EOF\n"
+                 "bash /tmp/rxe-up %d %s" % (body, mtu, vm.ip2()), timeout=60)
+    a.check("ping -c 2 -W 5 %s && ping -c 2 -W 5 %s" % (b.ip, b.ip2()),
+            timeout=60)
+
+
 class Nic:
     """One NIC of a VM on a vrnic-fabric host port: kind is "vrnic" or
     "virtio" (for rdma_rxe), ips its IPv4 addresses (/24).  After

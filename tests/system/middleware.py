@@ -63,14 +63,7 @@ def nets(a, b):
 def setup(a, b, mtu):
     """vrnic up on both VMs, rxe0 on their virtio-net (tests/system/rxe-up),
     at netdev MTU mtu."""
-    with open(os.path.join(HERE, "rxe-up")) as f:
-        body = f.read()
-    for vm in (a, b):
-        vm.check("vrnic-up %d" % mtu, timeout=60)
-        vm.check("cat > /tmp/rxe-up <<'VRNIC_EOF'\n%sVRNIC_EOF\n"
-                 "bash /tmp/rxe-up %d %s" % (body, mtu, vm.ip2()), timeout=60)
-    a.check("ping -c 2 -W 5 %s && ping -c 2 -W 5 %s" % (b.ip, b.ip2()),
-            timeout=60)
+    vmlib.setup_bench(a, b, mtu)
 
 
 def show(out, n=12, mark="|"):

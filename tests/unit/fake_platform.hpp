@@ -3,6 +3,8 @@
 // that records frames, and counters for interrupts and scheduling.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -53,6 +55,19 @@ struct FakePlatform {
 	void enable();
 	// Submit one admin command and run it; returns the completion.
 	vrnic_admin_cqe admin(vrnic_admin_cmd cmd);
+	// A QUERY_* command's whole result (read at out), which must succeed
+	// and report its size as T's.
+	template <typename T> T query(uint8_t opcode, uint64_t out = kMemBase + 0xe000)
+	{
+		vrnic_admin_cmd c{};
+		c.opcode = opcode;
+		c.query.out_addr = out;
+		c.query.out_len = sizeof(T);
+		const vrnic_admin_cqe cqe = admin(c);
+		EXPECT_EQ(cqe.status, VRNIC_ADMIN_ST_OK);
+		EXPECT_EQ(cqe.result, uint32_t(sizeof(T)));
+		return load<T>(out);
+	}
 	// Consume the async EQ as a driver does: every new entry, then the
 	// doorbell (consumer index, re-armed).
 	std::vector<vrnic_eqe> drain_aeq();

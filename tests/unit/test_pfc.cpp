@@ -43,15 +43,7 @@ std::vector<uint8_t> pause_frame(uint16_t quanta)
 
 vrnic_port_stats port_stats(FakePlatform &p)
 {
-	const uint64_t out = FakePlatform::kMemBase + 0xe000;
-	vrnic_admin_cmd c{};
-	c.opcode = VRNIC_ADMIN_QUERY_PORT_STATS;
-	c.query.out_addr = out;
-	c.query.out_len = sizeof(vrnic_port_stats);
-	const auto cqe = p.admin(c);
-	EXPECT_EQ(cqe.status, VRNIC_ADMIN_ST_OK);
-	EXPECT_EQ(cqe.result, uint32_t(sizeof(vrnic_port_stats)));
-	return p.load<vrnic_port_stats>(out);
+	return p.query<vrnic_port_stats>(VRNIC_ADMIN_QUERY_PORT_STATS);
 }
 
 void receive(FakePlatform &p, const std::vector<uint8_t> &f)
