@@ -2389,13 +2389,15 @@ bool Rdma::qpc_paid(uint64_t now)
 	return true;
 }
 
-bool Rdma::qpc_stall(uint64_t now)
+bool Rdma::qpc_stall(uint64_t now, bool *turn)
 {
 	qpc_paid(now);
 	if (qpc_stall_until_)
 		return true;
 	if (qpc_turn_owed_) {
 		qpc_turn_owed_ = false;
+		if (turn)
+			*turn = true;
 		return false;
 	}
 	if (qpc_debt_ns_ < kQpcStallSlackNs)
@@ -2412,11 +2414,15 @@ bool Rdma::qpc_stall(uint64_t now)
 bool Rdma::poll()
 {
 	unsigned int budget = kPktBudget;
+	// After a QP-context stall at least one QP's turn comes before the
+	// next: loopback and multicast leave it a packet.
+	bool turn = false;
 
-	if (qpc_.limited() && qpc_stall(plat_.now_ns()))
+	if (qpc_.limited() && qpc_stall(plat_.now_ns(), &turn))
 		return false;
+	const unsigned int keep = turn ? 1 : 0;
 
-	while (!loopback_.empty() && budget > 0) {
+	while (!loopback_.empty() && budget > keep) {
 		// Read in place; frames it causes queue behind it.
 		receive(loopback_.front());
 		loopback_.pop();
@@ -2424,7 +2430,7 @@ bool Rdma::poll()
 	}
 	// Multicast copies get at most half the round, so that a stream of
 	// multicast frames cannot hold up the QPs.
-	unsigned int mcast_budget = std::min(budget, kPktBudget / 2);
+	unsigned int mcast_budget = std::min(budget - keep, kPktBudget / 2);
 	const unsigned int before = mcast_budget;
 	mcast_fanout(mcast_budget);
 	budget -= before - mcast_budget;

@@ -119,6 +119,7 @@ static void vrnic_qpc_mem_give(struct vrnic_pf *pf)
 	struct vrnic_qpc_mem *q = &pf->qpc;
 	struct device *dev = &pf->pdev->dev;
 	struct vrnic_admin_cmd cmd = {};
+	unsigned int i;
 	int ret;
 
 	if (!le32_to_cpu(pf->attr.qpc_cache))
@@ -129,6 +130,9 @@ static void vrnic_qpc_mem_give(struct vrnic_pf *pf)
 		vrnic_qpc_mem_free(pf);
 		return;
 	}
+	/* The device may have written the list: give it the driver's own. */
+	for (i = 0; i < q->npages; i++)
+		q->list[i] = cpu_to_le64(q->dma[i]);
 	cmd.opcode = VRNIC_ADMIN_SET_QPC_MEM;
 	cmd.set_qpc_mem.base = cpu_to_le64(q->list_dma);
 	cmd.set_qpc_mem.entries = cpu_to_le32(VRNIC_MAX_QP);

@@ -285,6 +285,74 @@ TEST(QpcCacheEngine, MissesArePaidInTime)
 	}
 }
 
+// Frames between the nodes, and their deferred work, with the clock
+// standing still; false when nothing moved.
+bool step(Node &a, Node &b)
+{
+	run_alone(a);
+	run_alone(b);
+	auto fa = std::move(a.p.frames), fb = std::move(b.p.frames);
+	a.p.frames.clear();
+	b.p.frames.clear();
+	for (auto &f : fa)
+		vrnic_engine_receive(b.p.eng, f.data(), f.size());
+	for (auto &f : fb)
+		vrnic_engine_receive(a.p.eng, f.data(), f.size());
+	return !fa.empty() || !fb.empty();
+}
+
+// A cache made unlimited during a stall lets the pass go on at once, with
+// no timer: the stall is over (review).
+TEST(QpcCacheEngine, ARunTimeChangeEndsAStall)
+{
+	Node a{1, false, Node::kCqLog, VRNIC_QPT_RC, 0, 1, 1000000}, b{2};
+	Pairs pr(a, b, 2);
+	const auto &sc = rdma(a).sched_counters();
+	std::map<uint32_t, unsigned> per_qp;
+	unsigned total = 0;
+	for (unsigned r = 0; r < 8; r++)
+		for (unsigned i = 0; i < 2; i++)
+			pr.write(i, (r * 2 + i) * 4096ull, 0x800000 + (r * 2 + i) * 4096ull,
+				 4096, r * 2 + i);
+	for (int i = 0; i < 1000 && !sc.qpc_stalls; i++)
+		step(a, b);
+	ASSERT_GT(sc.qpc_stalls, 0u);
+	while (step(a, b))
+		;			// the clock stands still: stuck
+	total += drain(a, per_qp);
+	ASSERT_LT(total, 16u);
+	const unsigned sched = a.p.schedules;
+	EXPECT_TRUE(vrnic_engine_set_qpc(a.p.eng, 0, 0));
+	EXPECT_GT(a.p.schedules, sched);
+	for (int i = 0; i < 100000 && total < 16; i++) {
+		step(a, b);
+		total += drain(a, per_qp);
+	}
+	EXPECT_EQ(total, 16u);
+	EXPECT_EQ(std::memcmp(b.data(0x800000), a.data(0), 16 * 4096), 0);
+}
+
+// A QP that went to ERR without a lookup (every QP of a GID that goes
+// away) reads back the context that was written: no mismatch.
+TEST(QpcCacheEngine, AStateChangeWithoutALookupIsNoMismatch)
+{
+	Node a{1, false, Node::kCqLog, VRNIC_QPT_RC, 0, 1, 1000}, b{2};
+	Pairs pr(a, b, 2);
+	std::map<uint32_t, unsigned> per_qp;
+	unsigned total = 0;
+	pr.write(0, 0, 0x800000, 4096, 1);
+	pr.write(1, 4096, 0x801000, 4096, 2);
+	ASSERT_TRUE(run(a, b, [&] { total += drain(a, per_qp); return total == 2; }));
+	const uint32_t out = rdma(a).qpc().cached(vrnic::handle_slot(pr.qa[0])) ? 1 : 0;
+	ASSERT_FALSE(rdma(a).qpc().cached(vrnic::handle_slot(pr.qa[out])));
+	// The GID the QPs send from goes: every QP using it moves to ERR.
+	ASSERT_EQ(a.set_gid(Node::kGid4, {}, {}, VRNIC_GID_OP_CLEAR), VRNIC_ADMIN_ST_OK);
+	ASSERT_EQ(rdma(a).qp(pr.qa[out])->attr.state, VRNIC_QPS_ERR);
+	const uint64_t bad = rdma(a).sched_counters().qpc_ctx_mismatch;
+	a.p.db(0, VRNIC_DB_SQ, pr.qa[out]);	// a miss: read back
+	EXPECT_EQ(rdma(a).sched_counters().qpc_ctx_mismatch, bad);
+}
+
 // A doorbell on another context's page naming this QP is refused before
 // any lookup: it neither evicts nor costs a miss (review: a process could
 // otherwise thrash other contexts' QPs and stall the device).
