@@ -225,7 +225,8 @@ Srq *Rdma::find_srq(uint32_t srqn) { return lookup(srqs_, srqn); }
 // A look from outside (tests, restrack): no cache access.
 const Qp *Rdma::qp(uint32_t qpn) const
 {
-	return const_cast<Rdma *>(this)->lookup(const_cast<Rdma *>(this)->qps_, qpn);
+	auto *self = const_cast<Rdma *>(this);
+	return self->lookup(self->qps_, qpn);
 }
 
 // ------------------------------------------------- QP-context cache
@@ -298,6 +299,14 @@ uint8_t Rdma::set_qpc_mem(const vrnic_admin_set_qpc_mem &c)
 	qpc_.clear();
 	qpc_written_.clear();
 	return VRNIC_ADMIN_ST_OK;
+}
+
+// The slot's QP is gone: no entry, no write-back, nothing written.
+void Rdma::qpc_forget(uint32_t slot)
+{
+	qpc_.forget(slot);
+	if (slot < qpc_written_.size())
+		qpc_written_[slot] = 0;
 }
 
 // A new QP's context goes to memory, as CREATE_QP does on an RNIC; its
@@ -696,9 +705,7 @@ uint8_t Rdma::destroy_qp(uint32_t qpn)
 	// A destroyed QP leaves its multicast groups.
 	erase_mcast([qpn](const McastAttach &m) { return m.qpn == qpn; });
 	sched_forget(handle_slot(qpn));
-	qpc_.forget(handle_slot(qpn));
-	if (handle_slot(qpn) < qpc_written_.size())
-		qpc_written_[handle_slot(qpn)] = 0;
+	qpc_forget(handle_slot(qpn));
 	const uint16_t gen = qp->gen;
 	*qp = Qp();
 	qp->gen = gen;

@@ -880,6 +880,7 @@ private:
 	void qpc_access(Qp &qp);
 	void qpc_write(const Qp &qp);
 	void qpc_created(const Qp &qp);
+	void qpc_forget(uint32_t slot);
 	bool qpc_stall(uint64_t now, bool *turn = nullptr);
 	bool qpc_paid(uint64_t now);
 	uint32_t turn_ = 0;
