@@ -1049,6 +1049,18 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 		qp.retry_left = qp.attr.retry_cnt;
 		qp.rnr_left = qp.attr.rnr_retry;
 	}
+	// Into SQD: the requests rung before it are the consumer's, posted
+	// first, even if no poll has fetched them yet; SQD drains them.  A
+	// producer index that cannot be read or lies past the ring promises
+	// nothing (RTS's next fetch finds the error).
+	if (next == VRNIC_QPS_SQD && cur == VRNIC_QPS_RTS) {
+		vrnic_qp_dbrec rec;
+		qp.sqd_pi = qp.sq_head;
+		if (qp.sq_kick && qp.type != VRNIC_QPT_XRC_TGT && !qp.datagram() &&
+		    plat_.read(qp.dbrec, rec) &&
+		    le(rec.sq_pi) - qp.sq_head <= (1u << qp.sq_log))
+			qp.sqd_pi = le(rec.sq_pi);
+	}
 	qp.attr.state = next;
 	// SQD: the event, if asked for, when the last request begun completes
 	// (now, if none is outstanding); leaving SQD forgets it.

@@ -378,6 +378,10 @@ struct Qp {
 	bool last_wqe_posted = false;	// SRQ QP in ERR: event sent
 	bool sqd_notify = false;	// in SQD: SQ_DRAINED event when drained
 	bool sq_kick = false;
+	// In SQD: the SQ index up to which requests count as begun, the
+	// producer index of the doorbells rung before the move (the consumer
+	// posted them first); SQD drains them and begins none after.
+	uint32_t sqd_pi = 0;
 	// A sequence NAK started a go-back-N that has made no progress yet:
 	// further sequence NAKs are ignored until una_psn moves or the ack
 	// timer fires (rxe's started_retry).
@@ -476,11 +480,19 @@ struct Qp {
 	{
 		return attr.state == VRNIC_QPS_RTS || attr.state == VRNIC_QPS_SQD;
 	}
+	// A request SQD lets go on: one it began, or one rung before SQD.
+	[[nodiscard]] bool sqd_begun(const SendWqe &w) const
+	{
+		return w.psn_assigned || int32_t(w.index - sqd_pi) < 0;
+	}
 	// Every send request it began has completed: what SQD waits for.
 	[[nodiscard]] bool sq_drained() const
 	{
-		return datagram() || inflight.empty() ||
-		       !inflight.front().psn_assigned;
+		if (datagram())
+			return true;
+		if (attr.state == VRNIC_QPS_SQD && int32_t(sq_head - sqd_pi) < 0)
+			return false;	// rung before SQD, not fetched yet
+		return inflight.empty() || !sqd_begun(inflight.front());
 	}
 	// Acknowledged, retransmitted: RC, and XRC on either side.
 	[[nodiscard]] bool reliable() const

@@ -363,7 +363,10 @@ void Rdma::fetch_sq(Qp &qp, unsigned int &budget)
 	const size_t cap = fetch_cap(qp);
 	uint32_t pi = 0;
 
-	if (qp.attr.state != VRNIC_QPS_RTS || !sq_producer(qp, pi))
+	// SQD fetches what was rung before it, and no further.
+	if (qp.attr.state == VRNIC_QPS_SQD && int32_t(qp.sq_head - qp.sqd_pi) < 0)
+		pi = qp.sqd_pi;
+	else if (qp.attr.state != VRNIC_QPS_RTS || !sq_producer(qp, pi))
 		return;
 	while (qp.sq_head != pi && qp.inflight.size() < cap && budget > 0) {
 		SendWqe w;
@@ -624,7 +627,7 @@ void Rdma::transmit(Qp &qp, unsigned int &budget)
 		}
 		// SQD: what began goes on (the rest of a message, a resend
 		// after a NAK or a timeout); the next request waits for RTS.
-		if (qp.attr.state == VRNIC_QPS_SQD && !w.psn_assigned)
+		if (qp.attr.state == VRNIC_QPS_SQD && !qp.sqd_begun(w))
 			break;
 		if (rd || (w.flags & VRNIC_WQE_FENCE)) {
 			unsigned int outstanding = 0;

@@ -1194,6 +1194,49 @@ TEST_P(SrModes, SqdRaisesSqDrainedOnceWhatItBeganCompletes)
 	EXPECT_EQ(query_attr(a).sq_draining, 0);
 }
 
+// A request whose doorbell the device had before RTS->SQD began: the
+// consumer posted it first, so SQD drains it (IBA 10.3.1), and SQ Drained
+// waits for its completion.  One rung after the move waits for RTS.
+// Before, the QP moved to SQD with the WQE not yet fetched: SQ Drained
+// came at once, the WRITE waited for RTS (make check's guest sqd test
+// failed so whenever MODIFY_QP overtook the next poll).
+TEST_P(SrModes, ARequestRungBeforeSqdIsDrainedInSqd)
+{
+	connect(GetParam(), GetParam());
+	fill(a, 0, 24 * kMtu, 6);
+	a.post_send(write_wqe(1, Node::kIova + 0x800000, b.mr),
+		    {a.sge(0, 16 * kMtu)});
+	vrnic_qp_attr at{};
+	at.state = VRNIC_QPS_SQD;
+	at.sqd_notify = 1;
+	ASSERT_EQ(a.modify(VRNIC_QP_ATTR_STATE | VRNIC_QP_ATTR_SQD_NOTIFY, at),
+		  VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(query_attr(a).sq_draining, 1) << "nothing to drain";
+	a.post_send(write_wqe(2, Node::kIova + 0x900000, b.mr),
+		    {a.sge(16 * kMtu, 8 * kMtu)});
+	const auto sc = wire.completions(a, b, a, 1);
+	ASSERT_EQ(sc.size(), 1u) << "the WRITE rung before SQD waited";
+	EXPECT_EQ(sc[0].wr_id, 1u);
+	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+	expect_written(1, 16 * kMtu);
+	unsigned drained = 0;
+	for (const auto &e : a.p.drain_aeq())
+		drained += e.type == VRNIC_EQE_QP_SQ_DRAINED && e.id == a.qp;
+	EXPECT_EQ(drained, 1u);
+	vrnic_cqe c{};
+	pass_time(50, 1000000);
+	EXPECT_FALSE(a.poll_cq(c)) << "a WRITE rung in SQD began";
+	const vrnic_qp_attr q = query_attr(a);
+	EXPECT_EQ(q.state, VRNIC_QPS_SQD);
+	EXPECT_EQ(q.sq_draining, 0);
+	to_state(a, VRNIC_QPS_RTS);
+	const auto sc2 = wire.completions(a, b, a, 1);
+	ASSERT_EQ(sc2.size(), 1u);
+	EXPECT_EQ(sc2[0].wr_id, 2u);
+	EXPECT_EQ(sc2[0].status, VRNIC_WC_ST_SUCCESS);
+	EXPECT_EQ(std::memcmp(a.data(16 * kMtu), b.data(0x900000), 8 * kMtu), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, SrModes, ::testing::Bool(),
 			 [](const auto &i) {
 				 return i.param ? "SelectiveRepeat" : "GoBackN";
