@@ -354,7 +354,7 @@ vrnic_device_attr Device::device_attr() const
 			      uint64_t(m[2]) << 40 | uint64_t(0xfffe) << 24 |
 			      uint64_t(m[3]) << 16 | uint64_t(m[4]) << 8 | m[5]);
 	a.max_mr_size = le(uint64_t(VRNIC_MAX_MR_PAGES) << 12);
-	a.max_qp = le(uint32_t(VRNIC_MAX_QP - 2));
+	a.max_qp = le(rdma_.qp_slots() - 2);
 	a.max_qp_wr = le(uint32_t(1u << VRNIC_MAX_WQ_LOG_DEPTH));
 	a.max_cq = le(uint32_t(VRNIC_MAX_CQ - 1));
 	a.max_cqe = le(uint32_t(1u << VRNIC_MAX_CQ_LOG_DEPTH));

@@ -65,7 +65,7 @@ bool EventQueue::hold(const Platform &plat, DeviceCounters &cnt,
 		plat.trace(VRNIC_TRACE_EQ_OVERFLOW, eqn_, e.type, 0);
 		return true;
 	}
-	if (held_.size() >= kMaxHeld) {
+	if (held_.size() >= max_held_) {
 		plat.trace(VRNIC_TRACE_EQ_OVERFLOW, eqn_, e.type, 1);
 		return false;
 	}

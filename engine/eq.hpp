@@ -6,6 +6,7 @@
 // room.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -27,10 +28,14 @@ public:
 	// destroyed object's held events go with it (Rdma's destroys), so
 	// what is held is bounded by live objects, which the budget pays for.
 	// Each held event costs the host about 100 bytes (a list node and an
-	// index entry), at most about 32 MiB for all EQs together.
+	// index entry): at most 3 per live QP (a few percent of what the
+	// budget charges for one), 2 per CQ and 1 per SRQ.  They are not
+	// charged to the budget themselves.
 	static constexpr size_t kMaxHeld = VRNIC_EQ_MAX_HELD;
 
 	EventQueue() = default;
+	// Unit tests: a smaller bound than kMaxHeld, to reach it.
+	void limit_held(size_t n) { max_held_ = std::min(n, kMaxHeld); }
 	// Not copyable: where_ points into held_.
 	EventQueue(const EventQueue &) = delete;
 	EventQueue &operator=(const EventQueue &) = delete;
@@ -93,6 +98,7 @@ private:
 	// (type, id) is in that list: holding, replacing and forgetting one
 	// are O(1), however many are held.
 	std::list<Held> held_;
+	size_t max_held_ = kMaxHeld;
 	std::unordered_map<uint64_t, std::list<Held>::iterator> where_;
 };
 

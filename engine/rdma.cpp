@@ -71,6 +71,11 @@ void Rdma::reset()
 	renew(qps_, used_.qp);
 	renew(srqs_, used_.srq);
 	renew(xrcds_, used_.xrcd);
+	pds_.none_live();
+	cqs_.none_live();
+	qps_.none_live();
+	srqs_.none_live();
+	xrcds_.none_live();
 	used_ = Used();
 	next_ = Used();
 	active_.clear();
@@ -81,6 +86,7 @@ void Rdma::reset()
 	qpc_written_.clear();
 	qpc_mem_ = RingMem();
 	qpc_mem_set_ = false;
+	qpc_entries_ = 0;
 	qpc_debt_ns_ = 0;
 	qpc_stall_until_ = 0;
 	qpc_turn_owed_ = false;
@@ -142,7 +148,7 @@ T *Rdma::lookup(SlotTable<T> &tab, uint32_t h)
 // of the handle it starts at are dropped all the same.
 template <typename T>
 T *Rdma::alloc(SlotTable<T> &tab, uint32_t first, uint32_t &used_mark,
-	       uint32_t &next, uint32_t &index)
+	       uint32_t &next, uint32_t &index, uint32_t limit)
 {
 	constexpr uint32_t kChunk = SlotTable<T>::kChunk;
 	// A slot whose next generation cannot be given: past the mask, or,
@@ -162,13 +168,17 @@ T *Rdma::alloc(SlotTable<T> &tab, uint32_t first, uint32_t &used_mark,
 	static_assert(VRNIC_MAX_QP % kChunk == 0);
 	static_assert(VRNIC_MAX_SRQ % kChunk == 0);
 	static_assert(VRNIC_MAX_XRCD % kChunk == 0);
+	limit = std::min(limit, tab.size());
+	if (limit <= first)
+		return nullptr;
 	for (const int pass : {0, 1, 2}) {
-		const uint32_t n = tab.size() - first;
+		const uint32_t n = limit - first;
 		for (uint32_t k = 0; k < n; k++) {
 			const uint32_t i = first + (std::max(next, first) - first + k) % n;
-			if (tab.has(i) != (pass != 1)) {
+			if (tab.has(i) != (pass != 1) || tab.chunk_full(i)) {
 				// The rest of this chunk is the same: step over it
-				// (it ends before the scan wraps at the table's end).
+				// (it ends before the scan wraps at the limit, a
+				// multiple of kChunk, or the table's end).
 				k += kChunk - 1 - i % kChunk;
 				continue;
 			}
@@ -186,6 +196,7 @@ T *Rdma::alloc(SlotTable<T> &tab, uint32_t first, uint32_t &used_mark,
 			o = T();
 			o.valid = true;
 			o.gen = decltype(o.gen)(gen);
+			tab.taken(i);
 			if (renew)
 				forget_events<T>(handle<T>(i, gen));
 			return &o;
@@ -285,17 +296,21 @@ vrnic_qpc Rdma::qpc_record(const Qp &qp)
 // Only with no QP: the contexts of live QPs are not moved.
 uint8_t Rdma::set_qpc_mem(const vrnic_admin_set_qpc_mem &c)
 {
-	if (c.rsvd[0] || c.rsvd[1] || c.rsvd[2] || le(c.entries) != VRNIC_MAX_QP)
+	const uint32_t entries = le(c.entries);
+
+	if (c.rsvd[0] || c.rsvd[1] || c.rsvd[2] || entries < kQpcMinEntries ||
+	    entries > VRNIC_MAX_QP || (entries & (entries - 1)))
 		return VRNIC_ADMIN_ST_BAD_PARAM;
 	if (qps_.any(used_.qp, [](const Qp &q) { return q.valid; }))
 		return VRNIC_ADMIN_ST_BUSY;
 	bool nomem = false;
 	RingMem m;
 	if (!m.load(plat_, budget_, le(c.base), c.flags,
-		    uint64_t(VRNIC_MAX_QP) * VRNIC_QPC_SIZE, nomem))
+		    uint64_t(entries) * VRNIC_QPC_SIZE, nomem))
 		return nomem ? VRNIC_ADMIN_ST_NO_RESOURCE : VRNIC_ADMIN_ST_BAD_PARAM;
 	qpc_mem_ = std::move(m);
 	qpc_mem_set_ = true;
+	qpc_entries_ = entries;
 	qpc_.clear();
 	qpc_written_.clear();
 	return VRNIC_ADMIN_ST_OK;
@@ -319,10 +334,11 @@ void Rdma::qpc_created(const Qp &qp)
 
 void Rdma::qpc_write(const Qp &qp)
 {
-	if (!qpc_mem_set_)
+	const uint32_t slot = handle_slot(qp.qpn);
+
+	if (!qpc_mem_set_ || slot >= qpc_entries_)
 		return;
 	const vrnic_qpc c = qpc_record(qp);
-	const uint32_t slot = handle_slot(qp.qpn);
 	const uint64_t off = uint64_t(slot) * VRNIC_QPC_SIZE;
 	if (slot >= qpc_written_.size())
 		qpc_written_.resize(grown(slot, qpc_written_.size()), 0);
@@ -358,10 +374,12 @@ void Rdma::qpc_access(Qp &qp)
 		if (o && o->valid)
 			qpc_write(*o);
 	}
-	if (!qpc_mem_set_)
+	// No memory for it (none given, or a QP made past it while the cache
+	// was unlimited): the miss costs its time, and nothing moves.
+	const uint32_t slot = handle_slot(qp.qpn);
+	if (!qpc_mem_set_ || slot >= qpc_entries_)
 		return;
 	vrnic_qpc c;
-	const uint32_t slot = handle_slot(qp.qpn);
 	const uint64_t off = uint64_t(slot) * VRNIC_QPC_SIZE;
 	if (!plat_.dma_read(qpc_mem_.addr(off), &c, sizeof(c))) {
 		dcnt_.dma_errors++;
@@ -497,6 +515,7 @@ uint8_t Rdma::destroy_pd(uint32_t pdn)
 			q.pdn = 0;
 	});
 	pd->valid = false;
+	pds_.freed(handle_slot(pdn));
 	return VRNIC_ADMIN_ST_OK;
 }
 
@@ -536,6 +555,7 @@ uint8_t Rdma::destroy_cq(uint32_t cqn)
 	if (cq->refs)
 		return VRNIC_ADMIN_ST_BUSY;
 	cq->valid = false;
+	cqs_.freed(handle_slot(cqn));
 	cq->ring = RingMem();	// its page list goes back to the budget
 	forget_events<Cq>(cqn);
 	return VRNIC_ADMIN_ST_OK;
@@ -593,12 +613,13 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 	uint32_t i = VRNIC_GSI_QPN;
 	Qp *slot = nullptr;
 	if (!gsi) {
-		slot = alloc(qps_, 2, used_.qp, next_.qp, i);
+		slot = alloc(qps_, 2, used_.qp, next_.qp, i, qp_slots());
 	} else if (Qp *q1 = qps_.make(i, budget_); q1 && !q1->valid) {
 		mark(used_.qp, i);
 		slot = q1;
 		*slot = Qp();
 		slot->valid = true;
+		qps_.taken(i);
 	}
 	if (!slot)
 		return VRNIC_ADMIN_ST_NO_RESOURCE;
@@ -642,7 +663,7 @@ uint8_t Rdma::create_xrc_tgt(const vrnic_admin_create_qp &c, uint32_t &result)
 	if (!reserve.take(budget_, kQpReserve))
 		return VRNIC_ADMIN_ST_NO_RESOURCE;
 	uint32_t i = 0;
-	Qp *qp = alloc(qps_, 2, used_.qp, next_.qp, i);
+	Qp *qp = alloc(qps_, 2, used_.qp, next_.qp, i, qp_slots());
 	if (!qp)
 		return VRNIC_ADMIN_ST_NO_RESOURCE;
 	qp->type = VRNIC_QPT_XRC_TGT;
@@ -679,6 +700,7 @@ uint8_t Rdma::dealloc_xrcd(uint32_t xrcdn)
 	    }))
 		return VRNIC_ADMIN_ST_BUSY;
 	x->valid = false;
+	xrcds_.freed(handle_slot(xrcdn));
 	return VRNIC_ADMIN_ST_OK;
 }
 
@@ -709,6 +731,7 @@ uint8_t Rdma::destroy_qp(uint32_t qpn)
 	const uint16_t gen = qp->gen;
 	*qp = Qp();
 	qp->gen = gen;
+	qps_.freed(handle_slot(qpn));
 	forget_events<Qp>(qpn);
 	return VRNIC_ADMIN_ST_OK;
 }
@@ -835,6 +858,7 @@ uint8_t Rdma::destroy_srq(uint32_t srqn)
 	if (Cq *cq = srq->type == VRNIC_SRQT_XRC ? find_cq(srq->cqn) : nullptr)
 		cq->refs--;
 	srq->valid = false;
+	srqs_.freed(handle_slot(srqn));
 	srq->ring = RingMem();	// its page list goes back to the budget
 	forget_events<Srq>(srqn);
 	return VRNIC_ADMIN_ST_OK;

@@ -553,6 +553,12 @@ public:
 	     PortPause &pfc);
 
 	void reset();
+	// The QP slots a create may take: every one, or with a limited
+	// cache whose contexts the driver gave, those the memory holds.
+	[[nodiscard]] uint32_t qp_slots() const
+	{
+		return qpc_.limited() && qpc_mem_set_ ? qpc_entries_ : qps_.size();
+	}
 	// Admin commands 0x10..0x1f; false if the opcode is not ours.
 	bool admin(const vrnic_admin_cmd &cmd, uint8_t &status,
 		   uint32_t &result);
@@ -597,6 +603,8 @@ public:
 	// flood of misses is forgotten).
 	static constexpr int64_t kQpcMaxStallNs = 1000000;
 	static constexpr int64_t kQpcMaxDebtNs = 100000000;
+	// SET_QPC_MEM's smallest table: one chunk of QP slots.
+	static constexpr uint32_t kQpcMinEntries = SlotTable<Qp>::kChunk;
 
 	static constexpr unsigned int kPktBudget = 256;
 	// Unacknowledged packets a QP may have in flight (fewer if its
@@ -642,7 +650,7 @@ private:
 	template <typename T> T *lookup(SlotTable<T> &tab, uint32_t handle);
 	template <typename T>
 	T *alloc(SlotTable<T> &tab, uint32_t first, uint32_t &used_mark,
-		 uint32_t &next, uint32_t &index);
+		 uint32_t &next, uint32_t &index, uint32_t limit = ~0u);
 	template <typename T> void forget_events(uint32_t handle);
 	Qp *find_qp(uint32_t qpn);
 	Cq *find_cq(uint32_t cqn);
@@ -884,6 +892,7 @@ private:
 	uint32_t qpc_miss_ns_ = 0;
 	RingMem qpc_mem_;
 	bool qpc_mem_set_ = false;
+	uint32_t qpc_entries_ = 0;	// contexts in qpc_mem_ (SET_QPC_MEM)
 	// Per slot, a hash of the context last written (0: none).
 	std::vector<uint64_t> qpc_written_;
 	int64_t qpc_debt_ns_ = 0;

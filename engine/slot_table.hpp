@@ -58,6 +58,35 @@ public:
 		}
 		return &c->slot[i % kChunk];
 	}
+	// Live objects per chunk, kept by the table's owner: taken() when
+	// it makes slot i's object valid, freed() when it ends it, and
+	// none_live() when a reset ended them all.  An allocation steps over
+	// a full chunk without looking at its slots, so that creating the
+	// millionth object costs what the first did.
+	void taken(uint32_t i)
+	{
+		if (has(i))
+			chunks_[i / kChunk]->live++;
+	}
+	void freed(uint32_t i)
+	{
+		if (has(i) && chunks_[i / kChunk]->live)
+			chunks_[i / kChunk]->live--;
+	}
+	[[nodiscard]] bool chunk_full(uint32_t i) const
+	{
+		return has(i) && chunks_[i / kChunk]->live >= kChunk;
+	}
+	[[nodiscard]] uint32_t live(uint32_t i) const
+	{
+		return has(i) ? chunks_[i / kChunk]->live : 0;
+	}
+	void none_live()
+	{
+		for (auto &c : chunks_)
+			if (c)
+				c->live = 0;
+	}
 	// pred(object) for the slots below n in made chunks, until it holds.
 	template <typename P> bool any(uint32_t n, P &&pred) const
 	{
@@ -76,6 +105,7 @@ private:
 	struct Chunk {
 		std::array<T, kChunk> slot{};
 		Charge charge;		// sizeof(Chunk), to the host budget
+		uint32_t live = 0;	// valid objects (taken() - freed())
 	};
 	// The one walk of any() and each(), const or not.
 	template <typename Self, typename P> static bool scan(Self &self, uint32_t n, P &&pred)

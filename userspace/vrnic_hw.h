@@ -39,20 +39,20 @@
 
 /*
  * The RC data path.  Object handles carry a generation so that a stale
- * handle is refused: CQ, SRQ and QP numbers are index | generation << 16
+ * handle is refused: CQ, SRQ and QP numbers are index | generation << 20
  * (24 bits; the QPN is what travels on the wire), PD numbers the same
- * with a 16-bit generation (32 bits), MR keys are
+ * with a 12-bit generation (32 bits), MR keys are
  * index << 8 | 8-bit key, the key changing every time the index is reused.
  * Every object belongs to a user context (doorbell page); 0 is the kernel.
  */
-#define VRNIC_OBJ_INDEX_BITS		16
+#define VRNIC_OBJ_INDEX_BITS		20
 #define VRNIC_OBJ_INDEX_MASK		((1u << VRNIC_OBJ_INDEX_BITS) - 1)
-#define VRNIC_OBJ_GEN_MASK		0xffu	/* generation, bits 23:16 */
-#define VRNIC_PD_GEN_MASK		0xffffu	/* PD handles: bits 31:16 */
+#define VRNIC_OBJ_GEN_MASK		0xfu	/* generation, bits 23:20 */
+#define VRNIC_PD_GEN_MASK		0xfffu	/* PD handles: bits 31:20 */
 #define VRNIC_MAX_PD			65536
-#define VRNIC_MAX_CQ			65536
-#define VRNIC_MAX_QP			65536	/* QPN index 0 and 1 reserved */
-#define VRNIC_MAX_SRQ			65536
+#define VRNIC_MAX_CQ			(1u << 20)
+#define VRNIC_MAX_QP			(1u << 20)	/* QPN index 0 and 1 reserved */
+#define VRNIC_MAX_SRQ			(1u << 20)
 #define VRNIC_MAX_MR			16384
 #define VRNIC_MR_KEY_BITS		8
 #define VRNIC_MAX_CQ_LOG_DEPTH		22	/* 2^22 CQEs, as mlx5 reports */

@@ -107,7 +107,7 @@ struct vrnic_netdev_priv {
 
 /*
  * The memory the device writes evicted QP contexts to when it models a
- * QP-context cache (attr.qpc_cache): VRNIC_MAX_QP contexts in 4 KiB pages
+ * QP-context cache (attr.qpc_cache): VRNIC_QPC_ENTRIES contexts in 4 KiB pages
  * and their list.  Kept over function resets, freed after the last DMA.
  */
 struct vrnic_qpc_mem {

@@ -58,9 +58,16 @@ static void vrnic_stop_dma(struct vrnic_pf *pf)
 	pci_clear_master(pf->pdev);
 }
 
+/*
+ * The context table given to a device with a limited QP-context cache:
+ * 65536 contexts (4 MiB), not the VRNIC_MAX_QP (2^20, 64 MiB) the device
+ * could take.  The device then creates QPs only in the slots the table
+ * holds, and QUERY_DEVICE's max_qp says so (queried again once given).
+ */
+#define VRNIC_QPC_ENTRIES	65536
 #define VRNIC_QPC_PAGE_SIZE	SZ_4K
 #define VRNIC_QPC_PAGES \
-	(VRNIC_MAX_QP * VRNIC_QPC_SIZE / VRNIC_QPC_PAGE_SIZE)
+	(VRNIC_QPC_ENTRIES * VRNIC_QPC_SIZE / VRNIC_QPC_PAGE_SIZE)
 
 /*
  * Only after vrnic_stop_dma(): the device may write any of it until then.
@@ -135,11 +142,18 @@ static void vrnic_qpc_mem_give(struct vrnic_pf *pf)
 		q->list[i] = cpu_to_le64(q->dma[i]);
 	cmd.opcode = VRNIC_ADMIN_SET_QPC_MEM;
 	cmd.set_qpc_mem.base = cpu_to_le64(q->list_dma);
-	cmd.set_qpc_mem.entries = cpu_to_le32(VRNIC_MAX_QP);
+	cmd.set_qpc_mem.entries = cpu_to_le32(VRNIC_QPC_ENTRIES);
 	cmd.set_qpc_mem.flags = VRNIC_RING_PAGED;
 	ret = vrnic_pf_admin_exec(pf, &cmd, NULL);
-	if (ret)
+	if (ret) {
 		dev_warn(dev, "QP-context memory refused: %d\n", ret);
+		return;
+	}
+	/* max_qp is now what the table holds. */
+	ret = vrnic_pf_admin_query(pf, VRNIC_ADMIN_QUERY_DEVICE, &pf->attr,
+				   sizeof(pf->attr));
+	if (ret)
+		dev_warn(dev, "QUERY_DEVICE after SET_QPC_MEM failed: %d\n", ret);
 }
 
 /*

@@ -8,7 +8,7 @@
 
 Node::Node(uint8_t node_id, bool paged_rings, unsigned cq_log_depth,
 	   uint8_t type, uint64_t host_mem_budget, uint32_t qpc_cache,
-	   uint32_t qpc_miss_ns)
+	   uint32_t qpc_miss_ns, uint32_t qpc_entries)
 	: p(node_id, 40 << 20, host_mem_budget, qpc_cache, qpc_miss_ns), id(node_id), paged(paged_rings),
 	  cq_log(cq_log_depth), qp_type(type)
 {
@@ -27,7 +27,7 @@ Node::Node(uint8_t node_id, bool paged_rings, unsigned cq_log_depth,
 		c = {};
 		c.opcode = VRNIC_ADMIN_SET_QPC_MEM;
 		c.set_qpc_mem.base = kQpcMem;
-		c.set_qpc_mem.entries = VRNIC_MAX_QP;
+		c.set_qpc_mem.entries = qpc_entries;
 		admin_ok(c);
 	}
 

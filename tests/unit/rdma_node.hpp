@@ -30,13 +30,15 @@ struct Node {
 	static constexpr uint64_t kDataLen = 16 << 20;
 	// QP contexts (VRNIC_MAX_QP x 64 B), when the cache is limited.
 	static constexpr uint64_t kQpcMem = B + 0x2000000;	// 4 MiB
+	static constexpr uint32_t kQpcEntries = 65536;		// as the Linux driver
 	static constexpr uint64_t kIova = 0x7f0000000000ull;	// user VA
 	static constexpr unsigned kCqLog = 12, kSqLog = 8, kRqLog = 8;
 	static constexpr unsigned kSqShift = 9, kRqShift = 8;
 
 	explicit Node(uint8_t id, bool paged = false, unsigned cq_log = kCqLog,
 		      uint8_t qp_type = VRNIC_QPT_RC, uint64_t host_mem_budget = 0,
-		      uint32_t qpc_cache = 0, uint32_t qpc_miss_ns = 0);
+		      uint32_t qpc_cache = 0, uint32_t qpc_miss_ns = 0,
+		      uint32_t qpc_entries = kQpcEntries);
 	// Where offset off of a ring lives (paged rings use reversed pages).
 	uint64_t ring_addr(uint64_t base, uint64_t off, uint64_t bytes) const;
 

@@ -65,9 +65,11 @@ TEST(Admin, QueryDeviceReportsAttributes)
 	EXPECT_EQ(attr.max_srq, uint32_t(VRNIC_MAX_SRQ - 1));
 	EXPECT_EQ(attr.max_mcast_attach, uint32_t(VRNIC_MAX_MCAST_ATTACH));
 	EXPECT_EQ(attr.max_cqe, 1u << 22) << "mlx5 reports 2^22; libfabric needs 2^18";
-	// Issue 29: 2^16 slots per table (QPN indices 0 and 1 reserved).
-	EXPECT_EQ(attr.max_qp, (1u << 16) - 2);
-	EXPECT_EQ(attr.max_cq, (1u << 16) - 1);
+	// Issue 29: 2^20 QP, CQ and SRQ slots (QPN indices 0 and 1
+	// reserved), 2^16 PDs.
+	EXPECT_EQ(attr.max_qp, (1u << 20) - 2);
+	EXPECT_EQ(attr.max_cq, (1u << 20) - 1);
+	EXPECT_EQ(attr.max_srq, (1u << 20) - 1);
 	EXPECT_EQ(attr.max_pd, (1u << 16) - 1);
 
 	cmd.query.out_len = 0;

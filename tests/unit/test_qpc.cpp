@@ -391,9 +391,11 @@ TEST(QpcCacheEngine, QueryDeviceAndSetQpcMem)
 	vrnic_admin_cmd c{};
 	c.opcode = VRNIC_ADMIN_SET_QPC_MEM;
 	c.set_qpc_mem.base = Node::kQpcMem;
-	c.set_qpc_mem.entries = VRNIC_MAX_QP - 1;
-	EXPECT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_BAD_PARAM);
-	c.set_qpc_mem.entries = VRNIC_MAX_QP;
+	for (uint32_t bad : {0u, 128u, 1000u, 65535u, VRNIC_MAX_QP - 1, VRNIC_MAX_QP * 2}) {
+		c.set_qpc_mem.entries = bad;
+		EXPECT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_BAD_PARAM) << bad;
+	}
+	c.set_qpc_mem.entries = Node::kQpcEntries;
 	c.set_qpc_mem.base = Node::kQpcMem + 64;
 	EXPECT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_BAD_PARAM);
 	c.set_qpc_mem.base = Node::kQpcMem;
@@ -403,7 +405,9 @@ TEST(QpcCacheEngine, QueryDeviceAndSetQpcMem)
 	c.set_qpc_mem.flags = 0x80;
 	EXPECT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_BAD_PARAM);
 	c.set_qpc_mem.flags = 0;
+	EXPECT_EQ(query_device(p).max_qp, VRNIC_MAX_QP - 2) << "before the table";
 	EXPECT_EQ(p.admin(c).status, VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(query_device(p).max_qp, Node::kQpcEntries - 2) << "what the table holds";
 
 	Node n{3, false, Node::kCqLog, VRNIC_QPT_RC, 0, 16, 0};
 	EXPECT_EQ(query_device(n.p).qpc_cache, 16u);
@@ -418,11 +422,53 @@ TEST(QpcCacheEngine, QueryDeviceAndSetQpcMem)
 	EXPECT_EQ(query_device(u).qpc_cache, 32u);
 	EXPECT_EQ(query_device(u).qpc_miss_ns, 5000u);
 	EXPECT_TRUE(rdma_of(u).qpc().limited());
+	EXPECT_EQ(query_device(u).max_qp, VRNIC_MAX_QP - 2) << "no table given";
 	EXPECT_TRUE(vrnic_engine_set_qpc(u.eng, VRNIC_MAX_QP + 1, 0));
 	EXPECT_EQ(query_device(u).qpc_cache, uint32_t(VRNIC_MAX_QP));
 	EXPECT_EQ(query_device(u).qpc_miss_ns, VRNIC_QPC_MISS_NS_DEFAULT);
 	EXPECT_TRUE(vrnic_engine_set_qpc(u.eng, 0, 0));
 	EXPECT_FALSE(rdma_of(u).qpc().limited());
+}
+
+// A limited cache with a table of 256 contexts: QPs go only in the slots
+// it holds (254 besides the reserved 0 and 1, the Node's own QP one of
+// them), and a create past it is NO_RESOURCE, not a QP whose context
+// would have no memory.  Unlimited again, the table bounds nothing.
+TEST(QpcCacheEngine, CreatesStayInTheSlotsTheTableHolds)
+{
+	Node a{1, false, Node::kCqLog, VRNIC_QPT_RC, 0, 16, 0, 256};
+	EXPECT_EQ(query_device(a.p).max_qp, 254u);
+	const vrnic_admin_cmd c = a.idle_qp_cmd(4);
+	std::vector<uint32_t> made;
+	for (;;) {
+		const auto r = a.p.admin(c);
+		if (r.status != VRNIC_ADMIN_ST_OK) {
+			EXPECT_EQ(r.status, VRNIC_ADMIN_ST_NO_RESOURCE);
+			break;
+		}
+		EXPECT_LT(vrnic::handle_slot(r.result), 256u);
+		made.push_back(r.result);
+		ASSERT_LT(made.size(), 1000u);
+	}
+	EXPECT_EQ(made.size(), 253u);
+	// No context past the table is written: the memory after it is
+	// untouched.
+	EXPECT_EQ(a.p.load<uint64_t>(Node::kQpcMem + 256 * VRNIC_QPC_SIZE), 0u);
+	ASSERT_TRUE(vrnic_engine_set_qpc(a.p.eng, 0, 0));
+	EXPECT_EQ(query_device(a.p).max_qp, VRNIC_MAX_QP - 2);
+	const uint32_t past = a.admin_ok(c);
+	EXPECT_GE(vrnic::handle_slot(past), 256u);
+	// Limited again: the QP past the table misses with nothing to read.
+	ASSERT_TRUE(vrnic_engine_set_qpc(a.p.eng, 16, 0));
+	const uint64_t misses = rdma(a).counters().qpc_cache_misses;
+	a.qp = past;
+	vrnic_qp_attr at{};
+	at.state = VRNIC_QPS_INIT;
+	EXPECT_EQ(a.modify(VRNIC_QP_ATTR_STATE, at), VRNIC_ADMIN_ST_OK);
+	EXPECT_GT(rdma(a).counters().qpc_cache_misses, misses);
+	EXPECT_EQ(rdma(a).sched_counters().qpc_ctx_mismatch, 0u);
+	EXPECT_EQ(a.p.eng->dev.counters().dma_errors, 0u);
+	EXPECT_EQ(a.p.load<uint64_t>(Node::kQpcMem + 256 * VRNIC_QPC_SIZE), 0u);
 }
 
 } // namespace
