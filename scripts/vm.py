@@ -524,11 +524,14 @@ class VM:
             _live.remove(self)
 
 
-def boot_pair(capture=None, load=True, smp=1):
+def boot_pair(capture=None, load=True, smp=1, a_mem_mb=None, a_dev_args=()):
     """Boot VMs a and b on one wire; returns them once both agents answer.
-    smp: vCPUs per VM."""
-    return _boot(VM("a", 0, capture=capture, load=load, smp=smp),
-                 VM("b", 1, load=load, smp=smp))
+    smp: vCPUs per VM; a_mem_mb and a_dev_args: a's RAM (else the
+    default) and vrnic-device arguments added to a's."""
+    a = VM("a", 0, capture=capture, load=load, smp=smp,
+           **({"mem_mb": a_mem_mb} if a_mem_mb else {}))
+    a.dev_args = a.dev_args + list(a_dev_args)
+    return _boot(a, VM("b", 1, load=load, smp=smp))
 
 
 def _boot(a, b):

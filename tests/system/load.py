@@ -45,13 +45,23 @@ more, without the others (it gave up before any RDMA traffic).
 
 5. MTU changes under a TX flood (mtu_flood, review 2 M6): the guest
    survives, the netdev works and dmesg stays clean.
+6. Scale (issue 29, before the MTU flood): vrnic_qp_scale creates 100,000
+   RC QPs in one process on a (QP numbers past 16 bits of index), moves
+   the last to INIT and destroys them all; its TAP lines give the times
+   and the guest memory per QP, and the harness adds what vrnic-device's
+   RSS grew by, per QP.  For it, a has 3 GiB of RAM (100,000 QPs take
+   about 0.9 GiB of the guest) and its device a 1 GiB host budget (an
+   idle RC QP is charged about 7 KiB); the other parts do not depend on
+   either.
 
-Alone: python3 tests/system/load.py [storm|load|mtu ...] (boots its own
-pair; results in build/results/load.jsonl).
+Alone: python3 tests/system/load.py [storm|load|scale|mtu ...] (boots its
+own pair; results in build/results/load.jsonl).
 """
 
 import os
+import re
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -194,6 +204,55 @@ def storm(stage, a):
     stage.tap("a: cq storm", out, rc)
 
 
+SCALE_QPS = 100000
+SCALE_MEM_MB = 3072
+SCALE_BUDGET = 1 << 30
+
+
+def _rss_kib(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+    except (OSError, AttributeError):
+        return 0
+
+
+def scale(stage, a):
+    """100,000 QPs created and destroyed by one process; vrnic-device's
+    RSS is sampled on the host meanwhile (its peak over the start is
+    what the QPs cost the host, as measured, beside the budget's
+    charge)."""
+    cmd = "%svrnic_qp_scale %d" % (T, SCALE_QPS)
+    print("---- [a] " + cmd, flush=True)
+    pid = a.devproc.pid if getattr(a, "devproc", None) else 0
+    rss0 = _rss_kib(pid)
+    peak = [rss0]
+    done = threading.Event()
+
+    def sample():
+        while not done.wait(0.5):
+            peak[0] = max(peak[0], _rss_kib(pid))
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    t0 = time.time()
+    try:
+        rc, out = a.run(cmd, timeout=900)
+    except vmlib.VMError as e:
+        stage.record("a: %d QPs in one process" % SCALE_QPS, "fail", str(e))
+        return
+    finally:
+        done.set()
+        th.join()
+    for line in out.rstrip().splitlines():
+        print("  | " + line)
+    if pid and rss0:
+        print("  vrnic-device RSS: %d KiB before, %d KiB at most: %.0f B "
+              "per QP" % (rss0, peak[0], (peak[0] - rss0) * 1024.0 /
+                          SCALE_QPS))
+    print("  qp scale: %.0f s" % (time.time() - t0))
+    stage.tap("a: qp scale", out, rc)
+
+
 def load(stage, a, b):
     for vm in (a, b):
         vm.run("dmesg -C; pkill -x ib_write_bw; pkill -x ib_read_bw; "
@@ -332,14 +391,16 @@ def attributes(stage, a):
                  "sysfs and devlink: %s" % fw)
 
 
-def run(stage, a=None, b=None, groups=("storm", "load", "mtu")):
+def run(stage, a=None, b=None, groups=("storm", "load", "scale", "mtu")):
     """The whole group (or the named parts of it); boots (and kills) its
     own two-vCPU pair unless given one."""
     own = a is None
     t0 = time.time()
     if own:
         try:
-            a, b = vmlib.boot_pair(smp=2)
+            a, b = vmlib.boot_pair(
+                smp=2, a_mem_mb=SCALE_MEM_MB,
+                a_dev_args=("--host-mem-budget", str(SCALE_BUDGET)))
         except vmlib.VMError as e:
             stage.record("load: boot two 2-vCPU VMs", "fail", str(e))
             return
@@ -351,6 +412,8 @@ def run(stage, a=None, b=None, groups=("storm", "load", "mtu")):
             storm(stage, a)
         if "load" in groups:
             load(stage, a, b)
+        if "scale" in groups:
+            scale(stage, a)
         # Last: before the M6 fix it could bring a's kernel down.
         if "mtu" in groups:
             mtu_flood(stage, a, b)
@@ -365,7 +428,7 @@ def run(stage, a=None, b=None, groups=("storm", "load", "mtu")):
 
 def main():
     stage = Stage("load")
-    run(stage, groups=sys.argv[1:] or ("storm", "load", "mtu"))
+    run(stage, groups=sys.argv[1:] or ("storm", "load", "scale", "mtu"))
     return 1 if stage.failed else 0
 
 
