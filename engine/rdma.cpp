@@ -32,6 +32,21 @@ template <typename T> constexpr uint32_t handle(uint32_t index, uint32_t gen)
 	return (gen & gen_mask<T>()) << VRNIC_OBJ_INDEX_BITS | index;
 }
 
+// A slot whose next generation cannot be given: past the mask, or, for a
+// QP, the multicast QPN 0xffffff (index 0xfffff, generation 0xf), which
+// packets could never be addressed to.
+template <typename T> constexpr bool spent(uint32_t i, uint32_t gen)
+{
+	return gen >= gen_mask<T>() ||
+	       (std::is_same_v<T, Qp> && handle<T>(i, gen + 1) == VRNIC_MCAST_QPN);
+}
+
+// Slot i's object ends: its chunk counts one live object fewer.
+template <typename T> void ended(SlotTable<T> &tab, uint32_t i, uint32_t gen)
+{
+	tab.freed(i, spent<T>(i, gen));
+}
+
 bool aligned(uint64_t v, uint64_t a) { return v != 0 && v % a == 0; }
 
 // What a QP holds for its whole life besides its rings: the responder
@@ -71,11 +86,14 @@ void Rdma::reset()
 	renew(qps_, used_.qp);
 	renew(srqs_, used_.srq);
 	renew(xrcds_, used_.xrcd);
-	pds_.none_live();
-	cqs_.none_live();
-	qps_.none_live();
-	srqs_.none_live();
-	xrcds_.none_live();
+	auto recount = []<typename T>(SlotTable<T> &tab) {
+		tab.recount([](uint32_t i, const T &o) { return spent<T>(i, o.gen); });
+	};
+	recount(pds_);
+	recount(cqs_);
+	recount(qps_);
+	recount(srqs_);
+	recount(xrcds_);
 	used_ = Used();
 	next_ = Used();
 	active_.clear();
@@ -151,13 +169,6 @@ T *Rdma::alloc(SlotTable<T> &tab, uint32_t first, uint32_t &used_mark,
 	       uint32_t &next, uint32_t &index, uint32_t limit)
 {
 	constexpr uint32_t kChunk = SlotTable<T>::kChunk;
-	// A slot whose next generation cannot be given: past the mask, or,
-	// for a QP, the multicast QPN 0xffffff (index 0xffff, generation
-	// 0xff), which packets could never be addressed to.
-	auto spent = [](uint32_t i, uint32_t gen) {
-		return gen >= gen_mask<T>() ||
-		       (std::is_same_v<T, Qp> && handle<T>(i, gen + 1) == VRNIC_MCAST_QPN);
-	};
 
 	// Pass 0: a free slot of the chunks made, with a generation left.
 	// Pass 1: a new chunk.  Pass 2 (every chunk made, or the budget
@@ -175,7 +186,11 @@ T *Rdma::alloc(SlotTable<T> &tab, uint32_t first, uint32_t &used_mark,
 		const uint32_t n = limit - first;
 		for (uint32_t k = 0; k < n; k++) {
 			const uint32_t i = first + (std::max(next, first) - first + k) % n;
-			if (tab.has(i) != (pass != 1) || tab.chunk_full(i)) {
+			// Pass 0 passes over a chunk with nothing to give,
+			// pass 2 one with no spent slot to renew.
+			if (tab.has(i) != (pass != 1) ||
+			    (pass == 0 && tab.chunk_full(i)) ||
+			    (pass == 2 && tab.none_spent(i))) {
 				// The rest of this chunk is the same: step over it
 				// (it ends before the scan wraps at the limit, a
 				// multiple of kChunk, or the table's end).
@@ -185,9 +200,10 @@ T *Rdma::alloc(SlotTable<T> &tab, uint32_t first, uint32_t &used_mark,
 			T *slot = tab.make(i, budget_);
 			if (!slot)
 				break;	// no budget for a new chunk
+			sched_cnt_.alloc_probes++;
 			T &o = *slot;
 			const bool renew = pass == 2;
-			if (o.valid || spent(i, o.gen) != renew)
+			if (o.valid || spent<T>(i, o.gen) != renew)
 				continue;
 			mark(used_mark, i);
 			next = i + 1;
@@ -197,8 +213,10 @@ T *Rdma::alloc(SlotTable<T> &tab, uint32_t first, uint32_t &used_mark,
 			o.valid = true;
 			o.gen = decltype(o.gen)(gen);
 			tab.taken(i);
-			if (renew)
+			if (renew) {
+				tab.renewed(i);
 				forget_events<T>(handle<T>(i, gen));
+			}
 			return &o;
 		}
 	}
@@ -515,7 +533,7 @@ uint8_t Rdma::destroy_pd(uint32_t pdn)
 			q.pdn = 0;
 	});
 	pd->valid = false;
-	pds_.freed(handle_slot(pdn));
+	ended(pds_, handle_slot(pdn), pd->gen);
 	return VRNIC_ADMIN_ST_OK;
 }
 
@@ -555,7 +573,7 @@ uint8_t Rdma::destroy_cq(uint32_t cqn)
 	if (cq->refs)
 		return VRNIC_ADMIN_ST_BUSY;
 	cq->valid = false;
-	cqs_.freed(handle_slot(cqn));
+	ended(cqs_, handle_slot(cqn), cq->gen);
 	cq->ring = RingMem();	// its page list goes back to the budget
 	forget_events<Cq>(cqn);
 	return VRNIC_ADMIN_ST_OK;
@@ -700,7 +718,7 @@ uint8_t Rdma::dealloc_xrcd(uint32_t xrcdn)
 	    }))
 		return VRNIC_ADMIN_ST_BUSY;
 	x->valid = false;
-	xrcds_.freed(handle_slot(xrcdn));
+	ended(xrcds_, handle_slot(xrcdn), x->gen);
 	return VRNIC_ADMIN_ST_OK;
 }
 
@@ -731,7 +749,7 @@ uint8_t Rdma::destroy_qp(uint32_t qpn)
 	const uint16_t gen = qp->gen;
 	*qp = Qp();
 	qp->gen = gen;
-	qps_.freed(handle_slot(qpn));
+	ended(qps_, handle_slot(qpn), gen);
 	forget_events<Qp>(qpn);
 	return VRNIC_ADMIN_ST_OK;
 }
@@ -858,7 +876,7 @@ uint8_t Rdma::destroy_srq(uint32_t srqn)
 	if (Cq *cq = srq->type == VRNIC_SRQT_XRC ? find_cq(srq->cqn) : nullptr)
 		cq->refs--;
 	srq->valid = false;
-	srqs_.freed(handle_slot(srqn));
+	ended(srqs_, handle_slot(srqn), srq->gen);
 	srq->ring = RingMem();	// its page list goes back to the budget
 	forget_events<Srq>(srqn);
 	return VRNIC_ADMIN_ST_OK;
@@ -1080,10 +1098,12 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 	if (next == VRNIC_QPS_SQD && cur == VRNIC_QPS_RTS) {
 		vrnic_qp_dbrec rec;
 		qp.sqd_pi = qp.sq_head;
-		if (qp.sq_kick && qp.type != VRNIC_QPT_XRC_TGT && !qp.datagram() &&
-		    plat_.read(qp.dbrec, rec) &&
-		    le(rec.sq_pi) - qp.sq_head <= (1u << qp.sq_log))
-			qp.sqd_pi = le(rec.sq_pi);
+		if (qp.sq_kick && qp.type != VRNIC_QPT_XRC_TGT && !qp.datagram()) {
+			if (!plat_.read(qp.dbrec, rec))
+				dcnt_.dma_errors++;
+			else if (le(rec.sq_pi) - qp.sq_head <= (1u << qp.sq_log))
+				qp.sqd_pi = le(rec.sq_pi);
+		}
 	}
 	qp.attr.state = next;
 	// SQD: the event, if asked for, when the last request begun completes

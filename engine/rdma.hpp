@@ -127,14 +127,14 @@ struct RingMem {
 
 struct Pd {
 	bool valid = false;
-	uint32_t gen = 0;		// 16 bits (VRNIC_PD_GEN_MASK)
+	uint32_t gen = 0;		// 12 bits (VRNIC_PD_GEN_MASK)
 	uint32_t uctx = 0;
 };
 
 // An XRC domain: kernel-owned, shared by the processes that open it.
 struct Xrcd {
 	bool valid = false;
-	uint32_t gen = 0;		// 16 bits, as a PD's
+	uint32_t gen = 0;		// 12 bits, as a PD's
 };
 
 struct Cq {
@@ -524,6 +524,7 @@ struct SchedCounters {
 	uint64_t qpc_stalls = 0;	// passes ended to pay for cache misses
 	uint64_t qpc_stall_ns = 0;	// the time they asked for
 	uint64_t qpc_ctx_mismatch = 0;	// contexts read back unlike written
+	uint64_t alloc_probes = 0;	// slots allocations looked at
 };
 
 // Lifetimes: no reference or iterator into device state survives a call

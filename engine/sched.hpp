@@ -43,7 +43,7 @@ inline size_t grown(uint32_t slot, size_t have)
 class ActiveList {
 public:
 	// Its per-slot record grows with the highest slot queued (doubling,
-	// up to the 2^16 a handle can name).
+	// up to the 2^20 a handle can name).
 
 	// Queue the QP unless its handle is queued already: true if added.
 	bool push(uint32_t handle)
@@ -110,7 +110,7 @@ public:
 	};
 
 	// Its per-slot positions grow with the highest slot armed (doubling,
-	// up to the 2^16 a handle can name).
+	// up to the 2^20 a handle can name).
 
 	[[nodiscard]] bool empty() const { return heap_.empty(); }
 	[[nodiscard]] size_t size() const { return heap_.size(); }

@@ -2,7 +2,7 @@
 // A table of device objects by slot index that grows with use (issue 29).
 // Its slots come in chunks of kChunk, each made when an allocation first
 // needs it and charged to the host-memory budget then, so a device with a
-// few QPs holds a few chunks, not 2^16 slots.  A chunk stays until the
+// few QPs holds a few chunks, not 2^20 slots.  A chunk stays until the
 // device goes away, over resets too: the generations in its slots must
 // outlive every object, so that no old handle names a new one.  Objects
 // never move; a pointer to one is good for as long as its object is.
@@ -58,34 +58,62 @@ public:
 		}
 		return &c->slot[i % kChunk];
 	}
-	// Live objects per chunk, kept by the table's owner: taken() when
-	// it makes slot i's object valid, freed() when it ends it, and
-	// none_live() when a reset ended them all.  An allocation steps over
-	// a full chunk without looking at its slots, so that creating the
-	// millionth object costs what the first did.
+	// Per chunk, kept by the table's owner: its live objects, and its
+	// free slots whose generations are spent.  taken() when it makes
+	// slot i's object valid, freed() when it ends it (spent: the slot's
+	// next generation cannot be given), renewed() when a spent slot
+	// starts its generations again, recount() after a reset ended every
+	// object.  An allocation steps over a chunk with no slot to give
+	// (every one live or spent) without looking at its slots, so that
+	// creating the millionth object costs what the first did, and churn
+	// that spends slots does not make every create walk them.
 	void taken(uint32_t i)
 	{
 		if (has(i))
 			chunks_[i / kChunk]->live++;
 	}
-	void freed(uint32_t i)
+	void freed(uint32_t i, bool spent)
 	{
-		if (has(i) && chunks_[i / kChunk]->live)
-			chunks_[i / kChunk]->live--;
+		if (!has(i))
+			return;
+		Chunk &c = *chunks_[i / kChunk];
+		if (c.live)
+			c.live--;
+		if (spent)
+			c.spent++;
 	}
+	void renewed(uint32_t i)
+	{
+		if (has(i) && chunks_[i / kChunk]->spent)
+			chunks_[i / kChunk]->spent--;
+	}
+	// No slot of i's chunk can be given without renewing one.
 	[[nodiscard]] bool chunk_full(uint32_t i) const
 	{
-		return has(i) && chunks_[i / kChunk]->live >= kChunk;
+		return has(i) && chunks_[i / kChunk]->live + chunks_[i / kChunk]->spent >= kChunk;
+	}
+	// No slot of i's chunk is spent and free.
+	[[nodiscard]] bool none_spent(uint32_t i) const
+	{
+		return !has(i) || chunks_[i / kChunk]->spent == 0;
 	}
 	[[nodiscard]] uint32_t live(uint32_t i) const
 	{
 		return has(i) ? chunks_[i / kChunk]->live : 0;
 	}
-	void none_live()
+	// After a reset (no object valid): each chunk's spent slots counted
+	// again, spent(index, object) telling which.
+	template <typename S> void recount(S &&spent)
 	{
-		for (auto &c : chunks_)
-			if (c)
-				c->live = 0;
+		for (uint32_t c = 0; c < chunks_.size(); c++) {
+			if (!chunks_[c])
+				continue;
+			Chunk &ch = *chunks_[c];
+			ch.live = 0;
+			ch.spent = 0;
+			for (uint32_t k = 0; k < kChunk; k++)
+				ch.spent += spent(c * kChunk + k, ch.slot[k]);
+		}
 	}
 	// pred(object) for the slots below n in made chunks, until it holds.
 	template <typename P> bool any(uint32_t n, P &&pred) const
@@ -105,7 +133,8 @@ private:
 	struct Chunk {
 		std::array<T, kChunk> slot{};
 		Charge charge;		// sizeof(Chunk), to the host budget
-		uint32_t live = 0;	// valid objects (taken() - freed())
+		uint32_t live = 0;	// valid objects
+		uint32_t spent = 0;	// free slots with no generation left
 	};
 	// The one walk of any() and each(), const or not.
 	template <typename Self, typename P> static bool scan(Self &self, uint32_t n, P &&pred)

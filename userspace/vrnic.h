@@ -22,7 +22,7 @@
  * The QP table, QPN index -> QP: VRNIC_QP_TABLE_PAGES pages of 4096
  * pointers, each allocated when a QP of its range is first created (the
  * shape of mlx5's), so that a context with a few QPs holds a page or two
- * of the 2^16 slots.
+ * of the 2^20 slots.
  */
 #define VRNIC_QP_TABLE_SHIFT	12
 #define VRNIC_QP_TABLE_MASK	((1u << VRNIC_QP_TABLE_SHIFT) - 1)

@@ -152,8 +152,11 @@ static void vrnic_qpc_mem_give(struct vrnic_pf *pf)
 	/* max_qp is now what the table holds. */
 	ret = vrnic_pf_admin_query(pf, VRNIC_ADMIN_QUERY_DEVICE, &pf->attr,
 				   sizeof(pf->attr));
-	if (ret)
+	if (ret) {
 		dev_warn(dev, "QUERY_DEVICE after SET_QPC_MEM failed: %d\n", ret);
+		pf->attr.max_qp = cpu_to_le32(min_t(u32, le32_to_cpu(pf->attr.max_qp),
+						    VRNIC_QPC_ENTRIES - 2));
+	}
 }
 
 /*

@@ -108,11 +108,15 @@ static int stub_alloc_index(bool *live, uint16_t *gen, uint32_t first,
 
 int stub_dev_cqe(uint32_t cqn, const struct vrnic_cqe *src)
 {
-	struct stub_cq *cq = &cqs[cqn & VRNIC_OBJ_INDEX_MASK];
+	struct stub_cq *cq;
 	uint32_t mask, ci;
 	struct vrnic_cqe *dst;
 	uint8_t owner;
 
+	/* Handles the stub gave have indices below STUB_MAX_OBJ. */
+	if ((cqn & VRNIC_OBJ_INDEX_MASK) >= STUB_MAX_OBJ)
+		return ENOENT;
+	cq = &cqs[cqn & VRNIC_OBJ_INDEX_MASK];
 	pthread_mutex_lock(&stub_lock);
 	if (!cq_live[cqn & VRNIC_OBJ_INDEX_MASK]) {
 		pthread_mutex_unlock(&stub_lock);

@@ -35,6 +35,7 @@ TEST(Scale, TablesGrowWithUseAndAnIdleQpsCostIsBounded)
 {
 	constexpr unsigned kQps = 5000;
 	Node a{1};
+	a.p.drain_aeq();
 	const auto &hb = budget_of(a.p);
 	const uint64_t tables0 = rdma_of(a.p).table_bytes(), used0 = hb.used();
 	const vrnic_admin_cmd c = a.idle_qp_cmd(4);
@@ -67,6 +68,7 @@ TEST(Scale, TablesGrowWithUseAndAnIdleQpsCostIsBounded)
 		d.destroy.id = qpn;
 		ASSERT_EQ(a.p.admin(d).status, VRNIC_ADMIN_ST_OK);
 	}
+	a.p.drain_aeq();	// held events are charged too
 	EXPECT_EQ(hb.used() - used0, grown) << "a destroyed QP kept a charge";
 	// Created again, they reuse the chunks made.
 	for (unsigned i = 0; i < kQps; i++)
@@ -91,6 +93,35 @@ TEST(Scale, ChurnReusesTheChunksItHas)
 		ASSERT_EQ(a.p.admin(d).status, VRNIC_ADMIN_ST_OK);
 	}
 	EXPECT_EQ(rdma_of(a.p).table_bytes(), tables0);
+}
+
+// Churn spends slots: each is given 15 generations, then passed over.
+// A create steps over a chunk whose slots are all live or spent without
+// looking at them, so that after 40,000 creates and destroys a create
+// still looks at a few slots, not at every spent one (before, every
+// create walked all the spent slots of the chunks made).
+TEST(Scale, ChurnThatSpendsSlotsKeepsCreatesCheap)
+{
+	Node a{1};
+	const vrnic_admin_cmd c = a.idle_qp_cmd(4);
+	const auto &sc = rdma_of(a.p).sched_counters();
+	uint64_t probes = 0;
+	constexpr unsigned kCycles = 40000, kLast = 1000;
+	for (unsigned i = 0; i < kCycles; i++) {
+		if (i == kCycles - kLast)
+			probes = sc.alloc_probes;
+		const uint32_t qpn = a.admin_ok(c);
+		vrnic_admin_cmd d = op(VRNIC_ADMIN_DESTROY_QP);
+		d.destroy.id = qpn;
+		ASSERT_EQ(a.p.admin(d).status, VRNIC_ADMIN_ST_OK);
+	}
+	const uint64_t chunks = rdma_of(a.p).table_bytes() /
+				vrnic::SlotTable<vrnic::Qp>::chunk_bytes();
+	std::printf("%u creates: %llu chunks made; the last %u looked at %.1f slots each\n",
+		    kCycles, static_cast<unsigned long long>(chunks), kLast,
+		    double(sc.alloc_probes - probes) / kLast);
+	EXPECT_GT(chunks, 2u) << "churn spent no slot";
+	EXPECT_LT(sc.alloc_probes - probes, 4ull * kLast);
 }
 
 // A slot whose generations are spent starts them again when the budget
@@ -154,6 +185,7 @@ TEST(Scale, AMillionQpsAreCreatedUsedAndDestroyed)
 	Node a{1, false, Node::kCqLog, VRNIC_QPT_RC,
 	       uint64_t(VRNIC_MAX_QP) * kPerQp + (64ull << 20)};
 	Node b{2};
+	a.p.drain_aeq();
 	const auto &hb = budget_of(a.p);
 	const uint64_t used0 = hb.used(), tables0 = rdma_of(a.p).table_bytes();
 	const vrnic_admin_cmd c = a.idle_qp_cmd(4);
@@ -268,6 +300,7 @@ TEST(Scale, AMillionQpsAreCreatedUsedAndDestroyed)
 		d.destroy.id = q;
 		ASSERT_EQ(a.p.admin(d).status, VRNIC_ADMIN_ST_OK);
 	}
+	a.p.drain_aeq();	// held events are charged too
 	EXPECT_EQ(hb.used() - used0, rdma_of(a.p).table_bytes() - tables0)
 		<< "a destroyed QP kept a charge";
 	// The table is empty again, and creating is as cheap as at first.
