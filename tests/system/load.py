@@ -49,7 +49,8 @@ more, without the others (it gave up before any RDMA traffic).
    RC QPs in one process on a (QP numbers past 16 bits of index), moves
    the last to INIT and destroys them all; its TAP lines give the times
    and the guest memory per QP, and the harness adds what vrnic-device's
-   RSS grew by, per QP.  For it, a has 3 GiB of RAM (100,000 QPs take
+   RSS grew by, per QP.  Then the same 100,000 through a kernel ULP
+   (tests/kmod/vrnic_kqp_scale.ko).  For it, a has 3 GiB of RAM (100,000 QPs take
    about 0.9 GiB of the guest) and its device a 1 GiB host budget (an
    idle RC QP is charged about 7 KiB); the other parts do not depend on
    either.
@@ -251,6 +252,21 @@ def scale(stage, a):
                           SCALE_QPS))
     print("  qp scale: %.0f s" % (time.time() - t0))
     stage.tap("a: qp scale", out, rc)
+    # The same through a kernel ULP (a test module).
+    cmd = ("dmesg -C; insmod %svrnic_kqp_scale.ko nqp=%d; r=$?; dmesg | "
+           "sed -n 's/.*vrnic_kqp_scale: //p'; rmmod vrnic_kqp_scale "
+           "2>/dev/null; exit $r" % (T, SCALE_QPS))
+    print("---- [a] insmod vrnic_kqp_scale.ko nqp=%d" % SCALE_QPS, flush=True)
+    t0 = time.time()
+    try:
+        rc, out = a.run(cmd, timeout=900)
+    except vmlib.VMError as e:
+        stage.record("a: %d kernel QPs" % SCALE_QPS, "fail", str(e))
+        return
+    for line in out.rstrip().splitlines():
+        print("  | " + line)
+    print("  kernel qp scale: %.0f s" % (time.time() - t0))
+    stage.tap("a: kernel qp scale", out, rc)
 
 
 def load(stage, a, b):
