@@ -13,6 +13,14 @@ it learns of the cache and gives the device its context memory.  Also
 reported: the cache's hits, misses and evictions per run (rdma
 statistic), so that the wall can be read against its cause.
 
+Then object scale: tests/guest/vrnic_qp_scale creates SCALE_BENCH_CREATE
+RC QPs (100000 unless told) in one process and destroys them, on vrnic0
+and on rxe0: the time per create and destroy, the guest memory per QP
+(MemAvailable), and for vrnic what vrnic-device's RSS grew by per QP
+(rxe keeps its QPs in the guest kernel, so its guest figure is all of
+it).  For it the bench VMs have 3 GiB of RAM and their devices a 1 GiB
+host budget.
+
     SCALE_BENCH=0             leave the section out of make bench
     SCALE_BENCH_QPS=1,16,...  the QP counts (default 1,16,256,1024,4096)
     SCALE_BENCH_CACHE=256     the small cache
@@ -20,6 +28,7 @@ statistic), so that the wall can be read against its cause.
     SCALE_BENCH_MISS_NS=20000 a miss's cost in the small-cache series
     SCALE_BENCH_REPEAT=3      runs per point
     SCALE_BENCH_RXE=0         leave rxe out
+    SCALE_BENCH_CREATE=100000 QPs the object-scale part creates (0: none)
 
 Run alone: python3 scripts/bench_scale.py (writes build/bench/scale.md,
 scale.json and scale.png).
@@ -54,6 +63,9 @@ MISS_NS = int(os.environ.get("SCALE_BENCH_MISS_NS", "20000"))
 SIZE = int(os.environ.get("SCALE_BENCH_SIZE", "4096"))
 REPEAT = int(os.environ.get("SCALE_BENCH_REPEAT", "3"))
 RXE = os.environ.get("SCALE_BENCH_RXE", "1") != "0"
+CREATE = int(os.environ.get("SCALE_BENCH_CREATE", "100000"))
+MEM_MB = 3072
+BUDGET = 1 << 30
 QPC = ("qpc_cache_hits", "qpc_cache_misses", "qpc_cache_evictions")
 
 
@@ -208,6 +220,89 @@ def measure(a, b):
     return res
 
 
+def _rss_kib(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+    except (OSError, AttributeError):
+        return 0
+
+
+def create(a):
+    """{dev: {"create_us", "destroy_us", "guest_b", "host_b", ...}}: CREATE
+    QPs made and destroyed by vrnic_qp_scale on vrnic0 and rxe0."""
+    import threading
+    out = {}
+    for dev in ("vrnic0",) + (("rxe0",) if RXE else ()):
+        pid = a.devproc.pid if dev == "vrnic0" and a.devproc else 0
+        rss0 = _rss_kib(pid) if pid else 0
+        peak = [rss0]
+        done = threading.Event()
+
+        def sample():
+            while pid and not done.wait(0.5):
+                peak[0] = max(peak[0], _rss_kib(pid))
+        th = threading.Thread(target=sample, daemon=True)
+        th.start()
+        try:
+            rc, text = a.run("/opt/vrnic/tests/vrnic_qp_scale %d %s"
+                             % (CREATE, dev), timeout=1800)
+        finally:
+            done.set()
+            th.join()
+        m = re.search(r"(\d+) QPs created in ([\d.]+) s", text)
+        g = re.search(r"MemAvailable (\d+) KiB before, (\d+) KiB", text)
+        d = re.search(r"(\d+) QPs destroyed in ([\d.]+) s", text)
+        if rc or not m or int(m.group(1)) != CREATE or not g or not d:
+            # How far it got, and why it stopped (create_qp's errno).
+            why = re.search(r"create_qp (\d+): (.*)", text)
+            made = int(m.group(1)) if m else 0
+            err = ("%d QPs, then create_qp: %s" % (made, why.group(2))
+                   if why else "rc %d: %s" % (rc, " ".join(
+                       text.strip().splitlines()[-3:])[-200:]))
+            if made and g:
+                err += " (%.0f B of guest memory per QP)" % (
+                    (int(g.group(1)) - int(g.group(2))) * 1024.0 / made)
+            out[dev] = {"error": err, "made": made}
+            log("  create %s: failed: %s" % (dev, err))
+            continue
+        out[dev] = {
+            "create_us": float(m.group(2)) * 1e6 / CREATE,
+            "destroy_us": float(d.group(2)) * 1e6 / CREATE,
+            "create_s": float(m.group(2)), "destroy_s": float(d.group(2)),
+            "guest_b": (int(g.group(1)) - int(g.group(2))) * 1024.0 / CREATE}
+        if pid and rss0:
+            out[dev]["host_b"] = (peak[0] - rss0) * 1024.0 / CREATE
+        log("  create %s: %d QPs in %.1f s (%.0f us each), destroyed in "
+            "%.1f s; %.0f B of guest memory per QP%s" % (
+                dev, CREATE, out[dev]["create_s"], out[dev]["create_us"],
+                out[dev]["destroy_s"], out[dev]["guest_b"],
+                ", %.0f B of vrnic-device RSS" % out[dev]["host_b"]
+                if "host_b" in out[dev] else ""))
+    return out
+
+
+def report_create(cr):
+    if not cr:
+        return ""
+    lines = ["", "## Scale: creating %d QPs in one process" % CREATE, "",
+             "`vrnic_qp_scale %d DEV`: RC QPs on one PD, CQ and SRQ, "
+             "one-entry SQs, created then destroyed (guest: MemAvailable "
+             "before and with them; host: vrnic-device's RSS growth, "
+             "sampled every 0.5 s; rxe's state is in the guest kernel)." %
+             CREATE, "",
+             "| device | create, s | per QP, us | destroy, s | guest B/QP "
+             "| host B/QP |", "|---|---|---|---|---|---|"]
+    for dev, p in cr.items():
+        if "error" in p:
+            lines.append("| %s | failed: %s | | | | |" % (dev, p["error"]))
+            continue
+        lines.append("| %s | %.1f | %.0f | %.1f | %.0f | %s |" % (
+            dev, p["create_s"], p["create_us"], p["destroy_s"], p["guest_b"],
+            "%.0f" % p["host_b"] if "host_b" in p else "in the guest"))
+    return "\n".join(lines) + "\n"
+
+
 def report(res, elapsed):
     first = QPS[0]
     lines = ["", "## Scale: throughput against active QPs (issue 29)", "",
@@ -296,9 +391,11 @@ def section():
     log("== scale: booting VMs scale-a and scale-b (vrnic + virtio-net)")
     a = b = None
     try:
-        a, b = vmlib.boot_bench(("scale-a", "scale-b"))
+        a, b = vmlib.boot_bench(("scale-a", "scale-b"), mem_mb=MEM_MB,
+                                dev_args=("--host-mem-budget", str(BUDGET)))
         setup(a, b)
         res = measure(a, b)
+        cr = create(a) if CREATE else {}
     except vmlib.VMError as e:
         log("  ! scale: %s" % e)
         return "\n## Scale\n\nThe section failed: %s\n" % e, None
@@ -306,10 +403,12 @@ def section():
         for vm in (a, b):
             if vm:
                 vm.kill()
-    md = report(res, time.time() - t0)
+    md = report(res, time.time() - t0) + report_create(cr)
     os.makedirs(OUT, exist_ok=True)
     plot(res, os.path.join(OUT, "scale.png"))
-    return md, {k: {str(q): p for q, p in v.items()} for k, v in res.items()}
+    data = {k: {str(q): p for q, p in v.items()} for k, v in res.items()}
+    data["create"] = cr
+    return md, data
 
 
 def main():

@@ -554,13 +554,18 @@ def boot_interop():
     return _boot(VM("a", 0), r)
 
 
-def boot_bench(names=("a", "b")):
+def boot_bench(names=("a", "b"), mem_mb=None, dev_args=()):
     """Boot VMs a and b for make bench: each has a vrnic and a virtio-net.
     Each NIC kind has its own point-to-point wire, both the same transport
     (NETDEV): a QEMU hub joining the four would drop the netdev's
     backpressure (measured with dgram: ib_write_bw from ~40 to ~1.5 MB/s).
-    names: their VM directories (a second pair beside the first)."""
-    a, b = VM(names[0], 0), VM(names[1], 1)
+    names: their VM directories (a second pair beside the first);
+    mem_mb and dev_args: both VMs' RAM (else the default) and vrnic-device
+    arguments added to both."""
+    extra = {"mem_mb": mem_mb} if mem_mb else {}
+    a, b = VM(names[0], 0, **extra), VM(names[1], 1, **extra)
+    for vm in (a, b):
+        vm.dev_args = vm.dev_args + list(dev_args)
     a.virtio2 = b.virtio2 = True
     return _boot(a, b)
 
