@@ -51,19 +51,19 @@ bool decode_pages(std::vector<uint64_t> &pages, unsigned int shift)
 void MrTable::reset()
 {
 	// Slots past used_ are untouched since the last reset.
-	for (uint32_t i = 0; i < used_; i++) {
-		Mr &m = mrs_[i];
+	mrs_.each(used_, [](Mr &m) {
 		const uint8_t key = m.key;
 		m = Mr();
 		m.key = key;	// keys keep moving across resets
-	}
+	});
+	mrs_.recount([](uint32_t, const Mr &) { return false; });
 	next_ = 0;
 	used_ = 0;
 }
 
 bool MrTable::pd_in_use(uint32_t pdn) const
 {
-	return std::any_of(mrs_.begin(), mrs_.begin() + used_, [pdn](const Mr &m) {
+	return mrs_.any(used_, [pdn](const Mr &m) {
 		return m.valid && m.pdn == pdn;
 	});
 }
@@ -157,19 +157,37 @@ uint8_t MrTable::create(const Platform &plat, const vrnic_admin_create_mr &c,
 	return insert(std::move(m), key);
 }
 
+// A free slot, round robin from next_: first among the chunks made
+// (stepping over full ones without looking at their slots), then in a
+// new chunk, charged to the budget.  Keys are 8 bits that wrap: a slot
+// is never spent.
 uint8_t MrTable::insert(Mr &&m, uint32_t &key)
 {
-	for (uint32_t n = 0; n < mrs_.size(); n++) {
-		const uint32_t idx = (next_ + n) % uint32_t(mrs_.size());
-		if (mrs_[idx].valid)
-			continue;
-		used_ = std::max(used_, idx + 1);
-		m.key = uint8_t(mrs_[idx].key + 1);
-		m.valid = true;
-		mrs_[idx] = std::move(m);
-		next_ = idx + 1;
-		key = idx << VRNIC_MR_KEY_BITS | mrs_[idx].key;
-		return VRNIC_ADMIN_ST_OK;
+	constexpr uint32_t kChunk = SlotTable<Mr>::kChunk;
+	const uint32_t n = mrs_.size();
+
+	static_assert(VRNIC_MAX_MR % kChunk == 0);
+	for (const bool made : {true, false}) {
+		for (uint32_t k = 0; k < n; k++) {
+			const uint32_t idx = (next_ + k) % n;
+			if (mrs_.has(idx) != made || mrs_.chunk_full(idx)) {
+				k += kChunk - 1 - idx % kChunk;
+				continue;
+			}
+			Mr *slot = mrs_.make(idx, budget_);
+			if (!slot)
+				return VRNIC_ADMIN_ST_NO_RESOURCE;
+			if (slot->valid)
+				continue;
+			used_ = std::max(used_, idx + 1);
+			m.key = uint8_t(slot->key + 1);
+			m.valid = true;
+			*slot = std::move(m);
+			mrs_.taken(idx);
+			next_ = idx + 1;
+			key = idx << VRNIC_MR_KEY_BITS | slot->key;
+			return VRNIC_ADMIN_ST_OK;
+		}
 	}
 	return VRNIC_ADMIN_ST_NO_RESOURCE;
 }
@@ -180,17 +198,18 @@ uint8_t MrTable::destroy(uint32_t key, bool window)
 
 	// A fast-register MR's and a window's key byte is the consumer's to
 	// change with each REG_MR or bind, so the index alone names them.
-	if (idx >= mrs_.size() || !mrs_[idx].valid ||
-	    window != (mrs_[idx].mw_type != 0) ||
-	    (!mrs_[idx].fast && !window && mrs_[idx].key != uint8_t(key)))
+	Mr *m = at(idx);
+	if (!m || !m->valid || window != (m->mw_type != 0) ||
+	    (!m->fast && !window && m->key != uint8_t(key)))
 		return VRNIC_ADMIN_ST_NOT_FOUND;
-	if (mrs_[idx].windows)
+	if (m->windows)
 		return VRNIC_ADMIN_ST_BUSY;	// windows are bound to it
-	if (mrs_[idx].mw_type)
-		unbind(mrs_[idx]);
-	const uint8_t k = mrs_[idx].key;
-	mrs_[idx] = Mr();
-	mrs_[idx].key = k;
+	if (m->mw_type)
+		unbind(*m);
+	const uint8_t k = m->key;
+	*m = Mr();	// its page list goes back to the budget
+	m->key = k;
+	mrs_.freed(idx, false);
 	return VRNIC_ADMIN_ST_OK;
 }
 
@@ -202,9 +221,9 @@ bool MrTable::fast_register(const Platform &plat, const vrnic_reg_mr_wqe &w,
 	const uint32_t access = le(w.access), npages = le(w.npages);
 	const unsigned int shift = w.page_shift;
 
-	if (idx >= mrs_.size())
+	if (!at(idx))
 		return false;
-	Mr &m = mrs_[idx];
+	Mr &m = *at(idx);
 	// Only an invalid fast-register MR of the QP's PD, and only the low
 	// 8 bits of its key may change (IBA 10.7.2.2; rxe does the same).
 	if (!m.valid || !m.fast || m.live || m.pdn != pdn)
@@ -233,9 +252,9 @@ bool MrTable::invalidate(uint32_t key, uint32_t pdn, uint32_t remote_qpn)
 {
 	const uint32_t idx = key >> VRNIC_MR_KEY_BITS;
 
-	if (idx >= mrs_.size())
+	if (!at(idx))
 		return false;
-	Mr &m = mrs_[idx];
+	Mr &m = *at(idx);
 	if (!m.valid || m.key != uint8_t(key) || m.pdn != pdn)
 		return false;
 	if (m.mw_type) {
@@ -268,9 +287,9 @@ uint8_t MrTable::alloc_mw(uint32_t pdn, uint8_t type, uint32_t &key)
 
 void MrTable::unbind(Mr &w)
 {
-	if (w.live && w.length && w.region < mrs_.size() &&
-	    mrs_[w.region].windows)
-		mrs_[w.region].windows--;
+	Mr *r = at(w.region);
+	if (w.live && w.length && r && r->windows)
+		r->windows--;
 	w.live = false;
 	w.iova = w.length = 0;
 	w.access = 0;
@@ -284,9 +303,9 @@ bool MrTable::bind_mw(const vrnic_bind_mw_wqe &b, uint32_t pdn, uint32_t qpn)
 	const uint64_t addr = le(b.addr), length = le(b.length);
 	const uint32_t access = le(b.access) & ~uint32_t(VRNIC_ACCESS_LOCAL_WRITE);
 
-	if (idx >= mrs_.size())
+	if (!at(idx))
 		return false;
-	Mr &w = mrs_[idx];
+	Mr &w = *at(idx);
 	if (!w.valid || !w.mw_type || w.mw_type != b.mw_type ||
 	    w.key != uint8_t(key) || w.pdn != pdn ||
 	    (access & ~uint32_t(VRNIC_ACCESS_MW_RIGHTS)))
@@ -319,7 +338,7 @@ bool MrTable::bind_mw(const vrnic_bind_mw_wqe &b, uint32_t pdn, uint32_t qpn)
 	w.qpn = w.mw_type == VRNIC_MW_TYPE_2 ? qpn : 0;
 	w.live = true;
 	if (length)
-		mrs_[region].windows++;
+		at(region)->windows++;	// check() found it
 	return true;
 }
 
@@ -328,10 +347,11 @@ MrCheck MrTable::check_key(uint32_t key, uint32_t pdn, uint32_t access,
 {
 	const uint32_t idx = key >> VRNIC_MR_KEY_BITS;
 
-	if (idx >= mrs_.size() || !mrs_[idx].valid || !mrs_[idx].live ||
-	    mrs_[idx].key != uint8_t(key) || mrs_[idx].mw_type)
+	const Mr *mp = at(idx);
+	if (!mp || !mp->valid || !mp->live || mp->key != uint8_t(key) ||
+	    mp->mw_type)
 		return MrCheck::BadKey;
-	const Mr &m = mrs_[idx];
+	const Mr &m = *mp;
 	if (m.pdn != pdn)
 		return MrCheck::BadPd;
 	if ((m.access & access) != access)
@@ -361,9 +381,9 @@ MrCheck MrTable::check_remote(uint32_t key, uint32_t pdn, uint32_t qpn,
 {
 	const uint32_t idx = key >> VRNIC_MR_KEY_BITS;
 
-	if (idx >= mrs_.size() || !mrs_[idx].mw_type)
+	if (!at(idx) || !at(idx)->mw_type)
 		return check(key, pdn, addr, len, access, out);
-	const Mr &w = mrs_[idx];
+	const Mr &w = *at(idx);
 	if (!w.valid || !w.live || w.key != uint8_t(key) || w.length == 0)
 		return MrCheck::BadKey;
 	if (w.pdn != pdn || (w.mw_type == VRNIC_MW_TYPE_2 && w.qpn != qpn))
@@ -375,10 +395,10 @@ MrCheck MrTable::check_remote(uint32_t key, uint32_t pdn, uint32_t qpn,
 	// The bind kept the window inside its region, and a region with
 	// windows cannot be destroyed; a fast-register one can be
 	// invalidated under it, which ends the window's use too.
-	const Mr &m = mrs_[w.region];
-	if (!m.valid || !m.live)
+	const Mr *m = at(w.region);
+	if (!m || !m->valid || !m->live)
 		return MrCheck::BadKey;
-	*out = &m;
+	*out = m;
 	return MrCheck::Ok;
 }
 

@@ -9,6 +9,7 @@
 
 #include "budget.hpp"
 #include "platform.hpp"
+#include "slot_table.hpp"
 #include "vrnic_hw.h"
 
 namespace vrnic {
@@ -42,6 +43,8 @@ class MrTable {
 public:
 	explicit MrTable(HostBudget &budget)
 		: budget_(budget), mrs_(VRNIC_MAX_MR) {}
+	// Host memory held for the table's chunks (charged to the budget).
+	[[nodiscard]] uint64_t table_bytes() const { return mrs_.bytes(); }
 
 	// Copy the page list out of guest memory once and validate it.
 	// kernel: the caller is the kernel driver (PHYS mode allowed).
@@ -93,8 +96,13 @@ private:
 	template <typename F>
 	static bool for_each_piece(const Mr &mr, uint64_t addr, size_t len, F f);
 
+	// Slot idx, or nullptr when its chunk was never made.
+	Mr *at(uint32_t idx) { return mrs_.find(idx); }
+	const Mr *at(uint32_t idx) const { return mrs_.find(idx); }
+
 	HostBudget &budget_;
-	std::vector<Mr> mrs_;
+	// 2^20 slots in chunks made with use (issue 29), as the QP table's.
+	SlotTable<Mr> mrs_;
 	uint32_t next_ = 0;	// where the free slot search starts
 	// Slots used since the last reset are [0, used_); the others are as
 	// the constructor or the last reset left them.

@@ -640,7 +640,7 @@ public:
 	[[nodiscard]] uint64_t table_bytes() const
 	{
 		return pds_.bytes() + cqs_.bytes() + qps_.bytes() + srqs_.bytes() +
-		       xrcds_.bytes();
+		       xrcds_.bytes() + mrs_.table_bytes();
 	}
 
 	// How long a spraying QP's hole may be a packet still on a slower

@@ -37,6 +37,12 @@ public:
 			return nullptr;
 		return &chunks_[i / kChunk]->slot[i % kChunk];
 	}
+	const T *find(uint32_t i) const
+	{
+		if (i >= slots_ || !chunks_[i / kChunk])
+			return nullptr;
+		return &chunks_[i / kChunk]->slot[i % kChunk];
+	}
 	[[nodiscard]] bool has(uint32_t i) const
 	{
 		return i < slots_ && chunks_[i / kChunk];

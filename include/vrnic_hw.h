@@ -291,7 +291,7 @@ struct vrnic_admin_create_eth_ring {
 #define VRNIC_MAX_CQ			(1u << 20)
 #define VRNIC_MAX_QP			(1u << 20)	/* QPN index 0 and 1 reserved */
 #define VRNIC_MAX_SRQ			(1u << 20)
-#define VRNIC_MAX_MR			16384
+#define VRNIC_MAX_MR			(1u << 20)
 #define VRNIC_MR_KEY_BITS		8
 #define VRNIC_MAX_CQ_LOG_DEPTH		22	/* 2^22 CQEs, as mlx5 reports */
 #define VRNIC_MAX_WQ_LOG_DEPTH		14

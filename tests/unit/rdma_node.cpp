@@ -455,14 +455,35 @@ vrnic_admin_cmd Node::idle_qp_cmd(unsigned sq_log) const
 std::vector<uint32_t> Node::spend_budget_on_mrs()
 {
 	std::vector<uint32_t> keys;
+	auto fast_mr = [this](uint32_t pages) {
+		vrnic_admin_cmd m{};
+		m.opcode = VRNIC_ADMIN_CREATE_MR;
+		m.create_mr.pdn = pd;
+		m.create_mr.npages = pages;
+		m.create_mr.pbl_mode = VRNIC_PBL_FAST;
+		return p.admin(m);
+	};
+	// The MR table grows with use in charged chunks: a fill that stopped
+	// at a chunk it cannot make would leave up to a chunk unspent, so
+	// the slots it needs are made first (kept, as chunks are).
+	const vrnic::HostBudget &hb = p.eng->dev.budget();
+	const uint64_t slots = (hb.limit() - hb.used()) / 4096 + 512;
+	for (uint64_t i = 0; i < slots; i++) {
+		const auto cqe = fast_mr(1);
+		if (cqe.status != VRNIC_ADMIN_ST_OK)
+			break;
+		keys.push_back(cqe.result);
+	}
+	for (uint32_t k : keys) {
+		vrnic_admin_cmd d{};
+		d.opcode = VRNIC_ADMIN_DESTROY_MR;
+		d.destroy.id = k;
+		p.admin(d);
+	}
+	keys.clear();
 	for (uint32_t pages : {512u, 1u}) {
 		for (;;) {
-			vrnic_admin_cmd m{};
-			m.opcode = VRNIC_ADMIN_CREATE_MR;
-			m.create_mr.pdn = pd;
-			m.create_mr.npages = pages;
-			m.create_mr.pbl_mode = VRNIC_PBL_FAST;
-			const auto cqe = p.admin(m);
+			const auto cqe = fast_mr(pages);
 			if (cqe.status != VRNIC_ADMIN_ST_OK)
 				break;
 			keys.push_back(cqe.result);

@@ -70,6 +70,7 @@ TEST(Admin, QueryDeviceReportsAttributes)
 	EXPECT_EQ(attr.max_qp, (1u << 20) - 2);
 	EXPECT_EQ(attr.max_cq, (1u << 20) - 1);
 	EXPECT_EQ(attr.max_srq, (1u << 20) - 1);
+	EXPECT_EQ(attr.max_mr, 1u << 20);
 	EXPECT_EQ(attr.max_pd, (1u << 16) - 1);
 
 	cmd.query.out_len = 0;

@@ -308,6 +308,49 @@ TEST(Scale, AMillionQpsAreCreatedUsedAndDestroyed)
 		a.admin_ok(c);
 }
 
+// MRs and windows share a table of 2^20 slots that grows with use, as
+// the QP table does (it was a flat 16384): 70,000 fast-register MRs get
+// distinct keys, slot indices past 16 bits, and the table grows by whole
+// chunks; destroyed, every charge but the chunks' goes back, and made
+// again they reuse the chunks.
+TEST(Scale, TheMrTableGrowsWithUsePastTheOldLimit)
+{
+	constexpr unsigned kMrs = 70000;
+	Node a{1};
+	a.p.drain_aeq();
+	const auto &hb = budget_of(a.p);
+	const uint64_t used0 = hb.used(), tables0 = rdma_of(a.p).table_bytes();
+	auto make = [&a]() {
+		vrnic_admin_cmd m = op(VRNIC_ADMIN_CREATE_MR);
+		m.create_mr.pdn = a.pd;
+		m.create_mr.npages = 1;
+		m.create_mr.pbl_mode = VRNIC_PBL_FAST;
+		return a.admin_ok(m);
+	};
+	std::set<uint32_t> keys;
+	uint32_t top = 0;
+	for (unsigned i = 0; i < kMrs; i++) {
+		const uint32_t k = make();
+		ASSERT_TRUE(keys.insert(k).second) << std::hex << k;
+		top = std::max(top, k >> VRNIC_MR_KEY_BITS);
+	}
+	EXPECT_GT(top, 0xffffu) << "past 16 bits of index";
+	const uint64_t grown = rdma_of(a.p).table_bytes() - tables0;
+	const uint64_t chunk = vrnic::SlotTable<vrnic::Mr>::chunk_bytes();
+	EXPECT_EQ(grown % chunk, 0u);
+	EXPECT_LE(grown, (kMrs / vrnic::SlotTable<vrnic::Mr>::kChunk + 2) * chunk);
+	for (uint32_t k : keys) {
+		vrnic_admin_cmd d = op(VRNIC_ADMIN_DESTROY_MR);
+		d.destroy.id = k;
+		ASSERT_EQ(a.p.admin(d).status, VRNIC_ADMIN_ST_OK);
+	}
+	a.p.drain_aeq();
+	EXPECT_EQ(hb.used() - used0, grown) << "a destroyed MR kept a charge";
+	for (unsigned i = 0; i < 1000; i++)
+		ASSERT_EQ(keys.count(make()), 0u) << "a key came back at once";
+	EXPECT_EQ(rdma_of(a.p).table_bytes() - tables0, grown);
+}
+
 // A GID change puts every QP using the entry into ERR at once, and each
 // gets its QP_FATAL event however many there are (past the 8192 events an
 // EQ held before, 809 of 9000 were lost).
