@@ -40,8 +40,6 @@ Device::Device(const vrnic_engine_config &cfg, const vrnic_platform_ops *ops,
 	if (!cfg_.speed_mbps)
 		cfg_.speed_mbps = VRNIC_SPEED_MBPS_DEFAULT;
 	cfg_.num_msix = std::min<uint32_t>(cfg_.num_msix, VRNIC_NUM_MSIX);
-	for (auto &eq : eqs_)
-		eq.set_budget(&budget_);
 	set_qpc(cfg_.qpc_cache, cfg_.qpc_miss_ns);
 	// Memory came back after a refusal: WQEs waiting for it are fetched.
 	budget_.on_release([this] { plat_.schedule(); });

@@ -8,16 +8,6 @@
 
 namespace vrnic {
 
-namespace {
-
-// An event about an object (a CQ, QP or SRQ), not the device's own.
-bool object_event(uint8_t type)
-{
-	return type >= VRNIC_EQE_CQ && type <= VRNIC_EQE_QP_SQ_DRAINED;
-}
-
-} // namespace
-
 bool EventQueue::valid_config(uint64_t base, unsigned int log_depth)
 {
 	return base != 0 && base % VRNIC_RING_ALIGN == 0 &&
@@ -29,7 +19,7 @@ bool EventQueue::valid_config(uint64_t base, unsigned int log_depth)
 void EventQueue::configure(unsigned int eqn, uint64_t base,
 			   unsigned int log_depth, unsigned int vector)
 {
-	disable();	// keeps the budget and the bound
+	*this = EventQueue();
 	enabled_ = true;
 	eqn_ = eqn;
 	base_ = base;
@@ -75,12 +65,10 @@ bool EventQueue::hold(const Platform &plat, DeviceCounters &cnt,
 		plat.trace(VRNIC_TRACE_EQ_OVERFLOW, eqn_, e.type, 0);
 		return true;
 	}
-	const bool obj = object_event(e.type);
-	if (held_.size() >= max_held_ || (obj && !charge_held(held_objects_ + 1))) {
+	if (held_.size() >= max_held_) {
 		plat.trace(VRNIC_TRACE_EQ_OVERFLOW, eqn_, e.type, 1);
 		return false;
 	}
-	held_objects_ += obj;
 	plat.trace(VRNIC_TRACE_EQ_OVERFLOW, eqn_, e.type, 0);
 	held_.push_back(e);
 	where_.emplace(key(e.type, e.id), std::prev(held_.end()));
@@ -94,12 +82,10 @@ void EventQueue::forget(uint64_t types, uint32_t id)
 			continue;
 		const auto it = where_.find(key(uint8_t(t), id));
 		if (it != where_.end()) {
-			held_objects_ -= object_event(uint8_t(t));
 			held_.erase(it->second);
 			where_.erase(it);
 		}
 	}
-	(void)charge_held(held_objects_);	// less: never refused
 }
 
 bool EventQueue::post(const Platform &plat, DeviceCounters &cnt, uint8_t type,
@@ -128,10 +114,8 @@ bool EventQueue::doorbell(const Platform &plat, DeviceCounters &cnt,
 		const Held e = held_.front();
 		where_.erase(key(e.type, e.id));
 		held_.pop_front();
-		held_objects_ -= object_event(e.type);
 		write(plat, cnt, e);	// a DMA error is counted; go on
 	}
-	(void)charge_held(held_objects_);	// less: never refused
 	if (arm) {
 		if (ci_ != uint16_t(pi_)) {
 			// Events the driver has not seen yet: signal at once.

@@ -12,7 +12,6 @@
 #include <list>
 #include <unordered_map>
 
-#include "budget.hpp"
 #include "platform.hpp"
 #include "vrnic_hw.h"
 
@@ -29,21 +28,15 @@ public:
 	// destroyed object's held events go with it (Rdma's destroys), so
 	// what is held is bounded by live objects, which the budget pays for.
 	// Each held event costs the host about 100 bytes (a list node and an
-	// index entry).  Those of objects (CQ, QP and SRQ events: 2^20 CQs
-	// each cost the budget little more than their slots) are charged to
-	// the host-memory budget as kHeldBytes, and one the budget cannot
-	// take is dropped, as one past kMaxHeld is.  The device's own (admin
-	// completions, port and Ethernet ring events, FATAL: a few dozen
-	// ids) are not charged, so that a spent budget never loses the
-	// driver an admin completion.
+	// index entry), at most 3 per live QP, 2 per CQ and 1 per SRQ: each
+	// object is charged kHeldBytes for each when it is created (Rdma), so
+	// holding never needs the budget and no event is ever dropped for it.
 	static constexpr size_t kMaxHeld = VRNIC_EQ_MAX_HELD;
 	static constexpr uint64_t kHeldBytes = 128;
 
 	EventQueue() = default;
 	// Unit tests: a smaller bound than kMaxHeld, to reach it.
 	void limit_held(size_t n) { max_held_ = std::min(n, kMaxHeld); }
-	// What held events are charged to (none: not charged).
-	void set_budget(HostBudget *b) { budget_ = b; }
 	// Not copyable: where_ points into held_.
 	EventQueue(const EventQueue &) = delete;
 	EventQueue &operator=(const EventQueue &) = delete;
@@ -55,14 +48,7 @@ public:
 					       unsigned int log_depth);
 	void configure(unsigned int eqn, uint64_t base, unsigned int log_depth,
 		       unsigned int vector);
-	void disable()
-	{
-		HostBudget *b = budget_;
-		const size_t m = max_held_;
-		*this = EventQueue();	// what was held goes, and its charge
-		budget_ = b;
-		max_held_ = m;
-	}
+	void disable() { *this = EventQueue(); }
 	[[nodiscard]] bool enabled() const { return enabled_; }
 	[[nodiscard]] unsigned int vector() const { return vector_; }
 	[[nodiscard]] size_t held() const { return held_.size(); }
@@ -114,20 +100,6 @@ private:
 	// are O(1), however many are held.
 	std::list<Held> held_;
 	size_t max_held_ = kMaxHeld;
-	HostBudget *budget_ = nullptr;
-	Charge held_charge_;		// held_objects_ * kHeldBytes
-	size_t held_objects_ = 0;	// held events of objects
-	// Charge for n held events; false if the budget refuses (the charge
-	// stays what it was: take() let it go first, and it fits again).
-	bool charge_held(size_t n)
-	{
-		const uint64_t had = held_charge_.bytes();
-
-		if (!budget_ || held_charge_.take(*budget_, n * kHeldBytes))
-			return true;
-		(void)held_charge_.take(*budget_, had);
-		return false;
-	}
 	std::unordered_map<uint64_t, std::list<Held>::iterator> where_;
 };
 

@@ -56,7 +56,7 @@ void MrTable::reset()
 		m = Mr();
 		m.key = key;	// keys keep moving across resets
 	});
-	mrs_.recount([](uint32_t, const Mr &) { return false; });
+	mrs_.none_live(used_);
 	next_ = 0;
 	used_ = 0;
 }

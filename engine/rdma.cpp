@@ -49,12 +49,15 @@ template <typename T> void ended(SlotTable<T> &tab, uint32_t i, uint32_t gen)
 
 bool aligned(uint64_t v, uint64_t a) { return v != 0 && v % a == 0; }
 
+// Its QP_FATAL, LAST_WQE and SQ_DRAINED events, held by a full EQ.
+constexpr uint64_t kQpHeldEvents = 3 * EventQueue::kHeldBytes;
+
 // What a QP holds for its whole life besides its rings: the responder
-// resources (READ/atomic, at most VRNIC_MAX_RD_ATOMIC) and the copy of
-// the receive WQE it is filling.
+// resources (READ/atomic, at most VRNIC_MAX_RD_ATOMIC), the copy of the
+// receive WQE it is filling, and what its held events may cost.
 constexpr uint64_t kQpReserve =
 	VRNIC_MAX_RD_ATOMIC * (sizeof(RdResource) + 16) + sizeof(RecvWqe) +
-	VRNIC_MAX_SGE * sizeof(vrnic_sge);
+	VRNIC_MAX_SGE * sizeof(vrnic_sge) + kQpHeldEvents;
 
 } // namespace
 
@@ -86,14 +89,14 @@ void Rdma::reset()
 	renew(qps_, used_.qp);
 	renew(srqs_, used_.srq);
 	renew(xrcds_, used_.xrcd);
-	auto recount = []<typename T>(SlotTable<T> &tab) {
-		tab.recount([](uint32_t i, const T &o) { return spent<T>(i, o.gen); });
+	auto recount = []<typename T>(SlotTable<T> &tab, uint32_t n) {
+		tab.recount(n, [](uint32_t i, const T &o) { return spent<T>(i, o.gen); });
 	};
-	recount(pds_);
-	recount(cqs_);
-	recount(qps_);
-	recount(srqs_);
-	recount(xrcds_);
+	recount(pds_, used_.pd);
+	recount(cqs_, used_.cq);
+	recount(qps_, used_.qp);
+	recount(srqs_, used_.srq);
+	recount(xrcds_, used_.xrcd);
 	used_ = Used();
 	next_ = Used();
 	active_.clear();
@@ -551,10 +554,16 @@ uint8_t Rdma::create_cq(const vrnic_admin_create_cq &c, uint32_t &result)
 	    !ring.load(plat_, budget_, le(c.base), c.ring_flags,
 		       uint64_t(sizeof(vrnic_cqe)) << c.log_depth, nomem))
 		return nomem ? VRNIC_ADMIN_ST_NO_RESOURCE : VRNIC_ADMIN_ST_BAD_PARAM;
+	// What its held CQ and CQ_ERROR events may cost, charged now: an EQ
+	// never needs the budget to hold them.
+	Charge events;
+	if (!events.take(budget_, 2 * EventQueue::kHeldBytes))
+		return VRNIC_ADMIN_ST_NO_RESOURCE;
 	uint32_t i = 0;
 	Cq *cq = alloc(cqs_, 1, used_.cq, next_.cq, i);
 	if (!cq)
 		return VRNIC_ADMIN_ST_NO_RESOURCE;
+	cq->events = std::move(events);
 	cq->uctx = uctx;
 	cq->ring = std::move(ring);
 	cq->dbrec = le(c.dbrec);
@@ -574,6 +583,7 @@ uint8_t Rdma::destroy_cq(uint32_t cqn)
 		return VRNIC_ADMIN_ST_BUSY;
 	cq->valid = false;
 	ended(cqs_, handle_slot(cqn), cq->gen);
+	cq->events = Charge();
 	cq->ring = RingMem();	// its page list goes back to the budget
 	forget_events<Cq>(cqn);
 	return VRNIC_ADMIN_ST_OK;
@@ -820,10 +830,16 @@ uint8_t Rdma::create_srq(const vrnic_admin_create_srq &c, uint32_t &result)
 	    !ring.load(plat_, budget_, le(c.base), c.ring_flags,
 		       uint64_t(1) << (c.log_depth + c.wqe_shift), nomem))
 		return nomem ? VRNIC_ADMIN_ST_NO_RESOURCE : VRNIC_ADMIN_ST_BAD_PARAM;
+	// What its held SRQ_LIMIT event may cost, charged now: an EQ never
+	// needs the budget to hold it.
+	Charge events;
+	if (!events.take(budget_, EventQueue::kHeldBytes))
+		return VRNIC_ADMIN_ST_NO_RESOURCE;
 	uint32_t i = 0;
 	Srq *srq = alloc(srqs_, 1, used_.srq, next_.srq, i);
 	if (!srq)
 		return VRNIC_ADMIN_ST_NO_RESOURCE;
+	srq->events = std::move(events);
 	srq->uctx = uctx;
 	srq->pdn = le(c.pdn);
 	srq->ring = std::move(ring);
@@ -877,6 +893,7 @@ uint8_t Rdma::destroy_srq(uint32_t srqn)
 		cq->refs--;
 	srq->valid = false;
 	ended(srqs_, handle_slot(srqn), srq->gen);
+	srq->events = Charge();
 	srq->ring = RingMem();	// its page list goes back to the budget
 	forget_events<Srq>(srqn);
 	return VRNIC_ADMIN_ST_OK;

@@ -154,6 +154,7 @@ struct Cq {
 	bool sol_any = false;
 	bool error = false;
 	unsigned int refs = 0;		// QPs using it
+	Charge events;			// what its held EQ events may cost
 };
 
 struct Srq {
@@ -168,6 +169,7 @@ struct Srq {
 	uint32_t head = 0;		// next WQE to take
 	uint32_t limit = 0;		// armed limit, 0 = off
 	unsigned int refs = 0;		// QPs using it
+	Charge events;			// what its held EQ event may cost
 	uint8_t type = VRNIC_SRQT_BASIC;
 	uint32_t cqn = 0;		// XRC: where its receives complete
 	uint32_t xrcdn = 0;		// XRC: its domain

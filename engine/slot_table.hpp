@@ -107,11 +107,13 @@ public:
 	{
 		return has(i) ? chunks_[i / kChunk]->live : 0;
 	}
-	// After a reset (no object valid): each chunk's spent slots counted
-	// again, spent(index, object) telling which.
-	template <typename S> void recount(S &&spent)
+	// After a reset (no object valid) that touched the slots below n:
+	// their chunks' spent slots counted again, spent(index, object)
+	// telling which (the chunks past n were untouched since the last
+	// reset: nothing live, their spent counts unchanged).
+	template <typename S> void recount(uint32_t n, S &&spent)
 	{
-		for (uint32_t c = 0; c < chunks_.size(); c++) {
+		for (uint32_t c = 0; c * kChunk < std::min(n, slots_); c++) {
 			if (!chunks_[c])
 				continue;
 			Chunk &ch = *chunks_[c];
@@ -121,12 +123,20 @@ public:
 				ch.spent += spent(c * kChunk + k, ch.slot[k]);
 		}
 	}
-	// pred(object) for the slots below n in made chunks, until it holds.
+	// The same for a table whose slots are never spent (MR keys wrap).
+	void none_live(uint32_t n)
+	{
+		for (uint32_t c = 0; c * kChunk < std::min(n, slots_); c++)
+			if (chunks_[c])
+				chunks_[c]->live = 0;
+	}
+	// pred(object) for the slots below n in chunks with a live object
+	// (only those can hold one), until it holds.
 	template <typename P> bool any(uint32_t n, P &&pred) const
 	{
 		return scan(*this, n, pred);
 	}
-	// f(object) for the slots below n in made chunks.
+	// f(object) for the slots below n in chunks with a live object.
 	template <typename F> void each(uint32_t n, F &&f)
 	{
 		scan(*this, n, [&f](T &o) {
@@ -147,7 +157,7 @@ private:
 	{
 		n = std::min(n, self.slots_);
 		for (uint32_t c = 0; c * kChunk < n; c++) {
-			if (!self.chunks_[c])
+			if (!self.chunks_[c] || !self.chunks_[c]->live)
 				continue;
 			for (uint32_t k = 0; k < std::min(kChunk, n - c * kChunk); k++)
 				if (pred(self.chunks_[c]->slot[k]))

@@ -179,38 +179,6 @@ TEST(EventQueueHold, HoldingIsBoundedAndDisableForgets)
 	EXPECT_FALSE(b.eq.post(b.plat, b.cnt, VRNIC_EQE_CQ, 1));
 }
 
-// Held events are charged to the host budget: a flood the budget cannot
-// take is dropped (2^20 CQs whose events a guest never consumes cost it
-// little more than their slots otherwise); consuming and disabling give
-// the charge back.  Before, held events were charged nothing.
-TEST(EventQueueHold, HeldEventsAreChargedToTheBudget)
-{
-	vrnic::HostBudget budget(vrnic::HostBudget::kMin);
-	EqBench b;
-	b.eq.set_budget(&budget);
-	for (uint32_t i = 0; i < EqBench::kDepth; i++)
-		ASSERT_TRUE(b.eq.post(b.plat, b.cnt, VRNIC_EQE_CQ, i));
-	ASSERT_EQ(budget.used(), 0u) << "written events are charged nothing";
-	ASSERT_TRUE(b.eq.post(b.plat, b.cnt, VRNIC_EQE_CQ, 1000));
-	EXPECT_EQ(budget.used(), vrnic::EventQueue::kHeldBytes);
-	uint32_t held = 1;
-	while (b.eq.post(b.plat, b.cnt, VRNIC_EQE_QP_FATAL, held))
-		ASSERT_LE(++held, vrnic::HostBudget::kMin / vrnic::EventQueue::kHeldBytes);
-	EXPECT_EQ(b.eq.held(), held);
-	EXPECT_EQ(held, vrnic::HostBudget::kMin / vrnic::EventQueue::kHeldBytes);
-	EXPECT_EQ(budget.used(), held * vrnic::EventQueue::kHeldBytes);
-	// The device's own events are not charged: a spent budget loses the
-	// driver no admin completion.
-	EXPECT_TRUE(b.eq.post(b.plat, b.cnt, VRNIC_EQE_ADMIN_DONE, 7));
-	EXPECT_EQ(b.eq.held(), held + 1);
-	EXPECT_EQ(budget.used(), held * vrnic::EventQueue::kHeldBytes);
-	b.ci = 4;	// four consumed: four held ones written
-	EXPECT_TRUE(b.doorbell(false));
-	EXPECT_EQ(budget.used(), (held - 4) * vrnic::EventQueue::kHeldBytes);
-	b.eq.disable();
-	EXPECT_EQ(budget.used(), 0u);
-}
-
 TEST(EventQueueHold, ConsumerBeyondTheProducerIsRefusedAndReleasesNothing)
 {
 	EqBench b;
