@@ -58,7 +58,7 @@ TEST(Scale, TablesGrowWithUseAndAnIdleQpsCostIsBounded)
 	std::printf("host memory per idle RC QP (16 SQ WQEs of 64 B): %llu B, of which "
 		    "table %llu B\n", static_cast<unsigned long long>(per_qp),
 		    static_cast<unsigned long long>(grown / kQps));
-	// The spec's figure (Limits): about 7 KiB, 1 KiB of it the QP's
+	// The spec's figure (Limits): about 7.3 KiB, 1 KiB of it the QP's
 	// slot, the rest what every RC QP reserves at create (its first 16
 	// WQE copies, its READ/atomic resources and receive WQE copy).
 	EXPECT_LT(per_qp, 7680u);
