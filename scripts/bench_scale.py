@@ -227,36 +227,15 @@ def measure(a, b):
     return res
 
 
-def _rss_kib(pid):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
-    except (OSError, AttributeError):
-        return 0
-
-
 def create(a):
     """{dev: {"create_us", "destroy_us", "guest_b", "host_b", ...}}: CREATE
     QPs made and destroyed by vrnic_qp_scale on vrnic0 and rxe0."""
-    import threading
     out = {}
     for dev in ("vrnic0",) + (("rxe0",) if RXE else ()):
         pid = a.devproc.pid if dev == "vrnic0" and a.devproc else 0
-        rss0 = _rss_kib(pid) if pid else 0
-        peak = [rss0]
-        done = threading.Event()
-
-        def sample():
-            while pid and not done.wait(0.5):
-                peak[0] = max(peak[0], _rss_kib(pid))
-        th = threading.Thread(target=sample, daemon=True)
-        th.start()
-        try:
+        with vmlib.RssPeak(pid) as rss:
             rc, text = a.run("/opt/vrnic/tests/vrnic_qp_scale %d %s"
                              % (CREATE, dev), timeout=1800)
-        finally:
-            done.set()
-            th.join()
         m = re.search(r"(\d+) QPs created in ([\d.]+) s", text)
         g = re.search(r"MemAvailable (\d+) KiB before, (\d+) KiB", text)
         d = re.search(r"(\d+) QPs destroyed in ([\d.]+) s", text)
@@ -278,8 +257,8 @@ def create(a):
             "destroy_us": float(d.group(2)) * 1e6 / CREATE,
             "create_s": float(m.group(2)), "destroy_s": float(d.group(2)),
             "guest_b": (int(g.group(1)) - int(g.group(2))) * 1024.0 / CREATE}
-        if pid and rss0:
-            out[dev]["host_b"] = (peak[0] - rss0) * 1024.0 / CREATE
+        if pid and rss.start:
+            out[dev]["host_b"] = rss.per(CREATE)
         log("  create %s: %d QPs in %.1f s (%.0f us each), destroyed in "
             "%.1f s; %.0f B of guest memory per QP%s" % (
                 dev, CREATE, out[dev]["create_s"], out[dev]["create_us"],

@@ -36,10 +36,12 @@ import atexit
 import base64
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -522,6 +524,43 @@ class VM:
                     p.wait(5)
         if self in _live:
             _live.remove(self)
+
+
+class RssPeak:
+    """The peak VmRSS (KiB) of process pid over a with-block, sampled
+    every 0.5 s on a thread: `with RssPeak(pid) as r: ...`, then r.start
+    and r.peak (both 0 if pid is 0 or unreadable)."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.start = self.peak = self._read()
+        self._done = threading.Event()
+        self._th = threading.Thread(target=self._sample, daemon=True)
+
+    def _read(self):
+        try:
+            with open("/proc/%d/status" % self.pid) as f:
+                return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+        except (OSError, AttributeError, TypeError):
+            return 0
+
+    def _sample(self):
+        while self.pid and not self._done.wait(0.5):
+            self.peak = max(self.peak, self._read())
+
+    def __enter__(self):
+        self._th.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        self._th.join()
+        self.peak = max(self.peak, self._read())
+        return False
+
+    def per(self, n):
+        """The growth in bytes per n (0 when not measured)."""
+        return (self.peak - self.start) * 1024.0 / n if self.start else 0.0
 
 
 def boot_pair(capture=None, load=True, smp=1, a_mem_mb=None, a_dev_args=()):

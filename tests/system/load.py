@@ -60,9 +60,7 @@ own pair; results in build/results/load.jsonl).
 """
 
 import os
-import re
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -210,12 +208,19 @@ SCALE_MEM_MB = 3072
 SCALE_BUDGET = 1 << 30
 
 
-def _rss_kib(pid):
+def run_tap(stage, vm, name, cmd, timeout=900):
+    """cmd on vm, its output shown and its TAP lines recorded as name."""
+    print("---- [%s] %s" % (vm.name, cmd), flush=True)
+    t0 = time.time()
     try:
-        with open("/proc/%d/status" % pid) as f:
-            return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
-    except (OSError, AttributeError):
-        return 0
+        rc, out = vm.run(cmd, timeout=timeout)
+    except vmlib.VMError as e:
+        stage.record("%s: %s" % (vm.name, name), "fail", str(e))
+        return
+    for line in out.rstrip().splitlines():
+        print("  | " + line)
+    print("  %s: %.0f s" % (name, time.time() - t0))
+    stage.tap("%s: %s" % (vm.name, name), out, rc)
 
 
 def scale(stage, a):
@@ -223,50 +228,16 @@ def scale(stage, a):
     RSS is sampled on the host meanwhile (its peak over the start is
     what the QPs cost the host, as measured, beside the budget's
     charge)."""
-    cmd = "%svrnic_qp_scale %d" % (T, SCALE_QPS)
-    print("---- [a] " + cmd, flush=True)
-    pid = a.devproc.pid if getattr(a, "devproc", None) else 0
-    rss0 = _rss_kib(pid)
-    peak = [rss0]
-    done = threading.Event()
-
-    def sample():
-        while not done.wait(0.5):
-            peak[0] = max(peak[0], _rss_kib(pid))
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
-    t0 = time.time()
-    try:
-        rc, out = a.run(cmd, timeout=900)
-    except vmlib.VMError as e:
-        stage.record("a: %d QPs in one process" % SCALE_QPS, "fail", str(e))
-        return
-    finally:
-        done.set()
-        th.join()
-    for line in out.rstrip().splitlines():
-        print("  | " + line)
-    if pid and rss0:
+    with vmlib.RssPeak(a.devproc.pid if a.devproc else 0) as rss:
+        run_tap(stage, a, "qp scale", "%svrnic_qp_scale %d" % (T, SCALE_QPS))
+    if rss.start:
         print("  vrnic-device RSS: %d KiB before, %d KiB at most: %.0f B "
-              "per QP" % (rss0, peak[0], (peak[0] - rss0) * 1024.0 /
-                          SCALE_QPS))
-    print("  qp scale: %.0f s" % (time.time() - t0))
-    stage.tap("a: qp scale", out, rc)
+              "per QP" % (rss.start, rss.peak, rss.per(SCALE_QPS)))
     # The same through a kernel ULP (a test module).
-    cmd = ("dmesg -C; insmod %svrnic_kqp_scale.ko nqp=%d; r=$?; dmesg | "
-           "sed -n 's/.*vrnic_kqp_scale: //p'; rmmod vrnic_kqp_scale "
-           "2>/dev/null; exit $r" % (T, SCALE_QPS))
-    print("---- [a] insmod vrnic_kqp_scale.ko nqp=%d" % SCALE_QPS, flush=True)
-    t0 = time.time()
-    try:
-        rc, out = a.run(cmd, timeout=900)
-    except vmlib.VMError as e:
-        stage.record("a: %d kernel QPs" % SCALE_QPS, "fail", str(e))
-        return
-    for line in out.rstrip().splitlines():
-        print("  | " + line)
-    print("  kernel qp scale: %.0f s" % (time.time() - t0))
-    stage.tap("a: kernel qp scale", out, rc)
+    run_tap(stage, a, "kernel qp scale",
+            "dmesg -C; insmod %svrnic_kqp_scale.ko nqp=%d; r=$?; dmesg | "
+            "sed -n 's/.*vrnic_kqp_scale: //p'; rmmod vrnic_kqp_scale "
+            "2>/dev/null; exit $r" % (T, SCALE_QPS))
 
 
 def load(stage, a, b):

@@ -546,3 +546,39 @@ void post_reg_mr(Node &n, uint64_t wr_id, uint32_t key, uint64_t iova,
 	r.pbl = Node::kData + kFastPbl;
 	n.post_raw(&r);
 }
+
+Pairs::Pairs(Node &x, Node &y, unsigned n) : a(x), b(y), posted(n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		vrnic_admin_cmd c = a.srq_qp_cmd(0);
+		c.create_qp.rq_base = Node::kRq;
+		c.create_qp.rq_log_depth = Node::kRqLog;
+		c.create_qp.rq_wqe_shift = Node::kRqShift;
+		vrnic_admin_cmd d = c;
+		d.create_qp.pdn = b.pd;
+		d.create_qp.send_cqn = d.create_qp.recv_cqn = b.cq;
+		c.create_qp.sq_base = kSqs + uint64_t(i) * 0x20000;
+		c.create_qp.dbrec = kDbs + 8ull * i;
+		a.qp = a.admin_ok(c);
+		b.qp = b.admin_ok(d);
+		a.connect(b, 5, 100 + i, 5000 + i);
+		b.connect(a, 5, 5000 + i, 100 + i);
+		qa.push_back(a.qp);
+		qb.push_back(b.qp);
+	}
+}
+
+void Pairs::write(unsigned i, uint64_t src, uint64_t dst, uint32_t len, uint64_t wr)
+{
+	const uint32_t shift = Node::kSqShift;
+	const uint64_t slot = kSqs + uint64_t(i) * 0x20000 +
+			      uint64_t(posted[i] % (1u << Node::kSqLog)) * (1u << shift);
+	std::memset(a.p.ptr(slot), 0, 1u << shift);
+	vrnic_send_wqe h = send_wqe(wr, VRNIC_WR_RDMA_WRITE, Node::kIova + dst, b.mr);
+	h.num_sge = 1;
+	a.p.store(slot, h);
+	a.p.store(slot + sizeof(h), a.sge(src, len));
+	posted[i]++;
+	a.p.store<uint32_t>(kDbs + 8ull * i, posted[i]);
+	a.p.db(0, VRNIC_DB_SQ, qa[i]);
+}

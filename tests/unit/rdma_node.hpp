@@ -152,6 +152,21 @@ inline void run_alone(Node &n)
 	}
 }
 
+// n connected QP pairs a -> b (RC, b's on its SRQ-less RQ), each of a's
+// on its own SQ ring and doorbell record; write() posts an RDMA WRITE.
+struct Pairs {
+	static constexpr uint64_t kSqs = Node::B + 0x1200000;	// 128 KiB each
+	static constexpr uint64_t kDbs = Node::B + 0x41000;	// 8 B each
+	Node &a, &b;
+	std::vector<uint32_t> qa, qb;
+	std::vector<uint32_t> posted;
+
+	Pairs(Node &x, Node &y, unsigned n);
+	// One RDMA WRITE of len bytes on pair i, from a's data at src to b's
+	// at dst.
+	void write(unsigned i, uint64_t src, uint64_t dst, uint32_t len, uint64_t wr);
+};
+
 struct Wire {
 	double drop = 0, dup = 0, reorder = 0, corrupt = 0;
 	// A frame for which this says true is dropped (after the random

@@ -93,52 +93,6 @@ TEST(QpcCache, MatchesAReferenceLru)
 	}
 }
 
-// n QP pairs a -> b, each of a's on its own SQ ring and doorbell record.
-struct Pairs {
-	static constexpr uint64_t kSqs = Node::B + 0x1200000;	// 128 KiB each
-	static constexpr uint64_t kDbs = Node::B + 0x41000;	// 8 B each
-	Node &a, &b;
-	std::vector<uint32_t> qa, qb;
-	std::vector<uint32_t> posted;
-
-	Pairs(Node &x, Node &y, unsigned n) : a(x), b(y), posted(n)
-	{
-		for (unsigned i = 0; i < n; i++) {
-			vrnic_admin_cmd c = a.srq_qp_cmd(0);
-			c.create_qp.rq_base = Node::kRq;
-			c.create_qp.rq_log_depth = Node::kRqLog;
-			c.create_qp.rq_wqe_shift = Node::kRqShift;
-			vrnic_admin_cmd d = c;
-			d.create_qp.pdn = b.pd;
-			d.create_qp.send_cqn = d.create_qp.recv_cqn = b.cq;
-			c.create_qp.sq_base = kSqs + uint64_t(i) * 0x20000;
-			c.create_qp.dbrec = kDbs + 8ull * i;
-			a.qp = a.admin_ok(c);
-			b.qp = b.admin_ok(d);
-			a.connect(b, 5, 100 + i, 5000 + i);
-			b.connect(a, 5, 5000 + i, 100 + i);
-			qa.push_back(a.qp);
-			qb.push_back(b.qp);
-		}
-	}
-	// One RDMA WRITE of len bytes on pair i, from a's data at src to b's
-	// at dst.
-	void write(unsigned i, uint64_t src, uint64_t dst, uint32_t len, uint64_t wr)
-	{
-		const uint32_t shift = Node::kSqShift;
-		const uint64_t slot = kSqs + uint64_t(i) * 0x20000 +
-				      uint64_t(posted[i] % (1u << Node::kSqLog)) * (1u << shift);
-		std::memset(a.p.ptr(slot), 0, 1u << shift);
-		vrnic_send_wqe h = send_wqe(wr, VRNIC_WR_RDMA_WRITE, Node::kIova + dst, b.mr);
-		h.num_sge = 1;
-		a.p.store(slot, h);
-		a.p.store(slot + sizeof(h), a.sge(src, len));
-		posted[i]++;
-		a.p.store<uint32_t>(kDbs + 8ull * i, posted[i]);
-		a.p.db(0, VRNIC_DB_SQ, qa[i]);
-	}
-};
-
 // Both nodes on an ideal wire; the clock jumps to the earliest timer
 // when nothing moves.
 bool run(Node &a, Node &b, const std::function<bool()> &done)

@@ -25,6 +25,38 @@ vrnic_admin_cmd op(uint8_t opcode)
 const vrnic::HostBudget &budget_of(const FakePlatform &p) { return p.eng->dev.budget(); }
 const vrnic::Rdma &rdma_of(const FakePlatform &p) { return p.eng->dev.rdma(); }
 
+// n idle RC QPs on a, each connected towards b's QP: their QPNs.
+std::set<uint32_t> connected_idle_qps(Node &a, Node &b, unsigned n)
+{
+	const vrnic_admin_cmd c = a.idle_qp_cmd(4);
+	std::set<uint32_t> qpns;
+	for (unsigned i = 0; i < n; i++) {
+		a.qp = a.admin_ok(c);
+		a.connect(b, 3, 100, 200);
+		qpns.insert(a.qp);
+	}
+	return qpns;
+}
+
+// a's IPv4 GID changes under its QPs: the QPNs whose QP_FATAL arrives,
+// the async EQ drained until it is empty.
+std::set<uint32_t> fatal_after_gid_change(Node &a)
+{
+	auto g = a.gid();
+	g[15] ^= 0x80;
+	EXPECT_EQ(a.set_gid(Node::kGid4, g, a.mac()), VRNIC_ADMIN_ST_OK);
+	std::set<uint32_t> fatal;
+	for (;;) {
+		const auto ev = a.p.drain_aeq();
+		if (ev.empty())
+			break;
+		for (const auto &e : ev)
+			if (e.type == VRNIC_EQE_QP_FATAL)
+				fatal.insert(e.id);
+	}
+	return fatal;
+}
+
 } // namespace
 
 // 5000 QPs, more than the 1022 there were: every handle distinct and
@@ -216,48 +248,21 @@ TEST(Scale, AMillionQpsAreCreatedUsedAndDestroyed)
 		ASSERT_EQ(a.p.admin(d).status, VRNIC_ADMIN_ST_OK);
 		by_slot[s] = 0;
 	}
-	constexpr uint64_t kSqs = Node::B + 0x1200000, kDbs = Node::B + 0x41000;
-	std::vector<uint32_t> qa, qb;
-	for (unsigned i = 0; i < 4; i++) {
-		vrnic_admin_cmd q = a.srq_qp_cmd(0);
-		q.create_qp.rq_base = Node::kRq;
-		q.create_qp.rq_log_depth = Node::kRqLog;
-		q.create_qp.rq_wqe_shift = Node::kRqShift;
-		vrnic_admin_cmd r = q;
-		r.create_qp.pdn = b.pd;
-		r.create_qp.send_cqn = r.create_qp.recv_cqn = b.cq;
-		q.create_qp.sq_base = kSqs + uint64_t(i) * 0x20000;
-		q.create_qp.dbrec = kDbs + 8ull * i;
-		a.qp = a.admin_ok(q);
-		b.qp = b.admin_ok(r);
-		a.connect(b, 5, 100 + i, 5000 + i);
-		b.connect(a, 5, 5000 + i, 100 + i);
-		qa.push_back(a.qp);
-		qb.push_back(b.qp);
-		by_slot[vrnic::handle_slot(a.qp)] = a.qp;
-	}
+	Pairs pr(a, b, 4);
+	for (uint32_t q : pr.qa)
+		by_slot[vrnic::handle_slot(q)] = q;
 	for (unsigned i = 0; i < 4; i++)
-		EXPECT_NE(std::ranges::count(spread, vrnic::handle_slot(qa[i])), 0)
-			<< std::hex << qa[i];
+		EXPECT_NE(std::ranges::count(spread, vrnic::handle_slot(pr.qa[i])), 0)
+			<< std::hex << pr.qa[i];
 	const auto &sc = rdma_of(a.p).sched_counters();
 	const uint64_t polls0 = sc.polls, visits0 = sc.visits;
 	constexpr unsigned kRounds = 3;
 	constexpr uint32_t kLen = 8192;
-	std::vector<uint32_t> posted(4, 0);
 	for (unsigned r = 0; r < kRounds; r++)
 		for (unsigned i = 0; i < 4; i++) {
 			const uint64_t off = (uint64_t(r) * 4 + i) * kLen;
-			const uint64_t slot = kSqs + uint64_t(i) * 0x20000 +
-					      uint64_t(posted[i]) * (1u << Node::kSqShift);
-			std::memset(a.p.ptr(slot), 0, 1u << Node::kSqShift);
-			vrnic_send_wqe h = send_wqe(r * 4 + i, VRNIC_WR_RDMA_WRITE,
-						    Node::kIova + 0x800000 + off, b.mr);
-			h.num_sge = 1;
-			a.p.store(slot, h);
-			a.p.store(slot + sizeof(h), a.sge(off, kLen));
 			std::memset(a.data(off), int(0x11 * (r * 4 + i + 1)), kLen);
-			a.p.store<uint32_t>(kDbs + 8ull * i, ++posted[i]);
-			a.p.db(0, VRNIC_DB_SQ, qa[i]);
+			pr.write(i, off, 0x800000 + off, kLen, r * 4 + i);
 		}
 	Wire w;
 	unsigned done = 0;
@@ -353,26 +358,8 @@ TEST(Scale, ThousandsOfQpsInErrorAtOnceLoseNoEvent)
 	constexpr unsigned kQps = 9000;
 	Node a{1}, b{2};
 	a.p.drain_aeq();
-	const vrnic_admin_cmd c = a.idle_qp_cmd(4);
-	std::set<uint32_t> qpns;
-	for (unsigned i = 0; i < kQps; i++) {
-		a.qp = a.admin_ok(c);
-		a.connect(b, 3, 100, 200);
-		qpns.insert(a.qp);
-	}
-	auto g = a.gid();
-	g[15] ^= 0x80;
-	ASSERT_EQ(a.set_gid(Node::kGid4, g, a.mac()), VRNIC_ADMIN_ST_OK);
-	std::set<uint32_t> fatal;
-	for (;;) {
-		const auto ev = a.p.drain_aeq();
-		if (ev.empty())
-			break;
-		for (const auto &e : ev)
-			if (e.type == VRNIC_EQE_QP_FATAL)
-				fatal.insert(e.id);
-	}
-	EXPECT_EQ(fatal, qpns);
+	const std::set<uint32_t> qpns = connected_idle_qps(a, b, kQps);
+	EXPECT_EQ(fatal_after_gid_change(a), qpns);
 }
 
 // What an object's held events may cost is charged when it is created
@@ -401,29 +388,11 @@ TEST(Scale, HeldEventsArePaidForAtCreateAndNeverDropped)
 	EXPECT_EQ(hb.used(), used);
 
 	constexpr unsigned kQps = 200;
-	const vrnic_admin_cmd c = a.idle_qp_cmd(4);
-	std::set<uint32_t> qpns;
-	for (unsigned i = 0; i < kQps; i++) {
-		a.qp = a.admin_ok(c);
-		a.connect(b, 3, 100, 200);
-		qpns.insert(a.qp);
-	}
+	const std::set<uint32_t> qpns = connected_idle_qps(a, b, kQps);
 	a.spend_budget_on_mrs();
 	ASSERT_LT(hb.limit() - hb.used(), vrnic::EventQueue::kHeldBytes)
 		<< "the budget is not spent";
-	auto g = a.gid();
-	g[15] ^= 0x80;
-	ASSERT_EQ(a.set_gid(Node::kGid4, g, a.mac()), VRNIC_ADMIN_ST_OK);
-	std::set<uint32_t> fatal;
-	for (;;) {
-		const auto ev = a.p.drain_aeq();
-		if (ev.empty())
-			break;
-		for (const auto &e : ev)
-			if (e.type == VRNIC_EQE_QP_FATAL)
-				fatal.insert(e.id);
-	}
-	EXPECT_EQ(fatal, qpns);
+	EXPECT_EQ(fatal_after_gid_change(a), qpns);
 }
 
 // A destroyed object's held events go with it: a guest that stops

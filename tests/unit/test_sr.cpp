@@ -1044,6 +1044,17 @@ struct SrModes : Sr, ::testing::WithParamInterface<bool> {
 		begin(16, 64, 16, lose);
 		to_state(a, VRNIC_QPS_SQD);
 	}
+	// Back to RTS: the WRITE posted in SQD (wr_id 2, len bytes from a's
+	// data at src to b's at 0x900000) goes and completes.
+	void second_write_after_rts(uint64_t src, uint32_t len)
+	{
+		to_state(a, VRNIC_QPS_RTS);
+		const auto sc = wire.completions(a, b, a, 1);
+		ASSERT_EQ(sc.size(), 1u);
+		EXPECT_EQ(sc[0].wr_id, 2u);
+		EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
+		EXPECT_EQ(std::memcmp(a.data(src), b.data(0x900000), len), 0);
+	}
 };
 
 TEST_P(SrModes, AQpInSqdFinishesTheWriteItBeganAndStartsNoOther)
@@ -1065,12 +1076,7 @@ TEST_P(SrModes, AQpInSqdFinishesTheWriteItBeganAndStartsNoOther)
 		EXPECT_EQ(a.counters().roce_adp_retrans, 1u) << "the hole alone";
 	else
 		EXPECT_EQ(a.counters().rcvd_seq_err, 1u) << "go-back-N on the NAK";
-	to_state(a, VRNIC_QPS_RTS);
-	const auto sc = wire.completions(a, b, a, 1);
-	ASSERT_EQ(sc.size(), 1u);
-	EXPECT_EQ(sc[0].wr_id, 2u);
-	EXPECT_EQ(sc[0].status, VRNIC_WC_ST_SUCCESS);
-	EXPECT_EQ(std::memcmp(a.data(64 * kMtu), b.data(0x900000), 8 * kMtu), 0);
+	second_write_after_rts(64 * kMtu, 8 * kMtu);
 }
 
 // The last packet lost: no NAK, no SACK shows it; only the ack timer
@@ -1229,12 +1235,7 @@ TEST_P(SrModes, ARequestRungBeforeSqdIsDrainedInSqd)
 	const vrnic_qp_attr q = query_attr(a);
 	EXPECT_EQ(q.state, VRNIC_QPS_SQD);
 	EXPECT_EQ(q.sq_draining, 0);
-	to_state(a, VRNIC_QPS_RTS);
-	const auto sc2 = wire.completions(a, b, a, 1);
-	ASSERT_EQ(sc2.size(), 1u);
-	EXPECT_EQ(sc2[0].wr_id, 2u);
-	EXPECT_EQ(sc2[0].status, VRNIC_WC_ST_SUCCESS);
-	EXPECT_EQ(std::memcmp(a.data(16 * kMtu), b.data(0x900000), 8 * kMtu), 0);
+	second_write_after_rts(16 * kMtu, 8 * kMtu);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SrModes, ::testing::Bool(),
