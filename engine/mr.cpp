@@ -381,9 +381,10 @@ MrCheck MrTable::check_remote(uint32_t key, uint32_t pdn, uint32_t qpn,
 {
 	const uint32_t idx = key >> VRNIC_MR_KEY_BITS;
 
-	if (!at(idx) || !at(idx)->mw_type)
+	const Mr *wp = at(idx);
+	if (!wp || !wp->mw_type)
 		return check(key, pdn, addr, len, access, out);
-	const Mr &w = *at(idx);
+	const Mr &w = *wp;
 	if (!w.valid || !w.live || w.key != uint8_t(key) || w.length == 0)
 		return MrCheck::BadKey;
 	if (w.pdn != pdn || (w.mw_type == VRNIC_MW_TYPE_2 && w.qpn != qpn))

@@ -1113,14 +1113,11 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 	// producer index that cannot be read or lies past the ring promises
 	// nothing (RTS's next fetch finds the error).
 	if (next == VRNIC_QPS_SQD && cur == VRNIC_QPS_RTS) {
-		vrnic_qp_dbrec rec;
+		uint32_t pi = 0;
 		qp.sqd_pi = qp.sq_head;
-		if (qp.sq_kick && qp.type != VRNIC_QPT_XRC_TGT && !qp.datagram()) {
-			if (!plat_.read(qp.dbrec, rec))
-				dcnt_.dma_errors++;
-			else if (le(rec.sq_pi) - qp.sq_head <= (1u << qp.sq_log))
-				qp.sqd_pi = le(rec.sq_pi);
-		}
+		if (qp.sq_kick && qp.type != VRNIC_QPT_XRC_TGT && !qp.datagram() &&
+		    peek_sq_producer(qp, pi) == SqPi::Ok)
+			qp.sqd_pi = pi;
 	}
 	qp.attr.state = next;
 	// SQD: the event, if asked for, when the last request begun completes

@@ -692,6 +692,8 @@ private:
 	void flush(Qp &qp, unsigned int &budget);
 
 	// requester
+	enum class SqPi { Ok, Unreadable, BeyondRing };
+	SqPi peek_sq_producer(const Qp &qp, uint32_t &pi);
 	bool sq_producer(Qp &qp, uint32_t &pi);
 	void fetch_sq(Qp &qp, unsigned int &budget);
 	// Send WQE copies the QP may hold: the ring, at most the window and

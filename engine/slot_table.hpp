@@ -103,10 +103,6 @@ public:
 	{
 		return !has(i) || chunks_[i / kChunk]->spent == 0;
 	}
-	[[nodiscard]] uint32_t live(uint32_t i) const
-	{
-		return has(i) ? chunks_[i / kChunk]->live : 0;
-	}
 	// After a reset (no object valid) that touched the slots below n:
 	// their chunks' spent slots counted again, spent(index, object)
 	// telling which (the chunks past n were untouched since the last

@@ -322,19 +322,28 @@ bool Rdma::read_send_wqe(Qp &qp, uint32_t index, SendWqe &w, uint8_t &status)
 }
 
 // The SQ producer index from the doorbell record, checked against the
-// ring; false (and the QP in ERR) if unreadable or beyond the ring.
-bool Rdma::sq_producer(Qp &qp, uint32_t &pi)
+// ring; an unreadable record counts a DMA error.  Nothing else changes.
+Rdma::SqPi Rdma::peek_sq_producer(const Qp &qp, uint32_t &pi)
 {
 	vrnic_qp_dbrec rec;
 
 	if (!plat_.read(qp.dbrec, rec)) {
 		dcnt_.dma_errors++;
-		qp_error(qp);
-		return false;
+		return SqPi::Unreadable;
 	}
 	pi = le(rec.sq_pi);
-	if (pi - qp.sq_head > (1u << qp.sq_log)) {
+	return pi - qp.sq_head > (1u << qp.sq_log) ? SqPi::BeyondRing : SqPi::Ok;
+}
+
+// The same, for a fetch: false (and the QP in ERR) if unreadable or
+// beyond the ring.
+bool Rdma::sq_producer(Qp &qp, uint32_t &pi)
+{
+	const SqPi r = peek_sq_producer(qp, pi);
+
+	if (r == SqPi::BeyondRing)
 		plat_.guest_error("vrnic: SQ producer index beyond the ring");
+	if (r != SqPi::Ok) {
 		qp_error(qp);
 		return false;
 	}
