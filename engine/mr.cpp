@@ -61,13 +61,6 @@ void MrTable::reset()
 	used_ = 0;
 }
 
-bool MrTable::pd_in_use(uint32_t pdn) const
-{
-	return mrs_.any(used_, [pdn](const Mr &m) {
-		return m.valid && m.pdn == pdn;
-	});
-}
-
 uint8_t MrTable::create(const Platform &plat, const vrnic_admin_create_mr &c,
 			bool kernel, uint32_t &key)
 {
@@ -192,7 +185,7 @@ uint8_t MrTable::insert(Mr &&m, uint32_t &key)
 	return VRNIC_ADMIN_ST_NO_RESOURCE;
 }
 
-uint8_t MrTable::destroy(uint32_t key, bool window)
+uint8_t MrTable::destroy(uint32_t key, bool window, uint32_t &pdn)
 {
 	const uint32_t idx = key >> VRNIC_MR_KEY_BITS;
 
@@ -206,6 +199,7 @@ uint8_t MrTable::destroy(uint32_t key, bool window)
 		return VRNIC_ADMIN_ST_BUSY;	// windows are bound to it
 	if (m->mw_type)
 		unbind(*m);
+	pdn = m->pdn;
 	const uint8_t k = m->key;
 	*m = Mr();	// its page list goes back to the budget
 	m->key = k;

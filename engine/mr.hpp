@@ -45,13 +45,16 @@ public:
 		: budget_(budget), mrs_(VRNIC_MAX_MR) {}
 	// Host memory held for the table's chunks (charged to the budget).
 	[[nodiscard]] uint64_t table_bytes() const { return mrs_.bytes(); }
+	// Slots walks looked at (tests).
+	[[nodiscard]] uint64_t scanned() const { return mrs_.scanned(); }
 
 	// Copy the page list out of guest memory once and validate it.
 	// kernel: the caller is the kernel driver (PHYS mode allowed).
 	uint8_t create(const Platform &plat, const vrnic_admin_create_mr &c,
 		       bool kernel, uint32_t &key);
-	// DESTROY_MR (window false) or DEALLOC_MW (window true).
-	uint8_t destroy(uint32_t key, bool window = false);
+	// DESTROY_MR (window false) or DEALLOC_MW (window true); pdn: the
+	// PD it was made in, on success.
+	uint8_t destroy(uint32_t key, bool window, uint32_t &pdn);
 	// REG_MR: make an invalid fast-register MR of PD pdn valid with the
 	// WQE's key, rights and page list (read from guest memory now).
 	// False if refused; the MR is then left invalid.
@@ -66,8 +69,6 @@ public:
 	uint8_t alloc_mw(uint32_t pdn, uint8_t type, uint32_t &key);
 	bool bind_mw(const vrnic_bind_mw_wqe &w, uint32_t pdn, uint32_t qpn);
 	void reset();
-	// Is any MR of this PD alive?
-	[[nodiscard]] bool pd_in_use(uint32_t pdn) const;
 
 	// Look up key and check PD and access (the whole MR).
 	MrCheck check_key(uint32_t key, uint32_t pdn, uint32_t access,

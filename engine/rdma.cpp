@@ -99,6 +99,8 @@ void Rdma::reset()
 	recount(xrcds_, used_.xrcd);
 	used_ = Used();
 	next_ = Used();
+	uctx_objs_ = {};
+	xrc_tgts_.clear();
 	active_.clear();
 	timers_.clear();
 	sched_cnt_ = SchedCounters();
@@ -322,7 +324,7 @@ uint8_t Rdma::set_qpc_mem(const vrnic_admin_set_qpc_mem &c)
 	if (c.rsvd[0] || c.rsvd[1] || c.rsvd[2] || entries < kQpcMinEntries ||
 	    entries > VRNIC_MAX_QP || (entries & (entries - 1)))
 		return VRNIC_ADMIN_ST_BAD_PARAM;
-	if (qps_.any(used_.qp, [](const Qp &q) { return q.valid; }))
+	if (qps_.live())
 		return VRNIC_ADMIN_ST_BUSY;
 	bool nomem = false;
 	RingMem m;
@@ -416,9 +418,7 @@ void Rdma::qpc_access(Qp &qp)
 
 bool Rdma::uctx_in_use(uint32_t uctx) const
 {
-	auto owned = [uctx](const auto &o) { return o.valid && o.uctx == uctx; };
-	return pds_.any(used_.pd, owned) || cqs_.any(used_.cq, owned) ||
-	       qps_.any(used_.qp, owned) || srqs_.any(used_.srq, owned);
+	return uctx < uctx_objs_.size() && uctx_objs_[uctx];
 }
 
 bool Rdma::admin(const vrnic_admin_cmd &cmd, uint8_t &status, uint32_t &result)
@@ -431,19 +431,25 @@ bool Rdma::admin(const vrnic_admin_cmd &cmd, uint8_t &status, uint32_t &result)
 		status = destroy_pd(le(cmd.destroy.id));
 		return true;
 	case VRNIC_ADMIN_CREATE_MR: {
-		const Pd *pd = lookup(pds_, le(cmd.create_mr.pdn));
+		Pd *pd = lookup(pds_, le(cmd.create_mr.pdn));
 		status = pd ? mrs_.create(plat_, cmd.create_mr, pd->uctx == 0,
 					  result) :
 			      uint8_t(VRNIC_ADMIN_ST_BAD_PARAM);
 		if (status == VRNIC_ADMIN_ST_DMA_ERROR)
 			dcnt_.dma_errors++;
+		if (status == VRNIC_ADMIN_ST_OK)
+			pd->refs++;
 		return true;
 	}
 	case VRNIC_ADMIN_DESTROY_MR:
-	case VRNIC_ADMIN_DEALLOC_MW:
+	case VRNIC_ADMIN_DEALLOC_MW: {
+		uint32_t pdn = 0;
 		status = mrs_.destroy(le(cmd.destroy.id), cmd.opcode ==
-				      VRNIC_ADMIN_DEALLOC_MW);
+				      VRNIC_ADMIN_DEALLOC_MW, pdn);
+		if (status == VRNIC_ADMIN_ST_OK)
+			pd_unref(pdn);
 		return true;
+	}
 	case VRNIC_ADMIN_ALLOC_XRCD:
 		status = alloc_xrcd(result);
 		return true;
@@ -451,10 +457,12 @@ bool Rdma::admin(const vrnic_admin_cmd &cmd, uint8_t &status, uint32_t &result)
 		status = dealloc_xrcd(le(cmd.destroy.id));
 		return true;
 	case VRNIC_ADMIN_ALLOC_MW: {
-		const Pd *pd = lookup(pds_, le(cmd.alloc_mw.pdn));
+		Pd *pd = lookup(pds_, le(cmd.alloc_mw.pdn));
 		status = pd ? mrs_.alloc_mw(le(cmd.alloc_mw.pdn), cmd.alloc_mw.type,
 					    result) :
 			      uint8_t(VRNIC_ADMIN_ST_BAD_PARAM);
+		if (status == VRNIC_ADMIN_ST_OK)
+			pd->refs++;
 		return true;
 	}
 	case VRNIC_ADMIN_CREATE_CQ:
@@ -507,8 +515,26 @@ uint8_t Rdma::create_pd(const vrnic_admin_create_pd &c, uint32_t &result)
 	if (!pd)
 		return VRNIC_ADMIN_ST_NO_RESOURCE;
 	pd->uctx = uctx;
+	uctx_objs_[uctx]++;
 	result = handle<Pd>(i, pd->gen);
 	return VRNIC_ADMIN_ST_OK;
+}
+
+void Rdma::pd_unref(uint32_t pdn)
+{
+	if (Pd *pd = lookup(pds_, pdn); pd && pd->refs)
+		pd->refs--;
+}
+
+// An XRC target leaves xrc_tgts_: the last one takes its place.
+void Rdma::xrc_tgt_forget(const Qp &qp)
+{
+	if (qp.xrc_pos >= xrc_tgts_.size())
+		return;
+	const uint32_t last = xrc_tgts_.back();
+	xrc_tgts_[qp.xrc_pos] = last;
+	qps_.find(last)->xrc_pos = qp.xrc_pos;
+	xrc_tgts_.pop_back();
 }
 
 uint8_t Rdma::destroy_pd(uint32_t pdn)
@@ -517,24 +543,19 @@ uint8_t Rdma::destroy_pd(uint32_t pdn)
 
 	if (!pd)
 		return VRNIC_ADMIN_ST_NOT_FOUND;
-	if (mrs_.pd_in_use(pdn) ||
-	    qps_.any(used_.qp, [pdn](const Qp &q) {
-		    return q.valid && q.type != VRNIC_QPT_XRC_TGT && q.pdn == pdn;
-	    }) ||
-	    srqs_.any(used_.srq, [pdn](const Srq &q) {
-		    return q.valid && q.pdn == pdn;
-	    }))
+	if (pd->refs)
 		return VRNIC_ADMIN_ST_BUSY;
 	// XRC targets take their PD from the SRQ of each message, and keep
 	// it in the READ and atomic results they may replay: those go with
 	// the PD, so that no later PD with this slot can be named by them.
-	qps_.each(used_.qp, [pdn](Qp &q) {
-		if (!q.valid || q.type != VRNIC_QPT_XRC_TGT)
-			return;
+	for (const uint32_t slot : xrc_tgts_) {
+		Qp &q = *qps_.find(slot);
 		std::erase_if(q.resources, [pdn](const RdResource &r) { return r.pdn == pdn; });
 		if (q.pdn == pdn)
 			q.pdn = 0;
-	});
+	}
+	if (uctx_objs_[pd->uctx])
+		uctx_objs_[pd->uctx]--;
 	pd->valid = false;
 	ended(pds_, handle_slot(pdn), pd->gen);
 	return VRNIC_ADMIN_ST_OK;
@@ -565,6 +586,7 @@ uint8_t Rdma::create_cq(const vrnic_admin_create_cq &c, uint32_t &result)
 		return VRNIC_ADMIN_ST_NO_RESOURCE;
 	cq->events = std::move(events);
 	cq->uctx = uctx;
+	uctx_objs_[uctx]++;
 	cq->ring = std::move(ring);
 	cq->dbrec = le(c.dbrec);
 	cq->log_depth = c.log_depth;
@@ -581,6 +603,8 @@ uint8_t Rdma::destroy_cq(uint32_t cqn)
 		return VRNIC_ADMIN_ST_NOT_FOUND;
 	if (cq->refs)
 		return VRNIC_ADMIN_ST_BUSY;
+	if (uctx_objs_[cq->uctx])
+		uctx_objs_[cq->uctx]--;
 	cq->valid = false;
 	ended(cqs_, handle_slot(cqn), cq->gen);
 	cq->events = Charge();
@@ -594,7 +618,7 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 	if (c.type == VRNIC_QPT_XRC_TGT)
 		return create_xrc_tgt(c, result);
 	const uint32_t uctx = le(c.uctx);
-	const Pd *pd = lookup(pds_, le(c.pdn));
+	Pd *pd = lookup(pds_, le(c.pdn));
 	Cq *scq = find_cq(le(c.send_cqn));
 	// An XRC_INI QP receives nothing: no RQ, no receive CQ.
 	const bool ini = c.type == VRNIC_QPT_XRC_INI;
@@ -674,6 +698,8 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 		scq->refs++;
 		if (!ini)
 			rcq->refs++;
+		pd->refs++;
+		uctx_objs_[uctx]++;
 		result = qp.qpn;
 		qpc_created(qp);
 	}
@@ -684,8 +710,10 @@ uint8_t Rdma::create_qp(const vrnic_admin_create_qp &c, uint32_t &result)
 // send from or receive into.
 uint8_t Rdma::create_xrc_tgt(const vrnic_admin_create_qp &c, uint32_t &result)
 {
-	if (le(c.uctx) != 0 || !lookup(xrcds_, le(c.xrcdn)) || le(c.srqn) ||
-	    le(c.pdn) || le(c.send_cqn) || le(c.recv_cqn))
+	Xrcd *x = lookup(xrcds_, le(c.xrcdn));
+
+	if (le(c.uctx) != 0 || !x || le(c.srqn) || le(c.pdn) ||
+	    le(c.send_cqn) || le(c.recv_cqn))
 		return VRNIC_ADMIN_ST_BAD_PARAM;
 	Charge reserve;
 	if (!reserve.take(budget_, kQpReserve))
@@ -697,6 +725,10 @@ uint8_t Rdma::create_xrc_tgt(const vrnic_admin_create_qp &c, uint32_t &result)
 	qp->type = VRNIC_QPT_XRC_TGT;
 	qp->qpn = handle<Qp>(i, qp->gen);
 	qp->xrcdn = le(c.xrcdn);
+	qp->xrc_pos = uint32_t(xrc_tgts_.size());
+	xrc_tgts_.push_back(i);
+	x->refs++;
+	uctx_objs_[0]++;
 	qp->reserve = std::move(reserve);
 	qp->attr.state = VRNIC_QPS_RESET;
 	result = qp->qpn;
@@ -720,12 +752,7 @@ uint8_t Rdma::dealloc_xrcd(uint32_t xrcdn)
 
 	if (!x)
 		return VRNIC_ADMIN_ST_NOT_FOUND;
-	if (qps_.any(used_.qp, [xrcdn](const Qp &q) {
-		    return q.valid && q.type == VRNIC_QPT_XRC_TGT && q.xrcdn == xrcdn;
-	    }) ||
-	    srqs_.any(used_.srq, [xrcdn](const Srq &q) {
-		    return q.valid && q.type == VRNIC_SRQT_XRC && q.xrcdn == xrcdn;
-	    }))
+	if (x->refs)
 		return VRNIC_ADMIN_ST_BUSY;
 	x->valid = false;
 	ended(xrcds_, handle_slot(xrcdn), x->gen);
@@ -751,7 +778,14 @@ uint8_t Rdma::destroy_qp(uint32_t qpn)
 			cq->refs--;
 		if (Srq *srq = find_srq(qp->srqn))
 			srq->refs--;
+		pd_unref(qp->pdn);
+	} else {
+		if (Xrcd *x = lookup(xrcds_, qp->xrcdn); x && x->refs)
+			x->refs--;
+		xrc_tgt_forget(*qp);
 	}
+	if (uctx_objs_[qp->uctx])
+		uctx_objs_[qp->uctx]--;
 	// A destroyed QP leaves its multicast groups.
 	erase_mcast([qpn](const McastAttach &m) { return m.qpn == qpn; });
 	sched_forget(handle_slot(qpn));
@@ -814,14 +848,15 @@ uint8_t Rdma::set_gid(const vrnic_admin_set_gid &c)
 uint8_t Rdma::create_srq(const vrnic_admin_create_srq &c, uint32_t &result)
 {
 	const uint32_t uctx = le(c.uctx);
-	const Pd *pd = lookup(pds_, le(c.pdn));
+	Pd *pd = lookup(pds_, le(c.pdn));
 	const bool xrc = c.srq_type == VRNIC_SRQT_XRC;
 	Cq *cq = xrc ? find_cq(le(c.cqn)) : nullptr;
+	Xrcd *x = xrc ? lookup(xrcds_, le(c.xrcdn)) : nullptr;
 	RingMem ring;
 	bool nomem = false;
 
 	if (c.srq_type > VRNIC_SRQT_XRC ||
-	    (xrc && (!cq || cq->uctx != uctx || !lookup(xrcds_, le(c.xrcdn)))) ||
+	    (xrc && (!cq || cq->uctx != uctx || !x)) ||
 	    (!xrc && (le(c.cqn) || le(c.xrcdn))))
 		return VRNIC_ADMIN_ST_BAD_PARAM;
 	if (uctx >= uctx_used_.size() || !uctx_used_[uctx] || !pd ||
@@ -852,7 +887,10 @@ uint8_t Rdma::create_srq(const vrnic_admin_create_srq &c, uint32_t &result)
 		srq->cqn = le(c.cqn);
 		srq->xrcdn = le(c.xrcdn);
 		cq->refs++;
+		x->refs++;
 	}
+	pd->refs++;
+	uctx_objs_[uctx]++;
 	result = srq->srqn;
 	return VRNIC_ADMIN_ST_OK;
 }
@@ -880,17 +918,25 @@ uint8_t Rdma::destroy_srq(uint32_t srqn)
 	// An XRC target in the middle of a message into this SRQ holds its
 	// WQE, PD and CQ: the message goes with the SRQ (its next packet
 	// finds no SRQ and is refused), so nothing outlives the handles.
-	qps_.each(used_.qp, [srqn](Qp &q) {
-		if (q.valid && q.type == VRNIC_QPT_XRC_TGT && q.srqn == srqn) {
+	for (const uint32_t slot : xrc_tgts_) {
+		Qp &q = *qps_.find(slot);
+		if (q.srqn == srqn) {
 			q.recv_active = false;
 			q.recv = RecvWqe();
 			q.srqn = 0;
 			q.pdn = 0;
 			q.recv_cqn = 0;
 		}
-	});
-	if (Cq *cq = srq->type == VRNIC_SRQT_XRC ? find_cq(srq->cqn) : nullptr)
-		cq->refs--;
+	}
+	if (srq->type == VRNIC_SRQT_XRC) {
+		if (Cq *cq = find_cq(srq->cqn))
+			cq->refs--;
+		if (Xrcd *x = lookup(xrcds_, srq->xrcdn); x && x->refs)
+			x->refs--;
+	}
+	pd_unref(srq->pdn);
+	if (uctx_objs_[srq->uctx])
+		uctx_objs_[srq->uctx]--;
 	srq->valid = false;
 	ended(srqs_, handle_slot(srqn), srq->gen);
 	srq->events = Charge();
@@ -1098,6 +1144,7 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 		fresh.sq_shift = qp.sq_shift;
 		fresh.rq_shift = qp.rq_shift;
 		fresh.xrcdn = qp.xrcdn;
+		fresh.xrc_pos = qp.xrc_pos;
 		if (qp.type == VRNIC_QPT_XRC_TGT)
 			fresh.srqn = fresh.pdn = fresh.recv_cqn = 0;	// per request
 		qp = std::move(fresh);

@@ -129,12 +129,16 @@ struct Pd {
 	bool valid = false;
 	uint32_t gen = 0;		// 12 bits (VRNIC_PD_GEN_MASK)
 	uint32_t uctx = 0;
+	// Its QPs (XRC targets are in no PD), SRQs, MRs and windows: DESTROY_PD
+	// is BUSY while any is left, without walking the tables for them.
+	uint32_t refs = 0;
 };
 
 // An XRC domain: kernel-owned, shared by the processes that open it.
 struct Xrcd {
 	bool valid = false;
 	uint32_t gen = 0;		// 12 bits, as a PD's
+	uint32_t refs = 0;		// its XRC targets and XRC SRQs
 };
 
 struct Cq {
@@ -369,6 +373,7 @@ struct Qp {
 	unsigned int rnr_left = 0;
 	uint32_t srqn = 0;		// responder: 0, or receives from this SRQ
 	uint32_t xrcdn = 0;		// XRC_TGT: its domain
+	uint32_t xrc_pos = 0;		// XRC_TGT: its place in Rdma::xrc_tgts_
 	uint64_t ack_deadline = 0;	// 0: not armed
 	uint64_t rnr_deadline = 0;	// 0: not waiting
 	// An RNR NAK acted on: the request it named (rnr_psn) has not gone
@@ -644,6 +649,14 @@ public:
 		return pds_.bytes() + cqs_.bytes() + qps_.bytes() + srqs_.bytes() +
 		       xrcds_.bytes() + mrs_.table_bytes();
 	}
+	[[nodiscard]] size_t xrc_targets() const { return xrc_tgts_.size(); }
+	// Slots the tables' walks have looked at (tests): destroying a PD,
+	// SRQ or XRC domain or a user context looks at none of them.
+	[[nodiscard]] uint64_t slots_walked() const
+	{
+		return pds_.scanned() + cqs_.scanned() + qps_.scanned() +
+		       srqs_.scanned() + xrcds_.scanned() + mrs_.scanned();
+	}
 
 	// How long a spraying QP's hole may be a packet still on a slower
 	// path (SrState::sent_ns); 0 for a QP that does not spray.
@@ -875,6 +888,14 @@ private:
 		uint32_t pd = 0, cq = 0, qp = 0, srq = 0, xrcd = 0;
 	} used_;
 	Used next_;	// where each table's round-robin allocation goes on
+	// Objects (PDs, CQs, QPs, SRQs) of each user context, so that
+	// destroying one needs no walk; XRC targets count in the kernel's (0).
+	std::array<uint32_t, VRNIC_NUM_DB_PAGES> uctx_objs_{};
+	// The slots of the XRC targets: DESTROY_PD and DESTROY_SRQ purge
+	// what those hold of them, and look at those QPs only (Qp::xrc_pos).
+	std::vector<uint32_t> xrc_tgts_;
+	void xrc_tgt_forget(const Qp &qp);
+	void pd_unref(uint32_t pdn);
 	static void mark(uint32_t &n, uint32_t i) { n = std::max(n, i + 1); }
 	std::vector<McastAttach> mcast_;	// at most VRNIC_MAX_MCAST_ATTACH
 	MrTable mrs_;

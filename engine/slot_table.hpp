@@ -75,16 +75,20 @@ public:
 	// that spends slots does not make every create walk them.
 	void taken(uint32_t i)
 	{
-		if (has(i))
+		if (has(i)) {
 			chunks_[i / kChunk]->live++;
+			live_++;
+		}
 	}
 	void freed(uint32_t i, bool spent)
 	{
 		if (!has(i))
 			return;
 		Chunk &c = *chunks_[i / kChunk];
-		if (c.live)
+		if (c.live) {
 			c.live--;
+			live_--;
+		}
 		if (spent)
 			c.spent++;
 	}
@@ -109,6 +113,7 @@ public:
 	// reset: nothing live, their spent counts unchanged).
 	template <typename S> void recount(uint32_t n, S &&spent)
 	{
+		live_ = 0;
 		for (uint32_t c = 0; c * kChunk < std::min(n, slots_); c++) {
 			if (!chunks_[c])
 				continue;
@@ -122,10 +127,16 @@ public:
 	// The same for a table whose slots are never spent (MR keys wrap).
 	void none_live(uint32_t n)
 	{
+		live_ = 0;
 		for (uint32_t c = 0; c * kChunk < std::min(n, slots_); c++)
 			if (chunks_[c])
 				chunks_[c]->live = 0;
 	}
+	// Valid objects in the whole table.
+	[[nodiscard]] uint32_t live() const { return live_; }
+	// Slots any() and each() have looked at, for tests: what a walk
+	// cost, counted rather than timed.
+	[[nodiscard]] uint64_t scanned() const { return scanned_; }
 	// pred(object) for the slots below n in chunks with a live object
 	// (only those can hold one), until it holds.
 	template <typename P> bool any(uint32_t n, P &&pred) const
@@ -155,15 +166,19 @@ private:
 		for (uint32_t c = 0; c * kChunk < n; c++) {
 			if (!self.chunks_[c] || !self.chunks_[c]->live)
 				continue;
-			for (uint32_t k = 0; k < std::min(kChunk, n - c * kChunk); k++)
+			for (uint32_t k = 0; k < std::min(kChunk, n - c * kChunk); k++) {
+				self.scanned_++;
 				if (pred(self.chunks_[c]->slot[k]))
 					return true;
+			}
 		}
 		return false;
 	}
 
 	uint32_t slots_;
 	uint32_t made_ = 0;
+	uint32_t live_ = 0;
+	mutable uint64_t scanned_ = 0;
 	std::vector<std::unique_ptr<Chunk>> chunks_;
 };
 

@@ -439,3 +439,80 @@ TEST(Scale, ADestroyedObjectsHeldEventsGoWithIt)
 	EXPECT_LE(last_wqe, kDepth + 1);
 	EXPECT_TRUE(got_live) << "the live QP's LAST_WQE was lost";
 }
+
+// Whether a PD, an SRQ, an XRC domain or a user context is still in use
+// is counted, not searched for: with 3000 QPs in the tables, DESTROY_PD,
+// DESTROY_SRQ, DEALLOC_XRCD, DESTROY_UCTX and SET_QPC_MEM look at no slot
+// (before, each walked the QP, SRQ and MR tables), and each is BUSY
+// exactly until the last object that uses it is gone.  XRC targets are
+// kept in a list of their own, which a churn of them leaves exact.
+TEST(Scale, WhatUsesAnObjectIsCountedNotSearchedFor)
+{
+	Node a{1};
+	const vrnic_admin_cmd idle = a.idle_qp_cmd(4);
+	for (unsigned i = 0; i < 3000; i++)
+		a.admin_ok(idle);
+	const auto &r = rdma_of(a.p);
+	const uint64_t walked0 = r.slots_walked();
+	auto status = [&a](uint8_t opcode, uint32_t id) {
+		vrnic_admin_cmd c = op(opcode);
+		c.destroy.id = id;
+		return a.p.admin(c).status;
+	};
+
+	// A second PD with an MR, a window and an SRQ on it.
+	const uint32_t pd1 = a.pd;
+	const uint32_t pd2 = a.admin_ok(op(VRNIC_ADMIN_CREATE_PD));
+	a.pd = pd2;
+	const uint32_t mr = a.create_mr(Node::kIova, 0, 4096, VRNIC_ACCESS_LOCAL_WRITE);
+	const uint32_t srq = a.create_srq(Node::kData + 0x800000, Node::kData + 0x810000);
+	a.pd = pd1;
+	vrnic_admin_cmd c = op(VRNIC_ADMIN_ALLOC_MW);
+	c.alloc_mw.pdn = pd2;
+	c.alloc_mw.type = 1;
+	const uint32_t mw = a.admin_ok(c);
+	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_PD, pd2), VRNIC_ADMIN_ST_BUSY);
+	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_MR, mr), VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_PD, pd2), VRNIC_ADMIN_ST_BUSY);
+	EXPECT_EQ(status(VRNIC_ADMIN_DEALLOC_MW, mw), VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_PD, pd2), VRNIC_ADMIN_ST_BUSY);
+	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_SRQ, srq), VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_PD, pd2), VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_PD, pd1), VRNIC_ADMIN_ST_BUSY) << "3000 QPs on it";
+
+	// An XRC domain with three targets and an XRC SRQ.
+	const uint32_t xrcd = a.admin_ok(op(VRNIC_ADMIN_ALLOC_XRCD));
+	c = op(VRNIC_ADMIN_CREATE_QP);
+	c.create_qp.type = VRNIC_QPT_XRC_TGT;
+	c.create_qp.xrcdn = xrcd;
+	const uint32_t t[3] = {a.admin_ok(c), a.admin_ok(c), a.admin_ok(c)};
+	EXPECT_EQ(r.xrc_targets(), 3u);
+	const uint32_t xsrq = a.create_srq(Node::kData + 0x800000, Node::kData + 0x810000,
+					   VRNIC_SRQT_XRC, a.cq, xrcd);
+	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_QP, t[0]), VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(status(VRNIC_ADMIN_DEALLOC_XRCD, xrcd), VRNIC_ADMIN_ST_BUSY);
+	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_SRQ, xsrq), VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_QP, t[2]), VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(status(VRNIC_ADMIN_DEALLOC_XRCD, xrcd), VRNIC_ADMIN_ST_BUSY);
+	EXPECT_EQ(r.xrc_targets(), 1u);
+	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_QP, t[1]), VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(r.xrc_targets(), 0u);
+	EXPECT_EQ(status(VRNIC_ADMIN_DEALLOC_XRCD, xrcd), VRNIC_ADMIN_ST_OK);
+
+	// A user context with a PD in it.
+	const uint32_t uctx = a.admin_ok(op(VRNIC_ADMIN_CREATE_UCTX));
+	c = op(VRNIC_ADMIN_CREATE_PD);
+	c.create_pd.uctx = uctx;
+	const uint32_t upd = a.admin_ok(c);
+	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_UCTX, uctx), VRNIC_ADMIN_ST_BUSY);
+	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_PD, upd), VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_UCTX, uctx), VRNIC_ADMIN_ST_OK);
+
+	// QP contexts cannot move under live QPs.
+	c = op(VRNIC_ADMIN_SET_QPC_MEM);
+	c.set_qpc_mem.base = Node::kQpcMem;
+	c.set_qpc_mem.entries = Node::kQpcEntries;
+	EXPECT_EQ(a.p.admin(c).status, VRNIC_ADMIN_ST_BUSY);
+
+	EXPECT_EQ(r.slots_walked(), walked0) << "a destroy walked a table";
+}
