@@ -100,7 +100,8 @@ void Rdma::reset()
 	used_ = Used();
 	next_ = Used();
 	uctx_objs_ = {};
-	xrc_tgts_.clear();
+	xrc_head_ = kNoSlot;
+	xrc_count_ = 0;
 	active_.clear();
 	timers_.clear();
 	sched_cnt_ = SchedCounters();
@@ -526,15 +527,26 @@ void Rdma::pd_unref(uint32_t pdn)
 		pd->refs--;
 }
 
-// An XRC target leaves xrc_tgts_: the last one takes its place.
-void Rdma::xrc_tgt_forget(const Qp &qp)
+// An XRC target joins the list of them (at its head) or leaves it.
+void Rdma::xrc_tgt_link(Qp &qp, uint32_t slot)
 {
-	if (qp.xrc_pos >= xrc_tgts_.size())
-		return;
-	const uint32_t last = xrc_tgts_.back();
-	xrc_tgts_[qp.xrc_pos] = last;
-	qps_.find(last)->xrc_pos = qp.xrc_pos;
-	xrc_tgts_.pop_back();
+	qp.xrc_prev = kNoSlot;
+	qp.xrc_next = xrc_head_;
+	if (xrc_head_ != kNoSlot)
+		qps_.find(xrc_head_)->xrc_prev = slot;
+	xrc_head_ = slot;
+	xrc_count_++;
+}
+
+void Rdma::xrc_tgt_unlink(const Qp &qp)
+{
+	if (qp.xrc_prev == kNoSlot)
+		xrc_head_ = qp.xrc_next;
+	else
+		qps_.find(qp.xrc_prev)->xrc_next = qp.xrc_next;
+	if (qp.xrc_next != kNoSlot)
+		qps_.find(qp.xrc_next)->xrc_prev = qp.xrc_prev;
+	xrc_count_--;
 }
 
 uint8_t Rdma::destroy_pd(uint32_t pdn)
@@ -548,12 +560,13 @@ uint8_t Rdma::destroy_pd(uint32_t pdn)
 	// XRC targets take their PD from the SRQ of each message, and keep
 	// it in the READ and atomic results they may replay: those go with
 	// the PD, so that no later PD with this slot can be named by them.
-	for (const uint32_t slot : xrc_tgts_) {
-		Qp &q = *qps_.find(slot);
+	// (An XRC SRQ keeps its PD in use, and DESTROY_SRQ clears a target's
+	// pdn with its srqn: the pdn check is defence only.)
+	each_xrc_tgt([pdn](Qp &q) {
 		std::erase_if(q.resources, [pdn](const RdResource &r) { return r.pdn == pdn; });
 		if (q.pdn == pdn)
 			q.pdn = 0;
-	}
+	});
 	if (uctx_objs_[pd->uctx])
 		uctx_objs_[pd->uctx]--;
 	pd->valid = false;
@@ -725,8 +738,7 @@ uint8_t Rdma::create_xrc_tgt(const vrnic_admin_create_qp &c, uint32_t &result)
 	qp->type = VRNIC_QPT_XRC_TGT;
 	qp->qpn = handle<Qp>(i, qp->gen);
 	qp->xrcdn = le(c.xrcdn);
-	qp->xrc_pos = uint32_t(xrc_tgts_.size());
-	xrc_tgts_.push_back(i);
+	xrc_tgt_link(*qp, i);
 	x->refs++;
 	uctx_objs_[0]++;
 	qp->reserve = std::move(reserve);
@@ -782,7 +794,7 @@ uint8_t Rdma::destroy_qp(uint32_t qpn)
 	} else {
 		if (Xrcd *x = lookup(xrcds_, qp->xrcdn); x && x->refs)
 			x->refs--;
-		xrc_tgt_forget(*qp);
+		xrc_tgt_unlink(*qp);
 	}
 	if (uctx_objs_[qp->uctx])
 		uctx_objs_[qp->uctx]--;
@@ -918,15 +930,16 @@ uint8_t Rdma::destroy_srq(uint32_t srqn)
 	// An XRC target in the middle of a message into this SRQ holds its
 	// WQE, PD and CQ: the message goes with the SRQ (its next packet
 	// finds no SRQ and is refused), so nothing outlives the handles.
-	for (const uint32_t slot : xrc_tgts_) {
-		Qp &q = *qps_.find(slot);
-		if (q.srqn == srqn) {
+	if (srq->type == VRNIC_SRQT_XRC) {
+		each_xrc_tgt([srqn](Qp &q) {
+			if (q.srqn != srqn)
+				return;
 			q.recv_active = false;
 			q.recv = RecvWqe();
 			q.srqn = 0;
 			q.pdn = 0;
 			q.recv_cqn = 0;
-		}
+		});
 	}
 	if (srq->type == VRNIC_SRQT_XRC) {
 		if (Cq *cq = find_cq(srq->cqn))
@@ -1144,7 +1157,8 @@ uint8_t Rdma::apply_attr(Qp &qp, const vrnic_qp_attr &a, uint32_t mask)
 		fresh.sq_shift = qp.sq_shift;
 		fresh.rq_shift = qp.rq_shift;
 		fresh.xrcdn = qp.xrcdn;
-		fresh.xrc_pos = qp.xrc_pos;
+		fresh.xrc_prev = qp.xrc_prev;
+		fresh.xrc_next = qp.xrc_next;
 		if (qp.type == VRNIC_QPT_XRC_TGT)
 			fresh.srqn = fresh.pdn = fresh.recv_cqn = 0;	// per request
 		qp = std::move(fresh);

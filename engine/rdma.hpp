@@ -373,7 +373,9 @@ struct Qp {
 	unsigned int rnr_left = 0;
 	uint32_t srqn = 0;		// responder: 0, or receives from this SRQ
 	uint32_t xrcdn = 0;		// XRC_TGT: its domain
-	uint32_t xrc_pos = 0;		// XRC_TGT: its place in Rdma::xrc_tgts_
+	// XRC_TGT: the slots of the targets before and after it in
+	// Rdma's list of them (kNoSlot: none), which allocates nothing.
+	uint32_t xrc_prev = 0, xrc_next = 0;
 	uint64_t ack_deadline = 0;	// 0: not armed
 	uint64_t rnr_deadline = 0;	// 0: not waiting
 	// An RNR NAK acted on: the request it named (rnr_psn) has not gone
@@ -649,7 +651,7 @@ public:
 		return pds_.bytes() + cqs_.bytes() + qps_.bytes() + srqs_.bytes() +
 		       xrcds_.bytes() + mrs_.table_bytes();
 	}
-	[[nodiscard]] size_t xrc_targets() const { return xrc_tgts_.size(); }
+	[[nodiscard]] uint32_t xrc_targets() const { return xrc_count_; }
 	// Slots the tables' walks have looked at (tests): destroying a PD,
 	// SRQ or XRC domain or a user context looks at none of them.
 	[[nodiscard]] uint64_t slots_walked() const
@@ -891,10 +893,22 @@ private:
 	// Objects (PDs, CQs, QPs, SRQs) of each user context, so that
 	// destroying one needs no walk; XRC targets count in the kernel's (0).
 	std::array<uint32_t, VRNIC_NUM_DB_PAGES> uctx_objs_{};
-	// The slots of the XRC targets: DESTROY_PD and DESTROY_SRQ purge
-	// what those hold of them, and look at those QPs only (Qp::xrc_pos).
-	std::vector<uint32_t> xrc_tgts_;
-	void xrc_tgt_forget(const Qp &qp);
+	// The XRC targets, linked through their slots (Qp::xrc_prev and
+	// xrc_next): DESTROY_PD and DESTROY_SRQ purge what those hold of
+	// the PD or SRQ, and look at those QPs only.
+	static constexpr uint32_t kNoSlot = ~0u;
+	uint32_t xrc_head_ = kNoSlot;
+	uint32_t xrc_count_ = 0;
+	void xrc_tgt_link(Qp &qp, uint32_t slot);
+	void xrc_tgt_unlink(const Qp &qp);
+	template <typename F> void each_xrc_tgt(F &&f)
+	{
+		for (uint32_t s = xrc_head_; s != kNoSlot;) {
+			Qp &q = *qps_.find(s);
+			s = q.xrc_next;
+			f(q);
+		}
+	}
 	void pd_unref(uint32_t pdn);
 	static void mark(uint32_t &n, uint32_t i) { n = std::max(n, i + 1); }
 	std::vector<McastAttach> mcast_;	// at most VRNIC_MAX_MCAST_ATTACH

@@ -489,13 +489,14 @@ TEST(Scale, WhatUsesAnObjectIsCountedNotSearchedFor)
 	EXPECT_EQ(r.xrc_targets(), 3u);
 	const uint32_t xsrq = a.create_srq(Node::kData + 0x800000, Node::kData + 0x810000,
 					   VRNIC_SRQT_XRC, a.cq, xrcd);
-	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_QP, t[0]), VRNIC_ADMIN_ST_OK);
+	// The list's middle, then its tail, then its head (the last made).
+	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_QP, t[1]), VRNIC_ADMIN_ST_OK);
 	EXPECT_EQ(status(VRNIC_ADMIN_DEALLOC_XRCD, xrcd), VRNIC_ADMIN_ST_BUSY);
 	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_SRQ, xsrq), VRNIC_ADMIN_ST_OK);
-	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_QP, t[2]), VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_QP, t[0]), VRNIC_ADMIN_ST_OK);
 	EXPECT_EQ(status(VRNIC_ADMIN_DEALLOC_XRCD, xrcd), VRNIC_ADMIN_ST_BUSY);
 	EXPECT_EQ(r.xrc_targets(), 1u);
-	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_QP, t[1]), VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(status(VRNIC_ADMIN_DESTROY_QP, t[2]), VRNIC_ADMIN_ST_OK);
 	EXPECT_EQ(r.xrc_targets(), 0u);
 	EXPECT_EQ(status(VRNIC_ADMIN_DEALLOC_XRCD, xrcd), VRNIC_ADMIN_ST_OK);
 
