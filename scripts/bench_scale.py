@@ -23,8 +23,9 @@ host budget.
 
     SCALE_BENCH=0             leave the section out of make bench
     SCALE_BENCH_QPS=1,16,...  the QP counts (default 1,16,256,1024,4096,
-                              16384; past 4096 with perftest's -t 16 and
-                              at least 10 s)
+                              16384; perftest's -t is 128 up to 128 QPs,
+                              then 16384 / QPs and at least 16 (depth());
+                              past 4096 QPs at least 10 s)
     SCALE_BENCH_CACHE=256     the small cache
     SCALE_BENCH_SIZE=4096     message size
     SCALE_BENCH_MISS_NS=20000 a miss's cost in the small-cache series
@@ -131,17 +132,25 @@ def guest_busy(vm):
     return sum(v) - v[3] - v[4], sum(v)
 
 
+def depth(qps):
+    """perftest's tx depth (WQEs outstanding per QP) at qps QPs: its 128
+    up to 128 QPs, then 16,384 WQEs over all of them, and never below
+    16.  perftest posts tx depth x QPs WQEs before it polls once, and
+    sizes its CQ to that: at 4096 QPs x 128 (524,288 WQEs) that first
+    round took most of a 4 s run (440 MiB/s against 680 with 16 per QP
+    and 725 with 32 over 10 s, on one pair of VMs), and from 256 QPs x
+    128 the CQ is past rxe's max_cqe (32767).  A real application with
+    thousands of QPs keeps a few WQEs on each, not 128."""
+    return max(16, min(128, 16384 // qps))
+
+
 def bw(a, b, dev, ip, qps):
     """One ib_write_bw run of qps QPs, b serving: (MiB/s, Mpps, the
     vrnic-device processes' CPU share over the client's run) or None,
     and the wall time it took (setup included)."""
-    # Past 4096 QPs perftest's first posting (tx depth 128 per QP) takes
-    # longer than the run: 16 per QP and at least 10 s (0 iterations
-    # were counted at 16384 QPs otherwise).
     deep = qps > 4096
-    args = "ib_write_bw -d %s -x 1 -F -s %d -q %d -D %d%s" % (
-        dev, SIZE, qps, max(SECS, 10) if deep else SECS,
-        " -t 16" if deep else "")
+    args = "ib_write_bw -d %s -x 1 -F -s %d -q %d -D %d -t %d" % (
+        dev, SIZE, qps, max(SECS, 10) if deep else SECS, depth(qps))
     limit = SECS * 6 + 60 + qps // 8
     b.check("pkill -x ib_write_bw; (timeout %d %s > /tmp/srv.out 2>&1 &)"
             % (limit, args))
@@ -292,14 +301,16 @@ def report_create(cr):
 def report(res, elapsed):
     first = QPS[0]
     lines = ["", "## Scale: throughput against active QPs (issue 29)", "",
-             "`ib_write_bw -s %d -q N -D %d`, every QP active, median of %d; "
+             "`ib_write_bw -s %d -q N -D %d -t T`, every QP active, median "
+             "of %d, perftest's tx depth T 128 up to 128 QPs, then 16384/N "
+             "and at least 16 (past 4096 QPs, at least 10 s); "
              "vrnic with its QP-context cache unlimited and at %d contexts "
              "(misses %d ns each), and rxe, on one pair of bench VMs "
              "(%.0f s).  Relative: to the series' own %d-QP figure." % (
                  SIZE, SECS, REPEAT, CACHE,
                  MISS_NS, elapsed, first), ""]
-    hdr = "| QPs |"
-    sep = "|---|"
+    hdr = "| QPs | T |"
+    sep = "|---|---|"
     names = [n for n in res if res[n]]
     for n in names:
         hdr += " %s MiB/s | rel | Mpps |" % n
@@ -313,7 +324,7 @@ def report(res, elapsed):
     lines += [hdr, sep]
     errors = {}
     for q in QPS:
-        row = "| %d |" % q
+        row = "| %d | %d |" % (q, depth(q))
         for n in names:
             p = res[n].get(q) or {"error": "not run"}
             base = res[n].get(first, {})

@@ -11,8 +11,18 @@
  *   vrnic_ucx_sockaddr -l IP [-p PORT]     server: prints "listening"
  *   vrnic_ucx_sockaddr -c IP [-p PORT]     client: prints the endpoint's
  *                                          lanes (ucp_ep_print_info)
+ * With -n EPS (client), many endpoints (issue 29): the client gets the
+ * server's worker address over that first endpoint and opens EPS more
+ * endpoints to it with ucp_ep_create(), each with its own RC QPs over
+ * rc_verbs.  Each endpoint carries a 64 B (eager) and a 64 KiB
+ * (rendezvous) message, all in flight at once; the server checks every
+ * byte of all of them.  -w SECONDS: the client then prints "holding" and
+ * keeps the endpoints open that long (progressing), for the harness to
+ * count the QPs.
+ *
  * Each prints "RESULT PASS" or "RESULT FAIL"; exit 1 on any failure.  Every
- * wait is bounded (TIMEOUT_S for the whole run).
+ * wait is bounded (TIMEOUT_S for the whole run, plus a second per 4
+ * endpoints).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -30,6 +40,14 @@
 #define TAG_DATA	0x1000ULL
 #define TAG_ECHO	0x2000ULL
 #define TAG_DONE	0x3000ULL
+#define TAG_MANY_N	0x4000ULL
+#define TAG_ADDR_LEN	0x5000ULL
+#define TAG_ADDR	0x6000ULL
+#define TAG_MANY	(1ULL << 32)	/* | endpoint << 1 | big */
+#define MAX_EPS		4096
+#define SMALL		64UL
+#define BIG		65536UL
+#define MAX_ADDR	65536UL
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
 static const size_t sizes[] = { 8, 64, 512, 4096, 8192, 65536, 262144,
@@ -109,6 +127,18 @@ static int wait_req(void *req, const char *what)
 	return 0;
 }
 
+/* Progress until every request of reqs completes; 0 if all succeeded. */
+static int wait_all(void **reqs, size_t n, const char *what)
+{
+	int ret = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (wait_req(reqs[i], what))
+			ret = -1;
+	return ret;
+}
+
 static int send_msg(ucp_ep_h ep, void *buf, size_t size, ucp_tag_t tag)
 {
 	ucp_request_param_t param = { 0 };
@@ -152,6 +182,148 @@ static void close_ep(ucp_ep_h ep, int force)
 
 	if (req && !UCS_PTR_IS_ERR(req))
 		wait_req(req, "ucp_ep_close_nbx");
+}
+
+static ucp_tag_t many_tag(size_t i, int big)
+{
+	return TAG_MANY | (ucp_tag_t)i << 1 | (ucp_tag_t)big;
+}
+
+/*
+ * The server's side of -n: the count, its worker address out, then every
+ * endpoint's two messages received (on endpoints UCX made for the
+ * client's) and checked.  bad counts the bytes that differ.
+ */
+static int many_server(ucp_ep_h ep, long *bad)
+{
+	ucp_request_param_t param = { 0 };
+	ucp_address_t *addr;
+	uint64_t n, len;
+	unsigned char *bufs;
+	void **reqs;
+	size_t addr_len, i;
+	int ret = -1;
+
+	if (recv_msg(&n, sizeof(n), TAG_MANY_N))
+		return -1;
+	if (!n)
+		return 0;
+	if (n > MAX_EPS) {
+		fprintf(stderr, "server: %lu endpoints asked, at most %d\n",
+			(unsigned long)n, MAX_EPS);
+		return -1;
+	}
+	deadline += (time_t)n / 4;	/* the client's allowance */
+	if (ucp_worker_get_address(worker, &addr, &addr_len) != UCS_OK) {
+		fprintf(stderr, "ucp_worker_get_address failed\n");
+		return -1;
+	}
+	len = addr_len;
+	bufs = calloc(n, SMALL + BIG);
+	reqs = calloc(2 * n, sizeof(*reqs));
+	if (!bufs || !reqs || send_msg(ep, &len, sizeof(len), TAG_ADDR_LEN) ||
+	    send_msg(ep, addr, addr_len, TAG_ADDR))
+		goto out;
+	for (i = 0; i < n; i++) {
+		unsigned char *b = bufs + i * (SMALL + BIG);
+
+		reqs[2 * i] = ucp_tag_recv_nbx(worker, b, SMALL, many_tag(i, 0),
+					       (ucp_tag_t)-1, &param);
+		reqs[2 * i + 1] = ucp_tag_recv_nbx(worker, b + SMALL, BIG,
+						   many_tag(i, 1),
+						   (ucp_tag_t)-1, &param);
+	}
+	if (wait_all(reqs, 2 * n, "many: ucp_tag_recv_nbx"))
+		goto out;
+	for (i = 0; i < n; i++) {
+		unsigned char *b = bufs + i * (SMALL + BIG);
+
+		*bad += check("server (many)", b, SMALL, (int)i);
+		*bad += check("server (many)", b + SMALL, BIG, (int)i);
+	}
+	printf("server: %lu endpoints' messages received, %s\n",
+	       (unsigned long)n, *bad ? "MISMATCH" : "every byte ok");
+	fflush(stdout);
+	ret = 0;
+out:
+	ucp_worker_release_address(worker, addr);
+	free(bufs);
+	free(reqs);
+	return ret;
+}
+
+/*
+ * The client's side of -n: n endpoints to the server's worker address,
+ * two messages on each, all in flight at once; hold them open for hold
+ * seconds.  0 on success.
+ */
+static int many_client(ucp_ep_h ep, uint64_t n, int hold)
+{
+	ucp_request_param_t param = { 0 };
+	unsigned char addr[MAX_ADDR];
+	unsigned char *bufs = NULL;
+	ucp_ep_h *eps = NULL;
+	void **reqs = NULL;
+	uint64_t len = 0;
+	size_t i, made = 0;
+	int ret = -1;
+
+	if (send_msg(ep, &n, sizeof(n), TAG_MANY_N))
+		return -1;
+	if (!n)
+		return 0;
+	if (recv_msg(&len, sizeof(len), TAG_ADDR_LEN) || !len || len > MAX_ADDR ||
+	    recv_msg(addr, len, TAG_ADDR))
+		return -1;
+	eps = calloc(n, sizeof(*eps));
+	reqs = calloc(2 * n, sizeof(*reqs));
+	bufs = calloc(n, SMALL + BIG);
+	if (!eps || !reqs || !bufs)
+		goto out;
+	for (made = 0; made < n; made++) {
+		ucp_ep_params_t p = {
+			.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
+			.address = (const ucp_address_t *)addr,
+		};
+
+		if (ucp_ep_create(worker, &p, &eps[made]) != UCS_OK) {
+			fprintf(stderr, "ucp_ep_create #%zu by address failed\n",
+				made);
+			goto out;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		unsigned char *b = bufs + i * (SMALL + BIG);
+
+		fill(b, SMALL, (int)i);
+		fill(b + SMALL, BIG, (int)i);
+		reqs[2 * i] = ucp_tag_send_nbx(eps[i], b, SMALL, many_tag(i, 0),
+					       &param);
+		reqs[2 * i + 1] = ucp_tag_send_nbx(eps[i], b + SMALL, BIG,
+						   many_tag(i, 1), &param);
+	}
+	if (wait_all(reqs, 2 * n, "many: ucp_tag_send_nbx"))
+		goto out;
+	printf("%lu endpoints by worker address: 64 B and 64 KiB sent on each\n",
+	       (unsigned long)n);
+	/* The last one's lanes: its own RC QPs, not the first endpoint's. */
+	ucp_ep_print_info(eps[n - 1], stdout);
+	if (hold > 0) {
+		time_t until = time(NULL) + hold;
+
+		printf("holding %lu endpoints for %d s\n", (unsigned long)n, hold);
+		fflush(stdout);
+		while (time(NULL) < until && !expired())
+			ucp_worker_progress(worker);
+	}
+	ret = 0;
+out:
+	for (i = 0; i < made; i++)
+		close_ep(eps[i], 1);
+	free(eps);
+	free(reqs);
+	free(bufs);
+	return ret;
 }
 
 static int server(struct sockaddr_in *sin, unsigned char *buf)
@@ -202,6 +374,8 @@ static int server(struct sockaddr_in *sin, unsigned char *buf)
 			bad += check("server", buf, size, round);
 		}
 	}
+	if (many_server(ep, &bad))
+		return -1;
 	/*
 	 * Done, and its answer.  A send completes once its data is buffered,
 	 * not delivered, so the listener closes gracefully (flushing the
@@ -217,7 +391,7 @@ static int server(struct sockaddr_in *sin, unsigned char *buf)
 }
 
 static int client(struct sockaddr_in *sin, unsigned char *buf,
-		  unsigned char *echo)
+		  unsigned char *echo, uint64_t neps, int hold)
 {
 	ucp_ep_params_t ep_params = {
 		.field_mask = UCP_EP_PARAM_FIELD_FLAGS |
@@ -256,6 +430,8 @@ static int client(struct sockaddr_in *sin, unsigned char *buf,
 	}
 	/* The lanes the endpoint ended up with, after the wire-up. */
 	ucp_ep_print_info(ep, stdout);
+	if (many_client(ep, neps, hold))
+		return -1;
 	if (send_msg(ep, &done, sizeof(done), TAG_DONE) ||
 	    recv_msg(&done, sizeof(done), TAG_DONE))
 		return -1;
@@ -277,28 +453,35 @@ int main(int argc, char **argv)
 	unsigned char *buf, *echo;
 	const char *ip = NULL;
 	ucp_context_h ctx;
+	uint64_t neps = 0;
 	int listen = 0;
 	int port = 13340;
+	int hold = 0;
 	int opt, ret;
 
-	while ((opt = getopt(argc, argv, "l:c:p:")) != -1) {
+	while ((opt = getopt(argc, argv, "l:c:p:n:w:")) != -1) {
 		if (opt == 'l' || opt == 'c') {
 			ip = optarg;
 			listen = opt == 'l';
 		} else if (opt == 'p') {
 			port = atoi(optarg);
+		} else if (opt == 'n') {
+			neps = strtoull(optarg, NULL, 0);
+		} else if (opt == 'w') {
+			hold = atoi(optarg);
 		} else {
 			ip = NULL;
 			break;
 		}
 	}
 	if (!ip || inet_pton(AF_INET, ip, &sin.sin_addr) != 1 || port < 1 ||
-	    port > 65535) {
-		fprintf(stderr, "usage: %s -l IP | -c IP [-p PORT]\n", argv[0]);
+	    port > 65535 || neps > MAX_EPS || hold < 0 || hold > TIMEOUT_S) {
+		fprintf(stderr, "usage: %s -l IP | -c IP [-n EPS (at most %d)] [-w SECONDS] [-p PORT]\n",
+			argv[0], MAX_EPS);
 		return 2;
 	}
 	sin.sin_port = htons((uint16_t)port);
-	deadline = time(NULL) + TIMEOUT_S;
+	deadline = time(NULL) + TIMEOUT_S + hold + (time_t)neps / 4;
 	buf = malloc(MAX_SIZE);
 	echo = malloc(MAX_SIZE);
 	if (!buf || !echo)
@@ -311,7 +494,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ucp_worker_create failed\n");
 		return 1;
 	}
-	ret = listen ? server(&sin, buf) : client(&sin, buf, echo);
+	ret = listen ? server(&sin, buf) : client(&sin, buf, echo, neps, hold);
 	if (peer_error)
 		fprintf(stderr, "(the endpoint reported a peer error)\n");
 	printf("RESULT %s\n", ret ? "FAIL" : "PASS");

@@ -53,7 +53,9 @@ more, without the others (it gave up before any RDMA traffic).
    (tests/kmod/vrnic_kqp_scale.ko).  For it, a has 3 GiB of RAM (100,000 QPs take
    about 0.9 GiB of the guest) and its device a 1 GiB host budget (an
    idle RC QP is charged about 7 KiB); the other parts do not depend on
-   either.
+   either.  Then ib_write_bw -q 4096 a -> b in iteration mode (-n 32):
+   it ends only once every one of the 4096 QPs has completed its 32
+   WRITEs (wide).
 
 Alone: python3 tests/system/load.py [storm|load|scale|mtu ...] (boots its
 own pair; results in build/results/load.jsonl).
@@ -240,6 +242,50 @@ def scale(stage, a):
             "2>/dev/null; exit $r" % (T, SCALE_QPS))
 
 
+WIDE_QPS = 4096
+WIDE_ITERS = 32
+
+
+def wide(stage, a, b):
+    """ib_write_bw -q 4096 a -> b in perftest's iteration mode: it ends
+    only once every QP has completed its WIDE_ITERS WRITEs (per-QP counts),
+    so a QP whose data path stalls fails the run by its timeout.  16
+    WQEs per QP (perftest's 128 would post 524,288 before its first
+    poll)."""
+    args = "ib_write_bw -d vrnic0 -x 1 -F -s 4096 -q %d -n %d -t 16 " \
+        "-p 18640" % (WIDE_QPS, WIDE_ITERS)
+    name = "ib_write_bw -q %d -n %d, every QP's WRITEs complete" % (
+        WIDE_QPS, WIDE_ITERS)
+    for attempt in (1, 2):
+        b.run("pkill -x ib_write_bw", timeout=30)
+        before = port_counters(b)
+        print("---- [b] %s  /  [a] ... %s" % (args, b.ip), flush=True)
+        t0 = time.time()
+        start(b, "wide", args)
+        time.sleep(2)
+        start(a, "wide", "%s %s" % (args, b.ip))
+        cli_rc, cli_out = collect(a, "wide")
+        srv_rc, srv_out = collect(b, "wide")
+        after = port_counters(b)
+        print("  ib_write_bw -q %d: %.0f s" % (WIDE_QPS, time.time() - t0))
+        got = after.get("rcvd_pkts", 0) - before.get("rcvd_pkts", 0)
+        if cli_rc == srv_rc == "0" and "#bytes" in cli_out:
+            # Each 4 KiB WRITE is at least one packet at b.
+            want = WIDE_QPS * WIDE_ITERS
+            stage.record("load: " + name, "pass" if got >= want else "fail",
+                         "" if got >= want else
+                         "b received %d RoCE packets, fewer than the %d "
+                         "WRITEs" % (got, want))
+            return
+        show((name, b, a, args, "", "#bytes", False), srv_out, cli_out)
+        if attempt == 1 and NO_CLOCK in cli_out + srv_out:
+            print("  ! perftest could not calibrate its clock; once more")
+            continue
+        stage.record("load: " + name, "fail",
+                     "client exit %s, server exit %s" % (cli_rc, srv_rc))
+        return
+
+
 def load(stage, a, b):
     for vm in (a, b):
         vm.run("dmesg -C; pkill -x ib_write_bw; pkill -x ib_read_bw; "
@@ -401,6 +447,7 @@ def run(stage, a=None, b=None, groups=("storm", "load", "scale", "mtu")):
             load(stage, a, b)
         if "scale" in groups:
             scale(stage, a)
+            wide(stage, a, b)
         # Last: before the M6 fix it could bring a's kernel down.
         if "mtu" in groups:
             mtu_flood(stage, a, b)

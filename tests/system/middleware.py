@@ -10,6 +10,9 @@ soft-RoCE (rxe0) on the virtio-net on 10.10.1.0/24, the control.
     with UCX_TLS=rc_verbs,ud_verbs and with ud_verbs, over vrnic0:1 and
     over rxe0:1;
   - UCX's sockaddr wire-up (rdma_cm) with a program that checks every byte;
+  - UCX with many endpoints (issue 29): the same program opens 256 more
+    endpoints from a to b's worker, each with its own RC QPs, and checks
+    a 64 B and a 64 KiB message on every one;
   - Open MPI across the VMs (mpirun from a, orted started on b through
     vrnic-rsh): pml ucx over vrnic, pml ucx over rxe, and pml ob1 with
     btl tcp as the reference, each running vrnic_mpi_collectives.
@@ -258,6 +261,77 @@ def _sockaddr_once(stage, a, b, net, retry, first, port):
     return True
 
 
+MANY_EPS = 256
+
+
+def many_eps_test(stage, a, b, net):
+    """UCX with many endpoints (issue 29): vrnic_ucx_sockaddr -n opens
+    MANY_EPS endpoints from a to b's worker by its address after the
+    sockaddr one, each with RC QPs of its own, and sends a 64 B and a
+    64 KiB message on every one at once; b checks every byte.  While a
+    holds them, its RC QPs on the device are counted (rdma res)."""
+    name = "middleware %s: UCX %d endpoints to one peer, 64 B and 64 KiB " \
+        "on each, checked" % (net.dev, MANY_EPS)
+    qps_name = "middleware %s: the %d endpoints have RC QPs of their own " \
+        "on %s" % (net.dev, MANY_EPS, net.dev.split(":")[0])
+    env = "env UCX_SOCKADDR_TLS_PRIORITY=rdmacm UCX_NET_DEVICES=%s " \
+        "UCX_TLS=rc_verbs,ud_verbs" % net.dev
+    prog = "%svrnic_ucx_sockaddr -p 13350" % T
+    limit = 120 + MANY_EPS // 2
+    t0 = time.time()
+    try:
+        b.check("pkill -x vrnic_ucx_socka; rm -f /tmp/ucxme.out /tmp/ucxme.rc;"
+                " (%s timeout %d %s -l %s > /tmp/ucxme.out 2>&1; echo $? > "
+                "/tmp/ucxme.rc) >/dev/null 2>&1 & for i in $(seq 100); do "
+                "grep -q listening /tmp/ucxme.out && exit 0; sleep 0.1; done;"
+                " exit 1" % (env, limit, prog, net.b_ip), timeout=30)
+        cmd = "%s -c %s -n %d -w 5" % (prog, net.b_ip, MANY_EPS)
+        print("---- [a] %s %s" % (env, cmd), flush=True)
+        a.check("rm -f /tmp/ucxme.out /tmp/ucxme.rc; (%s timeout %d %s > "
+                "/tmp/ucxme.out 2>&1; echo $? > /tmp/ucxme.rc) >/dev/null "
+                "2>&1 &" % (env, limit, cmd), timeout=30)
+        # While it holds its endpoints: its RC QPs on the device.
+        rc, _ = a.run("for i in $(seq %d); do grep -q holding /tmp/ucxme.out"
+                      " && exit 0; [ -e /tmp/ucxme.rc ] && exit 1; sleep 0.2;"
+                      " done; exit 1" % (limit * 5), timeout=limit + 20)
+        qps = -1
+        if rc == 0:
+            out = a.run("rdma res show qp link %s | grep 'type RC' | "
+                        "grep -c 'comm vrnic_ucx_s'"
+                        % net.dev.replace(":", "/"), timeout=60)[1]
+            qps = int(out.strip() or "0")
+        a.run("for i in $(seq %d); do [ -e /tmp/ucxme.rc ] && exit 0; "
+              "sleep 0.5; done; exit 1" % (limit * 2), timeout=limit + 20)
+        b.run("for i in $(seq 120); do [ -e /tmp/ucxme.rc ] && exit 0; "
+              "sleep 0.5; done; exit 1", timeout=75)
+        cli_rc = a.run("cat /tmp/ucxme.rc")[1].strip()
+        out = a.run("cat /tmp/ucxme.out")[1]
+        srv_rc = b.run("cat /tmp/ucxme.rc")[1].strip()
+        srv = b.run("cat /tmp/ucxme.out")[1]
+    except vmlib.VMError as e:
+        stage.record(name, "fail", str(e))
+        return
+    print("  %d endpoints: %.0f s, %d RC QPs of the client on %s" % (
+        MANY_EPS, time.time() - t0, qps, net.dev), flush=True)
+    ok = cli_rc == "0" and srv_rc == "0" and "RESULT PASS" in out and \
+        "RESULT PASS" in srv and \
+        ("%d endpoints' messages received, every byte ok" % MANY_EPS) in srv
+    show(out, 3 if ok else 30)
+    show(srv, 3 if ok else 20, "b")
+    stage.record(name, "pass" if ok else "fail",
+                 "" if ok else "client exit %s, server exit %s" % (cli_rc,
+                                                                    srv_rc))
+    # The last endpoint's lanes (printed after the sends): RC over the
+    # device, and an RC QP each (the sockaddr endpoint has its own too).
+    tail = out.split("endpoints by worker address", 1)[-1]
+    lanes = [ln.strip("# ") for ln in tail.splitlines() if "lane[" in ln]
+    rc_lane = any(re.search(r"rc_verbs/%s[.\s]" % re.escape(net.dev), ln)
+                  for ln in lanes)
+    stage.record(qps_name, "pass" if rc_lane and qps >= MANY_EPS else "fail",
+                 "" if rc_lane and qps >= MANY_EPS else
+                 "%d RC QPs held; the last endpoint's lanes: %s" % (qps, lanes))
+
+
 # fi_pingpong (libfabric-bin) over the verbs provider, issue 29: the RDM
 # endpoint through ofi_rxm at the default FI_UNIVERSE_SIZE asks for CQs
 # of (128 + 128) x universe entries, 262144, more than the 32768 vrnic
@@ -473,6 +547,7 @@ def run(stage, mtu=1500):
             perftests(stage, a, b, ns[key])
         for key in ("vrnic", "rxe"):
             sockaddr_test(stage, a, b, ns[key])
+        many_eps_test(stage, a, b, ns["vrnic"])
         for ep, prov in FI_CASES:
             libfabric_test(stage, a, b, ns["vrnic"], ep, prov)
         rshd(a, b, ns.values(), 900)
