@@ -145,6 +145,11 @@ class Fabric:
             raise FabricError("%s is not built (make fabric)" % BINARY)
         os.makedirs(self.dir, exist_ok=True)
         cmd = [BINARY, "--topology", self.topology, "--dir", self.dir]
+        # Late wake-ups (Documentation/fabric.rst): the daemon's default
+        # unless this says otherwise (0: off).
+        backdate = os.environ.get("VRNIC_FABRIC_BACKDATE_US", "")
+        if backdate.isdigit():
+            cmd += ["--backdate-us", backdate]
         if self.telemetry:
             if os.path.exists(self.telemetry):
                 os.unlink(self.telemetry)

@@ -9,6 +9,7 @@
 #include <malloc.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -24,6 +25,7 @@ int usage()
 		     "usage: vrnic-fabric --topology FILE [--dir DIR] [--control PATH]\n"
 		     "                    [--tcp-bind ADDR] [--telemetry FILE]\n"
 		     "                    [--telemetry-format jsonl|csv]   (default: csv for *.csv)\n"
+		     "                    [--backdate-us N]   (late turns, default 200; 0: off)\n"
 		     "                    [--check]   (parse the topology and exit)\n");
 	return 2;
 }
@@ -67,6 +69,9 @@ int main(int argc, char **argv)
 			opt.telemetry = v;
 		else if (a == "--telemetry-format" && (!std::strcmp(v, "csv") || !std::strcmp(v, "jsonl")))
 			opt.telemetry_format = v;
+		else if (a == "--backdate-us" && std::strspn(v, "0123456789") == std::strlen(v) &&
+			 std::strlen(v) && std::strlen(v) < 8)
+			opt.backdate_ns = std::strtoull(v, nullptr, 10) * 1000;
 		else
 			return usage();
 	}

@@ -271,7 +271,12 @@ void Server::read_host(Conn *c)
 		c->rx->feed(std::span(buf).first(static_cast<size_t>(n)),
 			    [&](StreamDecoder::Event ev, std::span<const uint8_t> frame) {
 				    if (ev == StreamDecoder::Event::Frame) {
-					    fabric_->receive(c->host, frame, t);
+					    if (backdate_.active()) {
+						    backdate_.add(c->host, frame);
+						    backdated_++;
+					    } else {
+						    model_receive(c->host, frame, t);
+					    }
 					    return;
 				    }
 				    // Counted; its bytes are skipped, the stream
@@ -407,8 +412,9 @@ void Server::read_control(Conn *c)
 void Server::control_line(Conn *c, const std::string &line)
 {
 	nlohmann::json reply;
+	flush_backdated();
 	const uint64_t t = now();
-	fabric_->advance(t);
+	model_advance(t);
 	const nlohmann::json req = nlohmann::json::parse(line, nullptr, false);
 	const std::string cmd = req.is_object() && req.contains("cmd") && req["cmd"].is_string()
 					? req["cmd"].get<std::string>()
@@ -420,6 +426,8 @@ void Server::control_line(Conn *c, const std::string &line)
 		reply["ok"] = true;
 		reply["framing_errors"] = framing_errors_;
 		reply["control_errors"] = control_errors_;
+		reply["late_turns"] = late_turns_;
+		reply["backdated_frames"] = backdated_;
 	} else if (cmd == "sample") {
 		reply = fabric_->sample(t);
 		reply["ok"] = true;
@@ -478,6 +486,7 @@ void Server::arm_timer()
 	uint64_t next = fabric_->next_event();
 	if (telemetry_)
 		next = std::min(next, next_sample_);
+	due_ = next;
 	const uint64_t at = next == kNever ? 0 : t0_ + std::max(next, t + 1);
 	if (at == timer_at_)
 		return;	// armed for that already: one syscall less per turn
@@ -527,14 +536,44 @@ void Server::telemetry_tick(uint64_t t)
 	next_sample_ = t + cfg_.sample_ns;
 }
 
+void Server::model_advance(uint64_t t)
+{
+	floor_ = std::max(floor_, t);
+	fabric_->advance(floor_);
+}
+
+void Server::model_receive(size_t host, std::span<const uint8_t> frame, uint64_t t)
+{
+	floor_ = std::max(floor_, t);
+	fabric_->receive(host, frame, floor_);
+}
+
+// The frames a late turn read, to the model at their spread-out times.
+void Server::flush_backdated()
+{
+	if (!backdate_.active())
+		return;
+	backdate_.drain(floor_, [this](size_t host, std::span<const uint8_t> frame, uint64_t t) {
+		model_receive(host, frame, t);
+	});
+}
+
 int Server::run()
 {
 	std::array<epoll_event, 64> evs{};
 	while (!stop_) {
 		arm_timer();
+		last_turn_ = now();
 		const int n = ::epoll_wait(ep_, evs.data(), static_cast<int>(evs.size()), 1000);
 		if (n < 0 && errno != EINTR)
 			return 1;
+		// Woken well after the model's next event was due: the host did
+		// not run the switch, and what the sockets hold arrived meanwhile.
+		const uint64_t woke = now();
+		if (opt_.backdate_ns && due_ != kNever && woke > due_ + opt_.backdate_ns) {
+			late_turns_++;
+			backdate_.begin(std::max(last_turn_, floor_), woke);
+		}
 		for (int i = 0; i < n; i++) {
 			auto *c = static_cast<Conn *>(evs[static_cast<size_t>(i)].data.ptr);
 			const uint32_t e = evs[static_cast<size_t>(i)].events;
@@ -573,8 +612,9 @@ int Server::run()
 					close_conn(c);
 			}
 		}
+		flush_backdated();
 		const uint64_t t = now();
-		fabric_->advance(t);
+		model_advance(t);
 		telemetry_tick(t);
 		for (Conn *c : dirty_) {
 			c->dirty = false;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backdate.hpp"
 #include "fabric.hpp"
 #include "frame_pool.hpp"
 #include "stream.hpp"
@@ -24,6 +25,10 @@ struct ServerOptions {
 	std::string telemetry_format;	// "jsonl" or "csv"; "" = by the name
 	size_t tx_limit = 4 << 20;	// bytes queued towards one slow host
 	size_t rx_budget = 256 << 10;	// bytes read from one port per wake-up
+	// A turn that starts this much after the model's next event was due
+	// spreads the frames it reads over the time since the last turn
+	// (backdate.hpp); 0: never.
+	uint64_t backdate_ns = 200'000;
 };
 
 class Server : public FrameSink {
@@ -73,6 +78,10 @@ private:
 	void telemetry_tick(uint64_t t);
 	void write_record(const nlohmann::json &record);
 	void write_counters(uint64_t t);
+	// The model's time moves on to t (never back): advance() or a frame.
+	void model_advance(uint64_t t);
+	void model_receive(size_t host, std::span<const uint8_t> frame, uint64_t t);
+	void flush_backdated();
 
 	TopologyConfig cfg_;
 	ServerOptions opt_;
@@ -82,6 +91,12 @@ private:
 	int ep_ = -1;
 	int timer_ = -1;
 	uint64_t timer_at_ = 0;		// what timer_ is armed for (0: disarmed)
+	uint64_t due_ = kNever;		// model time of the next event or sample
+	uint64_t last_turn_ = 0;	// model time the last turn ended
+	uint64_t floor_ = 0;		// latest time handed to the model
+	Backdate backdate_;
+	uint64_t late_turns_ = 0;	// turns that back-dated their frames
+	uint64_t backdated_ = 0;	// frames they back-dated
 	int sig_ = -1;
 	uint64_t t0_ = 0;
 	std::vector<std::unique_ptr<Conn>> conns_;
