@@ -30,7 +30,9 @@ public:
 		active_ = true;
 	}
 	[[nodiscard]] bool active() const { return active_; }
-	// A frame read from host port `host`, copied.
+	// A frame read from host port `host`, copied (the caller counts a
+	// frame shorter than an Ethernet header as truncated instead: at 5
+	// bytes on the wire each, they would cost the most to stage).
 	void add(size_t host, std::span<const uint8_t> frame)
 	{
 		if (host >= count_.size())
@@ -41,25 +43,46 @@ public:
 	// f(host, frame, t) for every frame added, in time order: a port's
 	// k-th of n frames at from + (k + 1) (to - from) / n, never before
 	// floor or an earlier call's t.  Then the turn is over.
+	// The turn is over before f first runs: if f throws, the frames not
+	// handed over yet are lost, never handed over twice.
 	template <typename F> void drain(uint64_t floor, F &&f)
 	{
 		const uint64_t span = to_ - from_;
-		for (Entry &e : ents_)
-			e.t = from_ + (e.k + 1) * span / count_[e.host];
-		std::stable_sort(ents_.begin(), ents_.end(),
-				 [](const Entry &a, const Entry &b) { return a.t < b.t; });
-		uint64_t t = floor;
-		for (const Entry &e : ents_) {
-			t = std::max(t, e.t);
-			f(e.host, std::span<const uint8_t>(buf_).subspan(e.off, e.len), t);
+		std::vector<Entry> ents;
+		std::vector<uint8_t> buf;
+		ents.swap(ents_);
+		buf.swap(buf_);
+		for (Entry &e : ents) {
+			const uint64_t n = count_[e.host];
+			// (k + 1) span / n, without overflow for any span.
+			e.t = from_ + span / n * (e.k + 1) + span % n * (e.k + 1) / n;
 		}
-		ents_.clear();
-		buf_.clear();
 		std::fill(count_.begin(), count_.end(), 0);
 		active_ = false;
+		std::stable_sort(ents.begin(), ents.end(),
+				 [](const Entry &a, const Entry &b) { return a.t < b.t; });
+		uint64_t t = floor;
+		for (const Entry &e : ents) {
+			t = std::max(t, e.t);
+			f(e.host, std::span<const uint8_t>(buf).subspan(e.off, e.len), t);
+		}
+		// The buffers come back for the next late turn, unless a big
+		// turn grew them.
+		if (buf.capacity() <= kKeep) {
+			buf.clear();
+			ents.clear();
+			buf_.swap(buf);
+			ents_.swap(ents);
+		}
+	}
+	// How many frames a port has staged this turn.
+	[[nodiscard]] uint64_t staged(size_t host) const
+	{
+		return host < count_.size() ? count_[host] : 0;
 	}
 
 private:
+	static constexpr size_t kKeep = size_t{4} << 20;
 	struct Entry {
 		size_t host;
 		size_t off, len;	// in buf_

@@ -214,6 +214,9 @@ void Server::close_conn(Conn *c)
 	c->fd = -1;
 	c->closing = true;
 	if (c->kind == Kind::Host && host_conn_[c->host] == c) {
+		// What it sent before it went reaches the model first.
+		if (backdate_.staged(c->host))
+			flush_backdated();
 		host_conn_[c->host] = nullptr;
 		fabric_->set_host_up(c->host, false);
 	}
@@ -271,7 +274,9 @@ void Server::read_host(Conn *c)
 		c->rx->feed(std::span(buf).first(static_cast<size_t>(n)),
 			    [&](StreamDecoder::Event ev, std::span<const uint8_t> frame) {
 				    if (ev == StreamDecoder::Event::Frame) {
-					    if (backdate_.active()) {
+					    if (backdate_.active() && frame.size() < 14) {
+						    fabric_->count_host_drop(c->host, Drop::Truncated);
+					    } else if (backdate_.active()) {
 						    backdate_.add(c->host, frame);
 						    backdated_++;
 					    } else {
@@ -412,7 +417,7 @@ void Server::read_control(Conn *c)
 void Server::control_line(Conn *c, const std::string &line)
 {
 	nlohmann::json reply;
-	flush_backdated();
+	flush_backdated();	// (none staged: run() reads control after)
 	const uint64_t t = now();
 	model_advance(t);
 	const nlohmann::json req = nlohmann::json::parse(line, nullptr, false);
@@ -486,7 +491,8 @@ void Server::arm_timer()
 	uint64_t next = fabric_->next_event();
 	if (telemetry_)
 		next = std::min(next, next_sample_);
-	due_ = next;
+	// The first sample (next_sample_ 0) is due at once, not late.
+	due_ = telemetry_ && next_sample_ == 0 ? kNever : next;
 	const uint64_t at = next == kNever ? 0 : t0_ + std::max(next, t + 1);
 	if (at == timer_at_)
 		return;	// armed for that already: one syscall less per turn
@@ -549,13 +555,19 @@ void Server::model_receive(size_t host, std::span<const uint8_t> frame, uint64_t
 }
 
 // The frames a late turn read, to the model at their spread-out times.
+// Nothing a peer sent may stop the switch: an exception here loses the
+// rest of this turn's frames (counted), not the daemon.
 void Server::flush_backdated()
 {
 	if (!backdate_.active())
 		return;
-	backdate_.drain(floor_, [this](size_t host, std::span<const uint8_t> frame, uint64_t t) {
-		model_receive(host, frame, t);
-	});
+	try {
+		backdate_.drain(floor_, [this](size_t host, std::span<const uint8_t> frame,
+					       uint64_t t) { model_receive(host, frame, t); });
+	} catch (const std::exception &ex) {
+		(void)std::fprintf(stderr, "vrnic-fabric: %s\n", ex.what());
+		framing_errors_++;
+	}
 }
 
 int Server::run()
@@ -563,17 +575,20 @@ int Server::run()
 	std::array<epoll_event, 64> evs{};
 	while (!stop_) {
 		arm_timer();
-		last_turn_ = now();
 		const int n = ::epoll_wait(ep_, evs.data(), static_cast<int>(evs.size()), 1000);
 		if (n < 0 && errno != EINTR)
 			return 1;
 		// Woken well after the model's next event was due: the host did
-		// not run the switch, and what the sockets hold arrived meanwhile.
+		// not run the switch from then on, and what the sockets hold
+		// arrived meanwhile.
 		const uint64_t woke = now();
 		if (opt_.backdate_ns && due_ != kNever && woke > due_ + opt_.backdate_ns) {
 			late_turns_++;
-			backdate_.begin(std::max(last_turn_, floor_), woke);
+			backdate_.begin(std::max(due_, floor_), woke);
 		}
+		// Host ports first; control requests (which move the model to
+		// now) after this turn's frames reached it.
+		controls_.clear();
 		for (int i = 0; i < n; i++) {
 			auto *c = static_cast<Conn *>(evs[static_cast<size_t>(i)].data.ptr);
 			const uint32_t e = evs[static_cast<size_t>(i)].events;
@@ -600,7 +615,7 @@ int Server::run()
 						if (c->kind == Kind::Host)
 							read_host(c);
 						else
-							read_control(c);
+							controls_.push_back(c);
 					}
 					break;
 				}
@@ -613,6 +628,15 @@ int Server::run()
 			}
 		}
 		flush_backdated();
+		for (Conn *c : controls_) {
+			try {
+				if (c->fd >= 0)
+					read_control(c);
+			} catch (const std::exception &ex) {
+				(void)std::fprintf(stderr, "vrnic-fabric: %s\n", ex.what());
+				close_conn(c);
+			}
+		}
 		const uint64_t t = now();
 		model_advance(t);
 		telemetry_tick(t);

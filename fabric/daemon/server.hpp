@@ -92,8 +92,8 @@ private:
 	int timer_ = -1;
 	uint64_t timer_at_ = 0;		// what timer_ is armed for (0: disarmed)
 	uint64_t due_ = kNever;		// model time of the next event or sample
-	uint64_t last_turn_ = 0;	// model time the last turn ended
 	uint64_t floor_ = 0;		// latest time handed to the model
+	std::vector<Conn *> controls_;	// control sockets to read this turn
 	Backdate backdate_;
 	uint64_t late_turns_ = 0;	// turns that back-dated their frames
 	uint64_t backdated_ = 0;	// frames they back-dated

@@ -255,6 +255,28 @@ def main():
             send(a, frame(1, 2, 80, 9))
             check(recv_frames(b, 1) == [frame(1, 2, 80, 9)], "a reconnected")
 
+            # A late turn: the daemon is stopped while a sends 50 frames;
+            # once it runs again it spreads them over the time it was away
+            # (backdate.hpp) and they all reach b, in order, unchanged.
+            before = ctl(cmd="counters")
+            late = [frame(1, 2, 200, 300 + i) for i in range(50)]
+            os.kill(p.pid, signal.SIGSTOP)
+            try:
+                for f in late:
+                    send(a, f)
+                time.sleep(0.05)
+            finally:
+                os.kill(p.pid, signal.SIGCONT)
+            check(recv_frames(b, 50) == late,
+                  "late turn: 50 frames sent while stopped arrive in order")
+            c = ctl(cmd="counters")
+            check(c["late_turns"] > before["late_turns"] and
+                  c["backdated_frames"] - before["backdated_frames"] >= 50,
+                  "late turn counted, its frames back-dated (%d turns, %d "
+                  "frames)" % (c["late_turns"] - before["late_turns"],
+                               c["backdated_frames"] -
+                               before["backdated_frames"]))
+
             # b stops reading: a keeps sending 20 MB towards b; the daemon
             # must go on answering, the backlog drops are counted.
             big = frame(1, 2, 9000)
