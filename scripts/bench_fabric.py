@@ -15,7 +15,7 @@ same host names: QEMU's reconnect-ms brings every NIC back):
       arguments, alternating with d1 -> d2 on the direct wire between the
       same guests (the 85% target of issue 28);
   fabric/topologies/incast.json  s1 and s2 at 10 Gb/s into r's 1 Gb/s
-      port (ECN 32/128 KiB, pmax 0.2; priority 3 lossless, XOFF 96 KiB,
+      port (ECN 32/128 KiB, pmax 0.2; priority 3 lossless, XOFF 256 KiB,
       1.5 MiB headroom): ib_write_bw -D FABRIC_BENCH_SECONDS on both
       senders at once, --tclass=106 (DSCP 26, ECT(0), priority 3), under
       four configurations:
@@ -1029,7 +1029,7 @@ def report(main_direct, pair_direct, pair_vals, cost, results, wall):
               "ib_write_bw -s 65536 -D %d --tclass=106 (DSCP 26, ECT(0), "
               "priority 3) from s1 and s2 at once.  ECN marking on the "
               "bottleneck (Kmin 32 KiB, Kmax 128 KiB, pmax 0.2); PFC on "
-              "priority 3 (XOFF 96 KiB, XON 48 KiB, 1.5 MiB headroom) except "
+              "priority 3 (XOFF 256 KiB, XON 128 KiB, 1.5 MiB headroom) except "
               "in \"none\" (PFC off by the control socket's set, a 128 KiB "
               "queue limit).  Switch view (fabric_report: queue of sw0 "
               "towards r, priority 3; goodput = admitted ingress bytes, "

@@ -43,7 +43,8 @@ TEST(FabricConfig, ShippedTopologiesParse)
 	EXPECT_EQ(t.links[2].b_to_a.rate_bps, 1'000'000'000U);
 	EXPECT_EQ(t.links[2].a_to_b.rate_bps, 10'000'000'000U);
 	EXPECT_EQ(t.links[0].a_to_b.pfc.priorities, 0x08);
-	EXPECT_EQ(t.links[0].a_to_b.pfc.xoff, 98304U);
+	EXPECT_EQ(t.links[0].a_to_b.pfc.xoff, 262144U);
+	EXPECT_GT(t.links[0].a_to_b.pfc.xoff, t.links[0].b_to_a.ecn[3].kmax) << "ECN before PFC";
 	EXPECT_EQ(t.links[0].a_to_b.delay_ns, 2000U);
 	EXPECT_TRUE(t.links[0].b_to_a.ecn[3].enabled);
 	EXPECT_EQ(t.links[0].b_to_a.ecn[3].kmin, 32768U);
