@@ -271,6 +271,11 @@ void Server::read_host(Conn *c)
 			return;
 		budget -= static_cast<size_t>(n);
 		const uint64_t t = now();
+		// Stalled since the turn began (the host stopped running the
+		// switch after epoll_wait returned): this read holds what came
+		// meanwhile.
+		if (opt_.backdate_ns && !backdate_.active() && t > turn_start_ + opt_.backdate_ns)
+			begin_late(turn_start_, t);
 		c->rx->feed(std::span(buf).first(static_cast<size_t>(n)),
 			    [&](StreamDecoder::Event ev, std::span<const uint8_t> frame) {
 				    if (ev == StreamDecoder::Event::Frame) {
@@ -554,6 +559,13 @@ void Server::model_receive(size_t host, std::span<const uint8_t> frame, uint64_t
 	fabric_->receive(host, frame, floor_);
 }
 
+// A late turn: the frames read from now on arrived over (from, to].
+void Server::begin_late(uint64_t from, uint64_t to)
+{
+	late_turns_++;
+	backdate_.begin(std::max(from, floor_), to);
+}
+
 // The frames a late turn read, to the model at their spread-out times.
 // Nothing a peer sent may stop the switch: an exception here loses the
 // rest of this turn's frames (counted), not the daemon.
@@ -582,10 +594,19 @@ int Server::run()
 		// not run the switch from then on, and what the sockets hold
 		// arrived meanwhile.
 		const uint64_t woke = now();
-		if (opt_.backdate_ns && due_ != kNever && woke > due_ + opt_.backdate_ns) {
-			late_turns_++;
-			backdate_.begin(std::max(due_, floor_), woke);
-		}
+		const uint64_t bd = opt_.backdate_ns;
+		turn_start_ = woke;
+		const bool woke_late = bd && due_ != kNever && woke > due_ + bd;
+		// A turn right after a late or stalled one: the host may have
+		// stopped the switch after epoll_wait returned, so that what came
+		// meanwhile is only read now.
+		const bool carried = carry_from_ != kNever && woke <= carry_until_;
+		uint64_t late_from = woke_late ? due_ : kNever;
+		if (carried)
+			late_from = std::min(late_from, carry_from_);
+		carry_from_ = kNever;
+		if (late_from != kNever)
+			begin_late(late_from, woke);
 		// Host ports first; control requests (which move the model to
 		// now) after this turn's frames reached it.
 		controls_.clear();
@@ -638,7 +659,16 @@ int Server::run()
 			}
 		}
 		const uint64_t t = now();
-		model_advance(t);
+		if (bd && !carried && (woke_late || t > woke + bd)) {
+			// Late or stalled: what came meanwhile may only be read in
+			// the next turn (at once, if there is any), and the model
+			// waits for it there instead of running ahead of it.  Never
+			// twice in a row, so the model always catches up.
+			carry_from_ = woke_late ? due_ : woke;
+			carry_until_ = t + bd;
+		} else {
+			model_advance(t);
+		}
 		telemetry_tick(t);
 		for (Conn *c : dirty_) {
 			c->dirty = false;

@@ -93,6 +93,12 @@ private:
 	uint64_t timer_at_ = 0;		// what timer_ is armed for (0: disarmed)
 	uint64_t due_ = kNever;		// model time of the next event or sample
 	uint64_t floor_ = 0;		// latest time handed to the model
+	uint64_t turn_start_ = 0;	// when this turn's epoll_wait returned
+	// The last turn was late or stalled from carry_from_: a turn that
+	// starts by carry_until_ reads what came meanwhile.
+	uint64_t carry_from_ = kNever;
+	uint64_t carry_until_ = 0;
+	void begin_late(uint64_t from, uint64_t to);
 	std::vector<Conn *> controls_;	// control sockets to read this turn
 	Backdate backdate_;
 	uint64_t late_turns_ = 0;	// turns that back-dated their frames
