@@ -527,6 +527,18 @@ void Rdma::pd_unref(uint32_t pdn)
 		pd->refs--;
 }
 
+void Rdma::xrcd_unref(uint32_t xrcdn)
+{
+	if (Xrcd *x = lookup(xrcds_, xrcdn); x && x->refs)
+		x->refs--;
+}
+
+void Rdma::uctx_unref(uint32_t uctx)
+{
+	if (uctx < uctx_objs_.size() && uctx_objs_[uctx])
+		uctx_objs_[uctx]--;
+}
+
 // An XRC target joins the list of them (at its head) or leaves it.
 void Rdma::xrc_tgt_link(Qp &qp, uint32_t slot)
 {
@@ -567,8 +579,7 @@ uint8_t Rdma::destroy_pd(uint32_t pdn)
 		if (q.pdn == pdn)
 			q.pdn = 0;
 	});
-	if (uctx_objs_[pd->uctx])
-		uctx_objs_[pd->uctx]--;
+	uctx_unref(pd->uctx);
 	pd->valid = false;
 	ended(pds_, handle_slot(pdn), pd->gen);
 	return VRNIC_ADMIN_ST_OK;
@@ -616,8 +627,7 @@ uint8_t Rdma::destroy_cq(uint32_t cqn)
 		return VRNIC_ADMIN_ST_NOT_FOUND;
 	if (cq->refs)
 		return VRNIC_ADMIN_ST_BUSY;
-	if (uctx_objs_[cq->uctx])
-		uctx_objs_[cq->uctx]--;
+	uctx_unref(cq->uctx);
 	cq->valid = false;
 	ended(cqs_, handle_slot(cqn), cq->gen);
 	cq->events = Charge();
@@ -792,12 +802,10 @@ uint8_t Rdma::destroy_qp(uint32_t qpn)
 			srq->refs--;
 		pd_unref(qp->pdn);
 	} else {
-		if (Xrcd *x = lookup(xrcds_, qp->xrcdn); x && x->refs)
-			x->refs--;
+		xrcd_unref(qp->xrcdn);
 		xrc_tgt_unlink(*qp);
 	}
-	if (uctx_objs_[qp->uctx])
-		uctx_objs_[qp->uctx]--;
+	uctx_unref(qp->uctx);
 	// A destroyed QP leaves its multicast groups.
 	erase_mcast([qpn](const McastAttach &m) { return m.qpn == qpn; });
 	sched_forget(handle_slot(qpn));
@@ -940,16 +948,12 @@ uint8_t Rdma::destroy_srq(uint32_t srqn)
 			q.pdn = 0;
 			q.recv_cqn = 0;
 		});
-	}
-	if (srq->type == VRNIC_SRQT_XRC) {
 		if (Cq *cq = find_cq(srq->cqn))
 			cq->refs--;
-		if (Xrcd *x = lookup(xrcds_, srq->xrcdn); x && x->refs)
-			x->refs--;
+		xrcd_unref(srq->xrcdn);
 	}
 	pd_unref(srq->pdn);
-	if (uctx_objs_[srq->uctx])
-		uctx_objs_[srq->uctx]--;
+	uctx_unref(srq->uctx);
 	srq->valid = false;
 	ended(srqs_, handle_slot(srqn), srq->gen);
 	srq->events = Charge();

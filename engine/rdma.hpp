@@ -909,7 +909,10 @@ private:
 			f(q);
 		}
 	}
+	// A user of the PD, XRC domain or user context went away.
 	void pd_unref(uint32_t pdn);
+	void xrcd_unref(uint32_t xrcdn);
+	void uctx_unref(uint32_t uctx);
 	static void mark(uint32_t &n, uint32_t i) { n = std::max(n, i + 1); }
 	std::vector<McastAttach> mcast_;	// at most VRNIC_MAX_MCAST_ATTACH
 	MrTable mrs_;
