@@ -256,7 +256,7 @@ void Fabric::advance(uint64_t now)
 			Port &p = switches_[ev.sw].ports[ev.port];
 			p.inflight -= std::min<uint64_t>(p.inflight, ev.data.size());
 			if (p.host >= 0 && hosts_[static_cast<size_t>(p.host)].up)
-				sink_.deliver(static_cast<size_t>(p.host), ev.data);
+				sink_.deliver_owned(static_cast<size_t>(p.host), std::move(ev.data));
 			else
 				count_drop(p, ev.prio, Drop::PortDown, ev.data.size());
 			break;
@@ -303,7 +303,9 @@ void Fabric::receive(size_t host, std::span<const uint8_t> frame, uint64_t now)
 			   frame.size());
 		return;
 	}
-	Packet pkt{Bytes(frame.begin(), frame.end()), parsed.info, 0, h.port};
+	Bytes data = pool_.take(frame.size());
+	data.assign(frame.begin(), frame.end());
+	Packet pkt{std::move(data), parsed.info, 0, h.port};
 	QueueStats &st = p.stats[0];
 	if (injected(host, pkt, st))
 		return;
@@ -844,7 +846,7 @@ void Fabric::transmit(uint32_t sw, uint16_t port, Packet pkt, uint64_t now)
 			// No delay: straight out, no event.
 			p.inflight -= pkt.data.size();
 			if (hosts_[static_cast<size_t>(p.host)].up)
-				sink_.deliver(static_cast<size_t>(p.host), pkt.data);
+				sink_.deliver_owned(static_cast<size_t>(p.host), std::move(pkt.data));
 			else
 				count_drop(p, pkt.prio, Drop::PortDown, pkt.data.size());
 			continue;

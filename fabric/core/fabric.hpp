@@ -19,6 +19,7 @@
 
 #include "config.hpp"
 #include "frame.hpp"
+#include "frame_pool.hpp"
 #include "rng.hpp"
 
 namespace vrnic::fabric {
@@ -29,6 +30,13 @@ public:
 	// A frame leaves the fabric towards host port `host`.  Called from
 	// advance() or receive(); may call only Fabric::count_host_drop().
 	virtual void deliver(size_t host, std::span<const uint8_t> frame) = 0;
+	// The same, handing over the frame's buffer (the forwarding path: a
+	// sink that queues it saves a copy, and may give it back with
+	// Fabric::recycle() once written).
+	virtual void deliver_owned(size_t host, Bytes &&frame)
+	{
+		deliver(host, std::span<const uint8_t>(frame));
+	}
 };
 
 enum class Drop : uint8_t {
@@ -88,6 +96,9 @@ public:
 	// model (framing errors, a slow host's full socket).  The one call a
 	// FrameSink may make from deliver().
 	void count_host_drop(size_t host, Drop why);
+	// A buffer deliver_owned() handed over, once its bytes are written:
+	// the next frame received takes it instead of allocating.
+	void recycle(Bytes &&buf) { pool_.give(std::move(buf)); }
 
 	size_t host_count() const { return hosts_.size(); }
 	const HostConfig &host(size_t h) const { return cfg_.hosts[h]; }
@@ -221,6 +232,8 @@ private:
 	uint64_t seq_ = 0;
 	uint64_t now_ = 0;
 	std::vector<InjectionState> injections_;
+	// Buffers of frames delivered and written, for frames received.
+	FramePool pool_{size_t{4} << 20};
 };
 
 } // namespace vrnic::fabric

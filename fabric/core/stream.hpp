@@ -3,7 +3,9 @@
 // big-endian length and then the frame.  The decoder takes bytes as they
 // come from a socket, in any split, and keeps at most one frame buffered.
 // A length of 0 or above the limit is reported and its bytes are skipped,
-// so the stream stays in step.
+// so the stream stays in step.  A frame that arrived whole in one call is
+// passed where it lies in the caller's bytes; only a frame split across
+// calls is copied.
 #pragma once
 
 #include <array>
@@ -26,6 +28,18 @@ public:
 	{
 		size_t off = 0;
 		while (off < bytes.size()) {
+			// A whole frame at the start of what is left, with nothing
+			// of it buffered: handed over where it lies, not copied.
+			if (!skip_ && len_have_ == 0 && bytes.size() - off >= 4) {
+				const uint32_t n = (uint32_t{bytes[off]} << 24) |
+						   (uint32_t{bytes[off + 1]} << 16) |
+						   (uint32_t{bytes[off + 2]} << 8) | bytes[off + 3];
+				if (n != 0 && n <= max_ && bytes.size() - off - 4 >= n) {
+					fn(Event::Frame, bytes.subspan(off + 4, n));
+					off += 4 + size_t{n};
+					continue;
+				}
+			}
 			if (skip_) {
 				const auto k = static_cast<size_t>(
 					std::min<uint64_t>(skip_, bytes.size() - off));

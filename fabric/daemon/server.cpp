@@ -305,31 +305,36 @@ void Server::read_host(Conn *c)
 
 void Server::deliver(size_t host, std::span<const uint8_t> frame)
 {
+	deliver_owned(host, Bytes(frame.begin(), frame.end()));
+}
+
+// A frame out to a host port: its header and its buffer, not a copy; the
+// buffer goes back to the model once written.
+void Server::deliver_owned(size_t host, Bytes &&frame)
+{
 	Conn *c = host < host_conn_.size() ? host_conn_[host] : nullptr;
 	if (!c || c->fd < 0) {
 		fabric_->count_host_drop(host, Drop::Backlog);
 		return;
 	}
-	const size_t need = 4 + frame.size();
-	if (c->tx_bytes + need > opt_.tx_limit) {
+	if (c->tx_bytes + 4 + frame.size() > opt_.tx_limit) {
 		fabric_->count_host_drop(host, Drop::Backlog);
 		return;
 	}
-	std::vector<uint8_t> out = pool_.take(need);
-	const auto head = StreamDecoder::header(static_cast<uint32_t>(frame.size()));
-	out.insert(out.end(), head.begin(), head.end());
-	out.insert(out.end(), frame.begin(), frame.end());
+	Out out{StreamDecoder::header(static_cast<uint32_t>(frame.size())), 4, std::move(frame)};
 	queue_out(c, std::move(out), opt_.tx_limit);
 }
 
-void Server::queue_out(Conn *c, std::vector<uint8_t> bytes, size_t limit)
+void Server::queue_out(Conn *c, Out out, size_t limit)
 {
-	if (c->tx_bytes + bytes.size() > limit) {
+	if (out.size() == 0)
+		return;	// nothing to write (a writev of it would make no progress)
+	if (c->tx_bytes + out.size() > limit) {
 		close_conn(c);	// a control client that does not read
 		return;
 	}
-	c->tx_bytes += bytes.size();
-	c->tx.push_back(std::move(bytes));
+	c->tx_bytes += out.size();
+	c->tx.push_back(std::move(out));
 	// Written once per loop turn, many frames to one writev.
 	if (!c->dirty) {
 		c->dirty = true;
@@ -340,12 +345,16 @@ void Server::queue_out(Conn *c, std::vector<uint8_t> bytes, size_t limit)
 void Server::flush(Conn *c)
 {
 	while (c->fd >= 0 && !c->tx.empty()) {
-		std::array<iovec, 64> iov{};
+		std::array<iovec, 128> iov{};
 		size_t cnt = 0;
-		for (auto it = c->tx.begin(); it != c->tx.end() && cnt < iov.size(); ++it, ++cnt) {
-			const size_t skip = cnt == 0 ? c->tx_off : 0;
-			iov[cnt].iov_base = it->data() + skip;
-			iov[cnt].iov_len = it->size() - skip;
+		size_t skip = c->tx_off;
+		for (auto it = c->tx.begin(); it != c->tx.end() && cnt + 2 <= iov.size(); ++it) {
+			if (skip < it->head_len)
+				iov[cnt++] = {it->head.data() + skip, it->head_len - skip};
+			const size_t d = skip > it->head_len ? skip - it->head_len : 0;
+			if (d < it->data.size())
+				iov[cnt++] = {it->data.data() + d, it->data.size() - d};
+			skip = 0;
 		}
 		const ssize_t n = ::writev(c->fd, iov.data(), static_cast<int>(cnt));
 		if (n < 0) {
@@ -361,7 +370,7 @@ void Server::flush(Conn *c)
 			if (left >= rest) {
 				left -= rest;
 				if (c->kind == Kind::Host)	// not control replies
-					pool_.give(std::move(c->tx.front()));
+					fabric_->recycle(std::move(c->tx.front().data));
 				c->tx.pop_front();
 				c->tx_off = 0;
 			} else {

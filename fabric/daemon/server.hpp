@@ -4,6 +4,7 @@
 // for the model's next event and a signalfd for a clean stop.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -45,14 +46,22 @@ public:
 
 private:
 	enum class Kind : uint8_t { HostListen, Host, ControlListen, Control, Timer, Signal };
+	// Bytes to write: a frame's stream header (head_len 4) and the
+	// frame's own buffer, or a control reply (head_len 0).
+	struct Out {
+		std::array<uint8_t, 4> head{};
+		uint8_t head_len = 0;
+		std::vector<uint8_t> data;
+		[[nodiscard]] size_t size() const { return head_len + data.size(); }
+	};
 	struct Conn {
 		Kind kind = Kind::Host;
 		int fd = -1;
 		size_t host = 0;
 		// Host ports: the stream framing state.
 		std::unique_ptr<StreamDecoder> rx;
-		std::deque<std::vector<uint8_t>> tx;
-		size_t tx_off = 0;		// into tx.front()
+		std::deque<Out> tx;
+		size_t tx_off = 0;		// into tx.front(), its head first
 		size_t tx_bytes = 0;
 		bool want_out = false;
 		bool dirty = false;		// in dirty_: has bytes to write
@@ -62,6 +71,7 @@ private:
 	};
 
 	void deliver(size_t host, std::span<const uint8_t> frame) override;
+	void deliver_owned(size_t host, Bytes &&frame) override;
 	uint64_t now() const;
 	int listen_unix(const std::string &path);
 	int listen_tcp(uint16_t port);
@@ -71,7 +81,11 @@ private:
 	void read_host(Conn *c);
 	void read_control(Conn *c);
 	void control_line(Conn *c, const std::string &line);
-	void queue_out(Conn *c, std::vector<uint8_t> bytes, size_t limit);
+	void queue_out(Conn *c, Out out, size_t limit);
+	void queue_out(Conn *c, std::vector<uint8_t> bytes, size_t limit)
+	{
+		queue_out(c, Out{{}, 0, std::move(bytes)}, limit);
+	}
 	void flush(Conn *c);
 	void update_events(Conn *c);
 	void arm_timer();
@@ -85,8 +99,6 @@ private:
 
 	TopologyConfig cfg_;
 	ServerOptions opt_;
-	// Written frames' buffers, reused by deliver() (host ports only).
-	FramePool pool_{size_t{4} << 20};
 	std::unique_ptr<Fabric> fabric_;
 	int ep_ = -1;
 	int timer_ = -1;

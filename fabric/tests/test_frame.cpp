@@ -251,7 +251,7 @@ TEST(FabricStream, DecodesAnySplitAndSkipsBadLengths)
 	put({}, 0);				// empty: reported
 	frames.push_back(Bytes(100, 7));
 	put(frames.back(), 100);
-	for (size_t chunk : {1U, 3U, 7U, 4096U, 100000U}) {
+	for (size_t chunk : {1U, 3U, 7U, 1504U, 4096U, 9004U, 100000U}) {
 		StreamDecoder d(9216);
 		std::vector<Bytes> got;
 		int oversized = 0, empty = 0;
@@ -267,6 +267,36 @@ TEST(FabricStream, DecodesAnySplitAndSkipsBadLengths)
 		EXPECT_EQ(oversized, 1);
 		EXPECT_EQ(empty, 1);
 	}
+}
+
+TEST(FabricStream, AWholeFrameIsPassedWhereItLies)
+{
+	// Two frames in one read, then one split over two: the whole ones
+	// are not copied, the split one is.
+	Bytes stream;
+	for (uint32_t n : {1500U, 4200U, 3000U}) {
+		const auto h = StreamDecoder::header(n);
+		stream.insert(stream.end(), h.begin(), h.end());
+		stream.insert(stream.end(), n, static_cast<uint8_t>(n));
+	}
+	const size_t cut = 4 + 1500 + 4 + 4200 + 100;
+	StreamDecoder d(9216);
+	std::vector<std::span<const uint8_t>> got;
+	std::vector<Bytes> copies;
+	auto fn = [&](StreamDecoder::Event ev, std::span<const uint8_t> f) {
+		ASSERT_EQ(ev, StreamDecoder::Event::Frame);
+		got.push_back(f);
+		copies.emplace_back(f.begin(), f.end());
+	};
+	d.feed(std::span(stream).first(cut), fn);
+	ASSERT_EQ(got.size(), 2U);
+	EXPECT_EQ(got[0].data(), stream.data() + 4);
+	EXPECT_EQ(got[1].data(), stream.data() + 4 + 1500 + 4);
+	d.feed(std::span(stream).subspan(cut), fn);
+	ASSERT_EQ(got.size(), 3U);
+	EXPECT_NE(got[2].data(), stream.data() + cut - 100);	// buffered
+	EXPECT_EQ(copies[2], Bytes(3000, static_cast<uint8_t>(3000U)));
+	EXPECT_EQ(copies[1], Bytes(4200, static_cast<uint8_t>(4200U)));
 }
 
 TEST(FabricFramePool, ReusesABufferOfTheFramesSize)
