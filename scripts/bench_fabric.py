@@ -13,7 +13,9 @@ same host names: QEMU's reconnect-ms brings every NIC back):
   tests/bench/topologies/fabric-pair.json  the shipped pair's switch with
       these host names: ib_write_bw 64 KiB s1 -> r with the main bench's
       arguments, alternating with d1 -> d2 on the direct wire between the
-      same guests (the 85% target of issue 28);
+      same guests (the 85% target of issue 28); then the same rounds
+      with every vrnic-device and the switch at SCHED_FIFO 1
+      (vm.set_realtime; FABRIC_BENCH_RT=0 skips them);
   fabric/topologies/incast.json  s1 and s2 at 10 Gb/s into r's 1 Gb/s
       port (ECN 32/128 KiB, pmax 0.2; priority 3 lossless, XOFF 256 KiB,
       1.5 MiB headroom): ib_write_bw -D FABRIC_BENCH_SECONDS on both
@@ -382,7 +384,14 @@ class Section:
             v if v is not None else "failed: " + out.strip()[-300:]))
         return v
 
-    def pair(self):
+    def hw_pids(self):
+        """The vrnic-device processes of every NIC and the switch's."""
+        pids = [self.fab.proc.pid]
+        for vm in self.vms:
+            pids += [n.devproc.pid for n in vm.fabric_nics if n.devproc]
+        return pids
+
+    def pair(self, tag=""):
         """ib_write_bw 64 KiB on the same two VMs, side by side: d1 -> d2
         on the direct wire and s1 -> r through the pair switch, after one
         discarded warm-up run on each, PAIR_ROUNDS rounds (an even
@@ -391,16 +400,31 @@ class Section:
         direct, switch = [], []
         runs = (("direct", "d1", "d2", "10.10.3.2", direct),
                 ("switch", "s1", "r", "10.10.1.2", switch))
-        for tag, snd, rcv, rip, _ in runs:
-            self.ib_write_bw("%s warm-up (discarded)" % tag, self.nics[snd],
-                             self.nics[rcv], rip)
+        for name, snd, rcv, rip, _ in runs:
+            self.ib_write_bw("%s%s warm-up (discarded)" % (tag, name),
+                             self.nics[snd], self.nics[rcv], rip)
         for i in range(PAIR_ROUNDS):
-            for tag, snd, rcv, rip, vals in (runs if i % 2 == 0
-                                              else runs[::-1]):
+            for name, snd, rcv, rip, vals in (runs if i % 2 == 0
+                                               else runs[::-1]):
                 vals.append(self.ib_write_bw(
-                    "%s run %d" % (tag, i + 1), self.nics[snd],
+                    "%s%s run %d" % (tag, name, i + 1), self.nics[snd],
                     self.nics[rcv], rip))
         return direct, switch
+
+    def pair_rt(self):
+        """pair() again with every vrnic-device and the switch at
+        SCHED_FIFO 1 (vm.set_realtime), then back; (direct, switch), or
+        None if the host refused."""
+        pids = self.hw_pids()
+        if not vmlib.set_realtime(pids, True):
+            vmlib.set_realtime(pids, False)
+            log("  pair, real-time: not run (RT throttling off, or no "
+                "privilege)")
+            return None
+        try:
+            return self.pair("SCHED_FIFO ")
+        finally:
+            vmlib.set_realtime(pids, False)
 
     def loss(self):
         """ib_write_bw s1 -> r at each loss rate, go-back-N then
@@ -986,7 +1010,8 @@ def multipath_report(runs):
     return "\n".join(lines)
 
 
-def report(main_direct, pair_direct, pair_vals, cost, results, wall):
+def report(main_direct, pair_direct, pair_vals, cost, results, wall,
+           pair_rt=None):
     lines = ["", "## Fabric (vrnic-fabric, issues 28 and 24)", "",
              "Two TCG VMs through the switch, booted once: snd carries hosts "
              "s1 and s2 (two vrnic NICs), rcv host r; MTU 9000.  Both VMs "
@@ -1011,7 +1036,23 @@ def report(main_direct, pair_direct, pair_vals, cost, results, wall):
                   fr(direct), ", ".join(fr(v, 0) for v in pair_direct),
                   fr(pair), ", ".join(fr(v, 0) for v in pair_vals),
                   fr(ratio, 3), ", ".join(fr(r, 2) for r in rounds) or "—",
-                  verdict(rounds)), ""]
+                  verdict(rounds))]
+    if pair_rt:
+        rd, rs = pair_rt
+        direct_rt, pair_rt_m, ratio_rt, rounds_rt = pair_ratios(rd, rs)
+        lines += ["| the same, devices and switch at SCHED_FIFO 1 | %s (%s) "
+                  "| %s (%s) | %s | %s | %s |" % (
+                      fr(direct_rt), ", ".join(fr(v, 0) for v in rd),
+                      fr(pair_rt_m), ", ".join(fr(v, 0) for v in rs),
+                      fr(ratio_rt, 3),
+                      ", ".join(fr(r, 2) for r in rounds_rt) or "—",
+                      verdict(rounds_rt))]
+    lines += ["", "Second row: the same rounds with every vrnic-device and "
+              "vrnic-fabric at SCHED_FIFO priority 1, so that they run as "
+              "soon as their sockets have bytes, as a NIC's and a switch's "
+              "hardware would, instead of waiting for the busy-polling TCG "
+              "vCPU threads' time slices (Documentation/fabric.rst, "
+              "\"Host scheduling\"); FABRIC_BENCH_RT=0 leaves it out.", ""]
     if cost:
         lines += ["Switch per-frame cost (fabric/bench, Google Benchmark, "
                   "Release, medians of 3; one host core): " + ", ".join(
@@ -1093,6 +1134,7 @@ def section(direct_mibs=None):
     fab = fablib.Fabric(PAIR_TOPO, FABRIC_DIR)
     vms = []
     results, pair_vals, pair_direct, loss, mp = [], [], [], [], []
+    pair_rt = None
     loss_rounds = {}
     try:
         fab.start()
@@ -1103,6 +1145,9 @@ def section(direct_mibs=None):
         log("   booted in %.0f s" % (time.time() - t0))
         sec = Section(fab, vms)
         pair_direct, pair_vals = sec.pair()
+        if os.environ.get("FABRIC_BENCH_RT", "1") != "0":
+            log("== fabric: pair again, devices and switch at SCHED_FIFO 1")
+            pair_rt = sec.pair_rt()
         if os.environ.get("FABRIC_BENCH_LOSS", "1") != "0":
             log("== fabric: goodput against loss, go-back-N and selective "
                 "repeat")
@@ -1146,7 +1191,8 @@ def section(direct_mibs=None):
                               "priority 3) per configuration",
                               xlabel="time (s)", ylabel="depth (KiB)"))
     wall = time.time() - t0
-    md = report(direct_mibs, pair_direct, pair_vals, cost, results, wall)
+    md = report(direct_mibs, pair_direct, pair_vals, cost, results, wall,
+                pair_rt)
     md += loss_report(loss, loss_rounds)
     if loss:
         with open(os.path.join(OUT, "fabric-loss.svg"), "w") as f:
@@ -1154,6 +1200,8 @@ def section(direct_mibs=None):
     md += multipath_report(mp)
     data = {"direct_mibs": direct_mibs, "pair_direct_mibs": pair_direct,
             "pair_mibs": pair_vals, "loss": loss,
+            "pair_rt_mibs": ({"direct": pair_rt[0], "switch": pair_rt[1]}
+                             if pair_rt else None),
             "loss_rounds": {str(k): v for k, v in loss_rounds.items()},
             "multipath": mp,
             "frame_cost_ns": cost, "incast": results, "wall_s": wall,

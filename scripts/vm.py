@@ -79,6 +79,39 @@ VRNIC_DEVICE_QOM = "/machine/peripheral-anon/vrnic-device"
 _live = []
 
 
+def set_realtime(pids, on):
+    """Every thread of each of pids (vrnic-device, vrnic-fabric) to
+    SCHED_FIFO priority 1, or back to SCHED_OTHER: what stands in for a
+    NIC's or a switch's hardware then runs when its socket has bytes, not
+    when the guests' busy TCG vCPU threads let it (Documentation/
+    fabric.rst, "Host scheduling").  Refused (False) when the kernel's RT
+    throttling is off, so that a device in a loop cannot take a core
+    whole; True when every thread was set."""
+    if on:
+        try:
+            with open("/proc/sys/kernel/sched_rt_runtime_us") as f:
+                if int(f.read()) < 0:
+                    return False
+        except (OSError, ValueError):
+            return False
+    policy = os.SCHED_FIFO if on else os.SCHED_OTHER
+    param = os.sched_param(1 if on else 0)
+    ok = True
+    for pid in pids:
+        try:
+            tids = os.listdir("/proc/%d/task" % pid)
+        except OSError:
+            ok = False
+            continue
+        for tid in tids:
+            try:
+                os.sched_setscheduler(int(tid), policy, param)
+            except OSError:
+                ok = False
+    return ok
+
+
+
 def _kill_all():
     for vm in list(_live):
         vm.kill()
