@@ -416,12 +416,11 @@ class Section:
         SCHED_FIFO 1 (vm.set_realtime), then back; (direct, switch), or
         None if the host refused."""
         pids = self.hw_pids()
-        if not vmlib.set_realtime(pids, True):
-            vmlib.set_realtime(pids, False)
-            log("  pair, real-time: not run (RT throttling off, or no "
-                "privilege)")
-            return None
         try:
+            if not vmlib.set_realtime(pids, True):
+                log("  pair, real-time: not run (RT throttling off, or no "
+                    "privilege)")
+                return None
             return self.pair("SCHED_FIFO ")
         finally:
             vmlib.set_realtime(pids, False)

@@ -84,15 +84,19 @@ def set_realtime(pids, on):
     SCHED_FIFO priority 1, or back to SCHED_OTHER: what stands in for a
     NIC's or a switch's hardware then runs when its socket has bytes, not
     when the guests' busy TCG vCPU threads let it (Documentation/
-    fabric.rst, "Host scheduling").  Refused (False) when the kernel's RT
-    throttling is off, so that a device in a loop cannot take a core
-    whole; True when every thread was set."""
+    fabric.rst, "Host scheduling").  Refused (False) unless the kernel's
+    RT throttling leaves other tasks part of each period
+    (sched_rt_runtime_us below sched_rt_period_us), so that a device in a
+    loop cannot take the cores whole; True when every thread was set."""
     if on:
         try:
             with open("/proc/sys/kernel/sched_rt_runtime_us") as f:
-                if int(f.read()) < 0:
-                    return False
+                runtime = int(f.read())
+            with open("/proc/sys/kernel/sched_rt_period_us") as f:
+                period = int(f.read())
         except (OSError, ValueError):
+            return False
+        if not 0 <= runtime < period:
             return False
     policy = os.SCHED_FIFO if on else os.SCHED_OTHER
     param = os.sched_param(1 if on else 0)

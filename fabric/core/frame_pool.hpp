@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Reused frame buffers for the daemon's output queues: a frame written to
-// a port gives its buffer back, the next frame delivered takes one, so the
-// forwarding path neither allocates nor zero-fills per frame.
+// Reused frame buffers: a frame the daemon has written to a port gives its
+// buffer back to the model (Fabric::recycle), the next frame received takes
+// one, so the forwarding path neither allocates nor zero-fills per frame.
 //
 // Bounded twice over: at most max_bytes of capacity are kept, and a buffer
 // is handed out only for a frame of at least half its capacity, so a queue
-// that counts its frames' sizes against a limit holds at most twice that
+// that counts its frames' sizes against a limit (the switch's buffer, a
+// link's in-flight bytes, a port's tx_limit) holds at most twice that
 // (a jumbo frame's buffer never carries an ACK to a port that stopped
 // reading).
 #pragma once

@@ -22,7 +22,8 @@ public:
 	explicit StreamDecoder(uint32_t max_frame) : max_(max_frame) {}
 
 	// Calls fn(Event, std::span<const uint8_t> frame) for each complete
-	// frame and each bad length in `bytes`.
+	// frame and each bad length in `bytes`.  The span is valid only
+	// during the call: it may point into `bytes` or into the decoder.
 	template <typename Fn>
 	void feed(std::span<const uint8_t> bytes, Fn &&fn)
 	{
