@@ -20,7 +20,9 @@ const vrnic_platform_ops kOps = {
 		auto *p = self(o);
 		if (p->throw_on_dma_read)
 			throw std::bad_alloc();
-		if (!in_window(p, addr, len))
+		if (!in_window(p, addr, len) ||
+		    (p->fail_read_len && addr < p->fail_read_at + p->fail_read_len &&
+		     p->fail_read_at < addr + len))
 			return -1;
 		std::memcpy(buf, p->ptr(addr), len);
 		return 0;

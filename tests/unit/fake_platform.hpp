@@ -91,6 +91,9 @@ struct FakePlatform {
 	uint64_t now = 0;
 	uint64_t deadline = 0;
 	bool fail_dma = false;
+	// dma_read fails for any range that overlaps [fail_read_at, +len).
+	uint64_t fail_read_at = 0;
+	size_t fail_read_len = 0;
 	// Tests of the engine's entry rules: called from inside the platform
 	// callbacks, where a real platform may call back into the engine.
 	std::function<void(const uint8_t *, size_t)> on_send;

@@ -1238,6 +1238,33 @@ TEST_P(SrModes, ARequestRungBeforeSqdIsDrainedInSqd)
 	second_write_after_rts(16 * kMtu, 8 * kMtu);
 }
 
+// RTS -> SQD with a doorbell not yet served and its doorbell record
+// unreadable: the move succeeds, the failed read is a DMA error, and the
+// producer index it could not read promises nothing, so the request waits
+// for RTS instead of beginning in SQD.
+TEST_P(SrModes, AnUnreadableDoorbellRecordAtSqdBeginsNothing)
+{
+	connect(GetParam(), GetParam());
+	fill(a, 0, 8 * kMtu, 6);
+	a.post_send(write_wqe(2, Node::kIova + 0x900000, b.mr), {a.sge(0, 8 * kMtu)});
+	const uint64_t errors = a.p.eng->dev.counters().dma_errors;
+	vrnic_qp_attr at{};
+	at.state = VRNIC_QPS_SQD;
+	a.p.fail_read_at = Node::kQpDb;	// the QP's doorbell record
+	a.p.fail_read_len = 8;
+	const uint8_t st = a.modify(VRNIC_QP_ATTR_STATE, at);
+	a.p.fail_read_len = 0;
+	ASSERT_EQ(st, VRNIC_ADMIN_ST_OK);
+	EXPECT_EQ(a.p.eng->dev.counters().dma_errors, errors + 1);
+	pass_time(50, 1000000);
+	vrnic_cqe c{};
+	EXPECT_FALSE(a.poll_cq(c)) << "a request began in SQD";
+	const vrnic_qp_attr q = query_attr(a);
+	EXPECT_EQ(q.state, VRNIC_QPS_SQD);
+	EXPECT_EQ(q.sq_draining, 0);
+	second_write_after_rts(0, 8 * kMtu);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, SrModes, ::testing::Bool(),
 			 [](const auto &i) {
 				 return i.param ? "SelectiveRepeat" : "GoBackN";
