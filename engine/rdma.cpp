@@ -521,22 +521,30 @@ uint8_t Rdma::create_pd(const vrnic_admin_create_pd &c, uint32_t &result)
 	return VRNIC_ADMIN_ST_OK;
 }
 
+// A user goes away.  A count that does not hold it is a bug in this
+// accounting: counted (ref_mismatch), and the count stays at 0.
 void Rdma::pd_unref(uint32_t pdn)
 {
 	if (Pd *pd = lookup(pds_, pdn); pd && pd->refs)
 		pd->refs--;
+	else
+		sched_cnt_.ref_mismatch++;
 }
 
 void Rdma::xrcd_unref(uint32_t xrcdn)
 {
 	if (Xrcd *x = lookup(xrcds_, xrcdn); x && x->refs)
 		x->refs--;
+	else
+		sched_cnt_.ref_mismatch++;
 }
 
 void Rdma::uctx_unref(uint32_t uctx)
 {
 	if (uctx < uctx_objs_.size() && uctx_objs_[uctx])
 		uctx_objs_[uctx]--;
+	else
+		sched_cnt_.ref_mismatch++;
 }
 
 // An XRC target joins the list of them (at its head) or leaves it.

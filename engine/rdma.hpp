@@ -534,6 +534,10 @@ struct SchedCounters {
 	uint64_t qpc_stall_ns = 0;	// the time they asked for
 	uint64_t qpc_ctx_mismatch = 0;	// contexts read back unlike written
 	uint64_t alloc_probes = 0;	// slots allocations looked at
+	// A user of a PD, XRC domain or user context let go that the count
+	// did not hold: always 0 unless the accounting has a bug (the unit
+	// tests and the fuzz targets check it).
+	uint64_t ref_mismatch = 0;
 };
 
 // Lifetimes: no reference or iterator into device state survives a call

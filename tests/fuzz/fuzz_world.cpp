@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // See fuzz_world.hpp.
 #include "fuzz_world.hpp"
+#include "engine_internal.hpp"
 
 #include <algorithm>
 #include <array>
@@ -1676,6 +1677,15 @@ void run_input(const uint8_t *data, size_t size, unsigned ops, Mode mode, bool e
 			}
 		}
 	}
+	// The use counts stayed balanced (engine/rdma.cpp pd_unref and the
+	// like): a bug there is a finding, not a number.
+	for (Dev *dv : {&a, &b})
+		if (dv->eng && dv->eng->dev.rdma().sched_counters().ref_mismatch) {
+			(void)std::fprintf(stderr, "fuzz: ref_mismatch %llu\n",
+					   static_cast<unsigned long long>(
+						   dv->eng->dev.rdma().sched_counters().ref_mismatch));
+			std::abort();
+		}
 	// Free the engines now, so that every allocation of this input is
 	// released within it (libFuzzer then skips its leak scan).
 	if (every == 1)

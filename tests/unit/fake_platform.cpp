@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "fake_platform.hpp"
+#include "engine_internal.hpp"
 
 #include <new>
 #include <stdexcept>
@@ -77,6 +78,9 @@ FakePlatform::FakePlatform(uint8_t mac_last, uint64_t mem_size,
 
 FakePlatform::~FakePlatform()
 {
+	// Every test checks the engine's use counts stayed balanced.
+	EXPECT_EQ(eng->dev.rdma().sched_counters().ref_mismatch, 0u)
+		<< "a PD, XRC domain or user context let go of a user it did not count";
 	vrnic_engine_free(eng);
 }
 
