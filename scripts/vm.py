@@ -115,7 +115,6 @@ def set_realtime(pids, on):
     return ok
 
 
-
 def _kill_all():
     for vm in list(_live):
         vm.kill()

@@ -14,7 +14,7 @@ using namespace vrnic::fabric;
 class CountingSink : public FrameSink {
 public:
 	uint64_t frames = 0;
-	void deliver(size_t, std::span<const uint8_t>) override { frames++; }
+	void deliver(size_t, Bytes &&) override { frames++; }
 };
 
 Bytes frame(size_t size, uint8_t src, uint8_t dst, uint16_t sport)

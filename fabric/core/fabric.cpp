@@ -256,7 +256,7 @@ void Fabric::advance(uint64_t now)
 			Port &p = switches_[ev.sw].ports[ev.port];
 			p.inflight -= std::min<uint64_t>(p.inflight, ev.data.size());
 			if (p.host >= 0 && hosts_[static_cast<size_t>(p.host)].up)
-				sink_.deliver_owned(static_cast<size_t>(p.host), std::move(ev.data));
+				sink_.deliver(static_cast<size_t>(p.host), std::move(ev.data));
 			else
 				count_drop(p, ev.prio, Drop::PortDown, ev.data.size());
 			break;
@@ -846,7 +846,7 @@ void Fabric::transmit(uint32_t sw, uint16_t port, Packet pkt, uint64_t now)
 			// No delay: straight out, no event.
 			p.inflight -= pkt.data.size();
 			if (hosts_[static_cast<size_t>(p.host)].up)
-				sink_.deliver_owned(static_cast<size_t>(p.host), std::move(pkt.data));
+				sink_.deliver(static_cast<size_t>(p.host), std::move(pkt.data));
 			else
 				count_drop(p, pkt.prio, Drop::PortDown, pkt.data.size());
 			continue;

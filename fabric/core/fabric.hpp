@@ -27,16 +27,11 @@ namespace vrnic::fabric {
 class FrameSink {
 public:
 	virtual ~FrameSink() = default;
-	// A frame leaves the fabric towards host port `host`.  Called from
-	// advance() or receive(); may call only Fabric::count_host_drop().
-	virtual void deliver(size_t host, std::span<const uint8_t> frame) = 0;
-	// The same, handing over the frame's buffer (the forwarding path: a
-	// sink that queues it saves a copy, and may give it back with
-	// Fabric::recycle() once written).
-	virtual void deliver_owned(size_t host, Bytes &&frame)
-	{
-		deliver(host, std::span<const uint8_t>(frame));
-	}
+	// A frame leaves the fabric towards host port `host`, its buffer
+	// handed over (a sink that queues it needs no copy, and gives it back
+	// with Fabric::recycle() once written).  Called from advance() or
+	// receive(); may call only Fabric::count_host_drop() and recycle().
+	virtual void deliver(size_t host, Bytes &&frame) = 0;
 };
 
 enum class Drop : uint8_t {
@@ -93,11 +88,11 @@ public:
 	void set_host_up(size_t host, bool up);
 	bool host_up(size_t host) const;
 	// A frame the daemon dropped at host port `host` before or after the
-	// model (framing errors, a slow host's full socket).  The one call a
-	// FrameSink may make from deliver().
+	// model (framing errors, a slow host's full socket).  A FrameSink may
+	// call it from deliver().
 	void count_host_drop(size_t host, Drop why);
-	// A buffer deliver_owned() handed over, once its bytes are written:
-	// the next frame received takes it instead of allocating.
+	// A buffer deliver() handed over, once its bytes are written or
+	// dropped: the next frame received takes it instead of allocating.
 	void recycle(Bytes &&buf) { pool_.give(std::move(buf)); }
 
 	size_t host_count() const { return hosts_.size(); }

@@ -32,9 +32,7 @@ public:
 			// A whole frame at the start of what is left, with nothing
 			// of it buffered: handed over where it lies, not copied.
 			if (!skip_ && len_have_ == 0 && bytes.size() - off >= 4) {
-				const uint32_t n = (uint32_t{bytes[off]} << 24) |
-						   (uint32_t{bytes[off + 1]} << 16) |
-						   (uint32_t{bytes[off + 2]} << 8) | bytes[off + 3];
+				const uint32_t n = length(&bytes[off]);
 				if (n != 0 && n <= max_ && bytes.size() - off - 4 >= n) {
 					fn(Event::Frame, bytes.subspan(off + 4, n));
 					off += 4 + size_t{n};
@@ -52,8 +50,7 @@ public:
 				len_[len_have_++] = bytes[off++];
 				if (len_have_ < 4)
 					continue;
-				const uint32_t n = (uint32_t{len_[0]} << 24) | (uint32_t{len_[1]} << 16) |
-						   (uint32_t{len_[2]} << 8) | len_[3];
+				const uint32_t n = length(len_.data());
 				if (n == 0 || n > max_) {
 					len_have_ = 0;
 					skip_ = n;
@@ -91,6 +88,11 @@ public:
 	}
 
 private:
+	static uint32_t length(const uint8_t *b)
+	{
+		return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+	}
+
 	uint32_t max_;
 	std::array<uint8_t, 4> len_{};
 	size_t len_have_ = 0;

@@ -303,22 +303,14 @@ void Server::read_host(Conn *c)
 	}
 }
 
-void Server::deliver(size_t host, std::span<const uint8_t> frame)
-{
-	deliver_owned(host, Bytes(frame.begin(), frame.end()));
-}
-
 // A frame out to a host port: its header and its buffer, not a copy; the
-// buffer goes back to the model once written.
-void Server::deliver_owned(size_t host, Bytes &&frame)
+// buffer goes back to the model once written, or at once if dropped.
+void Server::deliver(size_t host, Bytes &&frame)
 {
 	Conn *c = host < host_conn_.size() ? host_conn_[host] : nullptr;
-	if (!c || c->fd < 0) {
+	if (!c || c->fd < 0 || c->tx_bytes + 4 + frame.size() > opt_.tx_limit) {
 		fabric_->count_host_drop(host, Drop::Backlog);
-		return;
-	}
-	if (c->tx_bytes + 4 + frame.size() > opt_.tx_limit) {
-		fabric_->count_host_drop(host, Drop::Backlog);
+		fabric_->recycle(std::move(frame));
 		return;
 	}
 	Out out{StreamDecoder::header(static_cast<uint32_t>(frame.size())), 4, std::move(frame)};

@@ -70,8 +70,7 @@ private:
 		bool closing = false;
 	};
 
-	void deliver(size_t host, std::span<const uint8_t> frame) override;
-	void deliver_owned(size_t host, Bytes &&frame) override;
+	void deliver(size_t host, Bytes &&frame) override;
 	uint64_t now() const;
 	int listen_unix(const std::string &path);
 	int listen_tcp(uint16_t port);

@@ -62,7 +62,7 @@ constexpr const char *kTopology = R"({
 
 class NullSink : public FrameSink {
 public:
-	void deliver(size_t, std::span<const uint8_t>) override {}
+	void deliver(size_t, Bytes &&) override {}
 };
 
 void check_buffers(const Fabric &f)

@@ -94,9 +94,9 @@ class RecordingSink : public FrameSink {
 public:
 	std::vector<Delivered> frames;
 	uint64_t now = 0;
-	void deliver(size_t host, std::span<const uint8_t> frame) override
+	void deliver(size_t host, Bytes &&frame) override
 	{
-		frames.push_back({host, now, Bytes(frame.begin(), frame.end())});
+		frames.push_back({host, now, std::move(frame)});
 	}
 	std::vector<Delivered> to(size_t host, bool data_only = true) const
 	{
