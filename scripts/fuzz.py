@@ -275,6 +275,30 @@ def cmd_merge():
 REPLAY = {"VRNIC_FUZZ_KNOWN_BUGS": "1"}
 
 
+def replay(bdir, t):
+    """Target t's corpus in one run, then each regression alone (a
+    reproducer of a bug stays a failure until the bug is fixed): a list
+    of (result name, status, detail, output to show)."""
+    dirs = seed_dirs(t)
+    files = sum(len(os.listdir(d)) for d in dirs)
+    p = subprocess.run([binary(bdir, t), "-runs=0", "-max_len=" + MAX_LEN]
+                       + dirs, env=env(REPLAY), text=True, errors="replace",
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if p.returncode:
+        out = [("replay corpus %s" % t, "fail", crash_signature(p.stdout),
+                p.stdout)]
+    else:
+        out = [("replay corpus %s" % t, "pass", "%d inputs" % files, "")]
+    for f in regressions(t):
+        p = subprocess.run([binary(bdir, t), f], env=env(REPLAY), text=True,
+                           errors="replace", stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT)
+        name = "regression %s/%s" % (t, os.path.basename(f))
+        out.append((name, "fail", crash_signature(p.stdout), "")
+                   if p.returncode else (name, "pass", "", ""))
+    return out
+
+
 def cmd_check():
     stage = Stage("fuzz")
     seconds = int(os.environ.get("FUZZ_CHECK_SECONDS", "30"))
@@ -283,31 +307,25 @@ def cmd_check():
         stage.record("build", "fail", "cmake/ninja of tests/fuzz failed")
         return 1
     stage.record("build", "pass")
+    # Each target is one process: as many at a time as there are cores,
+    # for the replays (the stateful corpus alone takes a minute here) and
+    # for the fuzzing; the results are recorded in TARGETS' order.
+    from concurrent.futures import ThreadPoolExecutor
+    pool = ThreadPoolExecutor(max(1, len(os.sched_getaffinity(0))))
+    # The largest corpora first, so that the longest replay does not
+    # start last.
+    order = sorted(TARGETS, key=lambda t: -sum(
+        len(os.listdir(d)) for d in seed_dirs(t)))
+    replays = {t: pool.submit(replay, bdir, t) for t in order}
     for t in TARGETS:
-        dirs = seed_dirs(t)
-        files = sum(len(os.listdir(d)) for d in dirs)
-        p = subprocess.run([binary(bdir, t), "-runs=0", "-max_len=" + MAX_LEN]
-                           + dirs, env=env(REPLAY), text=True, errors="replace",
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        if p.returncode:
-            stage.record("replay corpus %s" % t, "fail",
-                         crash_signature(p.stdout))
-            print(p.stdout[-3000:])
-        else:
-            stage.record("replay corpus %s" % t, "pass", "%d inputs" % files)
-        # Each regression alone: a reproducer of a bug stays a failure
-        # until the bug is fixed.
-        for f in regressions(t):
-            p = subprocess.run([binary(bdir, t), f], env=env(REPLAY), text=True,
-                               errors="replace", stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT)
-            name = "regression %s/%s" % (t, os.path.basename(f))
-            if p.returncode:
-                stage.record(name, "fail", crash_signature(p.stdout))
-            else:
-                stage.record(name, "pass")
-    for t in TARGETS:
-        execs, rate, crashes = fuzz_one(bdir, t, seconds, nice=False)
+        for name, status, detail, output in replays[t].result():
+            if output:
+                print(output[-3000:])
+            stage.record(name, status, detail)
+    with pool:
+        runs = list(pool.map(lambda t: fuzz_one(bdir, t, seconds, nice=False),
+                             TARGETS))
+    for t, (execs, rate, crashes) in zip(TARGETS, runs):
         detail = "%d executions, %.0f exec/s" % (execs, rate)
         if crashes:
             stage.record("fuzz %s %d s" % (t, seconds), "fail",

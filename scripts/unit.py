@@ -15,7 +15,7 @@ from results import Stage, TOP  # noqa: E402
 
 
 def main(stage_name="unit", host=None, cmake_extra=(), run_env=None,
-         jobs=1):
+         jobs=max(1, len(os.sched_getaffinity(0)))):
     """Also used by scripts/fuzz.py unit-asan: the same suites built with
     sanitizers in their own build dirs, recorded as its own stage.
     Two suites: the engine's (tests/unit) and vrnic-fabric's (fabric/)."""
