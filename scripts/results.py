@@ -8,6 +8,7 @@ line as it goes.  scripts/check.py prints the summary of all stages.
 import json
 import os
 import re
+import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(TOP, "build", "results")
@@ -22,6 +23,7 @@ class Stage:
         if fresh and os.path.exists(self.path):
             os.unlink(self.path)
         self.failed = 0
+        self.last = time.monotonic()
 
     def record(self, name, status, detail=""):
         assert status in ("pass", "fail", "skip")
@@ -31,9 +33,14 @@ class Stage:
         if status == "fail":
             self.failed += 1
         word = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}[status]
-        print("%s %s/%s%s" % (word, self.stage, name,
-                              (": " + detail) if detail and status != "pass"
-                              else ""), flush=True)
+        # The time since the previous result, where it is long enough to
+        # matter for make check's budget.
+        now = time.monotonic()
+        took = " [%.0f s]" % (now - self.last) if now - self.last >= 10 else ""
+        self.last = now
+        print("%s %s/%s%s%s" % (word, self.stage, name,
+                                (": " + detail) if detail and status != "pass"
+                                else "", took), flush=True)
 
     def tap(self, prefix, output, status):
         """Record every TAP result line in output; a missing plan entry or
