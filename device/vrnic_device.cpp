@@ -59,7 +59,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <deque>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,6 +67,7 @@
 #include "sandbox.hpp"
 #include "vfio_user.hpp"
 #include "vrnic_function.hpp"
+#include "wire_out.hpp"
 #include "vrnic_engine.h"
 #include "vrnic_hw.h"
 
@@ -306,7 +306,8 @@ private:
 	std::vector<uint8_t> win_;
 	std::vector<uint8_t> held_;
 	bool holding_ = false;
-	std::deque<uint8_t> wout_;
+	// Output: the stream records the socket has not taken yet.
+	wire::Out wout_;
 	uint64_t guest_errors_ = 0, dma_refused_ = 0, irqs_lost_ = 0;
 	// Device resets, logged as QEMU's vrnic_reset trace event would
 	// show them (a reboot's .shutdown must reset: guest_tests.py), at
@@ -373,12 +374,8 @@ const vrnic_platform_ops Device::kOps = {
 		if (d.wire_fd_ < 0 || len > kMaxFrame || !d.link_up_)
 			return 0;	// no wire: the frame is lost, as on a cut cable
 		d.capture(frame, len);
-		const uint32_t be = htonl(uint32_t(len));
-		const auto *b = reinterpret_cast<const uint8_t *>(&be);
-		d.wout_.insert(d.wout_.end(), b, b + 4);
-		d.wout_.insert(d.wout_.end(), static_cast<const uint8_t *>(frame),
-			       static_cast<const uint8_t *>(frame) + len);
-		if (d.wout_.size() < kWireOutHigh)
+		d.wout_.push(frame, len);
+		if (d.wout_.pending() < kWireOutHigh)
 			return 0;
 		d.tx_full_ = true;
 		return 1;
@@ -493,7 +490,7 @@ Device::~Device()
 }
 
 // DEVICE_RESET: the engine forgets everything, and so do the wire's
-// buffers (a held frame, frames not yet sent).
+// buffers (a held frame, frames not yet begun).
 void Device::reset()
 {
 	// A pending x-fault-internal does not outlive the reset, nor does a
@@ -506,11 +503,13 @@ void Device::reset()
 	aq_regs_update();
 	holding_ = false;
 	held_.clear();
-	wout_.clear();
+	// Frames not begun are dropped; one the socket has taken part of
+	// is finished, or the peer would lose the stream's framing.
+	wout_.drop_unsent();
 	tx_full_ = false;
 	rx_ready_ = false;
 	if (wire_fd_ >= 0)
-		set_epoll(wire_fd_, EPOLLIN);
+		set_epoll(wire_fd_, EPOLLIN | (wout_.empty() ? 0u : uint32_t(EPOLLOUT)));
 }
 
 uint64_t Device::bar_read(unsigned int bar, uint64_t off, unsigned int size)
@@ -734,10 +733,8 @@ void Device::deliver_held()
 bool Device::wire_flush()
 {
 	while (!wout_.empty() && wire_fd_ >= 0) {
-		uint8_t buf[65536];
-		const size_t n = std::min(wout_.size(), sizeof(buf));
-		std::copy_n(wout_.begin(), n, buf);
-		const ssize_t w = send(wire_fd_, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		const ssize_t w = send(wire_fd_, wout_.data(), wout_.pending(),
+				       MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -746,9 +743,9 @@ bool Device::wire_flush()
 			wire_down();
 			return false;
 		}
-		wout_.erase(wout_.begin(), wout_.begin() + w);
+		wout_.sent(size_t(w));
 	}
-	if (tx_full_ && wout_.size() < kWireOutHigh / 2) {
+	if (tx_full_ && wout_.pending() < kWireOutHigh / 2) {
 		tx_full_ = false;
 		vrnic_engine_tx_resume(eng_);
 	}
