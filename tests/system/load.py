@@ -251,7 +251,8 @@ def wide(stage, a, b):
     only once every QP has completed its WIDE_ITERS WRITEs (per-QP counts),
     so a QP whose data path stalls fails the run by its timeout.  16
     WQEs per QP (perftest's 128 would post 524,288 before its first
-    poll)."""
+    poll).  It needs QPN indices past the old 12 bits and, for perftest's
+    CQ of 4096 x 16 entries, max_cqe past 2^15."""
     args = "ib_write_bw -d vrnic0 -x 1 -F -s 4096 -q %d -n %d -t 16 " \
         "-p 18640" % (WIDE_QPS, WIDE_ITERS)
     name = "ib_write_bw -q %d -n %d, every QP's WRITEs complete" % (
