@@ -25,6 +25,9 @@ KVER = $(shell scripts/kernel-version.sh)
 KDIR = /usr/src/linux-headers-$(KVER)
 B := $(CURDIR)/build
 NPROC := $(shell nproc)
+# Sub-makes run NPROC jobs, unless this make was given -j: then they share
+# its jobserver (a -j of their own would turn it off).
+JOBS = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(NPROC))
 VM ?= a
 
 .PHONY: all deps qemu module rdma-core guest-tests image run shell check \
@@ -46,7 +49,7 @@ qemu-stock: qemu
 
 module: deps
 	@echo "== vrnic.ko and vrnic_ib.ko for $(KVER)"
-	@$(MAKE) --no-print-directory -j$(NPROC) -C $(KDIR) M=$(CURDIR) modules >/dev/null
+	@$(MAKE) --no-print-directory $(JOBS) -C $(KDIR) M=$(CURDIR) modules >/dev/null
 
 rdma-core: deps
 	@echo "== rdma-core 56.1 with providers/vrnic and pyverbs"
@@ -54,7 +57,7 @@ rdma-core: deps
 
 guest-tests: rdma-core
 	@echo "== guest selftests"
-	@$(MAKE) --no-print-directory -s -j$(NPROC) -C tests/guest OUT=$(B)/guest-tests \
+	@$(MAKE) --no-print-directory -s $(JOBS) -C tests/guest OUT=$(B)/guest-tests \
 		KSFT=$(B)/src/linux-tools/tools/testing/selftests \
 		RDMA_ROOT=$(B)/rdma-core-root
 

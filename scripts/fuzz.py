@@ -26,7 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results import Stage, TOP  # noqa: E402
+from results import Stage, TOP, jobs  # noqa: E402
 
 TARGETS = ["wire", "admin", "rings", "eth_regs", "stateful", "fabric",
            "vfio_user"]
@@ -152,7 +152,8 @@ def fuzz_one(bdir, t, seconds, nice=True):
                         sig += " [needs the state of earlier inputs]"
         found.append(sig)
         if not new:	# no artifact: something else went wrong, stop
-            print(p.stdout[-3000:])
+            print("fuzz %s: exit %d and no crash file; its last output:\n%s"
+                  % (t, p.returncode, p.stdout[-3000:]), flush=True)
             break
     spent = max(time.time() - t0, 1e-3)
     return execs, execs / spent, found
@@ -311,7 +312,7 @@ def cmd_check():
     # for the replays (the stateful corpus alone takes a minute here) and
     # for the fuzzing; the results are recorded in TARGETS' order.
     from concurrent.futures import ThreadPoolExecutor
-    pool = ThreadPoolExecutor(max(1, len(os.sched_getaffinity(0))))
+    pool = ThreadPoolExecutor(jobs())
     # The largest corpora first, so that the longest replay does not
     # start last.
     order = sorted(TARGETS, key=lambda t: -sum(
@@ -349,7 +350,7 @@ def cmd_unit_asan():
                                   "-DCMAKE_C_FLAGS=" + flags,
                                   "-DCMAKE_CXX_FLAGS=" + flags,
                                   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"],
-                     run_env=env(), jobs=2)
+                     run_env=env(), jobs=jobs())
 
 
 def main():

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results import Stage, TOP  # noqa: E402
+from results import Stage, TOP, jobs  # noqa: E402
 
 CHECKPATCH = os.path.join(TOP, "build/src/linux-tools/scripts/checkpatch.pl")
 KVER = open(os.path.join(TOP, "build/kernel-version")).read().strip()
@@ -22,7 +22,7 @@ KDIR = "/usr/src/linux-headers-%s" % KVER
 # Kbuild and clang-tidy run as many jobs as there are cores: clang-tidy
 # takes 10-20 s a file here, and the engine's 14 files in one process
 # left one of two cores idle for four minutes.
-JOBS = max(1, len(os.sched_getaffinity(0)))
+JOBS = jobs()
 
 
 def run(cmd, **kw):
@@ -215,17 +215,19 @@ def clang_tidy(stage, groups):
     """groups: [(result name, [clang-tidy command per file])].  Runs every
     command through one pool of JOBS, then records each group."""
     from concurrent.futures import ThreadPoolExecutor
-    jobs = [(name, cmd) for name, cmds in groups for cmd in cmds]
+    work = [(name, cmd) for name, cmds in groups for cmd in cmds]
     with ThreadPoolExecutor(JOBS) as pool:
-        outs = list(pool.map(lambda j: run(["nice", *j[1]]), jobs))
+        outs = list(pool.map(lambda j: run(["nice", *j[1]]), work))
     for name, _ in groups:
         rc, out = 0, ""
-        for (n, _), (r, o) in zip(jobs, outs):
+        for (n, _), (r, o) in zip(work, outs):
             if n == name:
                 rc |= r
                 out += o
-        bad = [ln for ln in out.splitlines()
-               if re.search(r"(warning|error):", ln)]
+        # One process a file: a header's finding comes once per file
+        # that includes it.
+        bad = sorted({ln for ln in out.splitlines()
+                      if re.search(r"(warning|error):", ln)})
         if rc or bad:
             show(out)
         stage.record(name, "fail" if (rc or bad) else "pass",

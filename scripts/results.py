@@ -12,6 +12,17 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(TOP, "build", "results")
+
+
+def jobs():
+    """How many processes a stage runs at once: VRNIC_JOBS, or the CPUs
+    this process may use (a container's CPU quota is not seen: set
+    VRNIC_JOBS there)."""
+    try:
+        n = int(os.environ.get("VRNIC_JOBS", "0"))
+    except ValueError:
+        n = 0
+    return n if n > 0 else max(1, len(os.sched_getaffinity(0)))
 TAP_LINE = re.compile(r"^(not )?ok (\d+)\s*-?\s*(.*?)(?:\s+#\s*(SKIP|XFAIL)\s*(.*))?$")
 
 
@@ -89,3 +100,27 @@ def load_all():
                     r["stage"] = leaf[:-6]
                     out.append(r)
     return out
+
+
+def exited(stage, rc, what):
+    """check.sh, after each stage script: a script that exited non-zero
+    with no failure recorded (a traceback, a kill) is one failure, so
+    that it cannot pass as the results it wrote before it died."""
+    if rc == 0:
+        return
+    path = os.path.join(RESULTS, stage + ".jsonl")
+    if os.path.exists(path):
+        with open(path) as f:
+            if any(json.loads(line)["status"] == "fail" for line in f):
+                return
+    Stage(stage, fresh=False).record(
+        "%s exited %d" % (what, rc), "fail",
+        "no failure recorded before it exited; see its output above")
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) == 5 and sys.argv[1] == "exited":
+        exited(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    else:
+        sys.exit("usage: results.py exited STAGE STATUS WHAT")

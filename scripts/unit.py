@@ -11,15 +11,16 @@ import sys
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results import Stage, TOP  # noqa: E402
+from results import Stage, TOP, jobs as ncpu  # noqa: E402
 
 
 def main(stage_name="unit", host=None, cmake_extra=(), run_env=None,
-         jobs=max(1, len(os.sched_getaffinity(0)))):
+         jobs=None):
     """Also used by scripts/fuzz.py unit-asan: the same suites built with
     sanitizers in their own build dirs, recorded as its own stage.
     Two suites: the engine's (tests/unit) and vrnic-fabric's (fabric/)."""
     stage = Stage(stage_name)
+    jobs = jobs or ncpu()
     host = host or os.path.join(TOP, "build/host")
     fabric = host.replace("build/host", "build/fabric", 1)
     for src, bdir, tag in (("tests/unit", host, stage_name),
