@@ -276,14 +276,16 @@ def cmd_merge():
 REPLAY = {"VRNIC_FUZZ_KNOWN_BUGS": "1"}
 
 
-def replay(bdir, t):
-    """Target t's corpus in one run, then each regression alone (a
-    reproducer of a bug stays a failure until the bug is fixed): a list
-    of (result name, status, detail, output to show)."""
-    dirs = seed_dirs(t)
-    files = sum(len(os.listdir(d)) for d in dirs)
+def corpus_size(t):
+    return sum(len(os.listdir(d)) for d in seed_dirs(t))
+
+
+def replay(bdir, t, files):
+    """Target t's corpus (files inputs) in one run, then each regression
+    alone (a reproducer of a bug stays a failure until the bug is fixed):
+    a list of (result name, status, detail, output to show)."""
     p = subprocess.run([binary(bdir, t), "-runs=0", "-max_len=" + MAX_LEN]
-                       + dirs, env=env(REPLAY), text=True, errors="replace",
+                       + seed_dirs(t), env=env(REPLAY), text=True, errors="replace",
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     if p.returncode:
         out = [("replay corpus %s" % t, "fail", crash_signature(p.stdout),
@@ -315,9 +317,9 @@ def cmd_check():
     pool = ThreadPoolExecutor(jobs())
     # The largest corpora first, so that the longest replay does not
     # start last.
-    order = sorted(TARGETS, key=lambda t: -sum(
-        len(os.listdir(d)) for d in seed_dirs(t)))
-    replays = {t: pool.submit(replay, bdir, t) for t in order}
+    sizes = {t: corpus_size(t) for t in TARGETS}
+    replays = {t: pool.submit(replay, bdir, t, sizes[t])
+               for t in sorted(TARGETS, key=lambda t: -sizes[t])}
     for t in TARGETS:
         for name, status, detail, output in replays[t].result():
             if output:
